@@ -1,0 +1,71 @@
+export { FareboxError, ConfigError } from './errors.js';
+export type { FareboxErrorCode } from './errors.js';
+export {
+  USDC_DECIMALS,
+  BASE_UNITS_PER_USDC,
+  BASE_UNIT_NAME,
+  MAX_BASE_UNITS,
+  parseAmount,
+  parseBaseUnits,
+  formatAmount,
+  toUsd,
+  toJsonInteger,
+  amountFields,
+  costObject,
+} from './amounts.js';
+export { PLATFORM_FEE_BPS, PLATFORM_FEE_PCT, splitFee } from './fee.js';
+export type { FeeSplit } from './fee.js';
+export { encodeStrKey, decodeStrKey, isValidStrKey } from './strkey.js';
+export type { StrKeyKind } from './strkey.js';
+export { createEd25519Signer, verifyEd25519, sha256, randomBytes } from './crypto.js';
+export type { Ed25519Signer } from './crypto.js';
+export { base64Encode, base64Decode, base64UrlEncode, hexEncode, timingSafeEqualBytes } from './encoding.js';
+export {
+  CERTIFICATE_HEADER,
+  CERTIFICATE_TTL_SECONDS,
+  CERTIFICATE_MAX_LIFETIME_SECONDS,
+  CERTIFICATE_NONCE_BYTES,
+  CLOCK_TOLERANCE_SECONDS,
+  signCallCertificate,
+  verifyCallCertificate,
+  createCertificateSigner,
+} from './certificate.js';
+export type {
+  CallCertificate,
+  CertificateRejection,
+  CertificateVerdict,
+  SignCallCertificateInput,
+  SignedCallCertificate,
+  VerifyCallCertificateOptions,
+} from './certificate.js';
+export {
+  ESCROW_SCHEME,
+  X402_NETWORKS,
+  X402_HEADERS,
+  buildPaymentRequired,
+  parsePaymentRequired,
+  parsePaymentHeader,
+  encodePaymentHeader,
+  encodePaymentResponse,
+  decodePaymentResponse,
+} from './x402.js';
+export type {
+  X402Network,
+  PaymentRequirements,
+  PaymentRequiredBody,
+  QuoteInput,
+  ParsedQuote,
+  EscrowPayment,
+  PaymentResponse,
+} from './x402.js';
+export {
+  LIMITS,
+  ServiceNameSchema,
+  EndpointSchema,
+  DescriptionSchema,
+  PublicKeySchema,
+  ContractIdSchema,
+  ManifestSchema,
+  firstIssueMessage,
+} from './schemas.js';
+export type { Manifest } from './schemas.js';

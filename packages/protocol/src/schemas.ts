@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { isValidStrKey } from './strkey.js';
+
+/** Registry limits (the registry contract enforces the same). */
+export const LIMITS = {
+  serviceName: 32,
+  endpoint: 256,
+  description: 512,
+  apiKeyName: 64,
+  pricingNote: 256,
+} as const;
+
+export const ServiceNameSchema = z
+  .string()
+  .min(1, 'service required')
+  .max(LIMITS.serviceName, `service name too long (max ${LIMITS.serviceName})`);
+
+export const EndpointSchema = z.string().min(1, 'endpoint required').max(LIMITS.endpoint, `endpoint too long (max ${LIMITS.endpoint})`);
+
+export const DescriptionSchema = z.string().max(LIMITS.description, `description too long (max ${LIMITS.description})`);
+
+export const PublicKeySchema = z.string().refine((v) => isValidStrKey('publicKey', v), 'not a valid G... public key');
+export const ContractIdSchema = z.string().refine((v) => isValidStrKey('contract', v), 'not a valid C... contract id');
+
+/** A service's `/manifest` document. */
+export const ManifestSchema = z.object({
+  service: ServiceNameSchema,
+  ownerWallet: PublicKeySchema,
+  pricePerCall: z.number().positive(),
+  priceBaseUnits: z.string().regex(/^\d+$/),
+  pricingNote: z.string().optional(),
+  description: z.string(),
+  dynamicPricing: z.boolean(),
+  payments: z.array(z.enum(['platform', 'escrow'])),
+  network: z.string(),
+  platformPublicKey: z.string().optional(),
+  contractId: z.string().optional(),
+  endpoint: z.string().optional(),
+});
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+/** Turns a zod error into the single `error` string the API returns. */
+export function firstIssueMessage(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid input';
+  return issue.message;
+}

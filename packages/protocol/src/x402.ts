@@ -1,0 +1,300 @@
+import { z } from 'zod';
+import { base64Decode, base64Encode, utf8 } from './encoding.js';
+import { FareboxError } from './errors.js';
+import { isValidStrKey } from './strkey.js';
+
+/** Farebox's x402 scheme: the caller pays through a single-use escrow. */
+export const ESCROW_SCHEME = 'escrow';
+/** CAIP-2 style network ids used in quotes. */
+export const X402_NETWORKS = ['stellar:testnet', 'stellar:pubnet', 'stellar:local'] as const;
+export type X402Network = (typeof X402_NETWORKS)[number];
+
+/** Header names (HTTP headers are case-insensitive; these are the lower-case forms). */
+export const X402_HEADERS = {
+  /** v1 retry header: an x402 v1 envelope, or a bare escrow id. */
+  payment: 'x-payment',
+  /** v1 result header. */
+  paymentResponse: 'x-payment-response',
+  /** v2 quote header. */
+  paymentRequired: 'payment-required',
+  /** v2 retry header. */
+  paymentSignature: 'payment-signature',
+  /** v2 result header. */
+  paymentResponseV2: 'payment-response',
+} as const;
+
+/** x402 v1 PaymentRequirements, as Farebox fills it. */
+export interface PaymentRequirements {
+  scheme: string;
+  network: X402Network;
+  /** Base units, as a decimal string. */
+  maxAmountRequired: string;
+  /** The asset, `USDC:<issuer>`. */
+  asset: string;
+  /** Receiver of the escrow: the service's registry owner. */
+  payTo: string;
+  resource: string;
+  description: string;
+  maxTimeoutSeconds: number;
+  mimeType?: string;
+  outputSchema?: unknown;
+  extra?: Record<string, unknown>;
+}
+
+/** The 402 body (x402 v1). */
+export interface PaymentRequiredBody {
+  x402Version: 1;
+  error: string;
+  accepts: PaymentRequirements[];
+}
+
+export interface QuoteInput {
+  /** Full URL of the paid resource. */
+  resource: string;
+  description: string;
+  amount: bigint;
+  payTo: string;
+  network: X402Network;
+  asset: string;
+  maxTimeoutSeconds?: number;
+  mimeType?: string;
+  outputSchema?: unknown;
+  /** Scheme-specific data: Farebox puts the service name, quote id, pricing note and the escrow parameters here. */
+  extra?: Record<string, unknown>;
+  error?: string;
+}
+
+/**
+ * Builds the 402 answer: the x402 v1 body and the v2 `PAYMENT-REQUIRED`
+ * header (base64 of the v2 object, standard alphabet with padding).
+ */
+export function buildPaymentRequired(input: QuoteInput): { body: PaymentRequiredBody; headers: Record<string, string> } {
+  if (input.amount <= 0n) throw new FareboxError('INVALID_PAYMENT', 'a quote amount must be positive');
+  const requirement: PaymentRequirements = {
+    scheme: ESCROW_SCHEME,
+    network: input.network,
+    maxAmountRequired: input.amount.toString(),
+    asset: input.asset,
+    payTo: input.payTo,
+    resource: input.resource,
+    description: input.description,
+    maxTimeoutSeconds: input.maxTimeoutSeconds ?? 300,
+    mimeType: input.mimeType ?? 'application/json',
+    ...(input.outputSchema !== undefined ? { outputSchema: input.outputSchema } : {}),
+    ...(input.extra ? { extra: input.extra } : {}),
+  };
+  const error = input.error ?? 'payment required';
+  const v2 = {
+    x402Version: 2,
+    error,
+    resource: { url: input.resource, description: input.description, mimeType: requirement.mimeType },
+    accepts: [
+      {
+        scheme: requirement.scheme,
+        network: requirement.network,
+        amount: requirement.maxAmountRequired,
+        asset: requirement.asset,
+        payTo: requirement.payTo,
+        maxTimeoutSeconds: requirement.maxTimeoutSeconds,
+        ...(input.extra ? { extra: input.extra } : {}),
+      },
+    ],
+  };
+  return {
+    body: { x402Version: 1, error, accepts: [requirement] },
+    headers: { [X402_HEADERS.paymentRequired]: encodeJsonHeader(v2) },
+  };
+}
+
+const NetworkSchema = z.enum(X402_NETWORKS);
+
+const RequirementV1Schema = z.object({
+  scheme: z.string(),
+  network: NetworkSchema,
+  maxAmountRequired: z.string().regex(/^\d+$/),
+  asset: z.string(),
+  payTo: z.string(),
+  resource: z.string(),
+  description: z.string(),
+  maxTimeoutSeconds: z.number().int().positive(),
+  mimeType: z.string().optional(),
+  outputSchema: z.unknown().optional(),
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+
+const PaymentRequiredV1Schema = z.object({
+  x402Version: z.literal(1),
+  error: z.string(),
+  accepts: z.array(RequirementV1Schema).min(1),
+});
+
+const PaymentRequiredV2Schema = z.object({
+  x402Version: z.literal(2),
+  error: z.string().optional().default(''),
+  resource: z.object({ url: z.string(), description: z.string().optional().default(''), mimeType: z.string().optional() }),
+  accepts: z
+    .array(
+      z.object({
+        scheme: z.string(),
+        network: NetworkSchema,
+        amount: z.string().regex(/^\d+$/),
+        asset: z.string(),
+        payTo: z.string(),
+        maxTimeoutSeconds: z.number().int().positive(),
+        extra: z.record(z.string(), z.unknown()).optional(),
+      }),
+    )
+    .min(1),
+});
+
+/** A quote as the caller sees it, whichever x402 version carried it. */
+export interface ParsedQuote {
+  version: 1 | 2;
+  error: string;
+  accepts: Array<PaymentRequirements & { amount: bigint }>;
+}
+
+/**
+ * Reads a 402 answer: the v2 `PAYMENT-REQUIRED` header first, then the v1 body
+ * (as `@x402/fetch` does). Throws `INVALID_PAYMENT` when neither parses.
+ */
+export function parsePaymentRequired(input: { headers?: Record<string, string | undefined> | Headers; body?: unknown }): ParsedQuote {
+  const header = readHeader(input.headers, X402_HEADERS.paymentRequired);
+  if (header) {
+    const parsed = PaymentRequiredV2Schema.safeParse(decodeJsonHeader(header));
+    if (parsed.success) {
+      const v2 = parsed.data;
+      return {
+        version: 2,
+        error: v2.error,
+        accepts: v2.accepts.map((a) => ({
+          scheme: a.scheme,
+          network: a.network,
+          maxAmountRequired: a.amount,
+          amount: BigInt(a.amount),
+          asset: a.asset,
+          payTo: a.payTo,
+          resource: v2.resource.url,
+          description: v2.resource.description,
+          maxTimeoutSeconds: a.maxTimeoutSeconds,
+          ...(v2.resource.mimeType ? { mimeType: v2.resource.mimeType } : {}),
+          ...(a.extra ? { extra: a.extra } : {}),
+        })),
+      };
+    }
+  }
+  const parsed = PaymentRequiredV1Schema.safeParse(input.body);
+  if (!parsed.success) throw new FareboxError('INVALID_PAYMENT', 'not an x402 payment-required answer');
+  return {
+    version: 1,
+    error: parsed.data.error,
+    accepts: parsed.data.accepts.map((a) => ({ ...a, amount: BigInt(a.maxAmountRequired) }) as PaymentRequirements & { amount: bigint }),
+  };
+}
+
+/** What a caller presents to pay with an escrow. */
+export interface EscrowPayment {
+  /** 0 for a bare escrow id, else the x402 version of the envelope. */
+  version: 0 | 1 | 2;
+  scheme: typeof ESCROW_SCHEME;
+  network?: X402Network;
+  /** The escrow's contract id, `C...`. */
+  escrowId: string;
+  /** The quote this payment answers, when the caller echoed it. */
+  quoteId?: string;
+}
+
+const EscrowPayloadSchema = z.object({
+  escrowId: z.string().optional(),
+  contractId: z.string().optional(),
+  quoteId: z.string().max(256).optional(),
+});
+
+const EnvelopeSchema = z.object({
+  x402Version: z.union([z.literal(1), z.literal(2)]),
+  scheme: z.string().optional(),
+  network: NetworkSchema.optional(),
+  accepted: z.object({ scheme: z.string(), network: NetworkSchema.optional() }).optional(),
+  payload: EscrowPayloadSchema,
+});
+
+/**
+ * Parses an `X-PAYMENT` or `PAYMENT-SIGNATURE` header value: an x402 envelope
+ * (base64 JSON, v1 or v2) whose scheme is `escrow`, or a bare escrow id
+ * (`C...`). Throws `INVALID_PAYMENT` with the reason otherwise.
+ */
+export function parsePaymentHeader(value: string | undefined | null): EscrowPayment {
+  if (typeof value !== 'string' || value.trim() === '') throw new FareboxError('INVALID_PAYMENT', 'payment header is empty');
+  const text = value.trim();
+  if (text.length > 8192) throw new FareboxError('INVALID_PAYMENT', 'payment header too long');
+  if (isValidStrKey('contract', text)) return { version: 0, scheme: ESCROW_SCHEME, escrowId: text };
+  const json = decodeJsonHeader(text);
+  const parsed = EnvelopeSchema.safeParse(json);
+  if (!parsed.success) throw new FareboxError('INVALID_PAYMENT', 'payment header is neither an escrow id nor an x402 envelope');
+  const env = parsed.data;
+  const scheme = env.scheme ?? env.accepted?.scheme;
+  if (scheme !== ESCROW_SCHEME) throw new FareboxError('INVALID_PAYMENT', `unsupported payment scheme ${JSON.stringify(scheme ?? null)} (expected "escrow")`);
+  const escrowId = env.payload.escrowId ?? env.payload.contractId;
+  if (!isValidStrKey('contract', escrowId)) throw new FareboxError('INVALID_PAYMENT', 'payment payload has no valid escrow id (C...)');
+  const network = env.network ?? env.accepted?.network;
+  return {
+    version: env.x402Version,
+    scheme: ESCROW_SCHEME,
+    escrowId,
+    ...(network ? { network } : {}),
+    ...(env.payload.quoteId ? { quoteId: env.payload.quoteId } : {}),
+  };
+}
+
+/** Encodes an escrow payment as an x402 envelope for `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2). */
+export function encodePaymentHeader(payment: { escrowId: string; network: X402Network; quoteId?: string }, version: 1 | 2 = 1): string {
+  const payload = { escrowId: payment.escrowId, ...(payment.quoteId ? { quoteId: payment.quoteId } : {}) };
+  const envelope =
+    version === 1
+      ? { x402Version: 1, scheme: ESCROW_SCHEME, network: payment.network, payload }
+      : { x402Version: 2, accepted: { scheme: ESCROW_SCHEME, network: payment.network }, payload };
+  return encodeJsonHeader(envelope);
+}
+
+export interface PaymentResponse {
+  success: boolean;
+  /** On-chain transaction hash (the release), or the escrow id when none was produced. */
+  transaction: string;
+  network: X402Network;
+  payer: string;
+}
+
+const PaymentResponseSchema = z.object({ success: z.boolean(), transaction: z.string(), network: NetworkSchema, payer: z.string() });
+
+/** Encodes the `X-PAYMENT-RESPONSE` / `PAYMENT-RESPONSE` value. */
+export function encodePaymentResponse(response: PaymentResponse): string {
+  return encodeJsonHeader(response);
+}
+
+export function decodePaymentResponse(value: string): PaymentResponse {
+  const parsed = PaymentResponseSchema.safeParse(decodeJsonHeader(value));
+  if (!parsed.success) throw new FareboxError('INVALID_PAYMENT', 'invalid payment response header');
+  return parsed.data;
+}
+
+function encodeJsonHeader(value: unknown): string {
+  return base64Encode(utf8.encode(JSON.stringify(value)));
+}
+
+function decodeJsonHeader(value: string): unknown {
+  const bytes = base64Decode(value.trim());
+  if (!bytes) return undefined;
+  try {
+    return JSON.parse(utf8.decode(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+function readHeader(headers: Record<string, string | undefined> | Headers | undefined, name: string): string | undefined {
+  if (!headers) return undefined;
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
+  const rec = headers as Record<string, string | undefined>;
+  for (const key of Object.keys(rec)) if (key.toLowerCase() === name) return rec[key];
+  return undefined;
+}
