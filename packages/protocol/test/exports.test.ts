@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it, vi } from 'vitest';
+import * as protocol from '../src/index.js';
+
+describe('public surface', () => {
+  it('exports exactly these names', () => {
+    expect(Object.keys(protocol).sort()).toMatchInlineSnapshot(`
+      [
+        "BASE_UNITS_PER_USDC",
+        "BASE_UNIT_NAME",
+        "CERTIFICATE_HEADER",
+        "CERTIFICATE_MAX_LIFETIME_SECONDS",
+        "CERTIFICATE_NONCE_BYTES",
+        "CERTIFICATE_TTL_SECONDS",
+        "CLOCK_TOLERANCE_SECONDS",
+        "ConfigError",
+        "ContractIdSchema",
+        "DescriptionSchema",
+        "ESCROW_SCHEME",
+        "EndpointSchema",
+        "FareboxError",
+        "LIMITS",
+        "MAX_BASE_UNITS",
+        "ManifestSchema",
+        "PLATFORM_FEE_BPS",
+        "PLATFORM_FEE_PCT",
+        "PublicKeySchema",
+        "ServiceNameSchema",
+        "USDC_DECIMALS",
+        "X402_HEADERS",
+        "X402_NETWORKS",
+        "amountFields",
+        "base64Decode",
+        "base64Encode",
+        "base64UrlEncode",
+        "buildPaymentRequired",
+        "costObject",
+        "createCertificateSigner",
+        "createEd25519Signer",
+        "decodePaymentResponse",
+        "decodeStrKey",
+        "encodePaymentHeader",
+        "encodePaymentResponse",
+        "encodeStrKey",
+        "firstIssueMessage",
+        "formatAmount",
+        "hexEncode",
+        "isValidStrKey",
+        "parseAmount",
+        "parseBaseUnits",
+        "parsePaymentHeader",
+        "parsePaymentRequired",
+        "randomBytes",
+        "sha256",
+        "signCallCertificate",
+        "splitFee",
+        "timingSafeEqualBytes",
+        "toJsonInteger",
+        "toUsd",
+        "verifyCallCertificate",
+        "verifyEd25519",
+      ]
+    `);
+  });
+});
+
+describe('edge runtimes (no node:crypto)', () => {
+  it('signs and verifies the test vectors through WebCrypto alone', async () => {
+    const proc = process as { getBuiltinModule?: unknown };
+    const saved = proc.getBuiltinModule;
+    vi.resetModules();
+    proc.getBuiltinModule = undefined;
+    let edge: typeof protocol;
+    try {
+      edge = await import('../src/index.js');
+    } finally {
+      proc.getBuiltinModule = saved;
+    }
+    const file = JSON.parse(readFileSync(new URL('./vectors/call-certificates.json', import.meta.url), 'utf8'));
+    for (const v of file.vectors) {
+      const verdict = await edge.verifyCallCertificate(v.header, { body: v.body, service: v.service, platformPublicKey: file.platformPublicKey, now: v.now });
+      expect(verdict.ok, v.name).toBe(v.expect.ok);
+    }
+    const signer = await edge.createCertificateSigner(file.platformSecretSeed);
+    expect(signer.publicKey).toBe(file.platformPublicKey);
+    const good = file.vectors[0];
+    const again = await edge.signCallCertificate({ service: 'echo', body: good.body, amount: 100_000n, callId: 'call_0001', now: good.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }, signer);
+    expect(again.header).toBe(good.header);
+  });
+});
