@@ -1,0 +1,56 @@
+/** Every code a gateway operation may fail with; the HTTP layer maps them to statuses in {@link HTTP_STATUS}. */
+export type GatewayErrorCode =
+  | 'BAD_REQUEST'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'CSRF'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'INSUFFICIENT_BALANCE'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'RATE_LIMITED'
+  | 'UPSTREAM'
+  | 'UNAVAILABLE'
+  | 'INTERNAL';
+
+/**
+ * The gateway's one error class. `message` is exactly what the API returns as
+ * `{ "error": message }`.
+ *
+ * @example
+ * throw new GatewayError('BAD_REQUEST', 'service required');
+ */
+export class GatewayError extends Error {
+  override readonly name = 'GatewayError';
+  readonly code: GatewayErrorCode;
+  readonly data: Record<string, unknown> | undefined;
+  /** Extra response headers (WWW-Authenticate, Retry-After). */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: GatewayErrorCode, message: string, data?: Record<string, unknown>, headers?: Record<string, string>) {
+    super(message);
+    this.code = code;
+    this.data = data;
+    this.headers = headers;
+  }
+}
+
+/** The one table from error code to HTTP status. */
+export const HTTP_STATUS: Record<GatewayErrorCode, number> = {
+  BAD_REQUEST: 400,
+  UNAUTHENTICATED: 401,
+  // `insufficient balance`: the spec leaves the status open; 402 Payment Required says what happened.
+  INSUFFICIENT_BALANCE: 402,
+  FORBIDDEN: 403,
+  CSRF: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
+  UPSTREAM: 500,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+};
+
+export const badRequest = (message: string) => new GatewayError('BAD_REQUEST', message);
+export const notFound = (message: string) => new GatewayError('NOT_FOUND', message);
