@@ -1,0 +1,23 @@
+export { StellarError } from './errors.js';
+export type { StellarErrorCode, ResultCodes } from './errors.js';
+export {
+  resolveNetwork,
+  LOCAL_USDC_ISSUER,
+  LOCAL_USDC_ISSUER_SECRET,
+  LOCAL_REGISTRY_CONTRACT_ID,
+  LOCAL_PASSPHRASE,
+  TESTNET_PASSPHRASE,
+  MAINNET_PASSPHRASE,
+  DEFAULT_DEVNET_URL,
+} from './network.js';
+export type { NetworkName, NetworkConfig, ResolveNetworkOptions } from './network.js';
+export { keypairSigner } from './signer.js';
+export type { TxSigner } from './signer.js';
+export { createRegistryClient } from './registry.js';
+export type { RegistryAgent, RegistryEvent, RegistryEventType, RegistryClient, RegisterInput, RegistryEventsOptions } from './registry.js';
+export { REGISTRY_ERRORS, REGISTRY_LIMITS } from './contract-errors.js';
+export { createAccounts, decimalToUnits, unitsToDecimal } from './accounts.js';
+export type { Accounts, AccountBalances } from './accounts.js';
+export { createCatalogMirror, FileCursorStore, MemoryCursorStore } from './mirror.js';
+export type { CatalogMirror, CatalogMirrorOptions, CatalogChange, CursorStore } from './mirror.js';
+export { resultCodesFromXdr, txCodeName, opCodeName } from './results.js';

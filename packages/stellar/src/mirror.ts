@@ -1,0 +1,204 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { StellarError } from './errors.js';
+import type { RegistryAgent, RegistryClient } from './registry.js';
+
+/**
+ * Where a catalog mirror keeps its place in the event stream. `loadServices` /
+ * `saveServices` are optional: with them, a restarted mirror re-confirms the
+ * services it knew before instead of losing those registered before its cursor.
+ */
+export interface CursorStore {
+  load(): Promise<string | undefined>;
+  save(cursor: string): Promise<void>;
+  loadServices?(): Promise<string[] | undefined>;
+  saveServices?(services: string[]): Promise<void>;
+}
+
+export type CatalogChange = { type: 'upsert' | 'remove'; agent?: RegistryAgent; service: string };
+
+export interface CatalogMirrorOptions {
+  registry: RegistryClient;
+  cursorStore: CursorStore;
+  /** Poll interval while following events; default 500 ms. */
+  pollIntervalMs?: number;
+  /** Upper bound of the retry backoff after RPC errors; default 30 s. */
+  maxBackoffMs?: number;
+  onChange?: (change: CatalogChange) => void;
+  /** Called with each failed sync (the mirror keeps its services and retries). */
+  onError?: (error: unknown) => void;
+}
+
+export interface CatalogMirror {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Reads every new event once, confirms the touched services, returns the number of events read. */
+  syncOnce(): Promise<number>;
+  list(): RegistryAgent[];
+  get(service: string): RegistryAgent | undefined;
+  /** Resolves after the first successful sync. */
+  ready(): Promise<void>;
+}
+
+/** A cursor store in memory (tests, short-lived processes). */
+export class MemoryCursorStore implements CursorStore {
+  private cursor: string | undefined;
+  private services: string[] | undefined;
+  async load() {
+    return this.cursor;
+  }
+  async save(cursor: string) {
+    this.cursor = cursor;
+  }
+  async loadServices() {
+    return this.services;
+  }
+  async saveServices(services: string[]) {
+    this.services = [...services];
+  }
+}
+
+/** A cursor store in a JSON file, written atomically (temp file + rename). */
+export class FileCursorStore implements CursorStore {
+  private state: { cursor?: string; services?: string[] } | undefined;
+  constructor(readonly path: string) {}
+
+  private async read(): Promise<{ cursor?: string; services?: string[] }> {
+    if (this.state) return this.state;
+    try {
+      const parsed: unknown = JSON.parse(await readFile(this.path, 'utf8'));
+      const obj = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
+      this.state = {};
+      if (typeof obj.cursor === 'string') this.state.cursor = obj.cursor;
+      if (Array.isArray(obj.services)) this.state.services = obj.services.filter((s): s is string => typeof s === 'string');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      this.state = {};
+    }
+    return this.state;
+  }
+  private async write(): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true });
+    const tmp = `${this.path}.${process.pid}.tmp`;
+    await writeFile(tmp, JSON.stringify(this.state ?? {}));
+    await rename(tmp, this.path);
+  }
+  async load() {
+    return (await this.read()).cursor;
+  }
+  async save(cursor: string) {
+    (await this.read()).cursor = cursor;
+    await this.write();
+  }
+  async loadServices() {
+    return (await this.read()).services;
+  }
+  async saveServices(services: string[]) {
+    (await this.read()).services = [...services];
+    await this.write();
+  }
+}
+
+const sameAgent = (a: RegistryAgent, b: RegistryAgent) =>
+  a.owner === b.owner && a.pricePerCall === b.pricePerCall && a.endpoint === b.endpoint && a.description === b.description && a.createdAt === b.createdAt;
+
+/**
+ * Follows the registry's events from a persisted cursor and keeps the current
+ * set of services. Every touched service is confirmed with `get_agent` (the
+ * chain is the truth); RPC errors never drop services, they are retried with backoff.
+ *
+ * @example
+ * const mirror = createCatalogMirror({ registry, cursorStore: new FileCursorStore('.farebox/cursor.json') });
+ * await mirror.start(); await mirror.ready();
+ */
+export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
+  const { registry, cursorStore } = opts;
+  const pollMs = opts.pollIntervalMs ?? 500;
+  const maxBackoff = opts.maxBackoffMs ?? 30_000;
+  const agents = new Map<string, RegistryAgent>();
+  let loaded = false;
+  let running = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let inFlight: Promise<number> | undefined;
+  let failures = 0;
+  let resolveReady!: () => void;
+  const readyPromise = new Promise<void>((r) => (resolveReady = r));
+
+  async function confirm(service: string): Promise<void> {
+    const agent = await registry.getAgent(service);
+    const before = agents.get(service);
+    if (agent) {
+      agents.set(service, agent);
+      if (!before || !sameAgent(before, agent)) opts.onChange?.({ type: 'upsert', agent, service });
+    } else if (before) {
+      agents.delete(service);
+      opts.onChange?.({ type: 'remove', service });
+    }
+  }
+
+  async function persistServices(): Promise<void> {
+    await cursorStore.saveServices?.([...agents.keys()]);
+  }
+
+  async function sync(): Promise<number> {
+    if (!loaded) {
+      for (const service of (await cursorStore.loadServices?.()) ?? []) await confirm(service);
+      loaded = true;
+    }
+    let cursor = await cursorStore.load();
+    let total = 0;
+    for (;;) {
+      const page = await registry.events(cursor ? { cursor, limit: 200 } : { limit: 200 });
+      // Confirm each touched service once, in first-seen order; only then move the cursor.
+      const touched = [...new Set(page.events.map((e) => e.service))];
+      for (const service of touched) await confirm(service);
+      total += page.events.length;
+      if (touched.length) await persistServices();
+      if (page.cursor && page.cursor !== cursor) {
+        cursor = page.cursor;
+        await cursorStore.save(cursor);
+      }
+      if (page.events.length < 200) break;
+    }
+    failures = 0;
+    resolveReady();
+    return total;
+  }
+
+  function syncOnce(): Promise<number> {
+    if (!inFlight) inFlight = sync().finally(() => (inFlight = undefined));
+    return inFlight;
+  }
+
+  function schedule(delay: number) {
+    if (!running) return;
+    timer = setTimeout(async () => {
+      try {
+        await syncOnce();
+        schedule(pollMs);
+      } catch (e) {
+        failures++;
+        opts.onError?.(e);
+        schedule(Math.min(maxBackoff, pollMs * 2 ** Math.min(failures, 10)));
+      }
+    }, delay);
+    timer.unref?.();
+  }
+
+  return {
+    async start() {
+      if (running) return;
+      running = true;
+      schedule(0);
+    },
+    async stop() {
+      running = false;
+      if (timer) clearTimeout(timer);
+      await inFlight?.catch(() => undefined);
+    },
+    syncOnce,
+    list: () => [...agents.values()].sort((a, b) => a.service.localeCompare(b.service)),
+    get: (service) => agents.get(service),
+    ready: () => readyPromise,
+  };
+}
