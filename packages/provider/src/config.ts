@@ -1,0 +1,356 @@
+import { existsSync } from 'node:fs';
+import {
+  ConfigError,
+  ContractIdSchema,
+  LIMITS,
+  PublicKeySchema,
+  ServiceNameSchema,
+  firstIssueMessage,
+  isValidStrKey,
+  parseAmount,
+  type X402Network,
+} from '@farebox/protocol';
+import { parseBodyLimit } from './body-limit.js';
+import { publicKeyFromSecret, readKeypairFile } from './keys.js';
+import type { EscrowVerifier, RegistryReader, RegistryRegistrar } from './ports.js';
+import type { ReplayStore } from './replay.js';
+
+/** Settlement networks a provider can run on. */
+export type ProviderNetwork = 'testnet' | 'mainnet' | 'local';
+
+/** A price in USDC: a number (`0.01`) or a decimal string (`'0.01'`). */
+export type Price = number | string;
+
+/** Environment variables the provider reads (defaults to `process.env`). */
+export type ProviderEnv = Record<string, string | undefined>;
+
+/**
+ * Options of {@link createProvider}. Precedence for every setting: this
+ * option, then its environment variable, then the network preset.
+ */
+export interface ProviderOptions {
+  /** Unique registry name of the service, at most 32 characters. */
+  service: string;
+  /** USDC per call; also the floor when `priceFn` is used. */
+  pricePerCall: Price;
+  /** Price of one payload in USDC, raised to `pricePerCall` if lower. Must be deterministic in the payload. */
+  priceFn?: (payload: unknown) => Price | Promise<Price>;
+  /** Text shown to callers next to the price. */
+  pricingNote?: string;
+  /** What the service expects and returns. */
+  description?: string;
+  /** Stable public URL, stored on-chain at registration. Env: `PUBLIC_ENDPOINT`. */
+  endpoint?: string;
+  /** Env: `STELLAR_NETWORK`; default `testnet`. */
+  network?: ProviderNetwork;
+  /** Registry contract id (`C...`). Env: `STELLAR_CONTRACT_ID`. */
+  contractId?: string;
+  /** Soroban RPC URL. Env: `STELLAR_RPC_URL`. */
+  rpcUrl?: string;
+  /** USDC issuer (`G...`) named in quotes. Env: `STELLAR_USDC_ISSUER`; preset on testnet and mainnet. */
+  usdcIssuer?: string;
+  /** The platform whose signed calls are accepted. Env: `FAREBOX_PLATFORM_PUBLIC_KEY`. */
+  platform?: { publicKey?: string };
+  /** Escrow provider. Env: `TRUSTLESS_WORK_API_KEY`, `TRUSTLESS_WORK_PLATFORM_ADDRESS`. */
+  trustlessWork?: { apiKey?: string; platformAddress?: string };
+  /** Discovery backend. Env: `FAREBOX_DISCOVERY_URL`, then `BACKEND_URL`. */
+  discoveryUrl?: string;
+  /** The owner's key. Env: `AGENT_WALLET_SECRET`, then `KEYPAIR_PATH`. */
+  wallet?: { secret?: string; keypairPath?: string };
+  /** The owner's public key, when the secret is kept elsewhere (e.g. registered from the dashboard). */
+  ownerWallet?: string;
+  /** Request body limit: `'256kb'` (default), `'1mb'`, or bytes. */
+  bodyLimit?: string | number;
+  /** Unpaid quotes per minute and IP; default 60. Platform-signed calls never count. */
+  rateLimitPerMinute?: number;
+  /** Serve without a registry `contractId`. Local demos only. */
+  allowUnverified?: boolean;
+  /** Where certificate nonces are remembered; default an {@link InMemoryReplayStore}. */
+  replayStore?: ReplayStore;
+  /** Registry access used to confirm this service's registration and owner, and by bootstrap(). */
+  registry?: RegistryReader | RegistryRegistrar;
+  /** Verifies and releases escrow payments; needed for the direct path. */
+  escrowVerifier?: EscrowVerifier;
+  /** Environment to read instead of `process.env`. */
+  env?: ProviderEnv;
+  /** Clock in milliseconds; default `Date.now`. */
+  now?: () => number;
+}
+
+interface NetworkPreset {
+  x402Network: X402Network;
+  rpcUrl?: string;
+  usdcIssuer?: string;
+  contractId?: string;
+}
+
+/** Network presets: the last step of the precedence chain. */
+export const NETWORK_PRESETS: Readonly<Record<ProviderNetwork, Readonly<NetworkPreset>>> = {
+  testnet: {
+    x402Network: 'stellar:testnet',
+    rpcUrl: 'https://soroban-testnet.stellar.org',
+    usdcIssuer: 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5',
+  },
+  mainnet: {
+    x402Network: 'stellar:pubnet',
+    usdcIssuer: 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
+  },
+  local: { x402Network: 'stellar:local' },
+};
+
+/** The configuration a provider runs with, after precedence and validation. Holds no secret. */
+export interface ResolvedProviderConfig {
+  service: string;
+  /** Floor price, base units. */
+  pricePerCall: bigint;
+  dynamicPricing: boolean;
+  pricingNote?: string;
+  description: string;
+  /** The public URL, when configured (listen() fills in its own address otherwise). */
+  endpoint?: string;
+  /** Path of the paid route: the endpoint URL's path, `/` by default. */
+  endpointPath: string;
+  network: ProviderNetwork;
+  x402Network: X402Network;
+  /** Asset named in quotes: `USDC:<issuer>`, or `USDC` when no issuer is known (local). */
+  asset: string;
+  contractId?: string;
+  rpcUrl?: string;
+  platformPublicKey?: string;
+  escrow: { enabled: boolean; platformAddress?: string };
+  discoveryUrl?: string;
+  ownerWallet: string;
+  /** Whether a wallet secret is available (needed to register on-chain). */
+  hasWalletSecret: boolean;
+  /** Bytes. */
+  bodyLimit: number;
+  rateLimitPerMinute: number;
+  allowUnverified: boolean;
+}
+
+const NETWORKS: readonly ProviderNetwork[] = ['testnet', 'mainnet', 'local'];
+
+function nonEmpty(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const t = value.trim();
+  return t === '' ? undefined : t;
+}
+
+/** First defined of: option, each env var in order. */
+function pick(option: string | undefined, env: ProviderEnv, ...names: string[]): { value?: string; from?: string } {
+  if (nonEmpty(option) !== undefined) return { value: nonEmpty(option)!, from: 'option' };
+  for (const name of names) {
+    const v = nonEmpty(env[name]);
+    if (v !== undefined) return { value: v, from: name };
+  }
+  return {};
+}
+
+function label(option: string, from: string | undefined): string {
+  return from && from !== 'option' ? `${option} (from ${from})` : option;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || hostname.startsWith('127.');
+}
+
+function checkUrl(value: string, name: string, problems: string[]): URL | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push(`${name} is not a valid URL: ${JSON.stringify(value)}`);
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    problems.push(`${name} must be an http(s) URL: ${JSON.stringify(value)}`);
+    return undefined;
+  }
+  return url;
+}
+
+/**
+ * Resolves and validates every option at once. Throws a `ConfigError`
+ * listing every problem found. Returns the public config and the wallet
+ * secret (kept out of the config object).
+ */
+export function resolveConfig(options: ProviderOptions): { config: ResolvedProviderConfig; walletSecret?: string } {
+  if (typeof options !== 'object' || options === null) throw new ConfigError(['options must be an object']);
+  const problems: string[] = [];
+  const env: ProviderEnv = options.env ?? process.env;
+
+  const service = typeof options.service === 'string' ? options.service : '';
+  const serviceCheck = ServiceNameSchema.safeParse(service);
+  if (!serviceCheck.success) problems.push(`service: ${firstIssueMessage(serviceCheck.error)}`);
+
+  let pricePerCall = 0n;
+  if (options.pricePerCall === undefined) {
+    problems.push('pricePerCall required (USDC per call, e.g. 0.01)');
+  } else {
+    try {
+      pricePerCall = parseAmount(options.pricePerCall);
+      if (pricePerCall <= 0n) problems.push('pricePerCall must be greater than 0');
+    } catch (e) {
+      problems.push(`pricePerCall: ${(e as Error).message}`);
+    }
+  }
+  if (options.priceFn !== undefined && typeof options.priceFn !== 'function') problems.push('priceFn must be a function of the payload');
+
+  const pricingNote = options.pricingNote;
+  if (pricingNote !== undefined && (typeof pricingNote !== 'string' || pricingNote.length > LIMITS.pricingNote)) {
+    problems.push(`pricingNote must be a string of at most ${LIMITS.pricingNote} characters`);
+  }
+  const description = options.description ?? '';
+  if (typeof description !== 'string' || description.length > LIMITS.description) {
+    problems.push(`description must be a string of at most ${LIMITS.description} characters`);
+  }
+
+  const networkPick = pick(options.network, env, 'STELLAR_NETWORK');
+  let network: ProviderNetwork = 'testnet';
+  if (networkPick.value !== undefined) {
+    if ((NETWORKS as readonly string[]).includes(networkPick.value)) network = networkPick.value as ProviderNetwork;
+    else problems.push(`${label('network', networkPick.from)} must be testnet, mainnet or local (got ${JSON.stringify(networkPick.value)})`);
+  }
+  const preset = NETWORK_PRESETS[network];
+
+  const endpointPick = pick(options.endpoint, env, 'PUBLIC_ENDPOINT');
+  let endpointPath = '/';
+  if (endpointPick.value !== undefined) {
+    const name = label('endpoint', endpointPick.from);
+    if (endpointPick.value.length > LIMITS.endpoint) problems.push(`${name} too long (max ${LIMITS.endpoint})`);
+    const url = checkUrl(endpointPick.value, name, problems);
+    if (url) {
+      endpointPath = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : '/';
+      if (url.protocol !== 'https:' && network !== 'local' && !isLoopback(url.hostname)) {
+        problems.push(`${name} must use https on ${network} (callers pay before they reach it)`);
+      }
+    }
+  }
+
+  const contractPick = pick(options.contractId, env, 'STELLAR_CONTRACT_ID');
+  const contractId = contractPick.value ?? preset.contractId;
+  if (contractId !== undefined && !ContractIdSchema.safeParse(contractId).success) {
+    problems.push(`${label('contractId', contractPick.from)} is not a valid C... contract id`);
+  }
+
+  const rpcPick = pick(options.rpcUrl, env, 'STELLAR_RPC_URL');
+  const rpcUrl = rpcPick.value ?? preset.rpcUrl;
+  if (rpcPick.value !== undefined) checkUrl(rpcPick.value, label('rpcUrl', rpcPick.from), problems);
+  if (network === 'mainnet' && contractId !== undefined && rpcUrl === undefined) {
+    problems.push('rpcUrl (STELLAR_RPC_URL) is required on mainnet: use a Soroban RPC provider, public endpoints are rate-limited');
+  }
+
+  const issuerPick = pick(options.usdcIssuer, env, 'STELLAR_USDC_ISSUER');
+  const usdcIssuer = issuerPick.value ?? preset.usdcIssuer;
+  if (issuerPick.value !== undefined && !isValidStrKey('publicKey', issuerPick.value)) {
+    problems.push(`${label('usdcIssuer', issuerPick.from)} is not a valid G... public key`);
+  }
+
+  const platformPick = pick(options.platform?.publicKey, env, 'FAREBOX_PLATFORM_PUBLIC_KEY');
+  if (platformPick.value !== undefined && !PublicKeySchema.safeParse(platformPick.value).success) {
+    problems.push(`${label('platform.publicKey', platformPick.from)} is not a valid G... public key`);
+  }
+
+  const apiKeyPick = pick(options.trustlessWork?.apiKey, env, 'TRUSTLESS_WORK_API_KEY');
+  const platformAddressPick = pick(options.trustlessWork?.platformAddress, env, 'TRUSTLESS_WORK_PLATFORM_ADDRESS');
+  const escrowEnabled = apiKeyPick.value !== undefined;
+  if (escrowEnabled && platformAddressPick.value === undefined) {
+    problems.push('trustlessWork.platformAddress (TRUSTLESS_WORK_PLATFORM_ADDRESS) is required when escrow is active (an escrow API key is set)');
+  }
+  if (platformAddressPick.value !== undefined && !isValidStrKey('publicKey', platformAddressPick.value)) {
+    problems.push(`${label('trustlessWork.platformAddress', platformAddressPick.from)} is not a valid G... public key`);
+  }
+  if (platformPick.value === undefined && !escrowEnabled) {
+    problems.push(
+      'no way to get paid: set platform.publicKey (FAREBOX_PLATFORM_PUBLIC_KEY) to accept platform-signed calls, or trustlessWork.apiKey (TRUSTLESS_WORK_API_KEY) to accept escrow payments',
+    );
+  }
+
+  const discoveryPick = pick(options.discoveryUrl, env, 'FAREBOX_DISCOVERY_URL', 'BACKEND_URL');
+  if (discoveryPick.value !== undefined) checkUrl(discoveryPick.value, label('discoveryUrl', discoveryPick.from), problems);
+
+  // Wallet: option secret, option keypair file, then AGENT_WALLET_SECRET, then KEYPAIR_PATH.
+  let walletSecret: string | undefined;
+  let walletFrom: string | undefined;
+  const secretOption = nonEmpty(options.wallet?.secret);
+  const pathOption = nonEmpty(options.wallet?.keypairPath);
+  const readPath = (path: string, from: string) => {
+    if (!existsSync(path)) {
+      problems.push(`${from} file ${path} does not exist (create one with ensureKeypairFile(), or set AGENT_WALLET_SECRET)`);
+      return;
+    }
+    try {
+      walletSecret = readKeypairFile(path);
+      walletFrom = from;
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  };
+  if (secretOption) [walletSecret, walletFrom] = [secretOption, 'wallet.secret'];
+  else if (pathOption) readPath(pathOption, 'wallet.keypairPath');
+  else if (nonEmpty(env.AGENT_WALLET_SECRET)) [walletSecret, walletFrom] = [nonEmpty(env.AGENT_WALLET_SECRET), 'AGENT_WALLET_SECRET'];
+  else if (nonEmpty(env.KEYPAIR_PATH)) readPath(nonEmpty(env.KEYPAIR_PATH)!, 'KEYPAIR_PATH');
+
+  let ownerWallet = '';
+  if (walletSecret !== undefined) {
+    try {
+      ownerWallet = publicKeyFromSecret(walletSecret);
+    } catch {
+      problems.push(`${walletFrom} is not a valid S... secret seed`);
+    }
+  }
+  const ownerOption = nonEmpty(options.ownerWallet);
+  if (ownerOption !== undefined) {
+    if (!isValidStrKey('publicKey', ownerOption)) problems.push('ownerWallet is not a valid G... public key');
+    else if (ownerWallet && ownerWallet !== ownerOption) problems.push(`ownerWallet ${ownerOption} does not match the wallet secret's public key ${ownerWallet}`);
+    else ownerWallet = ownerOption;
+  }
+  if (!ownerWallet && walletSecret === undefined && ownerOption === undefined && !problems.some((p) => p.includes('KEYPAIR_PATH') || p.includes('keypairPath'))) {
+    problems.push('wallet required: set wallet.secret (AGENT_WALLET_SECRET), wallet.keypairPath (KEYPAIR_PATH) or ownerWallet; payouts go to this account');
+  }
+
+  let bodyLimit = 256 * 1024;
+  if (options.bodyLimit !== undefined) {
+    const parsed = parseBodyLimit(options.bodyLimit);
+    if (parsed === null) problems.push(`bodyLimit must be a size such as '256kb' or '1mb' (1 byte to 64mb), got ${JSON.stringify(options.bodyLimit)}`);
+    else bodyLimit = parsed;
+  }
+
+  const rateLimitPerMinute = options.rateLimitPerMinute ?? 60;
+  if (!Number.isSafeInteger(rateLimitPerMinute) || rateLimitPerMinute < 1) problems.push('rateLimitPerMinute must be a positive integer');
+
+  if (options.allowUnverified !== undefined && typeof options.allowUnverified !== 'boolean') problems.push('allowUnverified must be a boolean');
+  if (options.replayStore !== undefined && typeof options.replayStore?.checkAndRemember !== 'function') {
+    problems.push('replayStore must implement checkAndRemember(nonce, keepUntilUnixSeconds)');
+  }
+  if (options.registry !== undefined && typeof options.registry?.getAgent !== 'function') problems.push('registry must implement getAgent(service)');
+  if (options.escrowVerifier !== undefined && typeof options.escrowVerifier?.claim !== 'function') {
+    problems.push('escrowVerifier must implement claim, release and abandon');
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const config: ResolvedProviderConfig = {
+    service,
+    pricePerCall,
+    dynamicPricing: options.priceFn !== undefined,
+    ...(pricingNote !== undefined ? { pricingNote } : {}),
+    description,
+    ...(endpointPick.value !== undefined ? { endpoint: endpointPick.value } : {}),
+    endpointPath,
+    network,
+    x402Network: preset.x402Network,
+    asset: usdcIssuer ? `USDC:${usdcIssuer}` : 'USDC',
+    ...(contractId !== undefined ? { contractId } : {}),
+    ...(rpcUrl !== undefined ? { rpcUrl } : {}),
+    ...(platformPick.value !== undefined ? { platformPublicKey: platformPick.value } : {}),
+    escrow: { enabled: escrowEnabled, ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}) },
+    ...(discoveryPick.value !== undefined ? { discoveryUrl: discoveryPick.value } : {}),
+    ownerWallet,
+    hasWalletSecret: walletSecret !== undefined,
+    bodyLimit,
+    rateLimitPerMinute,
+    allowUnverified: options.allowUnverified === true,
+  };
+  return { config: Object.freeze(config), ...(walletSecret !== undefined ? { walletSecret } : {}) };
+}

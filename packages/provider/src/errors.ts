@@ -1,0 +1,34 @@
+/** Every code a {@link ProviderError} may carry. */
+export type ProviderErrorCode =
+  /** bootstrap() needs a registry client that can register, and none was given. */
+  | 'BOOTSTRAP_UNAVAILABLE'
+  /** The service name is registered to another owner. */
+  | 'NAME_TAKEN'
+  /** The registry answered with something unusable, or could not be reached. */
+  | 'REGISTRY'
+  /** A keypair file could not be read or written. */
+  | 'KEYPAIR'
+  /** listen() or close() failed. */
+  | 'SERVER';
+
+/**
+ * The one error class of `@farebox/provider`: a fixed string `code`, a human
+ * message and structured `data`. Configuration problems are reported with
+ * `ConfigError` from `@farebox/protocol` instead, all at once.
+ *
+ * @example
+ * try { await provider.bootstrap(); } catch (e) {
+ *   if (e instanceof ProviderError && e.code === 'BOOTSTRAP_UNAVAILABLE') console.error(e.message);
+ * }
+ */
+export class ProviderError<Data = Record<string, unknown>> extends Error {
+  override readonly name = 'ProviderError';
+  readonly code: ProviderErrorCode;
+  readonly data: Data | undefined;
+
+  constructor(code: ProviderErrorCode, message: string, data?: Data) {
+    super(message);
+    this.code = code;
+    this.data = data;
+  }
+}

@@ -1,0 +1,20 @@
+export { createProvider } from './provider.js';
+export type { Provider, PaidRequest, ProviderResponse, HeadersInput, CallContext, ServiceHandler, BootstrapResult } from './provider.js';
+export { NETWORK_PRESETS } from './config.js';
+export type { ProviderOptions, ProviderNetwork, ProviderEnv, Price, ResolvedProviderConfig } from './config.js';
+export { ProviderError } from './errors.js';
+export type { ProviderErrorCode } from './errors.js';
+export { InMemoryReplayStore } from './replay.js';
+export type { ReplayStore, InMemoryReplayStoreOptions } from './replay.js';
+export type {
+  RegistryAgent,
+  RegistryReader,
+  RegistryRegistrar,
+  RegistrationInput,
+  EscrowVerifier,
+  EscrowClaimRequest,
+  EscrowClaim,
+} from './ports.js';
+export type { ListeningProvider, ExpressMiddleware, ExpressLikeRequest } from './http.js';
+export { parseBodyLimit, MAX_BODY_LIMIT } from './body-limit.js';
+export { publicKeyFromSecret, readKeypairFile, ensureKeypairFile } from './keys.js';

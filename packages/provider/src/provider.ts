@@ -1,0 +1,475 @@
+import {
+  CERTIFICATE_HEADER,
+  ConfigError,
+  PLATFORM_FEE_PCT,
+  X402_HEADERS,
+  base64UrlEncode,
+  buildPaymentRequired,
+  encodePaymentResponse,
+  formatAmount,
+  parseAmount,
+  parsePaymentHeader,
+  randomBytes,
+  toUsd,
+  verifyCallCertificate,
+  type EscrowPayment,
+  type Manifest,
+} from '@farebox/protocol';
+import { resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
+import { ProviderError } from './errors.js';
+import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type ListeningProvider } from './http.js';
+import type { RegistryReader, RegistryRegistrar } from './ports.js';
+import { QuoteRateLimiter } from './rate-limit.js';
+import { InMemoryReplayStore } from './replay.js';
+import { formatLimit, serialized, type ProviderResponse } from './response.js';
+
+export type { ProviderResponse } from './response.js';
+
+/** Header values as hosts hand them over: a plain record (any case) or a fetch `Headers`. */
+export type HeadersInput = Headers | Record<string, string | string[] | undefined>;
+
+/** One request to the framework-agnostic core. */
+export interface PaidRequest {
+  /** The exact request bytes (needed to verify a platform-signed call); a string is taken as UTF-8. */
+  rawBody?: Uint8Array | string;
+  /** The parsed JSON body, when the host parsed it and has no raw bytes (platform-signed calls then fail). */
+  body?: unknown;
+  headers?: HeadersInput;
+  /** Caller IP, for the quote rate limit. */
+  ip?: string;
+  /** Default `POST`. `GET` serves `/manifest` and `/health`. */
+  method?: string;
+  /** Request path; when given, routes between the paid route, `/manifest` and `/health`. */
+  path?: string;
+}
+
+/** How the call being served was paid. */
+export interface CallContext {
+  paidWith: 'platform' | 'escrow';
+  /** Amount paid, base units. */
+  amount: bigint;
+  /** This payload's price, base units. */
+  price: bigint;
+  /** The gateway's call id (platform-signed calls). */
+  callId?: string;
+  /** The escrow served (escrow payments). */
+  escrowId?: string;
+  ip?: string;
+}
+
+/** The service itself: gets the payload after payment is verified and returns any JSON value. */
+export type ServiceHandler = (payload: unknown, context: CallContext) => unknown;
+
+/** Result of {@link Provider.bootstrap}. */
+export interface BootstrapResult {
+  action: 'registered' | 'updated' | 'unchanged';
+  service: string;
+  owner: string;
+  endpoint: string;
+  transaction?: string;
+}
+
+export interface Provider {
+  /** The resolved configuration (no secrets). */
+  readonly config: ResolvedProviderConfig;
+  /** Sets the handler; returns the provider. */
+  serve(handler: ServiceHandler): Provider;
+  /** The framework-agnostic core. Never throws: every outcome is a response. */
+  handle(request: PaidRequest): Promise<ProviderResponse>;
+  /** Express (4/5) or connect middleware serving the paid route, `/manifest` and `/health`. Mount it before any body parser. */
+  express(): ExpressMiddleware;
+  /** Starts a node:http server on `port` (0 for an ephemeral one). */
+  listen(port?: number, host?: string): Promise<ListeningProvider>;
+  /** The `/manifest` document. */
+  manifest(): Manifest;
+  /** Registers (or updates) the service in the registry, signing as the owner. */
+  bootstrap(): Promise<BootstrapResult>;
+  /** Closes every server started by listen(). */
+  close(): Promise<void>;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
+
+function respond(status: number, body: unknown, headers: Record<string, string> = {}): ProviderResponse {
+  return { status, headers: { ...JSON_HEADERS, ...headers }, body };
+}
+
+function fail(status: number, error: string, headers: Record<string, string> = {}): ProviderResponse {
+  return respond(status, { error }, headers);
+}
+
+function readHeader(headers: HeadersInput | undefined, name: string): string | undefined {
+  if (!headers) return undefined;
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
+  const record = headers as Record<string, string | string[] | undefined>;
+  let value = record[name];
+  if (value === undefined) {
+    for (const key of Object.keys(record)) {
+      if (key.toLowerCase() === name) {
+        value = record[key];
+        break;
+      }
+    }
+  }
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isRegistrar(registry: RegistryReader | undefined): registry is RegistryRegistrar {
+  const r = registry as Partial<RegistryRegistrar> | undefined;
+  return typeof r?.registerAgent === 'function' && typeof r.updateAgent === 'function';
+}
+
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+const utf8Encoder = new TextEncoder();
+
+/**
+ * Creates a provider: the publisher side of Farebox. Validates every option
+ * at once (throws `ConfigError` listing all problems).
+ *
+ * @example
+ * const provider = createProvider({ service: 'echo', pricePerCall: 0.001, endpoint: 'https://echo.example.com' });
+ * provider.serve(async (payload) => ({ echo: payload }));
+ * await provider.listen(8080);
+ */
+export function createProvider(options: ProviderOptions): Provider {
+  const { config, walletSecret } = resolveConfig(options);
+  const now = options.now ?? Date.now;
+  const replayStore = options.replayStore ?? new InMemoryReplayStore({ now });
+  const limiter = new QuoteRateLimiter(config.rateLimitPerMinute, now);
+  const registry = options.registry;
+  const escrowVerifier = options.escrowVerifier;
+  const priceFn = options.priceFn;
+  const manifestPaths = new Set(['/manifest']);
+  const healthPaths = new Set(['/health']);
+  if (config.endpointPath !== '/') {
+    manifestPaths.add(`${config.endpointPath}/manifest`);
+    healthPaths.add(`${config.endpointPath}/health`);
+  }
+  let handler: ServiceHandler | undefined;
+  let listenUrl: string | undefined;
+  let registration: { error: string | null; until: number } | undefined;
+  const servers = new Set<ListeningProvider>();
+
+  const degradedMessage =
+    config.contractId === undefined && !config.allowUnverified
+      ? `degraded mode: no registry contractId is configured (set the contractId option or STELLAR_CONTRACT_ID), so callers cannot verify this service's owner; refusing to serve paid calls. Pass allowUnverified: true for a local demo only.`
+      : undefined;
+
+  function publicEndpoint(headers?: HeadersInput): string {
+    if (config.endpoint) return config.endpoint;
+    if (listenUrl) return listenUrl;
+    const host = readHeader(headers, 'host');
+    return host ? `http://${host}${config.endpointPath}` : config.endpointPath;
+  }
+
+  function payments(): Array<'platform' | 'escrow'> {
+    const out: Array<'platform' | 'escrow'> = [];
+    if (config.platformPublicKey) out.push('platform');
+    if (config.escrow.enabled && escrowVerifier) out.push('escrow');
+    return out;
+  }
+
+  function manifest(): Manifest {
+    const endpoint = config.endpoint ?? listenUrl;
+    return {
+      service: config.service,
+      ownerWallet: config.ownerWallet,
+      pricePerCall: toUsd(config.pricePerCall),
+      priceBaseUnits: config.pricePerCall.toString(),
+      ...(config.pricingNote !== undefined ? { pricingNote: config.pricingNote } : {}),
+      description: config.description,
+      dynamicPricing: config.dynamicPricing,
+      payments: payments(),
+      network: config.network,
+      ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
+      ...(config.contractId ? { contractId: config.contractId } : {}),
+      ...(endpoint ? { endpoint } : {}),
+    };
+  }
+
+  function quote(price: bigint, headers: HeadersInput | undefined, error?: string): ProviderResponse {
+    const extra: Record<string, unknown> = {
+      service: config.service,
+      priceBaseUnits: price.toString(),
+      price: formatAmount(price, { trim: true }),
+      quoteId: `q_${base64UrlEncode(randomBytes(12))}`,
+      ...(config.pricingNote !== undefined ? { pricingNote: config.pricingNote } : {}),
+      ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
+      ...(config.escrow.enabled ? { escrow: { platformAddress: config.escrow.platformAddress, platformFee: PLATFORM_FEE_PCT } } : {}),
+    };
+    const { body, headers: quoteHeaders } = buildPaymentRequired({
+      resource: publicEndpoint(headers),
+      description: config.description || config.service,
+      amount: price,
+      payTo: config.ownerWallet,
+      network: config.x402Network,
+      asset: config.asset,
+      extra,
+      ...(error !== undefined ? { error } : {}),
+    });
+    return respond(402, body, quoteHeaders);
+  }
+
+  /** Price of a payload in base units, or the response to give when it cannot be priced. */
+  async function priceOf(payload: unknown): Promise<bigint | ProviderResponse> {
+    if (!priceFn) return config.pricePerCall;
+    let value: unknown;
+    try {
+      value = await priceFn(payload);
+    } catch (e) {
+      return fail(400, `could not price this payload: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    let units: bigint;
+    try {
+      if (typeof value !== 'number' && typeof value !== 'string') throw new Error('not a number or a decimal string');
+      units = parseAmount(value);
+    } catch (e) {
+      return fail(500, `priceFn returned an invalid price ${JSON.stringify(value) ?? String(value)}: ${(e as Error).message}`);
+    }
+    return units > config.pricePerCall ? units : config.pricePerCall;
+  }
+
+  function parsePayload(raw: Uint8Array | undefined, body: unknown): { ok: true; payload: unknown } | { ok: false; response: ProviderResponse } {
+    if (!raw) return { ok: true, payload: body ?? null };
+    if (raw.length === 0) return { ok: true, payload: null };
+    try {
+      return { ok: true, payload: JSON.parse(utf8Decoder.decode(raw)) };
+    } catch {
+      return { ok: false, response: fail(400, 'invalid JSON body') };
+    }
+  }
+
+  async function checkRegistration(): Promise<string | null> {
+    if (!registry) return null;
+    const t = now();
+    if (registration && registration.until > t) return registration.error;
+    let error: string | null = null;
+    try {
+      const agent = await registry.getAgent(config.service);
+      if (!agent) error = `service "${config.service}" is not registered in the registry${config.contractId ? ` ${config.contractId}` : ''}; run provider.bootstrap()`;
+      else if (agent.owner !== config.ownerWallet) {
+        error = `the registry owner of "${config.service}" is ${agent.owner}, not this provider's wallet ${config.ownerWallet}`;
+      }
+    } catch (e) {
+      error = `cannot confirm the registration of "${config.service}": registry unreachable (${e instanceof Error ? e.message : String(e)})`;
+    }
+    registration = { error, until: t + (error ? 10_000 : 300_000) };
+    return error;
+  }
+
+  async function run(payload: unknown, context: CallContext): Promise<{ ok: true; response: ProviderResponse } | { ok: false; response: ProviderResponse }> {
+    let result: unknown;
+    try {
+      result = await handler!(payload, context);
+    } catch (e) {
+      return { ok: false, response: fail(500, e instanceof Error && e.message ? e.message : 'the service handler failed') };
+    }
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(result);
+    } catch (e) {
+      return { ok: false, response: fail(500, `the service handler returned a value that is not JSON-serialisable: ${(e as Error).message}`) };
+    }
+    const response = respond(200, text === undefined ? null : result);
+    serialized.set(response, text ?? 'null');
+    return { ok: true, response };
+  }
+
+  async function signedCall(header: string, raw: Uint8Array | undefined, body: unknown, request: PaidRequest): Promise<ProviderResponse> {
+    if (!config.platformPublicKey) {
+      return fail(401, 'platform-signed calls are not accepted by this service: no platform public key is configured (FAREBOX_PLATFORM_PUBLIC_KEY)');
+    }
+    if (!raw) {
+      return fail(500, 'the raw request body is needed to verify a platform-signed call: pass rawBody to handle(), or mount the express adapter before any body parser');
+    }
+    const verdict = await verifyCallCertificate(header, {
+      body: raw,
+      service: config.service,
+      platformPublicKey: config.platformPublicKey,
+      now: Math.floor(now() / 1000),
+    });
+    if (!verdict.ok) return fail(401, verdict.message);
+    const parsed = parsePayload(raw, body);
+    if (!parsed.ok) return parsed.response;
+    const price = await priceOf(parsed.payload);
+    if (typeof price !== 'bigint') return price;
+    const { certificate } = verdict;
+    if (certificate.amount < price) {
+      return quote(
+        price,
+        request.headers,
+        `certificate amount ${formatAmount(certificate.amount, { trim: true })} USDC is below this payload's price ${formatAmount(price, { trim: true })} USDC`,
+      );
+    }
+    const registrationError = await checkRegistration();
+    if (registrationError) return fail(503, registrationError);
+    if (!(await replayStore.checkAndRemember(certificate.nonce, verdict.acceptableUntil))) return fail(401, 'certificate already used (replay)');
+    const outcome = await run(parsed.payload, {
+      paidWith: 'platform',
+      amount: certificate.amount,
+      price,
+      callId: certificate.callId,
+      ...(request.ip !== undefined ? { ip: request.ip } : {}),
+    });
+    return outcome.response;
+  }
+
+  async function escrowCall(value: string, version: 1 | 2, raw: Uint8Array | undefined, body: unknown, request: PaidRequest): Promise<ProviderResponse> {
+    const parsed = parsePayload(raw, body);
+    if (!parsed.ok) return parsed.response;
+    const price = await priceOf(parsed.payload);
+    if (typeof price !== 'bigint') return price;
+    if (!config.escrow.enabled) return quote(price, request.headers, 'escrow payments are disabled for this service');
+    let payment: EscrowPayment;
+    try {
+      payment = parsePaymentHeader(value);
+    } catch (e) {
+      return quote(price, request.headers, (e as Error).message);
+    }
+    if (payment.network && payment.network !== config.x402Network) {
+      return quote(price, request.headers, `payment is for ${payment.network}, this service runs on ${config.x402Network}`);
+    }
+    if (!escrowVerifier) {
+      return fail(503, 'escrow payments cannot be verified by this provider yet: it has no escrowVerifier (the Trustless Work verifier comes with @farebox/escrow)');
+    }
+    const registrationError = await checkRegistration();
+    if (registrationError) return fail(503, registrationError);
+    let claim;
+    try {
+      claim = await escrowVerifier.claim({ payment, service: config.service, payTo: config.ownerWallet, amount: price, network: config.x402Network });
+    } catch (e) {
+      return fail(500, `escrow verification failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!claim.ok) return claim.status === 402 ? quote(price, request.headers, claim.message) : fail(claim.status, claim.message);
+    const ref = { escrowId: claim.escrowId, service: config.service };
+    const outcome = await run(parsed.payload, {
+      paidWith: 'escrow',
+      amount: claim.amount,
+      price,
+      escrowId: claim.escrowId,
+      ...(request.ip !== undefined ? { ip: request.ip } : {}),
+    });
+    if (!outcome.ok) {
+      await escrowVerifier.abandon({ ...ref, reason: String((outcome.response.body as { error?: unknown }).error) }).catch(() => undefined);
+      return outcome.response;
+    }
+    let receipt;
+    try {
+      receipt = await escrowVerifier.release(ref);
+    } catch {
+      receipt = { success: false, transaction: claim.escrowId, network: config.x402Network, payer: claim.payer };
+    }
+    const headerName = version === 2 ? X402_HEADERS.paymentResponseV2 : X402_HEADERS.paymentResponse;
+    outcome.response.headers[headerName] = encodePaymentResponse(receipt);
+    return outcome.response;
+  }
+
+  async function paidRoute(request: PaidRequest): Promise<ProviderResponse> {
+    if (degradedMessage) return fail(503, degradedMessage);
+    if (!handler) return fail(503, 'this service has no handler yet: call provider.serve(handler)');
+    const raw = typeof request.rawBody === 'string' ? utf8Encoder.encode(request.rawBody) : request.rawBody;
+    if (raw && raw.length > config.bodyLimit) return fail(413, `request body too large (limit ${formatLimit(config.bodyLimit)})`);
+    const certificate = readHeader(request.headers, CERTIFICATE_HEADER);
+    if (certificate !== undefined) return signedCall(certificate, raw, request.body, request);
+    const xPayment = readHeader(request.headers, X402_HEADERS.payment);
+    if (xPayment !== undefined) return escrowCall(xPayment, 1, raw, request.body, request);
+    const signature = readHeader(request.headers, X402_HEADERS.paymentSignature);
+    if (signature !== undefined) return escrowCall(signature, 2, raw, request.body, request);
+
+    const wait = limiter.take(request.ip ?? 'unknown');
+    if (wait > 0) return fail(429, `too many unpaid requests: retry in ${wait} s, or pay`, { 'retry-after': String(wait) });
+    const parsed = parsePayload(raw, request.body);
+    if (!parsed.ok) return parsed.response;
+    const price = await priceOf(parsed.payload);
+    if (typeof price !== 'bigint') return price;
+    return quote(price, request.headers);
+  }
+
+  function health(): ProviderResponse {
+    return respond(200, {
+      status: degradedMessage ? 'degraded' : 'ok',
+      service: config.service,
+      network: config.network,
+      verified: config.contractId !== undefined,
+      ...(degradedMessage ? { error: degradedMessage } : {}),
+    });
+  }
+
+  async function handle(request: PaidRequest): Promise<ProviderResponse> {
+    try {
+      const method = (request.method ?? 'POST').toUpperCase();
+      const path = request.path === undefined ? undefined : request.path.length > 1 ? request.path.replace(/\/+$/, '') : request.path;
+      if (method === 'GET' && path !== undefined) {
+        if (manifestPaths.has(path)) return respond(200, manifest());
+        if (healthPaths.has(path)) return health();
+      }
+      if (path !== undefined && path !== config.endpointPath) return fail(404, 'not found');
+      if (method !== 'POST') return fail(405, `method not allowed: POST the JSON payload to ${config.endpointPath}`, { allow: 'POST' });
+      return await paidRoute(request);
+    } catch (e) {
+      return fail(500, e instanceof Error ? e.message : String(e));
+    }
+  }
+
+  const provider: Provider = {
+    config,
+    serve(next) {
+      if (typeof next !== 'function') throw new ConfigError(['serve() needs a handler function (payload, context) => result']);
+      handler = next;
+      return provider;
+    },
+    handle,
+    express: () => createExpressMiddleware({ handle, bodyLimit: config.bodyLimit, routes: { paid: config.endpointPath, get: [...manifestPaths, ...healthPaths] } }),
+    async listen(port = 0, host) {
+      const listening = await listenHttp({ handle, bodyLimit: config.bodyLimit }, port, host, () => servers.delete(listening));
+      servers.add(listening);
+      if (!config.endpoint && !listenUrl) listenUrl = `${listening.url}${config.endpointPath === '/' ? '/' : config.endpointPath}`;
+      return listening;
+    },
+    manifest,
+    async bootstrap() {
+      const problems: string[] = [];
+      if (!config.endpoint) problems.push('endpoint (PUBLIC_ENDPOINT) required: it is stored on-chain at registration');
+      if (!config.contractId) problems.push('contractId (STELLAR_CONTRACT_ID) required: the registry to register in');
+      if (!walletSecret) problems.push('a wallet secret (AGENT_WALLET_SECRET or KEYPAIR_PATH) is required to sign the registration');
+      if (problems.length > 0) throw new ConfigError(problems);
+      if (!isRegistrar(registry)) {
+        throw new ProviderError(
+          'BOOTSTRAP_UNAVAILABLE',
+          `bootstrap() registers "${config.service}" on-chain and needs a registry client that signs as ${config.ownerWallet}: pass options.registry with getAgent, registerAgent and updateAgent (createRegistryClient from @farebox/stellar). Nothing was registered.`,
+          { service: config.service, owner: config.ownerWallet },
+        );
+      }
+      const input = { service: config.service, pricePerCall: config.pricePerCall, endpoint: config.endpoint!, description: config.description };
+      const base = { service: config.service, owner: config.ownerWallet, endpoint: input.endpoint };
+      let existing;
+      try {
+        existing = await registry.getAgent(config.service);
+      } catch (e) {
+        throw new ProviderError('REGISTRY', `cannot read the registry: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      registration = undefined;
+      if (!existing) {
+        const { transaction } = await registry.registerAgent(input);
+        return { action: 'registered', ...base, ...(transaction ? { transaction } : {}) };
+      }
+      if (existing.owner !== config.ownerWallet) {
+        throw new ProviderError('NAME_TAKEN', `service name "${config.service}" is registered to ${existing.owner}, not to ${config.ownerWallet}: pick another name`, {
+          service: config.service,
+          owner: existing.owner,
+        });
+      }
+      const same =
+        existing.pricePerCall === input.pricePerCall &&
+        existing.endpoint === input.endpoint &&
+        (existing.description === undefined || existing.description === input.description);
+      if (same) return { action: 'unchanged', ...base };
+      const { transaction } = await registry.updateAgent(input);
+      return { action: 'updated', ...base, ...(transaction ? { transaction } : {}) };
+    },
+    async close() {
+      await Promise.all([...servers].map((s) => s.close()));
+    },
+  };
+  return provider;
+}
