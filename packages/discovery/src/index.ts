@@ -1,0 +1,21 @@
+export { tokenize, MAX_TOKEN_LENGTH } from './tokenize.js';
+export { Bm25Index, NAME_WEIGHT } from './bm25.js';
+export type { Bm25Params, Bm25Query } from './bm25.js';
+export { FlatVectorIndex } from './vectors.js';
+export { createSearchIndex } from './search-index.js';
+export type {
+  FusionWeights,
+  SearchHit,
+  SearchIndex,
+  SearchIndexOptions,
+  SearchOptions,
+  SearchStatus,
+  ServiceDocument,
+} from './search-index.js';
+export { createEmbedder, prefetchModel, modelPath, DEFAULT_MODEL_ID, DEFAULT_DIMS } from './embedder.js';
+export type { EmbedderOptions } from './embedder.js';
+export type { Embedder, EmbedderStatus, EmbedKind } from './embedder-types.js';
+export { attachToCatalog } from './catalog.js';
+export type { CatalogAgentLike, CatalogChange, CatalogSource, CatalogAttachment } from './catalog.js';
+export { DiscoveryError } from './errors.js';
+export type { DiscoveryErrorCode } from './errors.js';
