@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import {
   ConfigError,
@@ -6,6 +7,7 @@ import {
   PublicKeySchema,
   ServiceNameSchema,
   firstIssueMessage,
+  encodeStrKey,
   isValidStrKey,
   parseAmount,
   type X402Network,
@@ -84,6 +86,12 @@ interface NetworkPreset {
   contractId?: string;
 }
 
+// The devnet derives its fixed identities from fixed labels (as @farebox/stellar
+// does), so every process agrees on them without configuration.
+const devnetSeed = (label: string) => new Uint8Array(createHash('sha256').update(label).digest());
+const LOCAL_USDC_ISSUER = publicKeyFromSecret(encodeStrKey('secretSeed', devnetSeed('farebox-devnet:usdc-issuer')));
+const LOCAL_REGISTRY_CONTRACT_ID = encodeStrKey('contract', devnetSeed('farebox-devnet:registry-contract'));
+
 /** Network presets: the last step of the precedence chain. */
 export const NETWORK_PRESETS: Readonly<Record<ProviderNetwork, Readonly<NetworkPreset>>> = {
   testnet: {
@@ -93,9 +101,14 @@ export const NETWORK_PRESETS: Readonly<Record<ProviderNetwork, Readonly<NetworkP
   },
   mainnet: {
     x402Network: 'stellar:pubnet',
+    rpcUrl: 'https://mainnet.sorobanrpc.com',
     usdcIssuer: 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
   },
-  local: { x402Network: 'stellar:local' },
+  local: {
+    x402Network: 'stellar:local',
+    usdcIssuer: LOCAL_USDC_ISSUER,
+    contractId: LOCAL_REGISTRY_CONTRACT_ID,
+  },
 };
 
 /** The configuration a provider runs with, after precedence and validation. Holds no secret. */
@@ -236,9 +249,6 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
   const rpcPick = pick(options.rpcUrl, env, 'STELLAR_RPC_URL');
   const rpcUrl = rpcPick.value ?? preset.rpcUrl;
   if (rpcPick.value !== undefined) checkUrl(rpcPick.value, label('rpcUrl', rpcPick.from), problems);
-  if (network === 'mainnet' && contractId !== undefined && rpcUrl === undefined) {
-    problems.push('rpcUrl (STELLAR_RPC_URL) is required on mainnet: use a Soroban RPC provider, public endpoints are rate-limited');
-  }
 
   const issuerPick = pick(options.usdcIssuer, env, 'STELLAR_USDC_ISSUER');
   const usdcIssuer = issuerPick.value ?? preset.usdcIssuer;

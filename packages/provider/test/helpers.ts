@@ -1,0 +1,64 @@
+import { createCertificateSigner, encodeStrKey, randomBytes, signCallCertificate } from '@farebox/protocol';
+import { createProvider, publicKeyFromSecret, type Provider, type ProviderOptions } from '../src/index.js';
+
+export function newSecret(): string {
+  return encodeStrKey('secretSeed', randomBytes(32));
+}
+
+export async function newSigner() {
+  return createCertificateSigner(newSecret());
+}
+
+export type Signer = Awaited<ReturnType<typeof newSigner>>;
+
+export const ownerSecret = newSecret();
+export const ownerWallet = publicKeyFromSecret(ownerSecret);
+
+/** Options for a local provider that accepts platform-signed calls from `platform`. */
+export function baseOptions(platform: Signer, extra: Partial<ProviderOptions> = {}): ProviderOptions {
+  return {
+    service: 'echo',
+    pricePerCall: '0.001',
+    description: 'Echoes the JSON payload back.',
+    network: 'local',
+    platform: { publicKey: platform.publicKey },
+    wallet: { secret: ownerSecret },
+    env: {},
+    ...extra,
+  };
+}
+
+export async function startProvider(options: ProviderOptions, handler: Parameters<Provider['serve']>[0] = (payload) => ({ echo: payload })) {
+  const provider = createProvider(options).serve(handler);
+  const listening = await provider.listen(0, '127.0.0.1');
+  return { provider, url: `${listening.url}${provider.config.endpointPath === '/' ? '/' : provider.config.endpointPath}`, base: listening.url };
+}
+
+export async function certificateFor(
+  signer: Signer,
+  body: string,
+  overrides: { service?: string; amount?: bigint; now?: number; ttlSeconds?: number } = {},
+): Promise<string> {
+  const { header } = await signCallCertificate(
+    {
+      service: overrides.service ?? 'echo',
+      body,
+      amount: overrides.amount ?? 10_000n,
+      callId: `c_${Math.random().toString(36).slice(2)}`,
+      ...(overrides.now !== undefined ? { now: overrides.now } : {}),
+      ...(overrides.ttlSeconds !== undefined ? { ttlSeconds: overrides.ttlSeconds } : {}),
+    },
+    signer,
+  );
+  return header;
+}
+
+export async function post(url: string, body: string, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : null };
+}
+
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
