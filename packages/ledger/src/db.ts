@@ -1,0 +1,175 @@
+import { PGlite } from '@electric-sql/pglite';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import pg from 'pg';
+import type { QueryResult, QueryResultRow } from 'pg';
+import { LedgerError, sqlState } from './errors.js';
+import { acquireDirectoryLock, type DirectoryLock } from './lock.js';
+
+/** Anything that runs a parameterised SQL statement: the database or an open transaction. */
+export interface Queryable {
+  query<R extends QueryResultRow = QueryResultRow>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+}
+
+/**
+ * One `pg` code path for both back ends: a `pg.Pool` on a PostgreSQL server,
+ * or a one-connection `pg.Pool` on embedded PGlite (its node-postgres adapter).
+ * BIGINT comes back as a decimal string in both.
+ */
+export interface Database extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** The schema every statement runs in (search_path), when one was chosen. */
+  readonly schema: string | undefined;
+  /** The underlying pool, for packages that need a raw client. */
+  readonly pool: pg.Pool;
+  /**
+   * Runs `fn` in a transaction (READ COMMITTED). It commits when `fn`
+   * resolves and rolls back when it throws; a deadlock or serialization
+   * failure is retried a few times.
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** PostgreSQL connection string; defaults to `DATABASE_URL`. */
+  url?: string;
+  /** PGlite data directory, used when no URL is set. `memory://` for a throwaway database. */
+  dataDir?: string;
+  /** Run everything in this schema (created when missing); used to isolate test runs. */
+  schema?: string;
+  /** Pool size on PostgreSQL (default 10). PGlite has one connection. */
+  poolSize?: number;
+  /** Environment to read `DATABASE_URL` from (default `process.env`). */
+  env?: Record<string, string | undefined>;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const RETRYABLE = new Set(['40001', '40P01']);
+
+/**
+ * Opens the database: `url` (or `DATABASE_URL`) selects a PostgreSQL server,
+ * otherwise PGlite in `dataDir`, guarded by a lock file so that a second
+ * process gets `LedgerError('LOCKED')` naming the holder's pid.
+ *
+ * @example
+ * const db = await openDatabase({ dataDir: './.farebox/db' });
+ * const { rows } = await db.query('SELECT 1 AS one');
+ */
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
+  const env = options.env ?? process.env;
+  const url = options.url ?? (env.DATABASE_URL || undefined);
+  const problems: string[] = [];
+  if (options.schema !== undefined && !SCHEMA_NAME.test(options.schema)) {
+    problems.push(`schema must match ${SCHEMA_NAME.source}`);
+  }
+  if (options.poolSize !== undefined && (!Number.isInteger(options.poolSize) || options.poolSize < 1)) {
+    problems.push('poolSize must be a positive integer');
+  }
+  if (url === undefined && (options.dataDir === undefined || options.dataDir === '')) {
+    problems.push('set url (or DATABASE_URL) for PostgreSQL, or dataDir for embedded PGlite');
+  }
+  if (problems.length > 0) {
+    throw new LedgerError('CONFIG', `invalid database configuration: ${problems.join('; ')}`, { problems });
+  }
+  return url !== undefined ? openPostgres(url, options) : openPglite(options.dataDir ?? 'memory://', options);
+}
+
+async function openPostgres(url: string, options: OpenDatabaseOptions): Promise<Database> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client that loses its server connection must not crash the process.
+  pool.on('error', () => undefined);
+  try {
+    await pool.query('SELECT 1');
+    if (options.schema) await createSchema(pool, options.schema);
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+  return makeDatabase('postgres', pool, options.schema, async () => {
+    await pool.end();
+  });
+}
+
+async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promise<Database> {
+  const inMemory = dataDir.startsWith('memory://');
+  const lock: DirectoryLock | undefined = inMemory ? undefined : acquireDirectoryLock(dataDir);
+  let lite: PGlite | undefined;
+  try {
+    lite = await PGlite.create(dataDir);
+    if (options.schema) {
+      await lite.exec(`CREATE SCHEMA IF NOT EXISTS "${options.schema}"; SET search_path TO "${options.schema}"`);
+    }
+  } catch (error) {
+    await lite?.close().catch(() => undefined);
+    lock?.release();
+    throw error;
+  }
+  const owned = lite;
+  // PGlite is one session: one client, never closed while idle (it would
+  // lose session settings such as the search_path).
+  const pool = new pg.Pool({ ...createPgConfig(owned), max: 1, idleTimeoutMillis: 0 });
+  pool.on('error', () => undefined);
+  return makeDatabase('pglite', pool, options.schema, async () => {
+    try {
+      await pool.end();
+      await owned.close();
+    } finally {
+      lock?.release();
+    }
+  });
+}
+
+async function createSchema(pool: pg.Pool, schema: string): Promise<void> {
+  try {
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  } catch (error) {
+    // Two processes creating the same schema at once: the loser sees a duplicate.
+    if (sqlState(error) !== '23505' && sqlState(error) !== '42P06') throw error;
+  }
+}
+
+function makeDatabase(kind: Database['kind'], pool: pg.Pool, schema: string | undefined, end: () => Promise<void>): Database {
+  let closed: Promise<void> | undefined;
+  return {
+    kind,
+    schema,
+    pool,
+    query<R extends QueryResultRow = QueryResultRow>(text: string, params?: readonly unknown[]) {
+      return pool.query<R>(text, params ? [...params] : undefined);
+    },
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      for (let attempt = 1; ; attempt++) {
+        const client = await pool.connect();
+        let broken: Error | undefined;
+        try {
+          await client.query('BEGIN');
+          const tx: Queryable = {
+            query: <R extends QueryResultRow = QueryResultRow>(text: string, params?: readonly unknown[]) =>
+              client.query<R>(text, params ? [...params] : undefined),
+          };
+          const result = await fn(tx);
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          try {
+            await client.query('ROLLBACK');
+          } catch (rollbackError) {
+            broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+          }
+          if (attempt < 5 && RETRYABLE.has(sqlState(error) ?? '')) continue;
+          throw error;
+        } finally {
+          client.release(broken);
+        }
+      }
+    },
+    close() {
+      closed ??= end();
+      return closed;
+    },
+  };
+}

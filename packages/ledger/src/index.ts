@@ -1,0 +1,52 @@
+export { LedgerError } from './errors.js';
+export type { LedgerErrorCode } from './errors.js';
+export { openDatabase } from './db.js';
+export type { Database, OpenDatabaseOptions, Queryable } from './db.js';
+export { LOCK_FILE_NAME } from './lock.js';
+export { migrate, readMigrations, LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE } from './migrate.js';
+export type { MigrateResult, MigrationFile } from './migrate.js';
+export {
+  Ledger,
+  openLedger,
+  migrateLedger,
+  hashRequest,
+  parseTopupAmount,
+  SIGNUP_CREDIT,
+  TOPUP_MAX,
+  BALANCE_CAP,
+  DEFAULT_HOLD_TIMEOUT_MS,
+  LEDGER_MESSAGES,
+  CYCLE_STATES,
+  CYCLE_TRANSITIONS,
+} from './ledger.js';
+export type {
+  AccountBalance,
+  AdvanceData,
+  AdvanceResult,
+  AnalyticsPoint,
+  ClaimResult,
+  CycleState,
+  Earning,
+  FundingBatch,
+  Hold,
+  HoldOptions,
+  HoldResult,
+  HoldState,
+  IdempotencyOptions,
+  IdempotentResult,
+  LedgerTransaction,
+  OpenAccountResult,
+  OpenLedgerOptions,
+  PaidWith,
+  PlatformStats,
+  PostOptions,
+  PublisherTotals,
+  ResolveResult,
+  ServiceStats,
+  SettlementCycle,
+  SettlementStep,
+  TopupResult,
+  TransactionStatus,
+  VerifyMismatch,
+  VerifyReport,
+} from './ledger.js';
