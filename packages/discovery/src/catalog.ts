@@ -12,13 +12,20 @@ export interface CatalogChange<A extends CatalogAgentLike = CatalogAgentLike> {
   agent?: A;
 }
 
-/** Anything that lists registry entries and reports changes (e.g. the catalog mirror of @farebox/stellar). */
+/**
+ * Anything that lists registry entries and, optionally, lets one subscribe to
+ * changes. A source without `onChange` (such as the @farebox/stellar catalog
+ * mirror, which takes its listener as a construction option) feeds changes
+ * through the attachment's `handle`.
+ */
 export interface CatalogSource<A extends CatalogAgentLike = CatalogAgentLike> {
   list(): Iterable<A> | Promise<Iterable<A>>;
-  onChange(listener: (change: CatalogChange<A>) => void): (() => void) | { unsubscribe(): void } | void;
+  onChange?(listener: (change: CatalogChange<A>) => void): (() => void) | { unsubscribe(): void } | void;
 }
 
-export interface CatalogAttachment {
+export interface CatalogAttachment<A extends CatalogAgentLike = CatalogAgentLike> {
+  /** Applies one change (pass this as the catalog's change listener). */
+  handle(change: CatalogChange<A>): void;
   /** Resolves once the initial listing is indexed (keyword side) and reconciled. */
   readonly ready: Promise<void>;
   /** Stops following the catalog. */
@@ -34,12 +41,19 @@ export interface CatalogAttachment {
  * entries whose name or description changed are re-embedded. Entries the index
  * holds (say, from a snapshot) that the listing no longer has are removed.
  * The entry object itself becomes the hit's `meta`.
+ *
+ * @example
+ * // with the @farebox/stellar catalog mirror (its listener is an option):
+ * let attachment: CatalogAttachment<RegistryAgent> | undefined;
+ * const mirror = createCatalogMirror({ registry, cursorStore, onChange: (c) => attachment?.handle(c) });
+ * await mirror.start(); await mirror.ready();
+ * attachment = attachToCatalog(index, mirror);
  */
 export function attachToCatalog<A extends CatalogAgentLike>(
   index: SearchIndex,
   source: CatalogSource<A>,
   options: { onError?: (err: unknown, change?: CatalogChange<A>) => void } = {},
-): CatalogAttachment {
+): CatalogAttachment<A> {
   const changedDuringListing = new Set<string>();
   let listing = true;
   let detached = false;
@@ -60,11 +74,12 @@ export function attachToCatalog<A extends CatalogAgentLike>(
     }
   };
 
-  const sub = source.onChange((change) => {
+  const handle = (change: CatalogChange<A>): void => {
     if (detached) return;
     if (listing) changedDuringListing.add(change.service);
     apply(change);
-  });
+  };
+  const sub = source.onChange?.(handle);
 
   const ready = (async () => {
     const listed = new Set<string>();
@@ -86,6 +101,7 @@ export function attachToCatalog<A extends CatalogAgentLike>(
 
   return {
     ready,
+    handle,
     detach() {
       detached = true;
       if (typeof sub === 'function') sub();

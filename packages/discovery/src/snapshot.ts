@@ -23,12 +23,26 @@ export interface SnapshotEntry {
   vector: Float32Array | null;
 }
 
+// Registry entries carry bigint amounts: keep them exact through JSON.
+const BIGINT_TAG = '$bigint';
+function replacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? { [BIGINT_TAG]: value.toString() } : value;
+}
+function reviver(_key: string, value: unknown): unknown {
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    const tagged = (value as Record<string, unknown>)[BIGINT_TAG];
+    if (keys.length === 1 && typeof tagged === 'string' && /^-?\d+$/.test(tagged)) return BigInt(tagged);
+  }
+  return value;
+}
+
 export function encodeSnapshot(entries: SnapshotEntry[], modelId: string | null, dims: number): Uint8Array {
   const header = JSON.stringify({
     modelId,
     dims,
     docs: entries.map((e) => [e.doc.id, e.doc.name, e.doc.description, e.doc.meta ?? null, e.vector ? 1 : 0]),
-  });
+  }, replacer);
   const headerBytes = new TextEncoder().encode(header);
   const start = Math.ceil((12 + headerBytes.length) / 4) * 4;
   const withVectors = entries.filter((e) => e.vector).length;
@@ -64,7 +78,7 @@ export function decodeSnapshot(bytes: Uint8Array): DecodedSnapshot {
   if (12 + headerLength > bytes.length) throw bad('truncated header');
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength)));
+    json = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength)), reviver);
   } catch {
     throw bad('header is not JSON');
   }

@@ -87,7 +87,7 @@ export class FlatVectorIndex {
     return this.buffer.slice(base, base + this.dims);
   }
 
-  /** Cosine between the stored vector at `slot` and a unit query already written by `scanAll`/`setQuery`. */
+  /** Cosine between the stored vector at `slot` and a unit query. */
   cosine(slot: number, unitQuery: Float32Array): number {
     if (!this.has(slot)) return 0;
     const base = this.rowOffset(slot);
@@ -109,7 +109,8 @@ export class FlatVectorIndex {
     const inv = norm > 0 && Number.isFinite(norm) ? 1 / Math.sqrt(norm) : 0;
     const q = this.buffer.subarray(0, this.stride);
     q.fill(0);
-    for (let i = 0; i < this.dims; i++) q[i] = query[i]! * inv;
+    // A zero or non-finite query (e.g. a model that saw only unknown tokens) matches nothing.
+    if (inv > 0) for (let i = 0; i < this.dims; i++) q[i] = query[i]! * inv;
     const n = this.highWater;
     const outFloat = this.stride * (1 + this.capacity);
     const scores = this.buffer.subarray(outFloat, outFloat + n);

@@ -1,0 +1,22 @@
+import { expect, it } from 'vitest';
+import * as discovery from '@farebox/discovery';
+
+it('exports exactly the documented public API', () => {
+  expect(Object.keys(discovery).sort()).toEqual(
+    [
+      'Bm25Index',
+      'DEFAULT_DIMS',
+      'DEFAULT_MODEL_ID',
+      'DiscoveryError',
+      'FlatVectorIndex',
+      'MAX_TOKEN_LENGTH',
+      'NAME_WEIGHT',
+      'attachToCatalog',
+      'createEmbedder',
+      'createSearchIndex',
+      'modelPath',
+      'prefetchModel',
+      'tokenize',
+    ].sort(),
+  );
+});
