@@ -56,7 +56,13 @@ export async function certificateFor(
 export async function post(url: string, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : null };
+  let json: Record<string, unknown> | null = null;
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+  } catch {
+    throw new Error(`not JSON (status ${res.status}): ${text.slice(text.indexOf("<pre>"), text.indexOf("<pre>") + 600)}`);
+  }
+  return { status: res.status, headers: res.headers, json };
 }
 
 export function nowSeconds(): number {

@@ -1,0 +1,16 @@
+import { expect, it } from 'vitest';
+import * as provider from '../src/index.js';
+
+it('exports exactly the documented runtime API', () => {
+  expect(Object.keys(provider).sort()).toEqual([
+    'InMemoryReplayStore',
+    'MAX_BODY_LIMIT',
+    'NETWORK_PRESETS',
+    'ProviderError',
+    'createProvider',
+    'ensureKeypairFile',
+    'parseBodyLimit',
+    'publicKeyFromSecret',
+    'readKeypairFile',
+  ]);
+});
