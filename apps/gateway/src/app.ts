@@ -1,0 +1,216 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { GatewayError, RATE_LIMITS, enforceRateLimit, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { errorHandler, readCookies, route } from './http.js';
+
+export const SESSION_COOKIE = 'farebox_session';
+export const CSRF_COOKIE = 'farebox_csrf';
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+const principals = new WeakMap<Request, Principal>();
+
+export interface AppOptions {
+  /** Extra routers mounted before the API (the embedded devnet, the dashboard, OAuth, MCP). */
+  mount?: (app: express.Express) => void;
+  log?: (message: string, err?: unknown) => void;
+}
+
+/**
+ * The gateway's HTTP surface over a {@link GatewayCore}: routes only parse,
+ * authenticate, call the core and serialise. Status codes come from the core's
+ * error table.
+ */
+export function createApp(core: GatewayCore, options: AppOptions = {}): express.Express {
+  const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', core.config.trustProxy);
+  app.set('json replacer', (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    next();
+  });
+  options.mount?.(app);
+
+  const json = express.json({ limit: '1mb', strict: false });
+  const form = express.urlencoded({ extended: false, limit: '64kb' });
+  const body = [json, form];
+
+  const secure = (req: Request) => core.config.secureCookies ?? req.secure;
+  const cookieBase = (req: Request) => ({ httpOnly: true, sameSite: 'lax' as const, secure: secure(req), path: '/' });
+
+  function setSession(req: Request, res: Response, session: { token: string; csrfToken: string; expiresAt: Date }) {
+    res.cookie(SESSION_COOKIE, session.token, { ...cookieBase(req), expires: session.expiresAt });
+    // Readable by the dashboard's script, which echoes it in X-CSRF-Token.
+    res.cookie(CSRF_COOKIE, session.csrfToken, { ...cookieBase(req), httpOnly: false, expires: session.expiresAt });
+  }
+
+  /** A form post gets a redirect to a same-origin path only; JSON gets JSON. */
+  function safeRedirect(target: unknown): string {
+    if (typeof target !== 'string' || !target.startsWith('/') || target.startsWith('//') || target.startsWith('/\\')) return '/';
+    try {
+      const u = new URL(target, 'http://gateway.invalid');
+      return u.origin === 'http://gateway.invalid' ? `${u.pathname}${u.search}${u.hash}` : '/';
+    } catch {
+      return '/';
+    }
+  }
+
+  const isForm = (req: Request) => (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
+
+  function checkOrigin(req: Request) {
+    const origin = req.headers.origin;
+    if (origin && origin !== 'null' && origin !== core.config.publicOrigin && origin !== `${req.protocol}://${req.headers.host}`) {
+      throw new GatewayError('CSRF', 'cross-origin request refused');
+    }
+  }
+
+  // ---- accounts -----------------------------------------------------------
+  app.post(
+    '/auth/signup',
+    ...body,
+    route(async (req, res) => {
+      checkOrigin(req);
+      await enforceRateLimit(core.rateLimits, RATE_LIMITS.auth, req.ip ?? 'unknown');
+      const { user, session } = await core.accounts.signup(req.body);
+      setSession(req, res, session);
+      if (isForm(req)) return res.redirect(303, safeRedirect(req.body?.next));
+      res.status(201).json({ ...(await core.account.me(user)), csrf_token: session.csrfToken });
+    }),
+  );
+
+  app.post(
+    '/auth/login',
+    ...body,
+    route(async (req, res) => {
+      checkOrigin(req);
+      await enforceRateLimit(core.rateLimits, RATE_LIMITS.auth, req.ip ?? 'unknown');
+      const { user, session } = await core.accounts.login(req.body);
+      setSession(req, res, session);
+      if (isForm(req)) return res.redirect(303, safeRedirect(req.body?.next));
+      res.json({ ...(await core.account.me(user)), csrf_token: session.csrfToken });
+    }),
+  );
+
+  app.post(
+    '/auth/logout',
+    ...body,
+    route(async (req, res) => {
+      checkOrigin(req);
+      const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
+      if (token) {
+        const principal = await core.accounts.fromSession(token);
+        if (principal) verifyCsrf(req, principal);
+        await core.accounts.logout(token);
+      }
+      res.clearCookie(SESSION_COOKIE, cookieBase(req));
+      res.clearCookie(CSRF_COOKIE, { ...cookieBase(req), httpOnly: false });
+      if (isForm(req)) return res.redirect(303, '/');
+      res.json({ ok: true });
+    }),
+  );
+
+  // ---- credentials --------------------------------------------------------
+  function verifyCsrf(req: Request, principal: Principal) {
+    const sent = req.headers['x-csrf-token'] ?? (typeof req.body?._csrf === 'string' ? req.body._csrf : undefined);
+    if (typeof sent !== 'string' || !principal.csrfToken || !core.safeEqual(sent, principal.csrfToken)) {
+      throw new GatewayError('CSRF', 'missing or invalid CSRF token');
+    }
+  }
+
+  async function authenticate(req: Request): Promise<Principal> {
+    const auth = req.headers.authorization;
+    if (auth !== undefined) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+      const principal = m ? await core.authenticateBearer(m[1]!) : undefined;
+      if (!principal) throw new GatewayError('UNAUTHENTICATED', 'invalid credential', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+      return principal;
+    }
+    const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
+    const principal = token ? await core.accounts.fromSession(token) : undefined;
+    if (!principal) {
+      await enforceRateLimit(core.rateLimits, RATE_LIMITS.anonymous, req.ip ?? 'unknown');
+      throw new GatewayError('UNAUTHENTICATED', token ? 'session expired' : 'authentication required', undefined, { 'WWW-Authenticate': 'Bearer' });
+    }
+    if (UNSAFE.has(req.method)) {
+      checkOrigin(req);
+      verifyCsrf(req, principal);
+    }
+    return principal;
+  }
+
+  const v1 = express.Router();
+  v1.use((req: Request, _res: Response, next: NextFunction) => {
+    authenticate(req)
+      .then(async (principal) => {
+        await enforceRateLimit(core.rateLimits, RATE_LIMITS.account, principal.user.id);
+        principals.set(req, principal);
+        next();
+      })
+      .catch(next);
+  });
+  // Bodies are parsed only for authenticated requests.
+  v1.use(json, form);
+  const who = (req: Request): Principal => {
+    const p = principals.get(req);
+    if (!p) throw new GatewayError('UNAUTHENTICATED', 'authentication required');
+    return p;
+  };
+
+  v1.get('/me', route(async (req, res) => res.json(await core.account.me(who(req).user))));
+  v1.get('/balance', route(async (req, res) => res.json(await core.account.balance(who(req).user))));
+  v1.get('/wallet', route(async (req, res) => res.json(await core.account.wallet(who(req).user))));
+  v1.post('/topup', route(async (req, res) => res.json(await core.account.topup(who(req).user, req.body, idempotencyKey(req)))));
+
+  v1.get('/agents', route(async (req, res) => res.json(await core.catalog.list(typeof req.query.q === 'string' ? req.query.q : undefined))));
+  v1.get('/agents/mine', route(async (req, res) => res.json(await core.catalog.mine(who(req).user))));
+  v1.post('/agents', route(async (req, res) => res.status(201).json(await core.catalog.register(who(req).user, req.body))));
+  v1.put('/agents/:service', route(async (req, res) => res.json(await core.catalog.update(who(req).user, String(req.params.service), req.body))));
+  v1.delete('/agents/:service', route(async (req, res) => res.json(await core.catalog.remove(who(req).user, String(req.params.service)))));
+
+  v1.post(
+    '/call',
+    route(async (req, res) => {
+      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost') });
+      res.status(result.status).type('application/json').send(result.body);
+    }),
+  );
+  v1.get('/transactions', route(async (req, res) => res.json(await core.account.transactions(who(req).user, req.query.limit))));
+
+  v1.get('/api-keys', route(async (req, res) => res.json(await core.accounts.listApiKeys(who(req).user.id))));
+  v1.post('/api-keys', route(async (req, res) => res.status(201).json(await core.accounts.createApiKey(who(req).user.id, req.body))));
+  v1.delete('/api-keys/:id', route(async (req, res) => res.json(await core.accounts.revokeApiKey(who(req).user.id, String(req.params.id)))));
+  v1.get('/oauth/connections', route(async (req, res) => res.json(await core.oauthConnections.list(who(req).user.id))));
+  v1.delete('/oauth/connections/:id', route(async (req, res) => res.json(await core.oauthConnections.revoke(who(req).user.id, String(req.params.id)))));
+
+  v1.post('/publisher/activate', route(async (req, res) => res.json(await core.publisher.activate(who(req).user, req.body))));
+  v1.get('/publisher/overview', route(async (req, res) => res.json(await core.publisher.overview(who(req).user))));
+  v1.get('/publisher/settlements', route(async (req, res) => res.json(await core.publisher.settlements(who(req).user, req.query.limit))));
+  v1.get('/publisher/analytics', route(async (req, res) => res.json(await core.publisher.analytics(who(req).user, req.query.days))));
+  v1.post('/publisher/settle', route(async (req, res) => res.json(await core.publisher.settle(who(req).user))));
+
+  v1.get('/platform/stats', route(async (_req, res) => res.json(await core.platform.stats())));
+
+  // Open endpoints.
+  app.get('/health', route(async (_req, res) => res.json(await core.platform.health())));
+  app.get('/v1/platform/key', (_req, res) => {
+    res.json(core.platform.key());
+  });
+  app.use('/v1', v1);
+  app.use('/v1', (_req, _res, next) => next(new GatewayError('NOT_FOUND', 'not found')));
+  app.use(errorHandler(log));
+  return app;
+}
+
+function header(req: Request, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function idempotencyKey(req: Request): string | undefined {
+  const key = header(req, 'idempotency-key');
+  if (key === undefined) return undefined;
+  if (key.length === 0 || key.length > 255) throw new GatewayError('BAD_REQUEST', 'invalid Idempotency-Key (1 to 255 characters)');
+  return key;
+}

@@ -1,0 +1,59 @@
+import type { NextFunction, Request, Response } from 'express';
+import { GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
+
+/** Wraps an async route so a rejection reaches the error handler. */
+export const route =
+  (fn: (req: Request, res: Response) => Promise<unknown>) =>
+  (req: Request, res: Response, next: NextFunction): void => {
+    fn(req, res).catch(next);
+  };
+
+/** Parses the Cookie header (RFC 6265 pairs; no dependency needed). */
+export function readCookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (!name || name in out) continue;
+    const raw = part.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    try {
+      out[name] = decodeURIComponent(raw);
+    } catch {
+      out[name] = raw;
+    }
+  }
+  return out;
+}
+
+/** The one error handler: `{ "error": message }` with the status of the code table. */
+export function errorHandler(log: (message: string, err: unknown) => void) {
+  return (err: unknown, _req: Request, res: Response, _next: NextFunction): void => {
+    if (res.headersSent) return;
+    if (err instanceof GatewayError) {
+      for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
+      res.status(HTTP_STATUS[err.code]).json({ error: err.message });
+      return;
+    }
+    const e = err as { type?: string; status?: number; expose?: boolean };
+    if (e?.type === 'entity.parse.failed') {
+      res.status(400).json({ error: 'invalid JSON body' });
+      return;
+    }
+    if (e?.type === 'entity.too.large') {
+      res.status(413).json({ error: 'request body too large' });
+      return;
+    }
+    if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported') {
+      res.status(415).json({ error: 'unsupported body encoding' });
+      return;
+    }
+    if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
+      res.status(e.status).json({ error: (err as Error).message });
+      return;
+    }
+    log('unhandled error', err);
+    res.status(500).json({ error: 'internal error' });
+  };
+}

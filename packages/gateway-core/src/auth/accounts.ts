@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import type { WalletProvider } from '@farebox/wallets';
+import type { Db } from '../db.js';
+import { GatewayError } from '../errors.js';
+import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './passwords.js';
+import { API_KEY_PREFIX, generateApiKey, hashToken, isWellFormedApiKey, randomToken } from './tokens.js';
+
+export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
+
+export interface User {
+  id: string;
+  email: string;
+  walletAddress: string;
+  isPublisher: boolean;
+  publisherName: string | null;
+  createdAt: Date;
+}
+
+/** Who is calling, and with which credential. */
+export interface Principal {
+  user: User;
+  via: 'api_key' | 'session' | 'oauth';
+  /** API key id, session hash or OAuth connection id. */
+  credentialId: string;
+  /** Set for session credentials: writes must present it (CSRF). */
+  csrfToken?: string;
+}
+
+type UserRow = {
+  id: string;
+  email: string;
+  wallet_address: string;
+  is_publisher: boolean;
+  publisher_name: string | null;
+  created_at: Date | string;
+};
+
+const toUser = (r: UserRow): User => ({
+  id: r.id,
+  email: r.email,
+  walletAddress: r.wallet_address,
+  isPublisher: r.is_publisher,
+  publisherName: r.publisher_name,
+  createdAt: new Date(r.created_at),
+});
+
+const USER_COLUMNS = 'id, email, wallet_address, is_publisher, publisher_name, created_at';
+
+/** Creates the ledger account of a new user, with the sign-up credit exactly once. */
+export interface CreditAccounts {
+  openAccount(accountId: string): Promise<void>;
+}
+
+const CredentialsSchema = z.object({
+  email: z.string({ error: 'email required' }).trim().min(1, 'email required').max(254, 'email too long (max 254)').email('invalid email'),
+  password: z.string({ error: 'password required' }).min(8, 'password too short (min 8)').max(256, 'password too long (max 256)'),
+});
+
+const ApiKeyNameSchema = z.object({
+  name: z
+    .string({ error: 'name required' })
+    .refine((s) => s.trim().length > 0, 'name required')
+    .refine((s) => s.length <= 64, 'name too long (max 64)'),
+});
+
+function parse<T>(schema: z.ZodType<T>, input: unknown): T {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) throw new GatewayError('BAD_REQUEST', r.error.issues[0]?.message ?? 'invalid input');
+  return r.data;
+}
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
+
+export interface AccountsOptions {
+  db: Db;
+  wallets: WalletProvider;
+  credits: CreditAccounts;
+}
+
+/** Sign-up, sign-in, sessions and API keys. */
+export function createAccounts({ db, wallets, credits }: AccountsOptions) {
+  async function userById(id: string): Promise<User | undefined> {
+    const { rows } = await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM gw_users WHERE id = $1`, [id]);
+    return rows[0] ? toUser(rows[0]) : undefined;
+  }
+
+  async function newSession(userId: string) {
+    const token = randomToken();
+    const csrfToken = randomToken();
+    await db.query('INSERT INTO gw_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)', [
+      hashToken(token),
+      userId,
+      csrfToken,
+      new Date(Date.now() + SESSION_TTL_MS),
+    ]);
+    return { token, csrfToken, expiresAt: new Date(Date.now() + SESSION_TTL_MS) };
+  }
+
+  return {
+    userById,
+
+    /** Creates an account (wallet, credits with the 5 USD sign-up credit) and a session. */
+    async signup(input: unknown) {
+      const { email, password } = parse(CredentialsSchema, input);
+      const normalized = email.toLowerCase();
+      const existing = await db.query('SELECT 1 FROM gw_users WHERE email_normalized = $1', [normalized]);
+      if (existing.rows.length > 0) throw new GatewayError('CONFLICT', 'email already registered');
+      const id = newId('acct');
+      const [passwordHash, walletAddress] = await Promise.all([hashPassword(password), wallets.create(`account:${id}`)]);
+      const inserted = await db.query<UserRow>(
+        `INSERT INTO gw_users (id, email, email_normalized, password_hash, wallet_address) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (email_normalized) DO NOTHING RETURNING ${USER_COLUMNS}`,
+        [id, email, normalized, passwordHash, walletAddress],
+      );
+      if (!inserted.rows[0]) throw new GatewayError('CONFLICT', 'email already registered');
+      await credits.openAccount(id);
+      const user = toUser(inserted.rows[0]);
+      return { user, session: await newSession(id) };
+    },
+
+    /** Checks credentials (constant time whether or not the account exists) and opens a session. */
+    async login(input: unknown) {
+      const { email, password } = parse(CredentialsSchema.extend({ password: z.string({ error: 'password required' }).min(1, 'password required').max(256) }), input);
+      const { rows } = await db.query<UserRow & { password_hash: string }>(`SELECT ${USER_COLUMNS}, password_hash FROM gw_users WHERE email_normalized = $1`, [
+        email.toLowerCase(),
+      ]);
+      const row = rows[0];
+      const ok = await verifyPassword(password, row?.password_hash ?? DUMMY_PASSWORD_HASH);
+      if (!row || !ok) throw new GatewayError('UNAUTHENTICATED', 'invalid email or password');
+      // Repairs an account whose sign-up was interrupted before its credits were opened.
+      await credits.openAccount(row.id);
+      return { user: toUser(row), session: await newSession(row.id) };
+    },
+
+    async logout(sessionToken: string) {
+      await db.query('DELETE FROM gw_sessions WHERE token_hash = $1', [hashToken(sessionToken)]);
+    },
+
+    /** The principal for a session cookie, if the session is live. */
+    async fromSession(token: string): Promise<Principal | undefined> {
+      if (!token || token.length > 100) return undefined;
+      const hash = hashToken(token);
+      const { rows } = await db.query<UserRow & { csrf_token: string }>(
+        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, s.csrf_token
+           FROM gw_sessions s JOIN gw_users u ON u.id = s.user_id
+          WHERE s.token_hash = $1 AND s.expires_at > now()`,
+        [hash],
+      );
+      const row = rows[0];
+      return row ? { user: toUser(row), via: 'session', credentialId: hash, csrfToken: row.csrf_token } : undefined;
+    },
+
+    /** The principal for an API key, if it is live. `last_used_at` is refreshed at most once a minute. */
+    async fromApiKey(key: string): Promise<Principal | undefined> {
+      if (!isWellFormedApiKey(key)) return undefined;
+      const { rows } = await db.query<UserRow & { key_id: string }>(
+        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id
+           FROM gw_api_keys k JOIN gw_users u ON u.id = k.user_id
+          WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+        [hashToken(key)],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      void db
+        .query(`UPDATE gw_api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [row.key_id])
+        .catch(() => undefined);
+      return { user: toUser(row), via: 'api_key', credentialId: row.key_id };
+    },
+
+    async createApiKey(userId: string, input: unknown) {
+      const { name } = parse(ApiKeyNameSchema, input);
+      const { key, prefix } = generateApiKey();
+      const id = newId('key');
+      const { rows } = await db.query<{ created_at: Date | string }>(
+        'INSERT INTO gw_api_keys (id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING created_at',
+        [id, userId, name, prefix, hashToken(key)],
+      );
+      return { id, name, key, prefix, created_at: new Date(rows[0]!.created_at).toISOString() };
+    },
+
+    async listApiKeys(userId: string) {
+      const { rows } = await db.query<{ id: string; name: string; prefix: string; created_at: Date | string; last_used_at: Date | string | null }>(
+        'SELECT id, name, prefix, created_at, last_used_at FROM gw_api_keys WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id',
+        [userId],
+      );
+      return rows.map((r) => ({
+        id: r.id,
+        name: r.name,
+        prefix: r.prefix,
+        created_at: new Date(r.created_at).toISOString(),
+        last_used_at: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
+      }));
+    },
+
+    async revokeApiKey(userId: string, id: string) {
+      const { rowCount } = await db.query('UPDATE gw_api_keys SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL', [id, userId]);
+      if (!rowCount) throw new GatewayError('NOT_FOUND', 'api key not found');
+      return { id, revoked: true };
+    },
+
+    async activatePublisher(userId: string, input: unknown) {
+      const { name } = parse(
+        z.object({
+          name: z
+            .string({ error: 'name required' })
+            .refine((s) => s.trim().length > 0, 'name required')
+            .refine((s) => s.length <= 64, 'name too long (max 64)'),
+        }),
+        input,
+      );
+      const { rows } = await db.query<UserRow>(
+        `UPDATE gw_users SET is_publisher = true, publisher_name = $2, publisher_activated_at = COALESCE(publisher_activated_at, now())
+          WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+        [userId, name.trim()],
+      );
+      if (!rows[0]) throw new GatewayError('NOT_FOUND', 'account not found');
+      return toUser(rows[0]);
+    },
+  };
+}
+
+export type Accounts = ReturnType<typeof createAccounts>;
+export { API_KEY_PREFIX };

@@ -1,0 +1,287 @@
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'undici';
+import {
+  CERTIFICATE_HEADER,
+  costObject,
+  formatAmount,
+  parseAmount,
+  parsePaymentRequired,
+  signCallCertificate,
+  type Ed25519Signer,
+} from '@farebox/protocol';
+import type { Principal } from './auth/accounts.js';
+import { GatewayError } from './errors.js';
+import { checkEndpoint, guardedLookup, type EndpointPolicy } from './security/endpoint-guard.js';
+
+/** The catalog entry a call is priced and paid by: the registry's floor price and owner, never the service's word. */
+export interface CallableService {
+  service: string;
+  owner: string;
+  pricePerCall: bigint;
+  endpoint: string;
+}
+
+/** The two-phase credit operations a call needs (implemented over @farebox/ledger). */
+export interface CreditsPort {
+  /** Places a hold; throws `GatewayError('INSUFFICIENT_BALANCE')` when credits do not cover it. */
+  hold(input: { accountId: string; amount: bigint; callId: string; service: string; idempotencyKey?: string }): Promise<{ holdId: string }>;
+  /** Posts a hold: the call succeeded; the earning goes to `publisherOwner`. Returns the account's credits after. */
+  post(holdId: string, input: { publisherOwner: string; service: string; gross: bigint }): Promise<{ balance: bigint; posted: boolean }>;
+  /** Voids a hold: the money returns to credits. Returns the credits after. */
+  void(holdId: string, reason: string): Promise<{ balance: bigint }>;
+  /** Runs `fn` once per (account, key); a retry with the same request gets the first response back. */
+  idempotent(accountId: string, key: string, requestHash: string, fn: () => Promise<CallResponse>): Promise<CallResponse>;
+}
+
+/** One step of a call's payment timeline. */
+export interface TraceStep {
+  name: string;
+  status: 'ok' | 'failed' | 'skipped';
+  startedAt: string;
+  durationMs: number;
+  detail?: Record<string, unknown>;
+}
+
+/** What the HTTP layer sends: a status and the JSON text (stored verbatim for idempotent replays). */
+export interface CallResponse {
+  status: number;
+  body: string;
+}
+
+export interface CallsOptions {
+  credits: CreditsPort;
+  resolveService(name: string): Promise<CallableService | undefined>;
+  signer: Ed25519Signer;
+  policy: EndpointPolicy;
+  timeoutMs: number;
+  maxPriceMultiple: number;
+  /** Largest service response accepted, bytes (default 5 MiB). */
+  maxResponseBytes?: number;
+  /** Hook after a successful post (settlement funding, explorer link). */
+  afterPost?: (input: { callId: string; holdId: string; service: CallableService; amount: bigint }) => Promise<{ explorerUrl?: string } | void>;
+}
+
+const ALLOWED_FIELDS = new Set(['service', 'payload']);
+
+/** `mode` values of a call result (documented in docs/api.md). */
+export const CALL_MODES = { platformSigned: 'platform-signed', walletEscrow: 'wallet-escrow' } as const;
+
+class Timeline {
+  readonly steps: TraceStep[] = [];
+  async step<T>(name: string, fn: () => Promise<T>, detail?: (value: T) => Record<string, unknown>): Promise<T> {
+    const started = Date.now();
+    const t0 = performance.now();
+    try {
+      const value = await fn();
+      this.steps.push({ name, status: 'ok', startedAt: new Date(started).toISOString(), durationMs: round(performance.now() - t0), ...(detail ? { detail: detail(value) } : {}) });
+      return value;
+    } catch (err) {
+      this.steps.push({ name, status: 'failed', startedAt: new Date(started).toISOString(), durationMs: round(performance.now() - t0), detail: { error: (err as Error).message } });
+      throw err;
+    }
+  }
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
+
+function validateCallBody(body: unknown): { service: string; payload: Record<string, unknown> } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError('BAD_REQUEST', 'body must be a JSON object');
+  const rec = body as Record<string, unknown>;
+  const unknown = Object.keys(rec).filter((k) => !ALLOWED_FIELDS.has(k));
+  if (unknown.length > 0) {
+    throw new GatewayError('BAD_REQUEST', `unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')} (only service and payload are accepted; put the service's input inside payload)`);
+  }
+  if (rec.service === undefined || rec.service === null || rec.service === '') throw new GatewayError('BAD_REQUEST', 'service required');
+  if (typeof rec.service !== 'string') throw new GatewayError('BAD_REQUEST', 'service must be a string');
+  if (rec.service.length > 32) throw new GatewayError('BAD_REQUEST', 'service name too long (max 32)');
+  const payload = rec.payload ?? {};
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new GatewayError('BAD_REQUEST', 'payload must be an object');
+  return { service: rec.service, payload: payload as Record<string, unknown> };
+}
+
+class UpstreamError extends Error {
+  constructor(
+    message: string,
+    readonly quote?: bigint,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Platform-signed calls: hold the price, sign a certificate over the exact
+ * bytes, call the service, then post (success) or void (any failure, a
+ * refund). Price and payee come from the registry; a dynamic price is
+ * accepted from the service's 402 quote only upward and within limits.
+ */
+export function createCalls(options: CallsOptions) {
+  const dispatcher = new Agent({
+    connect: { lookup: guardedLookup(options.policy) as never },
+    keepAliveTimeout: 10_000,
+    connections: 256,
+    pipelining: 1,
+  });
+  const maxResponseBytes = options.maxResponseBytes ?? 5 * 1024 * 1024;
+  const endpointChecks = new Map<string, { ok: boolean; message?: string; until: number }>();
+
+  async function vetEndpoint(endpoint: string) {
+    const cached = endpointChecks.get(endpoint);
+    if (cached && cached.until > Date.now()) {
+      if (!cached.ok) throw new UpstreamError(cached.message!);
+      return;
+    }
+    try {
+      await checkEndpoint(endpoint, options.policy);
+      endpointChecks.set(endpoint, { ok: true, until: Date.now() + 60_000 });
+    } catch (err) {
+      const message = `service endpoint refused: ${(err as Error).message}`;
+      endpointChecks.set(endpoint, { ok: false, message, until: Date.now() + 60_000 });
+      throw new UpstreamError(message);
+    }
+  }
+
+  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string): Promise<unknown> {
+    const { header } = await signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer);
+    let res;
+    try {
+      res = await request(svc.endpoint, {
+        dispatcher,
+        method: 'POST',
+        body: bodyBytes,
+        headers: { 'content-type': 'application/json', accept: 'application/json', [CERTIFICATE_HEADER]: header, 'farebox-call-id': callId },
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        signal: AbortSignal.timeout(options.timeoutMs),
+        maxRedirections: 0,
+      } as Parameters<typeof request>[1]);
+    } catch (err) {
+      const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string } };
+      if (e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.name === 'AbortError') {
+        throw new UpstreamError(`service timed out after ${options.timeoutMs} ms`);
+      }
+      throw new UpstreamError(`service unreachable: ${e.cause?.code ?? e.code ?? e.message ?? 'connection failed'}`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > maxResponseBytes) {
+          res.body.destroy();
+          throw new UpstreamError('service response too large');
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (err) {
+      if (err instanceof UpstreamError) throw err;
+      throw new UpstreamError(`service timed out after ${options.timeoutMs} ms`);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    let json: unknown;
+    let parsed = true;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = false;
+    }
+    if (res.statusCode === 402) {
+      let quote: bigint | undefined;
+      try {
+        const q = parsePaymentRequired({ headers: res.headers as Record<string, string>, body: json });
+        quote = q.accepts[0]?.amount;
+      } catch {
+        quote = undefined;
+      }
+      throw new UpstreamError(`service refused payment (402)${messageOf(json)}`, quote);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new UpstreamError(`service error ${res.statusCode}${messageOf(json)}`);
+    if (!parsed || json === undefined) throw new UpstreamError('service returned invalid JSON');
+    return json;
+  }
+
+  async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined): Promise<CallResponse> {
+    const timeline = new Timeline();
+    const callId = `call_${randomBytes(12).toString('base64url')}`;
+    const svc = await timeline.step('resolve_service', async () => {
+      const found = await options.resolveService(service);
+      if (!found) throw new GatewayError('NOT_FOUND', 'service not found');
+      return found;
+    }, (s) => ({ service: s.service, owner: s.owner, floor: s.pricePerCall.toString() }));
+    const bodyBytes = Buffer.from(JSON.stringify(payload));
+    let amount = svc.pricePerCall;
+    if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
+    let { holdId } = await timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
+    let result: unknown;
+    try {
+      await vetEndpoint(svc.endpoint);
+      try {
+        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId), () => ({ endpoint: svc.endpoint }));
+      } catch (err) {
+        const quote = err instanceof UpstreamError ? err.quote : undefined;
+        const ceiling = [svc.pricePerCall * BigInt(options.maxPriceMultiple), ...(maxCost !== undefined ? [maxCost] : [])].reduce((a, b) => (a < b ? a : b));
+        if (quote === undefined || quote <= amount) throw err;
+        if (quote > ceiling) throw new UpstreamError(`service asked ${formatUsd(quote)} USDC, above the limit of ${formatUsd(ceiling)} USDC for this call`);
+        // Dynamic price: re-hold the quoted amount and call again with a certificate for it.
+        await timeline.step('void_hold', () => options.credits.void(holdId, 'repriced'));
+        holdId = '';
+        amount = quote;
+        ({ holdId } = await timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId: `${callId}.2`, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString(), repriced: true })));
+        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId), () => ({ endpoint: svc.endpoint, repriced: true }));
+      }
+    } catch (err) {
+      if (holdId) await timeline.step('refund', () => options.credits.void(holdId, (err as Error).message.slice(0, 200)));
+      if (err instanceof UpstreamError || err instanceof GatewayError) {
+        if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw err;
+        return { status: 500, body: JSON.stringify({ error: err.message, callId, trace: { steps: timeline.steps } }) };
+      }
+      throw err;
+    }
+    const posted = await timeline.step('post_payment', () => options.credits.post(holdId, { publisherOwner: svc.owner, service: svc.service, gross: amount }), () => ({ amount: amount.toString(), payee: svc.owner }));
+    let explorerUrl: string | undefined;
+    if (options.afterPost) {
+      const extra = await options.afterPost({ callId, holdId, service: svc, amount }).catch(() => undefined);
+      if (extra && extra.explorerUrl) explorerUrl = extra.explorerUrl;
+    }
+    return {
+      status: 200,
+      body: JSON.stringify({
+        result,
+        cost: costObject(amount),
+        paidWith: 'credit',
+        mode: CALL_MODES.platformSigned,
+        newBalance: costObject(posted.balance),
+        ...(explorerUrl ? { explorerUrl } : {}),
+        callId,
+        trace: { steps: timeline.steps },
+      }),
+    };
+  }
+
+  return {
+    /** `POST /v1/call`. Validation errors throw before anything is charged; service failures answer 500 after the refund. */
+    async call(principal: Principal, body: unknown, opts: { idempotencyKey?: string; maxCost?: string } = {}): Promise<CallResponse> {
+      const { service, payload } = validateCallBody(body);
+      let maxCost: bigint | undefined;
+      if (opts.maxCost !== undefined) {
+        try {
+          maxCost = parseAmount(opts.maxCost);
+        } catch {
+          throw new GatewayError('BAD_REQUEST', 'invalid Farebox-Max-Cost (a USD amount)');
+        }
+      }
+      if (!opts.idempotencyKey) return run(principal, service, payload, maxCost, undefined);
+      const requestHash = JSON.stringify([service, payload, opts.maxCost ?? null]);
+      return options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, () => run(principal, service, payload, maxCost, opts.idempotencyKey));
+    },
+    async close() {
+      await dispatcher.close();
+    },
+  };
+}
+
+function messageOf(json: unknown): string {
+  if (json && typeof json === 'object' && typeof (json as { error?: unknown }).error === 'string') return `: ${String((json as { error: string }).error).slice(0, 300)}`;
+  return '';
+}
+
+const formatUsd = (units: bigint) => formatAmount(units, { trim: true });

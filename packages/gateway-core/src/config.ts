@@ -1,0 +1,100 @@
+import { resolve } from 'node:path';
+import { ConfigError } from '@farebox/protocol';
+
+export type NetworkName = 'local' | 'testnet' | 'mainnet';
+
+export interface GatewayOptions {
+  /** Public address of the gateway, e.g. `https://farebox.example`. Default `http://127.0.0.1:{port}` (`FAREBOX_BASE_URL`). */
+  baseUrl?: string;
+  /** Port the host listens on; only used for the default base URL. Default `PORT` or 8787. */
+  port?: number;
+  /** Data directory for PGlite, the keystore and cursors. Default `FAREBOX_DATA_DIR` or `./.farebox`. */
+  dataDir?: string;
+  /** PostgreSQL URL; when unset, embedded PGlite in `dataDir/db` (`DATABASE_URL`). */
+  databaseUrl?: string;
+  /** Run in this database schema (tests). */
+  databaseSchema?: string;
+  /** Settlement network preset (`FAREBOX_NETWORK`, then `STELLAR_NETWORK`); default `local`. */
+  network?: NetworkName;
+  /** Devnet base URL for the local preset (`FAREBOX_DEVNET_URL`); default `{baseUrl}/devnet`. */
+  devnetUrl?: string;
+  /** How long a service may take to answer a call (`FAREBOX_CALL_TIMEOUT_MS`, default 30 s). */
+  callTimeoutMs?: number;
+  /** Holds older than this are voided by the reaper (`FAREBOX_HOLD_TIMEOUT_MS`, default 2 x call timeout + 30 s). */
+  holdTimeoutMs?: number;
+  /** Force the Secure cookie flag; default: on when baseUrl is https or the request came over https. */
+  secureCookies?: boolean;
+  /** express `trust proxy` (`FAREBOX_TRUST_PROXY`): false, true, a hop count or a list; default false. */
+  trustProxy?: boolean | number | string;
+  /** How much a dynamic price may exceed the registry floor, as a multiple (`FAREBOX_MAX_PRICE_MULTIPLE`, default 100). */
+  maxPriceMultiple?: number;
+  env?: Record<string, string | undefined>;
+}
+
+export interface GatewayConfig {
+  baseUrl: string;
+  publicOrigin: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  databaseSchema: string | undefined;
+  network: NetworkName;
+  devnetUrl: string;
+  callTimeoutMs: number;
+  holdTimeoutMs: number;
+  secureCookies: boolean | undefined;
+  trustProxy: boolean | number | string;
+  maxPriceMultiple: number;
+  /** Local mode: plain http to loopback endpoints is allowed. */
+  localMode: boolean;
+}
+
+function int(value: string | number | undefined, name: string, problems: string[], min = 1): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isInteger(n) || n < min) {
+    problems.push(`${name} must be an integer >= ${min}`);
+    return undefined;
+  }
+  return n;
+}
+
+/** Validates options once (option, then environment, then default) and reports every problem together. */
+export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfig {
+  const env = options.env ?? process.env;
+  const problems: string[] = [];
+  const port = int(options.port ?? env.PORT, 'PORT', problems, 0) ?? 8787;
+  const baseUrlText = (options.baseUrl ?? env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
+  let publicOrigin = '';
+  try {
+    const u = new URL(baseUrlText);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') problems.push('baseUrl must be http(s)');
+    publicOrigin = u.origin;
+  } catch {
+    problems.push('baseUrl must be an absolute URL');
+  }
+  const network = (options.network ?? env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK ?? 'local') as NetworkName;
+  if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push('network must be local, testnet or mainnet');
+  const callTimeoutMs = int(options.callTimeoutMs ?? env.FAREBOX_CALL_TIMEOUT_MS, 'callTimeoutMs', problems) ?? 30_000;
+  const holdTimeoutMs = int(options.holdTimeoutMs ?? env.FAREBOX_HOLD_TIMEOUT_MS, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
+  if (holdTimeoutMs <= callTimeoutMs) problems.push('holdTimeoutMs must exceed callTimeoutMs');
+  const maxPriceMultiple = int(options.maxPriceMultiple ?? env.FAREBOX_MAX_PRICE_MULTIPLE, 'maxPriceMultiple', problems) ?? 100;
+  let trustProxy: boolean | number | string = options.trustProxy ?? false;
+  const tp = env.FAREBOX_TRUST_PROXY;
+  if (options.trustProxy === undefined && tp) trustProxy = tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp;
+  if (problems.length) throw new ConfigError(problems);
+  return {
+    baseUrl: baseUrlText,
+    publicOrigin,
+    dataDir: resolve(options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox'),
+    databaseUrl: options.databaseUrl ?? (env.DATABASE_URL || undefined),
+    databaseSchema: options.databaseSchema,
+    network,
+    devnetUrl: (options.devnetUrl ?? env.FAREBOX_DEVNET_URL ?? `${baseUrlText}/devnet`).replace(/\/+$/, ''),
+    callTimeoutMs,
+    holdTimeoutMs,
+    secureCookies: options.secureCookies ?? (baseUrlText.startsWith('https:') ? true : undefined),
+    trustProxy,
+    maxPriceMultiple,
+    localMode: network === 'local',
+  };
+}

@@ -1,0 +1,482 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { attachToCatalog, createEmbedder, createSearchIndex, type CatalogAttachment, type SearchIndex } from '@farebox/discovery';
+import { Ledger, migrate, migrateLedger, openDatabase, parseTopupAmount, type Database } from '@farebox/ledger';
+import { amountFields, costObject, PLATFORM_FEE_PCT, toJsonInteger, toUsd, type Ed25519Signer } from '@farebox/protocol';
+import {
+  createAccounts as createStellarAccounts,
+  createCatalogMirror,
+  createRegistryClient,
+  FileCursorStore,
+  resolveNetwork,
+  type CatalogMirror,
+  type NetworkConfig,
+  type RegistryAgent,
+  type RegistryClient,
+} from '@farebox/stellar';
+import { createLocalKeystore, walletSigner, type LocalKeystore } from '@farebox/wallets';
+import { createAccounts, type Accounts, type Principal, type User } from './auth/accounts.js';
+import { safeEqual } from './auth/tokens.js';
+import { createCalls, type CallableService, type CallResponse, type CreditsPort } from './calls.js';
+import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
+import { GatewayError } from './errors.js';
+import { toGatewayError, translated } from './ledger-errors.js';
+import { checkEndpoint, type EndpointPolicy } from './security/endpoint-guard.js';
+import { MemoryRateLimitStore, type RateLimitStore } from './security/rate-limit.js';
+import { balanceView, intParam, serviceView, transactionView } from './views.js';
+
+export const GATEWAY_MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
+
+export interface CreateGatewayOptions extends GatewayOptions {
+  /** Wallet provider; default the local encrypted keystore in `dataDir/keystore`. */
+  wallets?: LocalKeystore;
+  /** Shared rate-limit store (Redis for several gateways); default in memory. */
+  rateLimitStore?: RateLimitStore;
+  /** An already opened database (tests share one). */
+  database?: Database;
+  /** Search index; default hybrid with the model from `FAREBOX_MODEL_DIR`, keyword-only without one. */
+  searchIndex?: SearchIndex;
+  /** Log sink for background problems. */
+  log?: (message: string, err?: unknown) => void;
+}
+
+const RegisterSchema = z.strictObject(
+  {
+    service: z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)'),
+    pricePerCallLamports: z
+      .number({ error: 'pricePerCallLamports required (integer base units)' })
+      .int('pricePerCallLamports must be an integer (base units)')
+      .positive('pricePerCallLamports must be greater than 0')
+      .max(Number.MAX_SAFE_INTEGER, 'pricePerCallLamports too large'),
+    endpoint: z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)'),
+    description: z.string({ error: 'description required' }).max(512, 'description too long (max 512)'),
+  },
+  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) },
+);
+
+const UpdateSchema = z.strictObject(
+  {
+    pricePerCallLamports: RegisterSchema.shape.pricePerCallLamports.optional(),
+    endpoint: RegisterSchema.shape.endpoint.optional(),
+    description: RegisterSchema.shape.description.optional(),
+  },
+  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) },
+);
+
+const TopupSchema = z.strictObject({ amount: z.unknown() }, { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) });
+
+function parse<T>(schema: z.ZodType<T>, input: unknown): T {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) throw new GatewayError('BAD_REQUEST', r.error.issues[0]?.message ?? 'invalid input');
+  return r.data;
+}
+
+/**
+ * Builds the gateway: database (PGlite or PostgreSQL) with migrations, the
+ * ledger, wallets, the platform keys, the settlement network adapters, the
+ * catalog mirror and search, and the operations the HTTP host exposes.
+ */
+export async function createGateway(options: CreateGatewayOptions = {}) {
+  const config: GatewayConfig = resolveGatewayConfig(options);
+  const env = options.env ?? process.env;
+  const log = options.log ?? ((m: string, e?: unknown) => console.error(`[farebox] ${m}`, e ?? ''));
+  await mkdir(config.dataDir, { recursive: true });
+
+  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
+  await migrateLedger(db);
+  await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
+  const ledger = new Ledger(db);
+
+  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), env }));
+  if (env.FAREBOX_PLATFORM_SECRET) await wallets.import('platform:certificate', env.FAREBOX_PLATFORM_SECRET);
+  if (env.FAREBOX_TREASURY_SECRET) await wallets.import('platform:treasury', env.FAREBOX_TREASURY_SECRET);
+  await wallets.create('platform:certificate');
+  const treasuryAddress = await wallets.create('platform:treasury');
+  const certificateSigner: Ed25519Signer = await wallets.ed25519Signer('platform:certificate');
+
+  const network: NetworkConfig = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
+  const registry: RegistryClient = createRegistryClient(network);
+  const chain = createStellarAccounts(network);
+  const policy: EndpointPolicy = { allowLoopback: config.localMode };
+  const rateLimits = options.rateLimitStore ?? new MemoryRateLimitStore();
+
+  // ---- catalog mirror + search ------------------------------------------------
+  const searchIndex =
+    options.searchIndex ??
+    createSearchIndex({ embedder: createEmbedder({ ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}), allowRemote: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true' }) });
+  let attachment: CatalogAttachment<RegistryAgent> | undefined;
+  const mirror: CatalogMirror = createCatalogMirror({
+    registry,
+    cursorStore: new FileCursorStore(join(config.dataDir, `catalog-${network.name}.json`)),
+    onChange: (change) => attachment?.handle(change),
+    onError: (err) => log('catalog sync failed (will retry)', err),
+  });
+
+  // ---- credits -----------------------------------------------------------------
+  const credits: CreditsPort = {
+    hold: (i) =>
+      translated(async () => ({
+        holdId: (await ledger.hold(i.accountId, i.amount, { callId: i.callId, service: i.service, timeoutMs: config.holdTimeoutMs, ...(i.idempotencyKey ? { idempotencyKey: i.idempotencyKey } : {}) })).hold.id,
+      })),
+    post: (holdId, i) => translated(async () => {
+      const r = await ledger.post(holdId, i);
+      return { balance: r.balance, posted: r.hold.state === 'posted' };
+    }),
+    void: (holdId, reason) => translated(async () => ({ balance: (await ledger.void(holdId, reason)).balance })),
+    idempotent: (accountId, key, hash, fn) => translated(async () => (await ledger.withIdempotency<CallResponse>(accountId, key, hash, fn)).response),
+  };
+
+  async function resolveService(name: string): Promise<CallableService | undefined> {
+    const agent = mirror.get(name) ?? (await registry.getAgent(name).catch(() => null)) ?? undefined;
+    return agent ? { service: agent.service, owner: agent.owner, pricePerCall: agent.pricePerCall, endpoint: agent.endpoint } : undefined;
+  }
+
+  const calls = createCalls({ credits, resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple });
+
+  const accounts: Accounts = createAccounts({
+    db,
+    wallets,
+    credits: {
+      openAccount: async (id) => {
+        await ledger.openAccount(id);
+      },
+    },
+  });
+
+  // ---- wallets on chain ---------------------------------------------------------
+  const provisioning = new Map<string, Promise<void>>();
+  /** Funds a wallet (friendbot where the network has one) and sets its USDC trustline, once. */
+  function provisionWallet(address: string, userId?: string): Promise<void> {
+    let p = provisioning.get(address);
+    if (!p) {
+      p = (async () => {
+        const state = await chain.balances(address);
+        if (!state.exists) await chain.fund(address);
+        if (state.usdc === null) await chain.ensureUsdcTrustline(walletSigner(wallets, address));
+        if (userId) await db.query('UPDATE gw_users SET wallet_ready_at = now() WHERE id = $1 AND wallet_ready_at IS NULL', [userId]);
+      })();
+      provisioning.set(address, p);
+      p.catch(() => provisioning.delete(address));
+    }
+    return p;
+  }
+
+  async function walletBalance(user: User): Promise<{ units: bigint; status: 'ok' | 'unavailable' | 'not_provisioned' }> {
+    try {
+      const b = await chain.balances(user.walletAddress);
+      if (!b.exists || b.usdc === null) return { units: 0n, status: 'not_provisioned' };
+      return { units: b.usdc, status: 'ok' };
+    } catch {
+      return { units: 0n, status: 'unavailable' };
+    }
+  }
+
+  async function balanceOf(user: User) {
+    const [c, w] = await Promise.all([translated(() => ledger.balance(user.id)), walletBalance(user)]);
+    return balanceView(c.balance, w.units, w.status);
+  }
+
+  async function serviceStatsByName(): Promise<Map<string, { calls: number; earned: bigint }>> {
+    const owners = [...new Set(mirror.list().map((a) => a.owner))];
+    const out = new Map<string, { calls: number; earned: bigint }>();
+    for (const owner of owners) {
+      for (const s of await ledger.serviceStats(owner)) out.set(`${owner}\u0000${s.service}`, { calls: s.calls, earned: s.earned });
+    }
+    return out;
+  }
+
+  async function ownedAgent(user: User, service: string): Promise<RegistryAgent> {
+    const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE service = $1 AND user_id = $2 AND removed_at IS NULL', [service, user.id]);
+    if (!rows[0]) throw new GatewayError('NOT_FOUND', 'service not found');
+    const agent = await translated(() => registry.getAgent(service));
+    if (!agent || agent.owner !== user.walletAddress) throw new GatewayError('NOT_FOUND', 'service not found');
+    return agent;
+  }
+
+  function requirePublisher(user: User) {
+    if (!user.isPublisher) throw new GatewayError('FORBIDDEN', 'activate publishing first (POST /v1/publisher/activate)');
+  }
+
+  const reaper = setInterval(() => {
+    ledger.reapExpiredHolds().catch((err) => log('reaper failed', err));
+  }, Math.min(10_000, config.holdTimeoutMs));
+  reaper.unref();
+
+  const startedAt = Date.now();
+  let mirrorStarted: Promise<void> | undefined;
+
+  const core = {
+    config,
+    network,
+    ledger,
+    db,
+    registry,
+    mirror,
+    searchIndex,
+    wallets,
+    treasuryAddress,
+    platformPublicKey: certificateSigner.publicKey,
+    rateLimits,
+    accounts,
+    safeEqual,
+
+    /** Starts following the registry (and indexing it). Resolves after the first sync. */
+    async start() {
+      mirrorStarted ??= (async () => {
+        await mirror.start();
+        await mirror.ready();
+        attachment = attachToCatalog(searchIndex, mirror, { onError: (err) => log('search indexing failed', err) });
+        await attachment.ready;
+      })();
+      await mirrorStarted;
+      provisionWallet(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
+    },
+
+    async authenticateBearer(token: string): Promise<Principal | undefined> {
+      return accounts.fromApiKey(token);
+    },
+
+    account: {
+      async me(user: User) {
+        return {
+          id: user.id,
+          email: user.email,
+          custodial_wallet: user.walletAddress,
+          is_publisher: user.isPublisher,
+          publisher_name: user.publisherName,
+          created_at: user.createdAt.toISOString(),
+          ...(await balanceOf(user)),
+        };
+      },
+      balance: balanceOf,
+      async wallet(user: User) {
+        const w = await walletBalance(user);
+        if (w.status === 'not_provisioned') provisionWallet(user.walletAddress, user.id).catch((err) => log('wallet provisioning failed', err));
+        return {
+          pubkey: user.walletAddress,
+          asset: 'USDC',
+          asset_issuer: network.usdc.issuer,
+          base_units: toJsonInteger(w.units),
+          lamports: toJsonInteger(w.units),
+          asset_amount: toUsd(w.units),
+          sol: toUsd(w.units),
+          status: w.status,
+          explorer_url: network.explorer.account(user.walletAddress),
+          master_wallet: treasuryAddress,
+        };
+      },
+      async topup(user: User, body: unknown, _idempotencyKey?: string) {
+        const { amount } = parse(TopupSchema, body);
+        const units = await translated(async () => parseTopupAmount(amount));
+        await translated(() => ledger.topup(user.id, units));
+        return balanceOf(user);
+      },
+      async transactions(user: User, limit: unknown) {
+        const n = intParam(limit, 'limit', 1, 500, 50);
+        return (await translated(() => ledger.transactions(user.id, n))).map(transactionView);
+      },
+    },
+
+    catalog: {
+      async list(q?: string) {
+        const stats = await serviceStatsByName();
+        const view = (a: RegistryAgent) => serviceView(a, stats.get(`${a.owner}\u0000${a.service}`));
+        if (q === undefined || q.trim() === '') return mirror.list().sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service)).map(view);
+        if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
+        const hits = await searchIndex.search(q, { limit: 50 });
+        return hits.flatMap((h) => {
+          const agent = mirror.get(h.id);
+          return agent ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
+        });
+      },
+      async mine(user: User) {
+        const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE user_id = $1 AND removed_at IS NULL ORDER BY created_at DESC', [user.id]);
+        const stats = await serviceStatsByName();
+        const out = [];
+        for (const { service } of rows) {
+          const agent = mirror.get(service) ?? (await registry.getAgent(service).catch(() => null));
+          if (agent && agent.owner === user.walletAddress) out.push(serviceView(agent, stats.get(`${agent.owner}\u0000${agent.service}`)));
+        }
+        return out;
+      },
+      async register(user: User, body: unknown) {
+        requirePublisher(user);
+        const input = parse(RegisterSchema, body);
+        await checkEndpoint(input.endpoint, policy);
+        await translated(() => provisionWallet(user.walletAddress, user.id));
+        const { txHash } = await translated(() =>
+          registry.register(walletSigner(wallets, user.walletAddress), {
+            service: input.service,
+            pricePerCall: BigInt(input.pricePerCallLamports),
+            endpoint: input.endpoint,
+            description: input.description,
+          }),
+        );
+        await db.query(
+          `INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (service) DO UPDATE SET user_id = EXCLUDED.user_id, owner_wallet = EXCLUDED.owner_wallet, tx_hash = EXCLUDED.tx_hash, created_at = now(), removed_at = NULL`,
+          [input.service, user.id, user.walletAddress, txHash],
+        );
+        await mirror.syncOnce().catch(() => 0);
+        const agent = mirror.get(input.service) ?? (await translated(() => registry.getAgent(input.service)));
+        if (!agent) throw new GatewayError('UPSTREAM', 'registration not visible on chain yet');
+        return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
+      },
+      async update(user: User, service: string, body: unknown) {
+        requirePublisher(user);
+        const input = parse(UpdateSchema, body);
+        if (input.pricePerCallLamports === undefined && input.endpoint === undefined && input.description === undefined) {
+          throw new GatewayError('BAD_REQUEST', 'nothing to update (pricePerCallLamports, endpoint or description)');
+        }
+        await ownedAgent(user, service);
+        if (input.endpoint !== undefined) await checkEndpoint(input.endpoint, policy);
+        const { txHash } = await translated(() =>
+          registry.update(walletSigner(wallets, user.walletAddress), service, {
+            ...(input.pricePerCallLamports !== undefined ? { pricePerCall: BigInt(input.pricePerCallLamports) } : {}),
+            ...(input.endpoint !== undefined ? { endpoint: input.endpoint } : {}),
+            ...(input.description !== undefined ? { description: input.description } : {}),
+          }),
+        );
+        await mirror.syncOnce().catch(() => 0);
+        const agent = await translated(() => registry.getAgent(service));
+        if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
+        return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
+      },
+      async remove(user: User, service: string) {
+        requirePublisher(user);
+        await ownedAgent(user, service);
+        const { txHash } = await translated(() => registry.deregister(walletSigner(wallets, user.walletAddress), service));
+        await db.query('UPDATE gw_services SET removed_at = now() WHERE service = $1 AND user_id = $2', [service, user.id]);
+        await mirror.syncOnce().catch(() => 0);
+        return { service, removed: true, txHash, explorerUrl: network.explorer.tx(txHash) };
+      },
+    },
+
+    calls,
+
+    oauthConnections: {
+      async list(_userId: string): Promise<unknown[]> {
+        return [];
+      },
+      async revoke(_userId: string, _id: string): Promise<never> {
+        throw new GatewayError('NOT_FOUND', 'connection not found');
+      },
+    },
+
+    publisher: {
+      async activate(user: User, body: unknown) {
+        const updated = await accounts.activatePublisher(user.id, body);
+        return { is_publisher: true, publisher_name: updated.publisherName, payout_wallet: updated.walletAddress };
+      },
+      async overview(user: User) {
+        requirePublisher(user);
+        const totals = await ledger.publisherTotals(user.walletAddress);
+        const services = await core.catalog.mine(user);
+        const w = await walletBalance(user);
+        return {
+          publisher_name: user.publisherName,
+          payout_wallet: user.walletAddress,
+          fee: { pct: PLATFORM_FEE_PCT },
+          calls: totals.calls,
+          ...amountFields('earned', totals.earned),
+          ...amountFields('pending', totals.pending),
+          ...amountFields('settled', totals.settled),
+          ...amountFields('gross', totals.gross),
+          ...amountFields('fee', totals.fee),
+          services,
+          ...amountFields('wallet', w.units),
+        };
+      },
+      async settlements(user: User, limit: unknown) {
+        requirePublisher(user);
+        const n = intParam(limit, 'limit', 1, 200, 50);
+        const cycles = await ledger.listCycles(user.walletAddress, n);
+        return cycles.map((c) => ({
+          id: c.id,
+          state: c.state,
+          escrow_id: c.escrowId,
+          calls: c.calls,
+          fee: { pct: PLATFORM_FEE_PCT, ...costObject(c.fee) },
+          gross: costObject(c.gross),
+          net: costObject(c.net),
+          opened_at: c.openedAt.toISOString(),
+          closed_at: c.closedAt?.toISOString() ?? null,
+          transactions: [...c.batches.filter((b) => b.txHash).map((b) => ({ step: 'fund', tx_hash: b.txHash, explorer_url: b.explorerUrl })), ...c.steps.filter((s) => s.txHash).map((s) => ({ step: s.toState, tx_hash: s.txHash, explorer_url: s.explorerUrl }))],
+        }));
+      },
+      async analytics(user: User, days: unknown) {
+        requirePublisher(user);
+        const n = intParam(days, 'days', 1, 90, 30);
+        const points = await ledger.publisherAnalytics(user.walletAddress, n);
+        return points.map((p) => ({ day: p.day, calls: p.calls, earned_base_units: toJsonInteger(p.earned), earned_lamports: toJsonInteger(p.earned), earned_asset: toUsd(p.earned), earned_sol: toUsd(p.earned), earned_usd: toUsd(p.earned) }));
+      },
+      async settle(_user: User): Promise<never> {
+        throw new GatewayError('UNAVAILABLE', 'on-chain settlement is not enabled on this gateway');
+      },
+    },
+
+    platform: {
+      async stats() {
+        const s = await ledger.platformStats();
+        return {
+          services: mirror.list().length,
+          accounts: s.accounts,
+          calls: s.calls,
+          ...amountFields('volume', s.gross),
+          ...amountFields('revenue', s.fees),
+          ...amountFields('publisher_earnings', s.net),
+          ...amountFields('credits_outstanding', s.credits),
+          ...amountFields('held', s.held),
+          fee: { pct: PLATFORM_FEE_PCT },
+        };
+      },
+      key() {
+        return {
+          publicKey: certificateSigner.publicKey,
+          network: network.name,
+          x402Network: network.x402Network,
+          passphrase: network.passphrase,
+          rpcUrl: network.rpcUrl,
+          horizonUrl: network.horizonUrl,
+          friendbotUrl: network.friendbotUrl ?? null,
+          registryContractId: network.registryContractId ?? null,
+          usdc: network.usdc,
+          explorerUrl: network.explorer.tx('').replace(/\/tx\/$/, ''),
+          treasury: treasuryAddress,
+          feePct: PLATFORM_FEE_PCT,
+        };
+      },
+      async health() {
+        let database = true;
+        try {
+          await db.query('SELECT 1');
+        } catch {
+          database = false;
+        }
+        return {
+          ok: database,
+          service: 'farebox-gateway',
+          network: network.name,
+          database: database ? db.kind : 'unavailable',
+          search: searchIndex.status(),
+          catalog: { services: mirror.list().length },
+          uptime_s: Math.round((Date.now() - startedAt) / 1000),
+        };
+      },
+    },
+
+    async close() {
+      clearInterval(reaper);
+      attachment?.detach();
+      await mirror.stop().catch(() => undefined);
+      await calls.close();
+      if (!options.database) await db.close();
+    },
+  };
+  return core;
+}
+
+export type GatewayCore = Awaited<ReturnType<typeof createGateway>>;
+export { toGatewayError };

@@ -1,0 +1,16 @@
+export { GatewayError, HTTP_STATUS, badRequest, notFound } from './errors.js';
+export type { GatewayErrorCode } from './errors.js';
+export { resolveGatewayConfig } from './config.js';
+export type { GatewayConfig, GatewayOptions } from './config.js';
+export { createGateway, GATEWAY_MIGRATIONS_DIR, toGatewayError } from './gateway.js';
+export type { GatewayCore, CreateGatewayOptions } from './gateway.js';
+export { createAccounts, SESSION_TTL_MS } from './auth/accounts.js';
+export type { Accounts, Principal, User, CreditAccounts } from './auth/accounts.js';
+export { hashPassword, verifyPassword } from './auth/passwords.js';
+export { API_KEY_PREFIX, generateApiKey, isWellFormedApiKey, hashToken, randomToken, safeEqual } from './auth/tokens.js';
+export { createCalls, CALL_MODES } from './calls.js';
+export type { CallableService, CreditsPort, CallResponse, TraceStep, CallsOptions } from './calls.js';
+export { checkEndpoint, classifyAddress, guardedLookup } from './security/endpoint-guard.js';
+export type { EndpointPolicy } from './security/endpoint-guard.js';
+export { MemoryRateLimitStore, enforceRateLimit, RATE_LIMITS } from './security/rate-limit.js';
+export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';

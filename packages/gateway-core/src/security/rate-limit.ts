@@ -1,0 +1,51 @@
+import { GatewayError } from '../errors.js';
+
+/** A fixed-window counter store. The memory store serves one process; a Redis store shares limits across gateways. */
+export interface RateLimitStore {
+  /** Counts one hit on `key` in the current window and returns the count and the window's remaining milliseconds. */
+  hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
+}
+
+export class MemoryRateLimitStore implements RateLimitStore {
+  readonly #windows = new Map<string, { count: number; resetAt: number }>();
+  #lastPrune = Date.now();
+
+  async hit(key: string, windowMs: number) {
+    const now = Date.now();
+    if (now - this.#lastPrune > 60_000) {
+      for (const [k, w] of this.#windows) if (w.resetAt <= now) this.#windows.delete(k);
+      this.#lastPrune = now;
+    }
+    let w = this.#windows.get(key);
+    if (!w || w.resetAt <= now) {
+      w = { count: 0, resetAt: now + windowMs };
+      this.#windows.set(key, w);
+    }
+    w.count += 1;
+    return { count: w.count, resetMs: w.resetAt - now };
+  }
+}
+
+export interface RateLimitRule {
+  name: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** Throws a 429 `GatewayError` with `Retry-After` when `subject` exceeds `rule`. */
+export async function enforceRateLimit(store: RateLimitStore, rule: RateLimitRule, subject: string): Promise<void> {
+  const { count, resetMs } = await store.hit(`${rule.name}:${subject}`, rule.windowMs);
+  if (count > rule.limit) {
+    throw new GatewayError('RATE_LIMITED', 'rate limit exceeded', { rule: rule.name }, { 'Retry-After': String(Math.max(1, Math.ceil(resetMs / 1000))) });
+  }
+}
+
+/** The gateway's limits (the spec leaves them open; documented in docs/api.md). */
+export const RATE_LIMITS = {
+  /** Sign-up and sign-in attempts per IP. */
+  auth: { name: 'auth-ip', limit: 20, windowMs: 60_000 },
+  /** Requests per IP without a valid credential. */
+  anonymous: { name: 'anon-ip', limit: 300, windowMs: 60_000 },
+  /** Requests per account, all credentials together. */
+  account: { name: 'account', limit: 6_000, windowMs: 60_000 },
+} as const satisfies Record<string, RateLimitRule>;
