@@ -8,7 +8,10 @@ import { defineProject, type UserWorkspaceConfig } from 'vitest/config';
 export function packageProject(name: string, overrides: UserWorkspaceConfig['test'] = {}) {
   return defineProject({
     resolve: { conditions: ['@farebox/source', 'module', 'node', 'import', 'default'] },
-    ssr: { resolve: { conditions: ['@farebox/source', 'module', 'node', 'import', 'default'] } },
+    // vitest hands ssr.resolve.conditions to Node as --conditions: keep only
+    // what Node should see, or require() of CJS dependencies (express) would
+    // pick their ESM builds.
+    ssr: { resolve: { conditions: ['@farebox/source', 'node', 'development|production'] } },
     test: {
       name,
       environment: 'node',
