@@ -138,8 +138,20 @@ function makeDatabase(kind: Database['kind'], pool: pg.Pool, schema: string | un
     kind,
     schema,
     pool,
-    query<R extends QueryResultRow = QueryResultRow>(text: string, params?: readonly unknown[]) {
-      return pool.query<R>(text, params ? [...params] : undefined);
+    // Not pool.query(): it destroys the client on any query error, and a
+    // destroyed client breaks PGlite's single shared connection. A statement
+    // error leaves the session usable; only a connection error discards it.
+    async query<R extends QueryResultRow = QueryResultRow>(text: string, params?: readonly unknown[]) {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        return await client.query<R>(text, params ? [...params] : undefined);
+      } catch (error) {
+        if (sqlState(error) === undefined) broken = error instanceof Error ? error : new Error(String(error));
+        throw error;
+      } finally {
+        client.release(broken);
+      }
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       for (let attempt = 1; ; attempt++) {

@@ -1,0 +1,261 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BALANCE_CAP, LedgerError, SIGNUP_CREDIT, TOPUP_MAX, parseTopupAmount } from '@farebox/ledger';
+import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
+
+let t: TestLedger;
+beforeAll(async () => {
+  t = await openTestLedger();
+});
+afterAll(async () => {
+  await t?.dispose();
+});
+
+async function rejection(promise: Promise<unknown>): Promise<LedgerError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(LedgerError);
+  return error as LedgerError;
+}
+
+describe('sign-up credit', () => {
+  it('gives a new account 5 USD once, also when opened again concurrently', async () => {
+    const id = accountId();
+    const results = await Promise.all(Array.from({ length: 10 }, () => t.ledger.openAccount(id)));
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
+    const again = await t.ledger.openAccount(id);
+    expect(again).toMatchObject({ created: false, balance: 50_000_000n });
+    const txs = await t.ledger.transactions(id);
+    expect(txs).toHaveLength(1);
+    expect(txs[0]).toMatchObject({ type: 'topup', amount: SIGNUP_CREDIT, status: 'completed', note: 'signup' });
+  });
+});
+
+describe('top-ups', () => {
+  it('refuses 0, negative and more than 1000 USD with the spec message and changes nothing', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    for (const amount of [0n, -1n, TOPUP_MAX + 1n]) {
+      const error = await rejection(t.ledger.topup(id, amount));
+      expect(error.code).toBe('INVALID_AMOUNT');
+      expect(error.message).toBe('invalid amount (must be 0 < n <= 1000)');
+    }
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
+    expect(await t.ledger.transactions(id)).toHaveLength(1);
+  });
+
+  it('parses USD amounts at the edge with the same limits', () => {
+    expect(parseTopupAmount(1000)).toBe(TOPUP_MAX);
+    expect(parseTopupAmount('0.0000001')).toBe(1n);
+    for (const bad of [0, -1, 1000.01, 'abc', Number.NaN, null, '1e3x']) {
+      expect(() => parseTopupAmount(bad)).toThrow('invalid amount (must be 0 < n <= 1000)');
+    }
+  });
+
+  it('accepts exactly 1000 USD and caps aggregated credits (balance + holds) at 10,000 USD', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    for (let i = 0; i < 9; i++) await t.ledger.topup(id, TOPUP_MAX);
+    // 9,005 USD now; 995 more reaches the cap exactly.
+    const atCap = await t.ledger.topup(id, 995n * USD);
+    expect(atCap.aggregated).toBe(BALANCE_CAP);
+    const over = await rejection(t.ledger.topup(id, 1n));
+    expect(over.code).toBe('BALANCE_CAP_EXCEEDED');
+    expect(over.message).toBe('balance cap exceeded (max $10000)');
+    // Money in a pending hold still counts; once posted (spent) it does not.
+    const { hold } = await t.ledger.hold(id, 100n * USD, { callId: 'c', service: 'svc' });
+    await rejection(t.ledger.topup(id, 1n));
+    await t.ledger.post(hold.id, { publisherOwner: 'GPUB', service: 'svc', gross: 100n * USD });
+    const after = await t.ledger.topup(id, 100n * USD);
+    expect(after.aggregated).toBe(BALANCE_CAP);
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('never lets concurrent top-ups pass the cap together', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    for (let i = 0; i < 9; i++) await t.ledger.topup(id, TOPUP_MAX);
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => t.ledger.topup(id, 100n * USD)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(9);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'BALANCE_CAP_EXCEEDED' });
+    // 9,005 USD + 9 x 100 USD: the tenth would pass 10,000.
+    expect((await t.ledger.balance(id)).balance).toBe(9_905n * USD);
+  });
+
+  it('refuses a top-up to an unknown account', async () => {
+    const error = await rejection(t.ledger.topup(accountId('ghost'), USD));
+    expect(error.code).toBe('ACCOUNT_NOT_FOUND');
+  });
+});
+
+describe('holds', () => {
+  it('lets exactly 50 of 200 parallel holds through when the account can afford 50, never overdrawing', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const price = SIGNUP_CREDIT / 50n;
+    const results = await Promise.allSettled(
+      Array.from({ length: 200 }, (_, i) => t.ledger.hold(id, price, { callId: `call-${i}`, service: 'svc' })),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(ok).toHaveLength(50);
+    expect(refused).toHaveLength(150);
+    for (const r of refused) expect(r.reason).toMatchObject({ code: 'INSUFFICIENT_BALANCE', message: 'insufficient balance' });
+    const balances = ok.map((r) => (r as PromiseFulfilledResult<{ balance: bigint }>).value.balance);
+    expect(balances.every((b) => b >= 0n)).toBe(true);
+    expect(await t.ledger.balance(id)).toMatchObject({ balance: 0n, held: SIGNUP_CREDIT });
+    const { rows } = await t.ledger.db.query('SELECT sum(delta_balance) AS s FROM journal WHERE account_id = $1', [id]);
+    expect(BigInt(rows[0]?.s as string)).toBe(0n);
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('refuses a hold on an unknown account and a non-positive amount', async () => {
+    expect((await rejection(t.ledger.hold(accountId('ghost'), 1n, { callId: 'c', service: 's' }))).code).toBe('ACCOUNT_NOT_FOUND');
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    expect((await rejection(t.ledger.hold(id, 0n, { callId: 'c', service: 's' }))).code).toBe('INVALID_AMOUNT');
+    expect((await rejection(t.ledger.hold(id, -5n, { callId: 'c', service: 's' }))).code).toBe('INVALID_AMOUNT');
+    expect((await rejection(t.ledger.hold(id, 1n, { callId: '', service: 's' }))).code).toBe('INVALID_INPUT');
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
+  });
+
+  it('returns the live hold for a repeated idempotency key instead of debiting twice', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const attempts = await Promise.all(
+      Array.from({ length: 8 }, () => t.ledger.hold(id, USD, { callId: 'c', service: 's', idempotencyKey: 'k1' })),
+    );
+    expect(new Set(attempts.map((a) => a.hold.id)).size).toBe(1);
+    expect(attempts.filter((a) => !a.replayed)).toHaveLength(1);
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
+    // After a void (money returned) the key may carry a new attempt.
+    await t.ledger.void(attempts[0]!.hold.id, 'service failed');
+    const retry = await t.ledger.hold(id, USD, { callId: 'c2', service: 's', idempotencyKey: 'k1' });
+    expect(retry.replayed).toBe(false);
+    expect(retry.hold.id).not.toBe(attempts[0]!.hold.id);
+  });
+
+  it('posts or voids a hold at most once under concurrent attempts', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    for (let round = 0; round < 5; round++) {
+      const { hold } = await t.ledger.hold(id, USD / 10n, { callId: `c${round}`, service: 'svc' });
+      const attempts = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          i % 2 === 0 ? t.ledger.post(hold.id, { publisherOwner: 'GPUB', service: 'svc', gross: USD / 10n }) : t.ledger.void(hold.id, 'failed'),
+        ),
+      );
+      const applied = attempts.filter((a) => a.applied);
+      expect(applied).toHaveLength(1);
+      const final = applied[0]!.hold.state;
+      for (const a of attempts) expect(a.hold.state).toBe(final);
+      const { rows } = await t.ledger.db.query('SELECT count(*) AS n FROM earnings WHERE hold_id = $1', [hold.id]);
+      expect(Number(rows[0]?.n)).toBe(final === 'posted' ? 1 : 0);
+    }
+    const report = await t.ledger.verify();
+    expect(report.mismatches).toEqual([]);
+  });
+
+  it('records gross, the 5% fee rounded down and net when posting, returning any unused part of the hold', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const { hold } = await t.ledger.hold(id, 1_000n, { callId: 'c', service: 'svc' });
+    const posted = await t.ledger.post(hold.id, { publisherOwner: 'GPUB2', service: 'svc', gross: 999n });
+    expect(posted.earning).toMatchObject({ gross: 999n, fee: 49n, net: 950n, publisherOwner: 'GPUB2' });
+    expect(posted.balance).toBe(SIGNUP_CREDIT - 999n);
+    const again = await t.ledger.post(hold.id, { publisherOwner: 'GPUB2', service: 'svc', gross: 999n });
+    expect(again).toMatchObject({ applied: false, balance: SIGNUP_CREDIT - 999n });
+    expect(again.earning?.id).toBe(posted.earning?.id);
+    const tooMuch = await t.ledger.hold(id, 10n, { callId: 'c2', service: 'svc' });
+    expect((await rejection(t.ledger.post(tooMuch.hold.id, { publisherOwner: 'GPUB2', service: 'svc', gross: 11n }))).code).toBe('INVALID_AMOUNT');
+    expect((await t.ledger.getHold(tooMuch.hold.id)).state).toBe('pending');
+  });
+
+  it('voids a hold back into credits (a refund) and reports HOLD_NOT_FOUND for unknown ids', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const { hold } = await t.ledger.hold(id, 3n * USD, { callId: 'c', service: 'svc' });
+    const voided = await t.ledger.void(hold.id, 'upstream 500');
+    expect(voided).toMatchObject({ applied: true, balance: SIGNUP_CREDIT });
+    expect(voided.hold).toMatchObject({ state: 'voided', voidReason: 'upstream 500' });
+    expect((await t.ledger.void(hold.id, 'again')).applied).toBe(false);
+    expect((await rejection(t.ledger.void('00000000-0000-0000-0000-000000000000', 'x'))).code).toBe('HOLD_NOT_FOUND');
+    expect((await rejection(t.ledger.void('not-a-uuid', 'x'))).code).toBe('HOLD_NOT_FOUND');
+  });
+});
+
+describe('reaper', () => {
+  it('voids holds past their timeout, concurrently from several reapers, and leaves the balance whole', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const held = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => t.ledger.hold(id, USD / 2n, { callId: `c${i}`, service: 'svc', timeoutMs: 1 })),
+    );
+    const fresh = await t.ledger.hold(id, USD / 2n, { callId: 'fresh', service: 'svc', timeoutMs: 600_000 });
+    await new Promise((r) => setTimeout(r, 20));
+    const runs = await Promise.all([t.ledger.reapExpiredHolds(), t.ledger.reapExpiredHolds(), t.ledger.reapExpiredHolds()]);
+    const voided = runs.flatMap((r) => r.voided);
+    expect(new Set(voided).size).toBe(voided.length);
+    expect(voided.sort()).toEqual(held.map((h) => h.hold.id).sort());
+    expect(await t.ledger.balance(id)).toMatchObject({ balance: SIGNUP_CREDIT - USD / 2n, held: USD / 2n });
+    // With olderThanMs every pending hold older than that goes too.
+    await new Promise((r) => setTimeout(r, 5));
+    const second = await t.ledger.reapExpiredHolds(1);
+    expect(second.voided).toContain(fresh.hold.id);
+    expect(await t.ledger.balance(id)).toMatchObject({ balance: SIGNUP_CREDIT, held: 0n });
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
+});
+
+describe('transactions view', () => {
+  it('lists top-ups and calls newest first with their status', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    await t.ledger.topup(id, 2n * USD, { reference: 'dashboard' });
+    const a = await t.ledger.hold(id, USD, { callId: 'a', service: 'alpha' });
+    await t.ledger.post(a.hold.id, { publisherOwner: 'GP', service: 'alpha', gross: USD });
+    const b = await t.ledger.hold(id, USD, { callId: 'b', service: 'beta' });
+    await t.ledger.void(b.hold.id, 'failed');
+    await t.ledger.hold(id, USD, { callId: 'c', service: 'gamma' });
+    const txs = await t.ledger.transactions(id, 10);
+    expect(txs.map((x) => [x.type, x.service, x.status])).toEqual([
+      ['call', 'gamma', 'pending'],
+      ['call', 'beta', 'refunded'],
+      ['call', 'alpha', 'completed'],
+      ['topup', null, 'completed'],
+      ['topup', null, 'completed'],
+    ]);
+    expect(txs[3]).toMatchObject({ amount: 2n * USD, note: 'dashboard', txSignature: null, explorerUrl: null });
+    expect(await t.ledger.transactions(id, 2)).toHaveLength(2);
+    expect((await rejection(t.ledger.transactions(id, 501))).code).toBe('INVALID_INPUT');
+    expect((await rejection(t.ledger.transactions(id, 0))).code).toBe('INVALID_INPUT');
+  });
+});
+
+describe('journal', () => {
+  it('refuses UPDATE, DELETE and TRUNCATE', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    for (const sql of [
+      `UPDATE journal SET amount = 1 WHERE account_id = '${id}'`,
+      `DELETE FROM journal WHERE account_id = '${id}'`,
+      'TRUNCATE journal',
+    ]) {
+      await expect(t.ledger.db.query(sql)).rejects.toThrow(/append-only/);
+    }
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
+  });
+
+  it('lets verify() find a balance that no longer matches the journal', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    await t.ledger.db.query('UPDATE accounts SET balance = balance + 1 WHERE id = $1', [id]);
+    const report = await t.ledger.verify();
+    expect(report.ok).toBe(false);
+    expect(report.mismatches).toContainEqual({ kind: 'balance', id, expected: String(SIGNUP_CREDIT), actual: String(SIGNUP_CREDIT + 1n) });
+    await t.ledger.db.query('UPDATE accounts SET balance = balance - 1 WHERE id = $1', [id]);
+    expect((await t.ledger.verify()).ok).toBe(true);
+  });
+});
