@@ -1,0 +1,215 @@
+/**
+ * Discovery bench: relevance (nDCG@10, Recall@5) on bench/relevance/ for BM25
+ * alone, vectors alone and hybrid; then speed at 100k synthetic services.
+ *
+ *   pnpm exec tsx packages/discovery/bench/search.ts
+ *   FAREBOX_MODEL_DIR=/path/to/models pnpm exec tsx packages/discovery/bench/search.ts
+ *
+ * Vector figures need the real model (multilingual-e5-small) in
+ * FAREBOX_MODEL_DIR (or the default cache, see docs/search.md); without it the
+ * bench says so and prints keyword figures only.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createEmbedder, createSearchIndex, type Embedder, type SearchIndex } from '../src/index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const N = Number(process.env['BENCH_SERVICES'] ?? 100_000);
+const DIMS = 384;
+
+interface Service {
+  id: string;
+  lang: string;
+  name: string;
+  description: string;
+}
+interface Query {
+  id: string;
+  lang: string;
+  query: string;
+  relevant: string[];
+}
+
+const services = (JSON.parse(readFileSync(join(here, 'relevance', 'services.json'), 'utf8')) as { services: Service[] }).services;
+const queries = (JSON.parse(readFileSync(join(here, 'relevance', 'queries.json'), 'utf8')) as { queries: Query[] }).queries;
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+
+function ndcgAt(ranked: string[], relevant: Set<string>, k: number): number {
+  let dcg = 0;
+  ranked.slice(0, k).forEach((id, i) => {
+    if (relevant.has(id)) dcg += 1 / Math.log2(i + 2);
+  });
+  let ideal = 0;
+  for (let i = 0; i < Math.min(k, relevant.size); i++) ideal += 1 / Math.log2(i + 2);
+  return ideal > 0 ? dcg / ideal : 0;
+}
+function recallAt(ranked: string[], relevant: Set<string>, k: number): number {
+  return ranked.slice(0, k).filter((id) => relevant.has(id)).length / Math.min(k, relevant.size);
+}
+
+async function evaluate(label: string, index: SearchIndex, vectorsFor: Map<string, Float32Array> | null) {
+  let ndcg = 0;
+  let recall = 0;
+  let judged = 0;
+  let nonsenseHits = 0;
+  let nonsense = 0;
+  for (const q of queries) {
+    const hits = index.searchWithVector(q.query, vectorsFor?.get(q.id) ?? null, { limit: 10 });
+    if (q.relevant.length === 0) {
+      nonsense++;
+      if (hits.length > 0) nonsenseHits++;
+      continue;
+    }
+    const rel = new Set(q.relevant);
+    const ranked = hits.map((h) => h.id);
+    ndcg += ndcgAt(ranked, rel, 10);
+    recall += recallAt(ranked, rel, 5);
+    judged++;
+  }
+  console.log(
+    `  ${label.padEnd(22)} nDCG@10 ${(ndcg / judged).toFixed(3)}   Recall@5 ${(recall / judged).toFixed(3)}   nonsense queries with results: ${nonsenseHits}/${nonsense}`,
+  );
+}
+
+async function relevance(): Promise<Embedder | null> {
+  console.log(`Relevance: ${services.length} services (${[...new Set(services.map((s) => s.lang))].join(', ')}), ${queries.length} queries`);
+  const embedder = createEmbedder();
+  const status = await embedder.load();
+  const docs = services.map((s) => ({ id: s.id, name: s.name, description: s.description }));
+  const keywordOnly = createSearchIndex({ weights: { bm25: 1, vector: 0 } });
+  for (const d of docs) await keywordOnly.upsert(d);
+  if (status.state !== 'ready') {
+    console.log(`  model: NOT AVAILABLE (${status.reason})`);
+    console.log('  Vector and hybrid figures need the real model; only keyword figures follow.');
+    await evaluate('BM25 alone', keywordOnly, null);
+    const hybrid = createSearchIndex();
+    for (const d of docs) await hybrid.upsert(d);
+    await evaluate('hybrid (keyword-only)', hybrid, null);
+    console.log('  vectors alone          not measured (no model)');
+    return null;
+  }
+  console.log(`  model: ${status.modelId} (${embedder.dims} dims)`);
+  const t0 = performance.now();
+  const vecs = await embedder.embed(docs.map((d) => `${d.name}: ${d.description}`), 'passage');
+  const passageMs = (performance.now() - t0) / docs.length;
+  const qv = new Map<string, Float32Array>();
+  const t1 = performance.now();
+  for (const q of queries) qv.set(q.id, (await embedder.embed([q.query], 'query'))[0]!);
+  const queryMs = (performance.now() - t1) / queries.length;
+  const build = (weights: { bm25: number; vector: number }) => {
+    const index = createSearchIndex({ weights, dims: DIMS });
+    docs.forEach((d, i) => {
+      void index.upsert(d);
+      index.setVector(d.id, vecs[i]!);
+    });
+    return index;
+  };
+  await evaluate('BM25 alone', keywordOnly, null);
+  await evaluate('vectors alone', build({ bm25: 0, vector: 1 }), qv);
+  await evaluate('hybrid 0.6/0.4', build({ bm25: 0.6, vector: 0.4 }), qv);
+  console.log(`  embedding: ${ms(passageMs)} per passage (batched), ${ms(queryMs)} per query`);
+  return embedder;
+}
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+async function scale(embedder: Embedder | null) {
+  console.log(`\nScale: ${N.toLocaleString('en')} synthetic services, ${DIMS}-dim random unit vectors (embedding excluded)`);
+  const rand = rng(42);
+  const words = [...new Set(services.flatMap((s) => s.description.toLowerCase().split(/[^\p{L}\p{N}]+/u)).filter((w) => w.length > 2))];
+  const pick = () => words[Math.floor(rand() * words.length)]!;
+  const randomVector = () => {
+    const v = new Float32Array(DIMS);
+    for (let i = 0; i < DIMS; i++) v[i] = rand() - 0.5;
+    return v;
+  };
+  const docs = Array.from({ length: N }, (_x, i) => ({
+    id: `svc-${i}`,
+    name: `${pick()}-${pick()}-${i}`,
+    description: Array.from({ length: 12 + Math.floor(rand() * 20) }, pick).join(' '),
+  }));
+  const vectors = Array.from({ length: N }, randomVector);
+
+  globalThis.gc?.();
+  const mem0 = process.memoryUsage();
+  const index = createSearchIndex({ dims: DIMS });
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) {
+    void index.upsert(docs[i]!);
+    index.setVector(docs[i]!.id, vectors[i]!);
+  }
+  const indexSeconds = (performance.now() - t0) / 1000;
+  globalThis.gc?.();
+  const mem1 = process.memoryUsage();
+  console.log(`  indexing: ${Math.round(N / indexSeconds).toLocaleString('en')} services/s (BM25 + vector insert, ${indexSeconds.toFixed(2)} s)`);
+  const heap = (mem1.heapUsed - mem0.heapUsed + (mem1.arrayBuffers - mem0.arrayBuffers)) / N;
+  const rss = (mem1.rss - mem0.rss) / N;
+  console.log(
+    `  memory per service: ${(rss / 1024).toFixed(2)} KiB RSS growth (vectors alone ${((index.vectorBytes() / N) / 1024).toFixed(2)} KiB; JS heap + buffers ${(heap / 1024).toFixed(2)} KiB)${globalThis.gc ? '' : ' [run with --expose-gc for steadier figures]'}`,
+  );
+
+  // Queries: 1-4 words; the vector is near a random stored one, so some services pass the cosine floor.
+  const qs = Array.from({ length: 300 }, () => {
+    const text = Array.from({ length: 1 + Math.floor(rand() * 4) }, pick).join(' ');
+    const near = vectors[Math.floor(rand() * N)]!;
+    const noise = randomVector();
+    const v = new Float32Array(DIMS);
+    for (let i = 0; i < DIMS; i++) v[i] = near[i]! * 3 + noise[i]!;
+    return { text, v };
+  });
+  for (const q of qs.slice(0, 20)) index.searchWithVector(q.text, q.v, { limit: 10 });
+  const times: number[] = [];
+  const kwTimes: number[] = [];
+  let returned = 0;
+  for (const q of qs) {
+    const t = performance.now();
+    returned += index.searchWithVector(q.text, q.v, { limit: 10 }).length;
+    times.push(performance.now() - t);
+    const k = performance.now();
+    index.searchWithVector(q.text, null, { limit: 10 });
+    kwTimes.push(performance.now() - k);
+  }
+  times.sort((a, b) => a - b);
+  kwTimes.sort((a, b) => a - b);
+  console.log(`  hybrid query (excl. embedding): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}  [targets 20 / 50 ms; ${(returned / qs.length).toFixed(1)} results per query]`);
+  console.log(`  keyword-only query: p50 ${ms(pct(kwTimes, 50))}, p95 ${ms(pct(kwTimes, 95))}`);
+  if (embedder) {
+    const et: number[] = [];
+    for (const q of qs.slice(0, 30)) {
+      const t = performance.now();
+      await embedder.embed([q.text], 'query');
+      et.push(performance.now() - t);
+    }
+    et.sort((a, b) => a - b);
+    console.log(`  query embedding (separately): p50 ${ms(pct(et, 50))}, p95 ${ms(pct(et, 95))}`);
+  } else {
+    console.log('  query embedding: not measured (no model available)');
+  }
+
+  const s0 = performance.now();
+  const snap = index.snapshot();
+  const snapMs = performance.now() - s0;
+  const copy = createSearchIndex({ dims: DIMS });
+  const l0 = performance.now();
+  await copy.load(snap);
+  const loadMs = performance.now() - l0;
+  const check = copy.searchWithVector(qs[0]!.text, qs[0]!.v, { limit: 10 }).map((h) => h.id).join();
+  const same = check === index.searchWithVector(qs[0]!.text, qs[0]!.v, { limit: 10 }).map((h) => h.id).join();
+  console.log(
+    `  snapshot: ${(snap.length / 1024 / 1024).toFixed(1)} MiB, written in ${ms(snapMs)}, loaded in ${ms(loadMs)} (${copy.size.toLocaleString('en')} services, same results: ${same})`,
+  );
+}
+
+const embedder = await relevance();
+await scale(embedder);
