@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashRequest, LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
+import type { Ledger } from '@farebox/ledger';
+import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
+
+let t: TestLedger;
+beforeAll(async () => {
+  t = await openTestLedger();
+});
+afterAll(async () => {
+  await t?.dispose();
+});
+
+interface CallResponse {
+  status: number;
+  body: { result?: unknown; error?: string; cost?: number };
+}
+
+/** The gateway's call path in miniature: hold, call, post or void, under an idempotency key. */
+function paidCall(ledger: Ledger, account: string, key: string, body: { service: string; payload: unknown }, upstream: () => Promise<unknown>, leaseMs?: number) {
+  let runs = 0;
+  const run = () =>
+    ledger.withIdempotency<CallResponse>(
+      account,
+      key,
+      hashRequest(body),
+      async () => {
+        runs += 1;
+        const { hold } = await ledger.hold(account, USD, { callId: key, service: body.service, idempotencyKey: key });
+        try {
+          const result = await upstream();
+          await ledger.post(hold.id, { publisherOwner: 'GPUB', service: body.service, gross: USD });
+          return { status: 200, body: { result, cost: Number(USD) } };
+        } catch (error) {
+          await ledger.void(hold.id, (error as Error).message);
+          return { status: 500, body: { error: (error as Error).message } };
+        }
+      },
+      leaseMs === undefined ? {} : { leaseMs },
+    );
+  return { run, runs: () => runs };
+}
+
+describe('withIdempotency', () => {
+  it('charges once and replays the first response on retry', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const call = paidCall(t.ledger, id, 'key-1', { service: 'echo', payload: { a: 1 } }, async () => ({ echoed: 1 }));
+    const first = await call.run();
+    const second = await call.run();
+    expect(first).toEqual({ replayed: false, response: { status: 200, body: { result: { echoed: 1 }, cost: Number(USD) } } });
+    expect(second).toEqual({ replayed: true, response: first.response });
+    expect(call.runs()).toBe(1);
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
+  });
+
+  it('treats the same body in another key order as the same request', () => {
+    expect(hashRequest({ service: 's', payload: { x: 1, y: [1, { b: 2, a: 1 }] } })).toBe(hashRequest({ payload: { y: [1, { a: 1, b: 2 }], x: 1 }, service: 's' }));
+    expect(hashRequest({ service: 's', payload: { x: 1 } })).not.toBe(hashRequest({ service: 's', payload: { x: 2 } }));
+  });
+
+  it('refuses the same key with a different body and charges nothing more', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    await paidCall(t.ledger, id, 'key-2', { service: 'echo', payload: { a: 1 } }, async () => 'ok').run();
+    const other = paidCall(t.ledger, id, 'key-2', { service: 'echo', payload: { a: 2 } }, async () => 'ok');
+    const error = await other.run().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LedgerError);
+    expect(error).toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    expect(other.runs()).toBe(0);
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
+  });
+
+  it('stores a refunded failure and replays it without a second charge or refund', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const call = paidCall(t.ledger, id, 'key-3', { service: 'down', payload: {} }, async () => {
+      throw new Error('upstream 502');
+    });
+    const first = await call.run();
+    expect(first.response).toEqual({ status: 500, body: { error: 'upstream 502' } });
+    expect(await call.run()).toEqual({ replayed: true, response: first.response });
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
+    expect((await t.ledger.transactions(id)).filter((x) => x.type === 'call').map((x) => x.status)).toEqual(['refunded']);
+  });
+
+  it('refuses a concurrent duplicate with IDEMPOTENCY_IN_PROGRESS while the first runs, then replays', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const call = paidCall(t.ledger, id, 'key-4', { service: 'slow', payload: {} }, async () => {
+      await gate;
+      return 'done';
+    });
+    const first = call.run();
+    await new Promise((r) => setTimeout(r, 50));
+    const duplicates = await Promise.allSettled([call.run(), call.run(), call.run()]);
+    for (const d of duplicates) {
+      expect(d.status).toBe('rejected');
+      expect((d as PromiseRejectedResult).reason).toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS' });
+    }
+    release();
+    expect((await first).replayed).toBe(false);
+    expect((await call.run()).replayed).toBe(true);
+    expect(call.runs()).toBe(1);
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
+  });
+
+  it('lets a duplicate wait for the first response when waitMs is given', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    let runs = 0;
+    const fn = async () => {
+      runs += 1;
+      await new Promise((r) => setTimeout(r, 100));
+      return { n: runs };
+    };
+    const [a, b] = await Promise.all([
+      t.ledger.withIdempotency(id, 'key-5', 'h', fn),
+      new Promise((r) => setTimeout(r, 20)).then(() => t.ledger.withIdempotency(id, 'key-5', 'h', fn, { waitMs: 5_000 })),
+    ]);
+    expect(runs).toBe(1);
+    expect(a).toEqual({ replayed: false, response: { n: 1 } });
+    expect(b).toEqual({ replayed: true, response: { n: 1 } });
+  });
+
+  it('releases the key when the attempt throws, so a retry runs again', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    await expect(t.ledger.withIdempotency(id, 'key-6', 'h', async () => Promise.reject(new Error('bad gateway config')))).rejects.toThrow('bad gateway config');
+    expect(await t.ledger.withIdempotency(id, 'key-6', 'h', async () => 'second')).toEqual({ replayed: false, response: 'second' });
+  });
+
+  it('takes over an attempt that crashed after its hold, reusing that hold instead of charging twice', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    // A crashed attempt: key in progress and its hold pending, nothing else.
+    await t.ledger.db.query(
+      `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until) VALUES ($1, 'key-7', $2, 'in_progress', now() - interval '1 second')`,
+      [id, hashRequest({ service: 'echo', payload: {} })],
+    );
+    const crashed = await t.ledger.hold(id, USD, { callId: 'key-7', service: 'echo', idempotencyKey: 'key-7' });
+    const call = paidCall(t.ledger, id, 'key-7', { service: 'echo', payload: {} }, async () => 'served');
+    const result = await call.run();
+    expect(result.response.status).toBe(200);
+    expect((await t.ledger.getHold(crashed.hold.id)).state).toBe('posted');
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
+});

@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LedgerError } from '@farebox/ledger';
+import type { Ledger } from '@farebox/ledger';
+import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
+
+let t: TestLedger;
+beforeAll(async () => {
+  t = await openTestLedger();
+});
+afterAll(async () => {
+  await t?.dispose();
+});
+
+/** `n` posted calls of `price` each from a fresh payer to `owner`. */
+async function earn(ledger: Ledger, owner: string, n: number, price: bigint, service = 'svc'): Promise<void> {
+  const payer = accountId('payer');
+  await ledger.openAccount(payer);
+  for (let i = 0; i < n; i++) {
+    const { hold } = await ledger.hold(payer, price, { callId: `${payer}-${i}`, service });
+    await ledger.post(hold.id, { publisherOwner: owner, service, gross: price });
+  }
+}
+
+describe('publisher earnings', () => {
+  it('totals gross, fee and net, split into pending and settled', async () => {
+    const owner = accountId('GOWNER');
+    await earn(t.ledger, owner, 4, 1_000_001n);
+    const totals = await t.ledger.publisherTotals(owner);
+    // fee per call floor(1,000,001 x 5%) = 50,000; net 950,001.
+    expect(totals).toEqual({ publisherOwner: owner, calls: 4, gross: 4_000_004n, fee: 200_000n, earned: 3_800_004n, pending: 3_800_004n, settled: 0n });
+    expect(await t.ledger.publisherTotals(accountId('nobody'))).toMatchObject({ calls: 0, earned: 0n });
+  });
+
+  it('gives a daily series of the last n days, net of the fee, with empty days as zeros', async () => {
+    const owner = accountId('GDAILY');
+    await earn(t.ledger, owner, 3, USD);
+    const series = await t.ledger.publisherAnalytics(owner, 7);
+    expect(series).toHaveLength(7);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(series[6]).toEqual({ day: today, calls: 3, gross: 3n * USD, fee: 1_500_000n, earned: 28_500_000n });
+    expect(series.slice(0, 6).every((p) => p.calls === 0 && p.earned === 0n)).toBe(true);
+    expect(await t.ledger.publisherAnalytics(owner)).toHaveLength(30);
+    for (const days of [0, 91, 1.5]) {
+      await expect(t.ledger.publisherAnalytics(owner, days)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    }
+  });
+
+  it('reports per-service stats and platform revenue', async () => {
+    const owner = accountId('GSTATS');
+    await earn(t.ledger, owner, 2, USD, 'alpha');
+    await earn(t.ledger, owner, 1, USD, 'beta');
+    expect((await t.ledger.serviceStats(owner)).map((s) => [s.service, s.calls, s.earned])).toEqual([
+      ['alpha', 2, 19_000_000n],
+      ['beta', 1, 9_500_000n],
+    ]);
+    const stats = await t.ledger.platformStats();
+    expect(stats.fees).toBe(stats.gross - stats.net);
+    expect(stats.calls).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('settlement cycles', () => {
+  it('opens one cycle per owner even when asked concurrently', async () => {
+    const owner = accountId('GOPEN');
+    const cycles = await Promise.all(Array.from({ length: 6 }, () => t.ledger.openCycle(owner)));
+    expect(new Set(cycles.map((c) => c.id)).size).toBe(1);
+    expect(cycles[0]).toMatchObject({ state: 'open', publisherOwner: owner, calls: 0, gross: 0n });
+  });
+
+  it('never lets two concurrent settlers claim the same earning', async () => {
+    const owner = accountId('GCLAIM');
+    await earn(t.ledger, owner, 60, 1_000n);
+    const cycle = await t.ledger.openCycle(owner);
+    const claimer = async () => {
+      let total = 0;
+      for (;;) {
+        const r = await t.ledger.claimEarnings(cycle.id, { limit: 7 });
+        if (r.claimed === 0) return total;
+        total += r.claimed;
+      }
+    };
+    const counts = await Promise.all([claimer(), claimer(), claimer()]);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(60);
+    const { rows } = await t.ledger.db.query('SELECT count(*) AS n, count(DISTINCT cycle_id) AS cycles FROM earnings WHERE publisher_owner = $1', [owner]);
+    expect(rows[0]).toMatchObject({ n: '60', cycles: '1' });
+    expect((await t.ledger.getCycle(cycle.id)).gross).toBe(60_000n);
+  });
+
+  it('puts each earning in exactly one cycle across cycles of the same owner', async () => {
+    const owner = accountId('GTWO');
+    await earn(t.ledger, owner, 10, 1_000n);
+    const first = await t.ledger.openCycle(owner);
+    await t.ledger.advance(first.id, 'open', 'closing');
+    const second = await t.ledger.openCycle(owner);
+    expect(second.id).not.toBe(first.id);
+    const [a, b] = await Promise.all([t.ledger.claimEarnings(first.id), t.ledger.claimEarnings(second.id)]);
+    expect(a.claimed + b.claimed).toBe(10);
+    const { rows } = await t.ledger.db.query('SELECT count(*) AS n FROM earnings WHERE publisher_owner = $1 AND cycle_id IS NULL', [owner]);
+    expect(rows[0]?.n).toBe('0');
+  });
+
+  it('moves through the states only from the expected state, recording each transaction', async () => {
+    const owner = accountId('GFLOW');
+    await earn(t.ledger, owner, 5, 2_000_000n);
+    const cycle = await t.ledger.openCycle(owner);
+    await t.ledger.claimEarnings(cycle.id);
+    expect((await t.ledger.advance(cycle.id, 'open', 'closing')).applied).toBe(true);
+    // Two settlers racing the same step: one wins, the other sees the new state.
+    const racing = await Promise.all([
+      t.ledger.advance(cycle.id, 'closing', 'deployed', { escrowId: 'CESCROW', txHash: 'deploy-1' }),
+      t.ledger.advance(cycle.id, 'closing', 'deployed', { escrowId: 'CESCROW', txHash: 'deploy-2' }),
+    ]);
+    expect(racing.filter((r) => r.applied)).toHaveLength(1);
+    expect(racing.every((r) => r.cycle.state === 'deployed')).toBe(true);
+    // Funding in batches: owed vs funded.
+    await expect(t.ledger.advance(cycle.id, 'deployed', 'funded')).rejects.toMatchObject({ code: 'UNFUNDED_EARNINGS' });
+    const batch = await t.ledger.prepareFunding(cycle.id);
+    expect(batch).toMatchObject({ amount: 10_000_000n, state: 'prepared' });
+    expect(await t.ledger.prepareFunding(cycle.id)).toBeNull();
+    expect(await t.ledger.getCycle(cycle.id)).toMatchObject({ gross: 10_000_000n, funded: 0n, fundingPrepared: 10_000_000n, unfunded: 0n });
+    const confirmed = await t.ledger.confirmFunding(batch!.id, { txHash: 'fund-1', explorerUrl: 'http://explorer/tx/fund-1' });
+    expect(confirmed.applied).toBe(true);
+    expect((await t.ledger.confirmFunding(batch!.id, { txHash: 'fund-other' })).applied).toBe(false);
+    expect((await t.ledger.getCycle(cycle.id)).funded).toBe(10_000_000n);
+    await expect(t.ledger.claimEarnings(cycle.id)).resolves.toMatchObject({ claimed: 0 });
+    expect((await t.ledger.advance(cycle.id, 'deployed', 'funded')).applied).toBe(true);
+    await expect(t.ledger.claimEarnings(cycle.id)).rejects.toMatchObject({ code: 'CYCLE_NOT_OPEN' });
+    expect((await t.ledger.advance(cycle.id, 'funded', 'released', { txHash: 'release-1' })).applied).toBe(true);
+    expect((await t.ledger.publisherTotals(owner)).settled).toBe(0n);
+    expect((await t.ledger.advance(cycle.id, 'released', 'swept', { txHash: 'sweep-1' })).applied).toBe(true);
+    const done = await t.ledger.advance(cycle.id, 'swept', 'done');
+    expect(done.cycle.state).toBe('done');
+    expect(done.cycle.steps.map((s) => `${s.fromState}->${s.toState}:${s.txHash ?? ''}`)).toEqual([
+      'open->closing:',
+      expect.stringMatching(/^closing->deployed:deploy-[12]$/),
+      'deployed->funded:',
+      'funded->released:release-1',
+      'released->swept:sweep-1',
+      'swept->done:',
+    ]);
+    expect(done.cycle.escrowId).toBe('CESCROW');
+    expect(await t.ledger.publisherTotals(owner)).toMatchObject({ earned: 9_500_000n, settled: 9_500_000n, pending: 0n });
+    // The payer's call now carries the funding transaction.
+    const { rows } = await t.ledger.db.query('SELECT payer_account_id FROM earnings WHERE publisher_owner = $1 LIMIT 1', [owner]);
+    const txs = await t.ledger.transactions(String(rows[0]?.payer_account_id));
+    expect(txs.find((x) => x.type === 'call')).toMatchObject({ txSignature: 'fund-1', explorerUrl: 'http://explorer/tx/fund-1' });
+    expect((await t.ledger.listCycles(owner)).map((c) => c.id)).toEqual([cycle.id]);
+  });
+
+  it('refuses moves the state machine does not allow', async () => {
+    const owner = accountId('GBAD');
+    const cycle = await t.ledger.openCycle(owner);
+    const error = await t.ledger.advance(cycle.id, 'open', 'released').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LedgerError);
+    expect(error).toMatchObject({ code: 'INVALID_TRANSITION' });
+    expect((await t.ledger.advance(cycle.id, 'closing', 'deployed')).applied).toBe(false);
+    await expect(t.ledger.getCycle('999999999')).rejects.toMatchObject({ code: 'CYCLE_NOT_FOUND' });
+    await expect(t.ledger.getCycle('nope')).rejects.toMatchObject({ code: 'CYCLE_NOT_FOUND' });
+    // An empty cycle may close straight to done; failure is recorded with its reason.
+    await t.ledger.advance(cycle.id, 'open', 'closing');
+    expect((await t.ledger.advance(cycle.id, 'closing', 'done')).cycle.state).toBe('done');
+    const other = await t.ledger.openCycle(owner);
+    const failed = await t.ledger.advance(other.id, 'open', 'failed', { error: 'escrow provider down' });
+    expect(failed.cycle).toMatchObject({ state: 'failed', error: 'escrow provider down' });
+    expect((await t.ledger.activeCycles()).some((c) => c.id === other.id)).toBe(false);
+  });
+
+  it('keeps earnings append-only: amounts and an assigned cycle cannot change', async () => {
+    const owner = accountId('GIMM');
+    await earn(t.ledger, owner, 1, USD);
+    const cycle = await t.ledger.openCycle(owner);
+    await t.ledger.claimEarnings(cycle.id);
+    await expect(t.ledger.db.query('UPDATE earnings SET gross = gross + 1, net = net + 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
+    await expect(t.ledger.db.query('UPDATE earnings SET cycle_id = NULL WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
+    await expect(t.ledger.db.query('DELETE FROM earnings WHERE publisher_owner = $1', [owner])).rejects.toThrow(/append-only/);
+  });
+});
