@@ -45,6 +45,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
       resolve(result);
     };
     const onData = (chunk: Buffer) => {
@@ -58,9 +59,11 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
     };
     const onEnd = () => finish({ ok: true, bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
     const onError = (error: Error) => finish({ ok: false, tooLarge: false, error });
+    const onClose = () => finish({ ok: false, tooLarge: false, error: new Error('request aborted before its body was complete') });
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 
