@@ -14,6 +14,15 @@ export interface Bm25Params {
   b: number;
 }
 
+export interface Bm25State {
+  terms: string[];
+  /** Postings of term i are entries offsets[i] .. offsets[i+1]-1. */
+  offsets: Int32Array;
+  slots: Int32Array;
+  tfs: Float32Array;
+  docLen: Float32Array;
+}
+
 export interface Bm25Query {
   /** Raw BM25 score per slot (a dense view valid until the next query), non-zero only in `touched`. */
   scores: Float32Array;
@@ -119,6 +128,56 @@ export class Bm25Index {
     this.docLen.fill(0);
     this.totalLen = 0;
     this.docs = 0;
+  }
+
+  /** The postings as flat arrays (for snapshots). */
+  exportState(): Bm25State {
+    const terms = [...this.termIds.keys()];
+    const offsets = new Int32Array(terms.length + 1);
+    let total = 0;
+    terms.forEach((_t, id) => {
+      offsets[id] = total;
+      total += this.postings[id]!.length;
+    });
+    offsets[terms.length] = total;
+    const slots = new Int32Array(total);
+    const tfs = new Float32Array(total);
+    this.postings.forEach((p, id) => {
+      slots.set(p.slots.subarray(0, p.length), offsets[id]!);
+      tfs.set(p.tfs.subarray(0, p.length), offsets[id]!);
+    });
+    return { terms, offsets, slots, tfs, docLen: this.docLen.slice(0, this.docTerms.length) };
+  }
+
+  /** Replaces the contents with exported postings; `live` lists the slots holding a document. */
+  importState(state: Bm25State, live: Iterable<number>): void {
+    this.clear();
+    const { terms, offsets, slots, tfs, docLen } = state;
+    this.grow(docLen.length);
+    this.docLen.set(docLen);
+    const counts = new Int32Array(docLen.length);
+    for (let j = 0; j < slots.length; j++) counts[slots[j]!]!++;
+    this.docTerms = new Array<Int32Array | undefined>(docLen.length);
+    for (const slot of live) {
+      this.docTerms[slot] = new Int32Array(counts[slot]!);
+      this.totalLen += docLen[slot]!;
+      this.docs++;
+    }
+    const fill = new Int32Array(docLen.length);
+    terms.forEach((term, id) => {
+      this.termIds.set(term, id);
+      const from = offsets[id]!;
+      const to = offsets[id + 1]!;
+      const n = Math.max(2, to - from);
+      const p: Posting = { slots: new Int32Array(n), tfs: new Float32Array(n), length: to - from };
+      p.slots.set(slots.subarray(from, to));
+      p.tfs.set(tfs.subarray(from, to));
+      this.postings.push(p);
+      for (let j = from; j < to; j++) {
+        const slot = slots[j]!;
+        this.docTerms[slot]![fill[slot]!++] = id;
+      }
+    });
   }
 
   /** IDF with the usual +1 inside the log, so it is never negative; unseen tokens get the largest IDF. */

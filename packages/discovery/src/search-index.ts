@@ -373,23 +373,69 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       while (draining) await draining;
     },
     snapshot() {
-      return encodeSnapshot(
-        [...docs.values()].map((d) => ({ doc: d, vector: vectors.get(d.slot) })),
-        embedder?.modelId ?? null,
+      const slots = slotDocs.length;
+      const kw = bm25.exportState();
+      const docLen = new Float32Array(slots);
+      docLen.set(kw.docLen.subarray(0, slots));
+      const { present, rows } = vectors.exportRows(slots);
+      return encodeSnapshot({
+        modelId: embedder?.modelId ?? null,
         dims,
-      );
+        stride: vectors.stride,
+        slots,
+        docs: [...docs.values()].map((d) => [d.id, d.name, d.description, d.meta ?? null, d.slot]),
+        terms: kw.terms,
+        arrays: { offsets: kw.offsets, postingSlots: kw.slots, postingTfs: kw.tfs, docLen, present, rows },
+      });
     },
     async load(bytes) {
       const snap = decodeSnapshot(bytes);
-      for (const id of [...docs.keys()]) index.remove(id);
-      const reuse = snap.dims === dims && (embedder ? snap.modelId === embedder.modelId : true);
-      const pending: Promise<void>[] = [];
-      for (const entry of snap.docs) {
-        const { stored } = upsertSync(entry.doc);
-        if (reuse && entry.vector) vectors.set(stored.slot, entry.vector);
-        else if (embedder) pending.push(schedule(stored.id, stored.text));
+      const a = snap.arrays;
+      const need = { offsets: Int32Array, postingSlots: Int32Array, postingTfs: Float32Array, docLen: Float32Array, present: Uint8Array, rows: Float32Array };
+      for (const [name, Ctor] of Object.entries(need)) {
+        if (!(a[name] instanceof Ctor)) throw new DiscoveryError('BAD_SNAPSHOT', `not a discovery snapshot: section ${name} is missing`);
       }
-      await Promise.all(pending);
+      const offsets = a['offsets'] as Int32Array;
+      const postingSlots = a['postingSlots'] as Int32Array;
+      const docLen = a['docLen'] as Float32Array;
+      if (offsets.length !== snap.terms.length + 1 || offsets[snap.terms.length] !== postingSlots.length || docLen.length !== snap.slots) {
+        throw new DiscoveryError('BAD_SNAPSHOT', 'not a discovery snapshot: keyword index sections disagree');
+      }
+      for (const slot of postingSlots) {
+        if (slot < 0 || slot >= snap.slots) throw new DiscoveryError('BAD_SNAPSHOT', 'not a discovery snapshot: posting outside the slot range');
+      }
+      const seenSlots = new Set<number>();
+      const seenIds = new Set<string>();
+      const parsedDocs = snap.docs.map(([id, name, description, meta, slot]) => {
+        if (seenSlots.has(slot) || seenIds.has(id)) throw new DiscoveryError('BAD_SNAPSHOT', `not a discovery snapshot: document ${id} is listed twice`);
+        seenSlots.add(slot);
+        seenIds.add(id);
+        // Fields were checked by decodeSnapshot.
+        const doc: StoredDoc = { id, name, description, slot, text: `${name}: ${description}` };
+        if (meta !== null) doc.meta = meta;
+        return doc;
+      });
+      // Everything is validated: replace the contents.
+      for (const id of [...docs.keys()]) settle(id);
+      docs.clear();
+      slotDocs.length = 0;
+      freeSlots.length = 0;
+      for (let i = 0; i < snap.slots; i++) slotDocs.push(undefined);
+      for (const d of parsedDocs) {
+        docs.set(d.id, d);
+        slotDocs[d.slot] = d;
+      }
+      for (let i = snap.slots - 1; i >= 0; i--) if (!slotDocs[i]) freeSlots.push(i);
+      bm25.importState(
+        { terms: snap.terms, offsets, slots: postingSlots, tfs: a['postingTfs'] as Float32Array, docLen },
+        parsedDocs.map((d) => d.slot),
+      );
+      const reuse = snap.dims === dims && snap.stride === vectors.stride && (embedder ? snap.modelId === embedder.modelId : true);
+      if (reuse) vectors.importRows(a['present'] as Uint8Array, a['rows'] as Float32Array);
+      else vectors.clear();
+      if (embedder) {
+        await Promise.all(parsedDocs.filter((d) => !vectors.has(d.slot)).map((d) => schedule(d.id, d.text)));
+      }
     },
     vectorBytes() {
       return vectors.bytes;

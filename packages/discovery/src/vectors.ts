@@ -136,9 +136,40 @@ export class FlatVectorIndex {
     return { scores, unitQuery: q.slice(0, this.dims) };
   }
 
+  /** Rows 0..slots-1 as stored (unit vectors padded to `stride`) and which of them hold a vector. */
+  exportRows(slots: number): { present: Uint8Array; rows: Float32Array } {
+    const n = Math.min(slots, this.capacity);
+    const present = new Uint8Array(slots);
+    present.set(this.present.subarray(0, n));
+    const rows = new Float32Array(slots * this.stride);
+    rows.set(this.buffer.subarray(this.stride, this.stride * (1 + n)));
+    return { present, rows };
+  }
+
+  /** Replaces the contents with rows from `exportRows` of an index with the same stride. */
+  importRows(present: Uint8Array, rows: Float32Array): void {
+    if (rows.length !== present.length * this.stride) {
+      throw new DiscoveryError('BAD_SNAPSHOT', 'vector rows do not match the index dimensions');
+    }
+    this.clear();
+    this.ensureCapacity(present.length);
+    this.buffer.set(rows, this.stride);
+    this.present.set(present);
+    let stored = 0;
+    let high = 0;
+    for (let i = 0; i < present.length; i++) {
+      if (present[i] === 1) {
+        stored++;
+        high = i + 1;
+      }
+    }
+    this.stored = stored;
+    this.highWater = high;
+  }
+
   /** Removes every vector. */
   clear(): void {
-    this.buffer.fill(0);
+    this.buffer.fill(0, 0, this.stride * (1 + this.capacity) + this.capacity);
     this.present.fill(0);
     this.highWater = 0;
     this.stored = 0;

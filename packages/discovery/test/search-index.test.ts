@@ -109,6 +109,21 @@ describe('keyword search', () => {
     expect((await copy.search('天気')).map((h) => h.id)).toEqual(['tenki']);
   });
 
+  it('keeps indexing normally after loading a snapshot taken after removals', async () => {
+    const index = createSearchIndex();
+    for (const d of [weather, translate, meteo, tenki]) await index.upsert(d);
+    index.remove('lingua');
+    const copy = createSearchIndex();
+    await copy.load(index.snapshot());
+    expect(copy.ids().sort()).toEqual(['meteo-geneve', 'tenki', 'weather-now']);
+    expect(await copy.search('traduction')).toEqual([]);
+    await copy.upsert({ id: 'pago', name: 'pago', description: 'weather payments' });
+    copy.remove('weather-now');
+    expect((await copy.search('weather')).map((h) => h.id)).toEqual(['pago']);
+    expect((await copy.search('prévisions')).map((h) => h.id)).toEqual(['meteo-geneve']);
+    expect(copy.size).toBe(3);
+  });
+
   it('refuses a corrupt snapshot and keeps its contents', async () => {
     const index = createSearchIndex();
     await index.upsert(weather);
