@@ -1,3 +1,3 @@
 import { packageProject } from '../../vitest.shared.js';
 
-export default packageProject('gateway');
+export default packageProject('gateway', { exclude: ['**/node_modules/**', 'test/**/*.pg.test.ts'], testTimeout: 60_000 });

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { GatewayError, RATE_LIMITS, enforceRateLimit, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { GatewayError, enforceRateLimit, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { errorHandler, readCookies, route } from './http.js';
 
 export const SESSION_COOKIE = 'farebox_session';
@@ -72,7 +72,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     ...body,
     route(async (req, res) => {
       checkOrigin(req);
-      await enforceRateLimit(core.rateLimits, RATE_LIMITS.auth, req.ip ?? 'unknown');
+      await enforceRateLimit(core.rateLimits, core.config.rateLimits.auth, req.ip ?? 'unknown');
       const { user, session } = await core.accounts.signup(req.body);
       setSession(req, res, session);
       if (isForm(req)) return res.redirect(303, safeRedirect(req.body?.next));
@@ -85,7 +85,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     ...body,
     route(async (req, res) => {
       checkOrigin(req);
-      await enforceRateLimit(core.rateLimits, RATE_LIMITS.auth, req.ip ?? 'unknown');
+      await enforceRateLimit(core.rateLimits, core.config.rateLimits.auth, req.ip ?? 'unknown');
       const { user, session } = await core.accounts.login(req.body);
       setSession(req, res, session);
       if (isForm(req)) return res.redirect(303, safeRedirect(req.body?.next));
@@ -130,7 +130,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
     const principal = token ? await core.accounts.fromSession(token) : undefined;
     if (!principal) {
-      await enforceRateLimit(core.rateLimits, RATE_LIMITS.anonymous, req.ip ?? 'unknown');
+      await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, req.ip ?? 'unknown');
       throw new GatewayError('UNAUTHENTICATED', token ? 'session expired' : 'authentication required', undefined, { 'WWW-Authenticate': 'Bearer' });
     }
     if (UNSAFE.has(req.method)) {
@@ -144,7 +144,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   v1.use((req: Request, _res: Response, next: NextFunction) => {
     authenticate(req)
       .then(async (principal) => {
-        await enforceRateLimit(core.rateLimits, RATE_LIMITS.account, principal.user.id);
+        await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
         principals.set(req, principal);
         next();
       })

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '@farebox/protocol';
+import type { RateLimitRule } from './security/rate-limit.js';
 
 export type NetworkName = 'local' | 'testnet' | 'mainnet';
 
@@ -28,10 +29,13 @@ export interface GatewayOptions {
   trustProxy?: boolean | number | string;
   /** How much a dynamic price may exceed the registry floor, as a multiple (`FAREBOX_MAX_PRICE_MULTIPLE`, default 100). */
   maxPriceMultiple?: number;
+  /** Per-minute limits: sign-up/sign-in per IP (`FAREBOX_AUTH_RATE_LIMIT`, 20), per account (`FAREBOX_ACCOUNT_RATE_LIMIT`, 6000). */
+  rateLimits?: { authPerMinute?: number; accountPerMinute?: number; anonymousPerMinute?: number };
   env?: Record<string, string | undefined>;
 }
 
 export interface GatewayConfig {
+  rateLimits: { auth: RateLimitRule; account: RateLimitRule; anonymous: RateLimitRule };
   baseUrl: string;
   publicOrigin: string;
   dataDir: string;
@@ -81,6 +85,9 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   let trustProxy: boolean | number | string = options.trustProxy ?? false;
   const tp = env.FAREBOX_TRUST_PROXY;
   if (options.trustProxy === undefined && tp) trustProxy = tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp;
+  const authPerMinute = int(options.rateLimits?.authPerMinute ?? env.FAREBOX_AUTH_RATE_LIMIT, 'authPerMinute', problems) ?? 20;
+  const accountPerMinute = int(options.rateLimits?.accountPerMinute ?? env.FAREBOX_ACCOUNT_RATE_LIMIT, 'accountPerMinute', problems) ?? 6_000;
+  const anonymousPerMinute = int(options.rateLimits?.anonymousPerMinute ?? env.FAREBOX_ANONYMOUS_RATE_LIMIT, 'anonymousPerMinute', problems) ?? 300;
   if (problems.length) throw new ConfigError(problems);
   return {
     baseUrl: baseUrlText,
@@ -96,5 +103,10 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     trustProxy,
     maxPriceMultiple,
     localMode: network === 'local',
+    rateLimits: {
+      auth: { name: 'auth-ip', limit: authPerMinute, windowMs: 60_000 },
+      account: { name: 'account', limit: accountPerMinute, windowMs: 60_000 },
+      anonymous: { name: 'anon-ip', limit: anonymousPerMinute, windowMs: 60_000 },
+    },
   };
 }

@@ -65,7 +65,7 @@ const UpdateSchema = z.strictObject(
   { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) },
 );
 
-const TopupSchema = z.strictObject({ amount: z.unknown() }, { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) });
+const TopupSchema = z.strictObject({ amount: z.unknown().optional() }, { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) });
 
 function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   const r = schema.safeParse(input ?? {});

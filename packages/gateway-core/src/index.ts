@@ -12,5 +12,5 @@ export { createCalls, CALL_MODES } from './calls.js';
 export type { CallableService, CreditsPort, CallResponse, TraceStep, CallsOptions } from './calls.js';
 export { checkEndpoint, classifyAddress, guardedLookup } from './security/endpoint-guard.js';
 export type { EndpointPolicy } from './security/endpoint-guard.js';
-export { MemoryRateLimitStore, enforceRateLimit, RATE_LIMITS } from './security/rate-limit.js';
+export { MemoryRateLimitStore, enforceRateLimit } from './security/rate-limit.js';
 export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';

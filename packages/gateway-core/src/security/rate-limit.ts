@@ -40,12 +40,3 @@ export async function enforceRateLimit(store: RateLimitStore, rule: RateLimitRul
   }
 }
 
-/** The gateway's limits (the spec leaves them open; documented in docs/api.md). */
-export const RATE_LIMITS = {
-  /** Sign-up and sign-in attempts per IP. */
-  auth: { name: 'auth-ip', limit: 20, windowMs: 60_000 },
-  /** Requests per IP without a valid credential. */
-  anonymous: { name: 'anon-ip', limit: 300, windowMs: 60_000 },
-  /** Requests per account, all credentials together. */
-  account: { name: 'account', limit: 6_000, windowMs: 60_000 },
-} as const satisfies Record<string, RateLimitRule>;

@@ -1,0 +1,104 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createDevnet, type DevnetCore } from '@farebox/devnet';
+import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
+import { createApp } from './app.js';
+
+export interface StartGatewayOptions extends CreateGatewayOptions {
+  /** Listen address (default 127.0.0.1; `HOST`). */
+  host?: string;
+  /**
+   * Embed the devnet under `/devnet` (default: on for the local network unless
+   * `FAREBOX_DEVNET_URL` points at another one).
+   */
+  embedDevnet?: boolean;
+  /** Devnet ledger close interval (default 1000 ms; 'instant' for tests). */
+  devnetCloseIntervalMs?: number | 'instant';
+  /** Keep the devnet in memory instead of `dataDir/devnet`. */
+  devnetInMemory?: boolean;
+}
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  core: GatewayCore;
+  devnet: DevnetCore | undefined;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the gateway: listens first (so the embedded devnet answers the
+ * gateway's own Stellar clients), then builds the core and the API.
+ *
+ * @example
+ * const gw = await startGateway({ port: 8787, dataDir: '.farebox' });
+ * console.log(gw.url);
+ */
+export async function startGateway(options: StartGatewayOptions = {}): Promise<RunningGateway> {
+  const env = options.env ?? process.env;
+  const host = options.host ?? env.HOST ?? '127.0.0.1';
+  const requestedPort = options.port ?? (env.PORT ? Number(env.PORT) : 8787);
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting' }));
+  };
+  const server = createServer((req, res) => handler(req, res));
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(requestedPort, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const baseUrl = (options.baseUrl ?? env.FAREBOX_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const network = options.network ?? env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK ?? 'local';
+  const embed = options.embedDevnet ?? (network === 'local' && !options.devnetUrl && !env.FAREBOX_DEVNET_URL);
+  const dataDir = options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox';
+
+  let devnet: DevnetCore | undefined;
+  if (embed) {
+    devnet = createDevnet({
+      url: `${baseUrl}/devnet`,
+      closeIntervalMs: options.devnetCloseIntervalMs ?? 1000,
+      ...(options.devnetInMemory ? {} : { dataDir: join(dataDir, 'devnet') }),
+    });
+    const dn = devnet;
+    handler = (req, res) => {
+      if (req.url?.startsWith('/devnet')) {
+        req.url = req.url.slice('/devnet'.length) || '/';
+        return dn.handler(req, res);
+      }
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting' }));
+    };
+  }
+
+  let core: GatewayCore;
+  try {
+    core = await createGateway({ ...options, baseUrl, port, dataDir, ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}) });
+  } catch (err) {
+    await new Promise((r) => server.close(r));
+    await devnet?.close();
+    throw err;
+  }
+  const app = createApp(core, {
+    mount: (a) => {
+      if (devnet) a.use('/devnet', devnet.handler);
+    },
+  });
+  handler = app;
+  await core.start();
+
+  return {
+    url: baseUrl,
+    port,
+    core,
+    devnet,
+    server,
+    async close() {
+      server.closeAllConnections?.();
+      await new Promise((r) => server.close(r));
+      await core.close();
+      await devnet?.close();
+    },
+  };
+}

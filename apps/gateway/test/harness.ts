@@ -1,0 +1,146 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Keypair } from '@stellar/stellar-sdk';
+import { createProvider, type ProviderOptions, type ServiceHandler } from '@farebox/provider';
+import { createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { parseAmount } from '@farebox/protocol';
+import { startGateway, type RunningGateway } from '../src/index.js';
+
+export type DbKind = 'pglite' | 'postgres';
+
+export interface Harness {
+  gw: RunningGateway;
+  url: string;
+  /** Signs up a new user and returns an API key for it plus its session cookie. */
+  user(): Promise<TestUser>;
+  /** Publishes a real provider-SDK service on the devnet registry (owned by its own keypair). */
+  publish(name: string, opts: { price: string; handler?: ServiceHandler; priceFn?: ProviderOptions['priceFn'] }): Promise<{ endpoint: string; owner: string; close(): Promise<void> }>;
+  /** Runs a provider-SDK service owned by `ownerWallet` without registering it (the dashboard registers it). */
+  serve(name: string, opts: { price: string; ownerWallet: string }): Promise<{ endpoint: string }>;
+  /** Registers an arbitrary endpoint (not an SDK service) directly on the registry. */
+  registerRaw(name: string, endpoint: string, price: string): Promise<{ owner: string }>;
+  close(): Promise<void>;
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  key: string;
+  cookie: string;
+  csrf: string;
+  /** fetch with the API key. */
+  api(path: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+}
+
+let counter = 0;
+
+export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<typeof startGateway>[0] = {}): Promise<Harness> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'farebox-gw-'));
+  const schema = kind === 'postgres' ? `gw_test_${process.pid}_${Date.now()}_${counter++}` : undefined;
+  const gw = await startGateway({
+    port: 0,
+    dataDir,
+    devnetCloseIntervalMs: 'instant',
+    devnetInMemory: true,
+    callTimeoutMs: 1500,
+    rateLimits: { authPerMinute: 1000 },
+    env: {},
+    ...(kind === 'postgres' ? { databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', databaseSchema: schema } : {}),
+    ...extra,
+  });
+  const registry = createRegistryClient(gw.core.network);
+  const closers: Array<() => Promise<void>> = [];
+
+  async function request(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+    const res = await fetch(`${gw.url}${path}`, {
+      method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
+      headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
+      ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
+      redirect: 'manual',
+    });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: body as any, headers: res.headers };
+  }
+
+  async function owner() {
+    const kp = Keypair.random();
+    await gw.devnet!.friendbot(kp.publicKey());
+    return kp;
+  }
+
+  return {
+    gw,
+    url: gw.url,
+    async user() {
+      const email = `u${Date.now()}_${counter++}@example.com`;
+      const signup = await request('/auth/signup', { body: { email, password: 'correct horse battery' } });
+      if (signup.status !== 201) throw new Error(`signup failed: ${signup.status} ${JSON.stringify(signup.body)}`);
+      const cookie = (signup.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+      const csrf = signup.body.csrf_token as string;
+      const created = await request('/v1/api-keys', { body: { name: 'test' }, headers: { cookie, 'x-csrf-token': csrf } });
+      if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(created.body)}`);
+      const key = created.body.key as string;
+      return {
+        id: signup.body.id,
+        email,
+        key,
+        cookie,
+        csrf,
+        api: (path, init = {}) => request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } }),
+      };
+    },
+    async publish(name, opts) {
+      const kp = await owner();
+      const provider = createProvider({
+        service: name,
+        pricePerCall: opts.price,
+        ...(opts.priceFn ? { priceFn: opts.priceFn } : {}),
+        description: `test service ${name}`,
+        network: 'local',
+        platform: { publicKey: gw.core.platformPublicKey },
+        wallet: { secret: kp.secret() },
+        registry,
+        env: {},
+      }).serve(opts.handler ?? ((payload) => ({ echo: payload })));
+      const listening = await provider.listen(0, '127.0.0.1');
+      const endpoint = `${listening.url}/`;
+      await registry.register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount(opts.price), endpoint, description: `test service ${name}` });
+      await gw.core.mirror.syncOnce();
+      const close = () => provider.close();
+      closers.push(close);
+      return { endpoint, owner: kp.publicKey(), close };
+    },
+    async serve(name, opts) {
+      const provider = createProvider({
+        service: name,
+        pricePerCall: opts.price,
+        description: `dashboard service ${name}`,
+        network: 'local',
+        platform: { publicKey: gw.core.platformPublicKey },
+        ownerWallet: opts.ownerWallet,
+        registry,
+        env: {},
+      }).serve((payload) => ({ echo: payload }));
+      const listening = await provider.listen(0, '127.0.0.1');
+      closers.push(() => provider.close());
+      return { endpoint: `${listening.url}/` };
+    },
+    async registerRaw(name, endpoint, price) {
+      const kp = await owner();
+      await registry.register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount(price), endpoint, description: `raw ${name}` });
+      await gw.core.mirror.syncOnce();
+      return { owner: kp.publicKey() };
+    },
+    async close() {
+      for (const c of closers) await c().catch(() => undefined);
+      await gw.close();
+    },
+  };
+}
