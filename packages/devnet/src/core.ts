@@ -171,7 +171,7 @@ export class Chain {
   }
 
   // ---------------------------------------------------------------- parsing
-  parse(envB64: string): Parsed {
+  parse(envB64: string, withHash = true): Parsed {
     let env: xdr.TransactionEnvelope;
     try {
       env = xdr.TransactionEnvelope.fromXDR(envB64, 'base64');
@@ -180,7 +180,7 @@ export class Chain {
     }
     if (env.switch().name !== 'envelopeTypeTx') throw new MalformedXdr('only v1 transaction envelopes are supported (no fee bumps)');
     const tx = env.v1().tx();
-    const hashBytes = sha256(Buffer.concat([this.networkId, Buffer.from([0, 0, 0, 2]), tx.toXDR()]));
+    const hashBytes = withHash ? sha256(Buffer.concat([this.networkId, Buffer.from([0, 0, 0, 2]), tx.toXDR()])) : ZERO32;
     const ext = tx.ext();
     const parsed: Parsed = {
       envB64,
@@ -630,7 +630,7 @@ export class Chain {
   simulate(envB64: string): { ok: true; retval: xdr.ScVal; auth: xdr.SorobanAuthorizationEntry[]; transactionData: xdr.SorobanTransactionData; resourceFee: bigint; events: ContractEventOut[] } | { ok: false; error: string } {
     let p: Parsed;
     try {
-      p = this.parse(envB64);
+      p = this.parse(envB64, false);
     } catch (e) {
       return { ok: false, error: e instanceof Error ? e.message : String(e) };
     }

@@ -1,0 +1,96 @@
+import { Asset } from '@stellar/stellar-sdk';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@farebox/protocol';
+import * as api from '@farebox/stellar';
+import { LOCAL_REGISTRY_CONTRACT_ID, LOCAL_USDC_ISSUER, resolveNetwork, unitsToDecimal, decimalToUnits, opCodeName, txCodeName } from '@farebox/stellar';
+
+describe('resolveNetwork', () => {
+  it('defaults to testnet with the public endpoints and the testnet USDC contract', () => {
+    const n = resolveNetwork({ env: {} });
+    expect(n).toMatchObject({ name: 'testnet', passphrase: 'Test SDF Network ; September 2015', rpcUrl: 'https://soroban-testnet.stellar.org', x402Network: 'stellar:testnet', allowHttp: false });
+    expect(n.usdc.contractId).toBe('CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA');
+    expect(n.registryContractId).toBeUndefined();
+    expect(n.explorer.tx('ab')).toBe('https://stellar.expert/explorer/testnet/tx/ab');
+  });
+
+  it('builds the local preset from the devnet URL with deterministic issuer and registry', () => {
+    const n = resolveNetwork({ network: 'local', devnetUrl: 'http://127.0.0.1:9999/devnet/', env: {} });
+    expect(n).toMatchObject({
+      rpcUrl: 'http://127.0.0.1:9999/devnet/soroban/rpc',
+      horizonUrl: 'http://127.0.0.1:9999/devnet',
+      friendbotUrl: 'http://127.0.0.1:9999/devnet/friendbot',
+      registryContractId: LOCAL_REGISTRY_CONTRACT_ID,
+      allowHttp: true,
+      x402Network: 'stellar:local',
+    });
+    expect(n.usdc).toEqual({ code: 'USDC', issuer: LOCAL_USDC_ISSUER, contractId: new Asset('USDC', LOCAL_USDC_ISSUER).contractId('Standalone Network ; February 2017') });
+    expect(n.explorer.contract('CX')).toBe('http://127.0.0.1:9999/devnet/explorer/local/contract/CX');
+  });
+
+  it('takes options over environment over preset, and keeps instances independent', () => {
+    const env = { STELLAR_NETWORK: 'mainnet', STELLAR_RPC_URL: 'https://rpc.example', STELLAR_CONTRACT_ID: LOCAL_REGISTRY_CONTRACT_ID };
+    const main = resolveNetwork({ env });
+    expect(main).toMatchObject({ name: 'mainnet', rpcUrl: 'https://rpc.example', registryContractId: LOCAL_REGISTRY_CONTRACT_ID });
+    expect('friendbotUrl' in main).toBe(false);
+    expect(main.usdc.contractId).toBe('CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75');
+    const test = resolveNetwork({ network: 'testnet', rpcUrl: 'https://mine.example', env });
+    expect(test).toMatchObject({ name: 'testnet', rpcUrl: 'https://mine.example' });
+    expect(main.name).toBe('mainnet');
+  });
+
+  it('reports every configuration problem at once', () => {
+    let err: unknown;
+    try {
+      resolveNetwork({ network: 'moon' as never, rpcUrl: 'not a url', contractId: 'CNOPE', env: {} });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toHaveLength(3);
+  });
+});
+
+describe('helpers', () => {
+  it('converts between 7-decimal strings and base units exactly', () => {
+    expect(decimalToUnits('1.2500000')).toBe(12_500_000n);
+    expect(decimalToUnits('922337203685.4775807')).toBe(9_223_372_036_854_775_807n);
+    expect(unitsToDecimal(1n)).toBe('0.0000001');
+  });
+
+  it('spells result codes as Horizon does', () => {
+    expect(txCodeName('txBadSeq')).toBe('tx_bad_seq');
+    expect(txCodeName('txNoAccount')).toBe('tx_no_source_account');
+    expect(opCodeName('paymentNoTrust')).toBe('op_no_trust');
+    expect(opCodeName('paymentUnderfunded')).toBe('op_underfunded');
+    expect(opCodeName('createAccountAlreadyExist')).toBe('op_already_exists');
+  });
+
+  it('exports exactly the documented names', () => {
+    expect(Object.keys(api).sort()).toMatchInlineSnapshot(`
+      [
+        "DEFAULT_DEVNET_URL",
+        "FileCursorStore",
+        "LOCAL_PASSPHRASE",
+        "LOCAL_REGISTRY_CONTRACT_ID",
+        "LOCAL_USDC_ISSUER",
+        "LOCAL_USDC_ISSUER_SECRET",
+        "MAINNET_PASSPHRASE",
+        "MemoryCursorStore",
+        "REGISTRY_ERRORS",
+        "REGISTRY_LIMITS",
+        "StellarError",
+        "TESTNET_PASSPHRASE",
+        "createAccounts",
+        "createCatalogMirror",
+        "createRegistryClient",
+        "decimalToUnits",
+        "keypairSigner",
+        "opCodeName",
+        "resolveNetwork",
+        "resultCodesFromXdr",
+        "txCodeName",
+        "unitsToDecimal",
+      ]
+    `);
+  });
+});
