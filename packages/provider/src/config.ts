@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import {
   ConfigError,
@@ -7,14 +6,14 @@ import {
   PublicKeySchema,
   ServiceNameSchema,
   firstIssueMessage,
-  encodeStrKey,
   isValidStrKey,
   parseAmount,
   type X402Network,
 } from '@farebox/protocol';
+import { resolveNetwork, type NetworkConfig, type RegistryClient } from '@farebox/stellar';
 import { parseBodyLimit } from './body-limit.js';
 import { publicKeyFromSecret, readKeypairFile } from './keys.js';
-import type { EscrowVerifier, RegistryReader, RegistryRegistrar } from './ports.js';
+import type { EscrowVerifier, RegistryReader } from './ports.js';
 import type { ReplayStore } from './replay.js';
 
 /** Settlement networks a provider can run on. */
@@ -49,7 +48,11 @@ export interface ProviderOptions {
   contractId?: string;
   /** Soroban RPC URL. Env: `STELLAR_RPC_URL`. */
   rpcUrl?: string;
-  /** USDC issuer (`G...`) named in quotes. Env: `STELLAR_USDC_ISSUER`; preset on testnet and mainnet. */
+  /** Horizon URL (friendbot funding, trustline). Env: `STELLAR_HORIZON_URL`. */
+  horizonUrl?: string;
+  /** The local devnet's base URL (network `local`). Env: `FAREBOX_DEVNET_URL`; default the gateway's embedded devnet, `http://127.0.0.1:8787/devnet`. */
+  devnetUrl?: string;
+  /** USDC issuer (`G...`) named in quotes. Env: `STELLAR_USDC_ISSUER`; preset on every network. */
   usdcIssuer?: string;
   /** The platform whose signed calls are accepted. Env: `FAREBOX_PLATFORM_PUBLIC_KEY`. */
   platform?: { publicKey?: string };
@@ -69,8 +72,12 @@ export interface ProviderOptions {
   allowUnverified?: boolean;
   /** Where certificate nonces are remembered; default an {@link InMemoryReplayStore}. */
   replayStore?: ReplayStore;
-  /** Registry access used to confirm this service's registration and owner, and by bootstrap(). */
-  registry?: RegistryReader | RegistryRegistrar;
+  /**
+   * Registry access used to confirm this service's registration and owner.
+   * Default: `createRegistryClient` of `@farebox/stellar` on this network when a
+   * contractId resolves. A `RegistryClient` (with `register`/`update`) also serves bootstrap().
+   */
+  registry?: RegistryReader | RegistryClient;
   /** Verifies and releases escrow payments; needed for the direct path. */
   escrowVerifier?: EscrowVerifier;
   /** Environment to read instead of `process.env`. */
@@ -78,38 +85,6 @@ export interface ProviderOptions {
   /** Clock in milliseconds; default `Date.now`. */
   now?: () => number;
 }
-
-interface NetworkPreset {
-  x402Network: X402Network;
-  rpcUrl?: string;
-  usdcIssuer?: string;
-  contractId?: string;
-}
-
-// The devnet derives its fixed identities from fixed labels (as @farebox/stellar
-// does), so every process agrees on them without configuration.
-const devnetSeed = (label: string) => new Uint8Array(createHash('sha256').update(label).digest());
-const LOCAL_USDC_ISSUER = publicKeyFromSecret(encodeStrKey('secretSeed', devnetSeed('farebox-devnet:usdc-issuer')));
-const LOCAL_REGISTRY_CONTRACT_ID = encodeStrKey('contract', devnetSeed('farebox-devnet:registry-contract'));
-
-/** Network presets: the last step of the precedence chain. */
-export const NETWORK_PRESETS: Readonly<Record<ProviderNetwork, Readonly<NetworkPreset>>> = {
-  testnet: {
-    x402Network: 'stellar:testnet',
-    rpcUrl: 'https://soroban-testnet.stellar.org',
-    usdcIssuer: 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5',
-  },
-  mainnet: {
-    x402Network: 'stellar:pubnet',
-    rpcUrl: 'https://mainnet.sorobanrpc.com',
-    usdcIssuer: 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
-  },
-  local: {
-    x402Network: 'stellar:local',
-    usdcIssuer: LOCAL_USDC_ISSUER,
-    contractId: LOCAL_REGISTRY_CONTRACT_ID,
-  },
-};
 
 /** The configuration a provider runs with, after precedence and validation. Holds no secret. */
 export interface ResolvedProviderConfig {
@@ -125,10 +100,15 @@ export interface ResolvedProviderConfig {
   endpointPath: string;
   network: ProviderNetwork;
   x402Network: X402Network;
-  /** Asset named in quotes: `USDC:<issuer>`, or `USDC` when no issuer is known (local). */
+  /** Asset named in quotes: `USDC:<issuer>`. */
   asset: string;
   contractId?: string;
-  rpcUrl?: string;
+  /** Soroban RPC URL (the devnet's on `local`). */
+  rpcUrl: string;
+  /** Horizon URL (the devnet's on `local`). */
+  horizonUrl: string;
+  /** Friendbot URL on local and testnet; none on mainnet. */
+  friendbotUrl?: string;
   platformPublicKey?: string;
   escrow: { enabled: boolean; platformAddress?: string };
   discoveryUrl?: string;
@@ -187,7 +167,7 @@ function checkUrl(value: string, name: string, problems: string[]): URL | undefi
  * listing every problem found. Returns the public config and the wallet
  * secret (kept out of the config object).
  */
-export function resolveConfig(options: ProviderOptions): { config: ResolvedProviderConfig; walletSecret?: string } {
+export function resolveConfig(options: ProviderOptions): { config: ResolvedProviderConfig; stellar: NetworkConfig; walletSecret?: string } {
   if (typeof options !== 'object' || options === null) throw new ConfigError(['options must be an object']);
   const problems: string[] = [];
   const env: ProviderEnv = options.env ?? process.env;
@@ -224,7 +204,6 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     if ((NETWORKS as readonly string[]).includes(networkPick.value)) network = networkPick.value as ProviderNetwork;
     else problems.push(`${label('network', networkPick.from)} must be testnet, mainnet or local (got ${JSON.stringify(networkPick.value)})`);
   }
-  const preset = NETWORK_PRESETS[network];
 
   const endpointPick = pick(options.endpoint, env, 'PUBLIC_ENDPOINT');
   let endpointPath = '/';
@@ -240,20 +219,32 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     }
   }
 
+  // The chain side (presets, devnet URL) is @farebox/stellar's: only valid values are passed on.
+  const chainOptions: Parameters<typeof resolveNetwork>[0] = { network, env: {} };
   const contractPick = pick(options.contractId, env, 'STELLAR_CONTRACT_ID');
-  const contractId = contractPick.value ?? preset.contractId;
-  if (contractId !== undefined && !ContractIdSchema.safeParse(contractId).success) {
-    problems.push(`${label('contractId', contractPick.from)} is not a valid C... contract id`);
+  if (contractPick.value !== undefined) {
+    if (ContractIdSchema.safeParse(contractPick.value).success) chainOptions.contractId = contractPick.value;
+    else problems.push(`${label('contractId', contractPick.from)} is not a valid C... contract id`);
   }
-
-  const rpcPick = pick(options.rpcUrl, env, 'STELLAR_RPC_URL');
-  const rpcUrl = rpcPick.value ?? preset.rpcUrl;
-  if (rpcPick.value !== undefined) checkUrl(rpcPick.value, label('rpcUrl', rpcPick.from), problems);
-
+  for (const [key, option, envName] of [
+    ['rpcUrl', options.rpcUrl, 'STELLAR_RPC_URL'],
+    ['horizonUrl', options.horizonUrl, 'STELLAR_HORIZON_URL'],
+    ['devnetUrl', options.devnetUrl, 'FAREBOX_DEVNET_URL'],
+  ] as const) {
+    const picked = pick(option, env, envName);
+    if (picked.value !== undefined && checkUrl(picked.value, label(key, picked.from), problems)) chainOptions[key] = picked.value;
+  }
   const issuerPick = pick(options.usdcIssuer, env, 'STELLAR_USDC_ISSUER');
-  const usdcIssuer = issuerPick.value ?? preset.usdcIssuer;
-  if (issuerPick.value !== undefined && !isValidStrKey('publicKey', issuerPick.value)) {
-    problems.push(`${label('usdcIssuer', issuerPick.from)} is not a valid G... public key`);
+  if (issuerPick.value !== undefined) {
+    if (isValidStrKey('publicKey', issuerPick.value)) chainOptions.usdcIssuer = issuerPick.value;
+    else problems.push(`${label('usdcIssuer', issuerPick.from)} is not a valid G... public key`);
+  }
+  let stellar: NetworkConfig | undefined;
+  try {
+    stellar = resolveNetwork(chainOptions);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    problems.push(...e.problems);
   }
 
   const platformPick = pick(options.platform?.publicKey, env, 'FAREBOX_PLATFORM_PUBLIC_KEY');
@@ -338,7 +329,8 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     problems.push('escrowVerifier must implement claim, release and abandon');
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0 || !stellar) throw new ConfigError(problems);
+  const contractId = stellar.registryContractId;
 
   const config: ResolvedProviderConfig = {
     service,
@@ -349,10 +341,12 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     ...(endpointPick.value !== undefined ? { endpoint: endpointPick.value } : {}),
     endpointPath,
     network,
-    x402Network: preset.x402Network,
-    asset: usdcIssuer ? `USDC:${usdcIssuer}` : 'USDC',
+    x402Network: stellar.x402Network,
+    asset: `USDC:${stellar.usdc.issuer}`,
     ...(contractId !== undefined ? { contractId } : {}),
-    ...(rpcUrl !== undefined ? { rpcUrl } : {}),
+    rpcUrl: stellar.rpcUrl,
+    horizonUrl: stellar.horizonUrl,
+    ...(stellar.friendbotUrl !== undefined ? { friendbotUrl: stellar.friendbotUrl } : {}),
     ...(platformPick.value !== undefined ? { platformPublicKey: platformPick.value } : {}),
     escrow: { enabled: escrowEnabled, ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}) },
     ...(discoveryPick.value !== undefined ? { discoveryUrl: discoveryPick.value } : {}),
@@ -362,5 +356,5 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     rateLimitPerMinute,
     allowUnverified: options.allowUnverified === true,
   };
-  return { config: Object.freeze(config), ...(walletSecret !== undefined ? { walletSecret } : {}) };
+  return { config: Object.freeze(config), stellar, ...(walletSecret !== undefined ? { walletSecret } : {}) };
 }

@@ -1,7 +1,11 @@
 /** Every code a {@link ProviderError} may carry. */
 export type ProviderErrorCode =
-  /** bootstrap() needs a registry client that can register, and none was given. */
+  /** bootstrap() needs a registry client that can register, and the injected `registry` only reads. */
   | 'BOOTSTRAP_UNAVAILABLE'
+  /** The owner account does not exist (or cannot pay its fees) and the network has no friendbot (mainnet). */
+  | 'UNFUNDED'
+  /** Funding or the USDC trustline failed on the settlement network. */
+  | 'CHAIN'
   /** The service name is registered to another owner. */
   | 'NAME_TAKEN'
   /** The registry answered with something unusable, or could not be reached. */

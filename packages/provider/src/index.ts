@@ -1,6 +1,5 @@
 export { createProvider } from './provider.js';
 export type { Provider, PaidRequest, ProviderResponse, HeadersInput, CallContext, ServiceHandler, BootstrapResult } from './provider.js';
-export { NETWORK_PRESETS } from './config.js';
 export type { ProviderOptions, ProviderNetwork, ProviderEnv, Price, ResolvedProviderConfig } from './config.js';
 export { ProviderError } from './errors.js';
 export type { ProviderErrorCode } from './errors.js';
@@ -9,8 +8,6 @@ export type { ReplayStore, InMemoryReplayStoreOptions } from './replay.js';
 export type {
   RegistryAgent,
   RegistryReader,
-  RegistryRegistrar,
-  RegistrationInput,
   EscrowVerifier,
   EscrowClaimRequest,
   EscrowClaim,

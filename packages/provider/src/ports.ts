@@ -12,28 +12,11 @@ export interface RegistryAgent {
 
 /**
  * Read access to the registry contract. `createRegistryClient` from
- * `@farebox/stellar` satisfies it; tests can use any object with this shape.
+ * `@farebox/stellar` (the default) satisfies it; a host can pass any object
+ * with this shape, e.g. a cache in front of the chain.
  */
 export interface RegistryReader {
   getAgent(service: string): Promise<RegistryAgent | null>;
-}
-
-/** What bootstrap() asks a registry to record. */
-export interface RegistrationInput {
-  service: string;
-  /** Floor price, base units. */
-  pricePerCall: bigint;
-  endpoint: string;
-  description: string;
-}
-
-/**
- * A registry client that can also write, signing as the service's owner.
- * bootstrap() needs one; without it bootstrap() refuses rather than pretend.
- */
-export interface RegistryRegistrar extends RegistryReader {
-  registerAgent(input: RegistrationInput): Promise<{ transaction?: string }>;
-  updateAgent(input: RegistrationInput): Promise<{ transaction?: string }>;
 }
 
 /** The request an {@link EscrowVerifier} is asked to check. */

@@ -15,15 +15,18 @@ import {
   type EscrowPayment,
   type Manifest,
 } from '@farebox/protocol';
+import { createRegistryClient, type RegistryClient } from '@farebox/stellar';
+import { bootstrapOnChain, type BootstrapResult } from './bootstrap.js';
 import { resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
 import { ProviderError } from './errors.js';
 import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type ListeningProvider } from './http.js';
-import type { RegistryReader, RegistryRegistrar } from './ports.js';
+import type { RegistryReader } from './ports.js';
 import { QuoteRateLimiter } from './rate-limit.js';
 import { InMemoryReplayStore } from './replay.js';
 import { formatLimit, serialized, type ProviderResponse } from './response.js';
 
 export type { ProviderResponse } from './response.js';
+export type { BootstrapResult } from './bootstrap.js';
 
 /** Header values as hosts hand them over: a plain record (any case) or a fetch `Headers`. */
 export type HeadersInput = Headers | Record<string, string | string[] | undefined>;
@@ -60,15 +63,6 @@ export interface CallContext {
 /** The service itself: gets the payload after payment is verified and returns any JSON value. */
 export type ServiceHandler = (payload: unknown, context: CallContext) => unknown;
 
-/** Result of {@link Provider.bootstrap}. */
-export interface BootstrapResult {
-  action: 'registered' | 'updated' | 'unchanged';
-  service: string;
-  owner: string;
-  endpoint: string;
-  transaction?: string;
-}
-
 export interface Provider {
   /** The resolved configuration (no secrets). */
   readonly config: ResolvedProviderConfig;
@@ -82,7 +76,11 @@ export interface Provider {
   listen(port?: number, host?: string): Promise<ListeningProvider>;
   /** The `/manifest` document. */
   manifest(): Manifest;
-  /** Registers (or updates) the service in the registry, signing as the owner. */
+  /**
+   * Puts the service on-chain, signing as the owner: funds the account through
+   * the friendbot (local, testnet), sets the USDC trustline, then registers the
+   * service or updates the price, endpoint and description that changed.
+   */
   bootstrap(): Promise<BootstrapResult>;
   /** Closes every server started by listen(). */
   close(): Promise<void>;
@@ -114,9 +112,9 @@ function readHeader(headers: HeadersInput | undefined, name: string): string | u
   return Array.isArray(value) ? value[0] : value;
 }
 
-function isRegistrar(registry: RegistryReader | undefined): registry is RegistryRegistrar {
-  const r = registry as Partial<RegistryRegistrar> | undefined;
-  return typeof r?.registerAgent === 'function' && typeof r.updateAgent === 'function';
+function isRegistryClient(registry: RegistryReader | RegistryClient | undefined): registry is RegistryClient {
+  const r = registry as Partial<RegistryClient> | undefined;
+  return typeof r?.register === 'function' && typeof r.update === 'function';
 }
 
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
@@ -132,11 +130,13 @@ const utf8Encoder = new TextEncoder();
  * await provider.listen(8080);
  */
 export function createProvider(options: ProviderOptions): Provider {
-  const { config, walletSecret } = resolveConfig(options);
+  const { config, stellar, walletSecret } = resolveConfig(options);
   const now = options.now ?? Date.now;
   const replayStore = options.replayStore ?? new InMemoryReplayStore({ now });
   const limiter = new QuoteRateLimiter(config.rateLimitPerMinute, now);
-  const registry = options.registry;
+  // The chain is the default registry: the owner check runs against the contract itself.
+  const registry: RegistryReader | RegistryClient | undefined =
+    options.registry ?? (config.contractId !== undefined ? createRegistryClient(stellar) : undefined);
   const escrowVerifier = options.escrowVerifier;
   const priceFn = options.priceFn;
   const manifestPaths = new Set(['/manifest']);
@@ -251,7 +251,9 @@ export function createProvider(options: ProviderOptions): Provider {
         error = `the registry owner of "${config.service}" is ${agent.owner}, not this provider's wallet ${config.ownerWallet}`;
       }
     } catch (e) {
-      error = `cannot confirm the registration of "${config.service}": registry unreachable (${e instanceof Error ? e.message : String(e)})`;
+      error = `cannot confirm the registration of "${config.service}": registry unreachable at ${config.rpcUrl} (${e instanceof Error ? e.message : String(e)})${
+        config.network === 'local' ? '; is the devnet running? (FAREBOX_DEVNET_URL)' : ''
+      }`;
     }
     registration = { error, until: t + (error ? 10_000 : 300_000) };
     return error;
@@ -428,44 +430,33 @@ export function createProvider(options: ProviderOptions): Provider {
     },
     manifest,
     async bootstrap() {
+      // On the local network the listening address is a usable endpoint; elsewhere it must be public.
+      const endpoint = config.endpoint ?? (config.network === 'local' ? listenUrl : undefined);
       const problems: string[] = [];
-      if (!config.endpoint) problems.push('endpoint (PUBLIC_ENDPOINT) required: it is stored on-chain at registration');
+      if (!endpoint) {
+        problems.push(`endpoint (PUBLIC_ENDPOINT) required: it is stored on-chain at registration${config.network === 'local' ? ' (or call listen() first)' : ''}`);
+      }
       if (!config.contractId) problems.push('contractId (STELLAR_CONTRACT_ID) required: the registry to register in');
       if (!walletSecret) problems.push('a wallet secret (AGENT_WALLET_SECRET or KEYPAIR_PATH) is required to sign the registration');
       if (problems.length > 0) throw new ConfigError(problems);
-      if (!isRegistrar(registry)) {
+      if (!isRegistryClient(registry)) {
         throw new ProviderError(
           'BOOTSTRAP_UNAVAILABLE',
-          `bootstrap() registers "${config.service}" on-chain and needs a registry client that signs as ${config.ownerWallet}: pass options.registry with getAgent, registerAgent and updateAgent (createRegistryClient from @farebox/stellar). Nothing was registered.`,
+          `bootstrap() registers "${config.service}" on-chain, but the registry option only reads (getAgent): omit it to use the chain, or pass createRegistryClient() from @farebox/stellar. Nothing was registered.`,
           { service: config.service, owner: config.ownerWallet },
         );
       }
-      const input = { service: config.service, pricePerCall: config.pricePerCall, endpoint: config.endpoint!, description: config.description };
-      const base = { service: config.service, owner: config.ownerWallet, endpoint: input.endpoint };
-      let existing;
-      try {
-        existing = await registry.getAgent(config.service);
-      } catch (e) {
-        throw new ProviderError('REGISTRY', `cannot read the registry: ${e instanceof Error ? e.message : String(e)}`);
-      }
       registration = undefined;
-      if (!existing) {
-        const { transaction } = await registry.registerAgent(input);
-        return { action: 'registered', ...base, ...(transaction ? { transaction } : {}) };
-      }
-      if (existing.owner !== config.ownerWallet) {
-        throw new ProviderError('NAME_TAKEN', `service name "${config.service}" is registered to ${existing.owner}, not to ${config.ownerWallet}: pick another name`, {
+      try {
+        return await bootstrapOnChain(stellar, registry, walletSecret!, {
           service: config.service,
-          owner: existing.owner,
+          pricePerCall: config.pricePerCall,
+          endpoint: endpoint!,
+          description: config.description,
         });
+      } finally {
+        registration = undefined;
       }
-      const same =
-        existing.pricePerCall === input.pricePerCall &&
-        existing.endpoint === input.endpoint &&
-        (existing.description === undefined || existing.description === input.description);
-      if (same) return { action: 'unchanged', ...base };
-      const { transaction } = await registry.updateAgent(input);
-      return { action: 'updated', ...base, ...(transaction ? { transaction } : {}) };
     },
     async close() {
       await Promise.all([...servers].map((s) => s.close()));

@@ -2,8 +2,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CERTIFICATE_HEADER, ConfigError, encodeStrKey, randomBytes } from '@farebox/protocol';
+import { LOCAL_REGISTRY_CONTRACT_ID, resolveNetwork } from '@farebox/stellar';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NETWORK_PRESETS, createProvider, ensureKeypairFile, publicKeyFromSecret, type Provider, type ProviderOptions } from '../src/index.js';
+import { createProvider, ensureKeypairFile, publicKeyFromSecret, type Provider, type ProviderOptions } from '../src/index.js';
 import { baseOptions, certificateFor, newSecret, newSigner, ownerSecret, post, type Signer } from './helpers.js';
 
 let platform: Signer;
@@ -97,7 +98,7 @@ describe('configuration', () => {
       endpointPath: '/svc',
       discoveryUrl: 'https://discovery.example.com',
       ownerWallet: publicKeyFromSecret(env.AGENT_WALLET_SECRET),
-      asset: `USDC:${NETWORK_PRESETS.testnet.usdcIssuer}`,
+      asset: `USDC:${resolveNetwork({ network: 'testnet', env: {} }).usdc.issuer}`,
     });
     const fromOptions = createProvider({
       service: 'svc',
@@ -121,9 +122,17 @@ describe('configuration', () => {
       ownerWallet: publicKeyFromSecret(ownerSecret),
     });
     const fromPreset = createProvider({ ...baseOptions(platform), network: 'testnet', env: { BACKEND_URL: 'https://backend.example.com' } }).config;
-    expect(fromPreset).toMatchObject({ rpcUrl: NETWORK_PRESETS.testnet.rpcUrl, discoveryUrl: 'https://backend.example.com' });
+    expect(fromPreset).toMatchObject({ rpcUrl: 'https://soroban-testnet.stellar.org', horizonUrl: 'https://horizon-testnet.stellar.org', friendbotUrl: 'https://friendbot.stellar.org', discoveryUrl: 'https://backend.example.com' });
     expect(fromPreset.contractId).toBeUndefined();
-    expect(createProvider(baseOptions(platform)).config.contractId).toBe(NETWORK_PRESETS.local.contractId);
+    expect(createProvider(baseOptions(platform)).config).toMatchObject({
+      contractId: LOCAL_REGISTRY_CONTRACT_ID,
+      rpcUrl: 'http://127.0.0.1:8787/devnet/soroban/rpc',
+      horizonUrl: 'http://127.0.0.1:8787/devnet',
+      friendbotUrl: 'http://127.0.0.1:8787/devnet/friendbot',
+    });
+    const devnetFromEnv = createProvider({ ...baseOptions(platform), env: { FAREBOX_DEVNET_URL: 'http://127.0.0.1:5555/devnet' } }).config;
+    expect(devnetFromEnv.rpcUrl).toBe('http://127.0.0.1:5555/devnet/soroban/rpc');
+    expect(createProvider({ ...baseOptions(platform), network: 'mainnet', contractId: optionContract }).config.friendbotUrl).toBeUndefined();
   });
 
   it('reads the owner key from KEYPAIR_PATH when AGENT_WALLET_SECRET is unset, and says when the file is missing', async () => {

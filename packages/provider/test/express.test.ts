@@ -4,10 +4,11 @@ import { CERTIFICATE_HEADER } from '@farebox/protocol';
 import express from 'express';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProvider } from '../src/index.js';
-import { baseOptions, certificateFor, newSigner, post, type Signer } from './helpers.js';
+import { baseOptions, certificateFor, newSigner, post, useDevnet, type Signer } from './helpers.js';
 
 let platform: Signer;
 const servers: Server[] = [];
+useDevnet();
 
 beforeAll(async () => {
   platform = await newSigner();

@@ -1,4 +1,6 @@
+import { startDevnet, type Devnet } from '@farebox/devnet';
 import { createCertificateSigner, encodeStrKey, randomBytes, signCallCertificate } from '@farebox/protocol';
+import { afterAll, beforeAll } from 'vitest';
 import { createProvider, publicKeyFromSecret, type Provider, type ProviderOptions } from '../src/index.js';
 
 export function newSecret(): string {
@@ -14,6 +16,26 @@ export type Signer = Awaited<ReturnType<typeof newSigner>>;
 export const ownerSecret = newSecret();
 export const ownerWallet = publicKeyFromSecret(ownerSecret);
 
+/** The in-process devnet of the current test file (see {@link useDevnet}). */
+export const chain: { devnet?: Devnet } = {};
+
+/**
+ * Starts an in-process devnet for this test file (instant ledgers, ephemeral
+ * port); providers made with {@link baseOptions} reach it through
+ * FAREBOX_DEVNET_URL. With `registerEcho`, "echo" is bootstrapped for the
+ * shared owner key, so platform-signed calls pass the registry check.
+ */
+export function useDevnet({ registerEcho = true }: { registerEcho?: boolean } = {}): void {
+  beforeAll(async () => {
+    chain.devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
+    if (registerEcho) await createProvider(baseOptions(await newSigner(), { endpoint: 'http://127.0.0.1:9/' })).bootstrap();
+  });
+  afterAll(async () => {
+    await chain.devnet?.close();
+    delete chain.devnet;
+  });
+}
+
 /** Options for a local provider that accepts platform-signed calls from `platform`. */
 export function baseOptions(platform: Signer, extra: Partial<ProviderOptions> = {}): ProviderOptions {
   return {
@@ -23,7 +45,7 @@ export function baseOptions(platform: Signer, extra: Partial<ProviderOptions> = 
     network: 'local',
     platform: { publicKey: platform.publicKey },
     wallet: { secret: ownerSecret },
-    env: {},
+    env: chain.devnet ? { FAREBOX_DEVNET_URL: chain.devnet.url } : {},
     ...extra,
   };
 }

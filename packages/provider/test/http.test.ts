@@ -9,13 +9,15 @@ import {
   parsePaymentRequired,
   randomBytes,
 } from '@farebox/protocol';
+import { LOCAL_REGISTRY_CONTRACT_ID } from '@farebox/stellar';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProvider, type CallContext, type Provider } from '../src/index.js';
-import { baseOptions, certificateFor, newSigner, nowSeconds, ownerWallet, post, startProvider, type Signer } from './helpers.js';
+import { baseOptions, certificateFor, newSigner, nowSeconds, ownerWallet, post, startProvider, useDevnet, type Signer } from './helpers.js';
 
 let platform: Signer;
 let stranger: Signer;
 const started: Provider[] = [];
+useDevnet();
 
 beforeAll(async () => {
   platform = await newSigner();
@@ -242,7 +244,7 @@ describe('quotes, bodies and routes over HTTP', () => {
   });
 
   it('serves /manifest with the fields callers cross-check', async () => {
-    const { base, url } = await start(baseOptions(platform, { priceFn: () => 0.002, pricingNote: 'per call', contractId: encodeStrKey('contract', randomBytes(32)) }));
+    const { base, url } = await start(baseOptions(platform, { priceFn: () => 0.002, pricingNote: 'per call' }));
     const res = await fetch(`${base}/manifest`);
     expect(res.status).toBe(200);
     const manifest = ManifestSchema.parse(await res.json());
@@ -259,7 +261,7 @@ describe('quotes, bodies and routes over HTTP', () => {
       platformPublicKey: platform.publicKey,
       endpoint: url,
     });
-    expect(manifest.contractId).toMatch(/^C/);
+    expect(manifest.contractId).toBe(LOCAL_REGISTRY_CONTRACT_ID);
   });
 
   it('serves /health and answers 404 for other paths and 405 for other methods on the paid route', async () => {

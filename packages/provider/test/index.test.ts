@@ -5,7 +5,6 @@ it('exports exactly the documented runtime API', () => {
   expect(Object.keys(provider).sort()).toEqual([
     'InMemoryReplayStore',
     'MAX_BODY_LIMIT',
-    'NETWORK_PRESETS',
     'ProviderError',
     'createProvider',
     'ensureKeypairFile',
