@@ -13,7 +13,11 @@ export type ProviderErrorCode =
   /** A keypair file could not be read or written. */
   | 'KEYPAIR'
   /** listen() or close() failed. */
-  | 'SERVER';
+  | 'SERVER'
+  /** The served-escrow store could not be read or written (escrows are then refused, never served twice). */
+  | 'ESCROW_STORE'
+  /** An escrow operation (release) failed at the escrow provider. */
+  | 'ESCROW';
 
 /**
  * The one error class of `@farebox/provider`: a fixed string `code`, a human

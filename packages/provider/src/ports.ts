@@ -50,6 +50,12 @@ export type EscrowClaim =
  * The Trustless Work implementation comes with `@farebox/escrow`.
  */
 export interface EscrowVerifier {
+  /**
+   * Optional: mints the quote id put in every quote, so that `claim` can tell
+   * a payment answering a quote this provider issued (the escrow's
+   * `engagementId`) from any other escrow. Without it quote ids are random.
+   */
+  quoteId?(quote: { service: string; payTo: string; amount: bigint; network: X402Network }): string;
   claim(request: EscrowClaimRequest): Promise<EscrowClaim>;
   release(claim: { escrowId: string; service: string }): Promise<PaymentResponse>;
   abandon(claim: { escrowId: string; service: string; reason: string }): Promise<void>;

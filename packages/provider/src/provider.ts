@@ -192,7 +192,7 @@ export function createProvider(options: ProviderOptions): Provider {
       service: config.service,
       priceBaseUnits: price.toString(),
       price: formatAmount(price, { trim: true }),
-      quoteId: `q_${base64UrlEncode(randomBytes(12))}`,
+      quoteId: escrowVerifier?.quoteId?.({ service: config.service, payTo: config.ownerWallet, amount: price, network: config.x402Network }) ?? `q_${base64UrlEncode(randomBytes(12))}`,
       ...(config.pricingNote !== undefined ? { pricingNote: config.pricingNote } : {}),
       ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
       ...(config.escrow.enabled ? { escrow: { platformAddress: config.escrow.platformAddress, platformFee: PLATFORM_FEE_PCT } } : {}),
