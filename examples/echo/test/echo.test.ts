@@ -1,22 +1,47 @@
 import { CERTIFICATE_HEADER, createCertificateSigner, encodeStrKey, randomBytes, signCallCertificate } from '@farebox/protocol';
+import { startDevnet, type Devnet } from '@farebox/devnet';
+import { MemoryCursorStore, createCatalogMirror, createRegistryClient, type CatalogMirror } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEchoService } from '../src/service.js';
 
 const secret = () => encodeStrKey('secretSeed', randomBytes(32));
+let devnet: Devnet;
+let mirror: CatalogMirror;
 let platform: Awaited<ReturnType<typeof createCertificateSigner>>;
 let service: ReturnType<typeof createEchoService>;
 let url: string;
 
 beforeAll(async () => {
+  devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
   platform = await createCertificateSigner(secret());
-  service = createEchoService({ FAREBOX_PLATFORM_PUBLIC_KEY: platform.publicKey, AGENT_WALLET_SECRET: secret() });
+  service = createEchoService({ FAREBOX_DEVNET_URL: devnet.url, FAREBOX_PLATFORM_PUBLIC_KEY: platform.publicKey, AGENT_WALLET_SECRET: secret() });
   url = (await service.listen(0, '127.0.0.1')).url;
+  // An indexer following the registry's events, as the discovery backend runs one.
+  mirror = createCatalogMirror({ registry: createRegistryClient(devnet.network), cursorStore: new MemoryCursorStore(), pollIntervalMs: 200 });
+  await mirror.start();
+  await mirror.ready();
 });
 
-afterAll(() => service.close());
+afterAll(async () => {
+  await mirror?.stop();
+  await service?.close();
+  await devnet?.close();
+});
 
 describe('echo example', () => {
-  it('quotes 0.001 USDC to an unpaid caller and echoes the payload of a platform-signed call', async () => {
+  it('bootstraps itself into the devnet and appears in the catalog mirror within 2 s', async () => {
+    expect(mirror.get('echo')).toBeUndefined();
+    const started = performance.now();
+    const result = await service.bootstrap();
+    while (!mirror.get('echo') && performance.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
+    const elapsed = performance.now() - started;
+    expect(result).toMatchObject({ action: 'registered', service: 'echo', owner: service.config.ownerWallet, endpoint: `${url}/` });
+    expect(mirror.get('echo')).toMatchObject({ owner: service.config.ownerWallet, pricePerCall: 10_000n, endpoint: `${url}/`, description: service.config.description });
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it('quotes 0.001 USDC to an unpaid caller and echoes the payload of a platform-signed call once registered', async () => {
+    await service.bootstrap();
     const body = JSON.stringify({ hello: 'farebox' });
     const unpaid = await fetch(`${url}/`, { method: 'POST', body });
     expect(unpaid.status).toBe(402);

@@ -19,6 +19,8 @@ function parse(payload: unknown): { text: string } {
 /**
  * The word-count service: dynamic pricing with priceFn. 10 words or fewer
  * cost the floor (0.001 USDC), each word costs 0.0001 USDC beyond that.
+ * Runs on the local network; paid calls are served once `bootstrap()` has
+ * registered it in the devnet's registry (FAREBOX_DEVNET_URL).
  */
 export function createWordCountService(env: ProviderEnv = process.env): Provider {
   return createProvider({
@@ -29,7 +31,6 @@ export function createWordCountService(env: ProviderEnv = process.env): Provider
     pricingNote: '0.0001 USDC per word, at least 0.001 USDC',
     description: 'Counts words, characters and lines. Input: { "text": string }. Output: { "words", "characters", "lines" }.',
     network: 'local',
-    allowUnverified: true,
     env,
   }).serve((payload) => {
     const { text } = parse(payload);

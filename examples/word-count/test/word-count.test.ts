@@ -1,19 +1,27 @@
 import { CERTIFICATE_HEADER, createCertificateSigner, encodeStrKey, parsePaymentRequired, randomBytes, signCallCertificate } from '@farebox/protocol';
+import { startDevnet, type Devnet } from '@farebox/devnet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWordCountService } from '../src/service.js';
 
 const secret = () => encodeStrKey('secretSeed', randomBytes(32));
+let devnet: Devnet;
 let platform: Awaited<ReturnType<typeof createCertificateSigner>>;
 let service: ReturnType<typeof createWordCountService>;
 let url: string;
 
 beforeAll(async () => {
+  devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
   platform = await createCertificateSigner(secret());
-  service = createWordCountService({ FAREBOX_PLATFORM_PUBLIC_KEY: platform.publicKey, AGENT_WALLET_SECRET: secret() });
+  service = createWordCountService({ FAREBOX_DEVNET_URL: devnet.url, FAREBOX_PLATFORM_PUBLIC_KEY: platform.publicKey, AGENT_WALLET_SECRET: secret() });
   url = (await service.listen(0, '127.0.0.1')).url;
+  // Registers "word-count" on the devnet: paid calls pass the registry check.
+  await service.bootstrap();
 });
 
-afterAll(() => service.close());
+afterAll(async () => {
+  await service?.close();
+  await devnet?.close();
+});
 
 async function quote(body: string) {
   const res = await fetch(`${url}/`, { method: 'POST', body });
