@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// `npm start`: the whole local stack in one command. Starts the gateway (PGlite
+// in FAREBOX_DATA_DIR, the embedded devnet, the dashboard when built), then the
+// example services, which bootstrap themselves into the devnet's registry, then
+// a demo account with an API key, and prints a curl command that makes a paid
+// call. Ctrl-C stops everything.
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const port = Number(process.env.PORT ?? 8787);
+const dataDir = resolve(process.env.FAREBOX_DATA_DIR ?? join(root, '.farebox'));
+const base = process.env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`;
+const children = [];
+
+function start(name, cmd, args, env, cwd = root) {
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const prefix = `[${name}] `;
+  const relay = (stream, out) => {
+    let buf = '';
+    stream.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        out.write(prefix + buf.slice(0, i) + '\n');
+        buf = buf.slice(i + 1);
+      }
+    });
+  };
+  relay(child.stdout, process.stdout);
+  relay(child.stderr, process.stderr);
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`${prefix}exited (${signal ?? code}); stopping the stack`);
+      stop(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+let stopping = false;
+function stop(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  for (const c of children) c.kill('SIGTERM');
+  setTimeout(() => process.exit(code), 1500).unref();
+}
+process.on('SIGINT', () => stop(0));
+process.on('SIGTERM', () => stop(0));
+
+async function waitFor(url, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return r.json();
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${url}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function json(path, init = {}) {
+  const r = await fetch(`${base}${path}`, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
+  const body = await r.json().catch(() => ({}));
+  return { status: r.status, body, headers: r.headers };
+}
+
+/** A demo account kept in dataDir/demo.json (mode 0600) so restarts reuse it. */
+async function demoAccount() {
+  const file = join(dataDir, 'demo.json');
+  if (existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, 'utf8'));
+    const me = await json('/v1/me', { headers: { authorization: `Bearer ${saved.apiKey}` } });
+    if (me.status === 200) return saved;
+  }
+  const email = 'demo@farebox.local';
+  const password = `demo-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+  let res = await json('/auth/signup', { method: 'POST', body: JSON.stringify({ email, password }) });
+  if (res.status === 409) throw new Error(`${email} exists but ${file} is missing: remove ${dataDir} to start fresh`);
+  if (res.status !== 201) throw new Error(`demo sign-up failed: ${JSON.stringify(res.body)}`);
+  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const key = await json('/v1/api-keys', { method: 'POST', headers: { cookie, 'x-csrf-token': res.body.csrf_token }, body: JSON.stringify({ name: 'demo' }) });
+  const saved = { email, password, apiKey: key.body.key };
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(file, JSON.stringify(saved, null, 2), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return saved;
+}
+
+const gatewayMain = join(root, 'apps', 'gateway', 'dist', 'main.js');
+if (!existsSync(gatewayMain)) {
+  console.error('the gateway is not built: run `npm start` (it builds first) or `pnpm build`');
+  process.exit(1);
+}
+console.log(`starting the Farebox stack in ${dataDir}`);
+start('gateway', process.execPath, [gatewayMain], { PORT: String(port), FAREBOX_DATA_DIR: dataDir });
+await waitFor(`${base}/health`);
+const key = await (await fetch(`${base}/v1/platform/key`)).json();
+
+const examples = [
+  { name: 'echo', dir: 'examples/echo', port: 4101 },
+  { name: 'word-count', dir: 'examples/word-count', port: 4102 },
+];
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+for (const ex of examples) {
+  mkdirSync(join(dataDir, 'examples', ex.name), { recursive: true });
+  start(ex.name, tsx, ['--conditions=@farebox/source', 'src/main.ts'], {
+    PORT: String(ex.port),
+    STELLAR_NETWORK: 'local',
+    FAREBOX_URL: base,
+    FAREBOX_DEVNET_URL: `${base}/devnet`,
+    FAREBOX_PLATFORM_PUBLIC_KEY: key.publicKey,
+    KEYPAIR_PATH: join(dataDir, 'examples', ex.name, 'keypair'),
+  }, join(root, ex.dir));
+}
+
+// Wait until the examples are in the catalog.
+const demo = await demoAccount();
+const auth = { authorization: `Bearer ${demo.apiKey}` };
+const deadline = Date.now() + 90_000;
+for (;;) {
+  const list = await json('/v1/agents', { headers: auth });
+  const names = Array.isArray(list.body) ? list.body.map((s) => s.service) : [];
+  if (examples.every((e) => names.includes(e.name))) break;
+  if (Date.now() > deadline) {
+    console.error(`the examples did not appear in the catalog (have: ${names.join(', ') || 'none'})`);
+    break;
+  }
+  await new Promise((r) => setTimeout(r, 500));
+}
+
+console.log(`
+Farebox is running.
+  gateway     ${base}            (health: ${base}/health)
+  dashboard   ${base}/
+  devnet      ${base}/devnet      (explorer: ${base}/devnet/explorer/local)
+  MCP         ${base}/mcp
+  examples    echo http://127.0.0.1:4101/   word-count http://127.0.0.1:4102/
+  demo login  ${demo.email} / ${demo.password}
+
+Make a paid call (5 USD of sign-up credit; echo costs 0.001):
+
+  curl -s ${base}/v1/call \\
+    -H 'Authorization: Bearer ${demo.apiKey}' \\
+    -H 'Content-Type: application/json' \\
+    -d '{"service":"echo","payload":{"hello":"world"}}'
+`);
