@@ -25,6 +25,10 @@ export interface HostContext {
   emit(topics: xdr.ScVal[], data: xdr.ScVal): void;
   /** Classic accounts (for the asset contract); marks the trustline in the footprint. */
   account(id: string, write: boolean): AccountState | undefined;
+  /** Calls another hosted contract (the USDC asset contract); inside it, this contract is the invoker and authorises itself. */
+  call(contractId: string, fn: string, args: xdr.ScVal[]): xdr.ScVal;
+  /** Creates a contract; it can be called at once and is registered when the transaction commits. Fails if the id exists. */
+  deploy(contract: DevnetContract): void;
 }
 
 /**

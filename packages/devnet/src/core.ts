@@ -83,6 +83,8 @@ interface InvocationOutcome {
   retval: xdr.ScVal;
   events: ContractEventOut[];
   recordedAuth: string[];
+  /** Contracts created during the call; registered only when the transaction commits. */
+  deployed: DevnetContract[];
   readOnly: Map<string, xdr.LedgerKey>;
   readWrite: Map<string, xdr.LedgerKey>;
 }
@@ -318,6 +320,7 @@ export class Chain {
     const touched = new Set<string>([p.source]);
     let ok = true;
     let returnValue: xdr.ScVal | undefined;
+    const deployed: DevnetContract[] = [];
     p.tx.operations().forEach((op, i) => {
       const src = op.sourceAccount() ? muxedToG(op.sourceAccount()!) : p.source;
       const r = this.applyOp(view, op, src, p, ledger, closeTime, touched);
@@ -325,6 +328,7 @@ export class Chain {
       if (!r.ok) ok = false;
       opEvents.push(r.events);
       if (r.returnValue) returnValue = r.returnValue;
+      if (r.deployed) deployed.push(...r.deployed);
       opMetas.push(new xdr.OperationMetaV2({ ext: new xdr.ExtensionPoint(0), changes: r.changes, events: r.ok ? r.events.map(contractEvent) : [] }));
       void i;
     });
@@ -332,6 +336,10 @@ export class Chain {
       view.accounts.commit();
       view.data.commit();
       for (const n of view.nonces) this.nonces.add(n);
+      for (const c of deployed) {
+        this.registerContract(c);
+        touched.add(c.id);
+      }
       for (const id of view.accounts.writes.keys()) touched.add(id);
     }
     const result = txResult(ok ? 'txSuccess' : 'txFailed', fee, opResults);
@@ -414,7 +422,7 @@ export class Chain {
     }
   }
 
-  private applyOp(view: View, op: xdr.Operation, src: string, p: Parsed, ledger: number, closeTime: number, touched: Set<string>): { ok: boolean; result: xdr.OperationResult; changes: xdr.LedgerEntryChange[]; events: ContractEventOut[]; returnValue?: xdr.ScVal } {
+  private applyOp(view: View, op: xdr.Operation, src: string, p: Parsed, ledger: number, closeTime: number, touched: Set<string>): { ok: boolean; result: xdr.OperationResult; changes: xdr.LedgerEntryChange[]; events: ContractEventOut[]; returnValue?: xdr.ScVal; deployed?: DevnetContract[] } {
     const body = op.body();
     const none = { changes: [] as xdr.LedgerEntryChange[], events: [] as ContractEventOut[] };
     const srcAcc = view.accounts.getMut(src);
@@ -503,7 +511,7 @@ export class Chain {
         try {
           const out = this.invoke(view, hf.invokeContract(), { source: src, ledger, timestamp: closeTime, authMode: 'enforce', authEntries: b.auth() });
           const hash = sha256(new xdr.InvokeHostFunctionSuccessPreImage({ returnValue: out.retval, events: out.events.map(contractEvent) }).toXDR());
-          return { ok: true, result: opResult('invokeHostFunction', 'invokeHostFunctionSuccess', hash), changes: [], events: out.events, returnValue: out.retval };
+          return { ok: true, result: opResult('invokeHostFunction', 'invokeHostFunctionSuccess', hash), changes: [], events: out.events, returnValue: out.retval, deployed: out.deployed };
         } catch (e) {
           if (!(e instanceof HostError)) throw e;
           return { ok: false, result: opResult('invokeHostFunction', 'invokeHostFunctionTrapped'), ...none };
@@ -528,17 +536,12 @@ export class Chain {
     call: xdr.InvokeContractArgs,
     opts: { source: string; ledger: number; timestamp: number; authMode: 'record' | 'enforce'; authEntries: xdr.SorobanAuthorizationEntry[] },
   ): InvocationOutcome {
-    const contractId = scAddressToString(call.contractAddress());
-    const contract = this.contracts.get(contractId);
-    const fn = call.functionName().toString();
-    const contractAddr = call.contractAddress();
+    const rootId = scAddressToString(call.contractAddress());
     const readOnly = new Map<string, xdr.LedgerKey>();
     const readWrite = new Map<string, xdr.LedgerKey>();
-    const instanceKey = xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key: xdr.ScVal.scvLedgerKeyContractInstance(), durability: xdr.ContractDataDurability.persistent() }));
-    readOnly.set(instanceKey.toXDR('base64'), instanceKey);
-    if (!contract) throw new HostError('Storage', 'MissingValue');
     const events: ContractEventOut[] = [];
     const recorded: string[] = [];
+    const deployed = new Map<string, DevnetContract>();
     const rootB64 = call.toXDR('base64');
     const touch = (k: xdr.LedgerKey, write: boolean) => {
       const b = k.toXDR('base64');
@@ -547,55 +550,80 @@ export class Chain {
         readWrite.set(b, k);
       } else if (!readWrite.has(b)) readOnly.set(b, k);
     };
-    const dataKey = (key: xdr.ScVal) => xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key, durability: xdr.ContractDataDurability.persistent() }));
-    const ctx: HostContext = {
-      contractId,
-      ledger: opts.ledger,
-      timestamp: opts.timestamp,
-      getData: (key) => {
-        const kb = key.toXDR('base64');
-        touch(dataKey(key), false);
-        const e = view.data.get(dataMapKey(contractId, kb));
-        return e ? xdr.ScVal.fromXDR(e.val, 'base64') : undefined;
-      },
-      putData: (key, val) => {
-        const kb = key.toXDR('base64');
-        touch(dataKey(key), true);
-        view.data.set(dataMapKey(contractId, kb), { contractId, key: kb, val: val.toXDR('base64'), lastModified: opts.ledger });
-      },
-      delData: (key) => {
-        touch(dataKey(key), true);
-        view.data.delete(dataMapKey(contractId, key.toXDR('base64')));
-      },
-      emit: (topics, data) => events.push({ contractId, topics, data }),
-      account: (id, write) => {
-        touch(xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: gToAccountId(id), asset: usdcTrustLineAsset(this.usdcIssuer) })), write);
-        const a = write ? view.accounts.getMut(id) : view.accounts.get(id);
-        if (a && write && a.usdc) a.usdc.lastModified = opts.ledger;
-        return a;
-      },
-      requireAuth: (address) => {
-        if (opts.authMode === 'record') {
-          if (!recorded.includes(address)) recorded.push(address);
-          return;
-        }
-        for (const entry of opts.authEntries) {
-          const f = entry.rootInvocation().function();
-          if (f.switch().name !== 'sorobanAuthorizedFunctionTypeContractFn' || f.contractFn().toXDR('base64') !== rootB64) continue;
-          const creds = entry.credentials();
-          if (creds.switch().name === 'sorobanCredentialsSourceAccount') {
-            if (address === opts.source) return;
-            continue;
+    const lookup = (id: string) => deployed.get(id) ?? this.contracts.get(id);
+    let depth = 0;
+    const run = (contractId: string, fn: string, args: xdr.ScVal[], caller: string | undefined): xdr.ScVal => {
+      const contractAddr = new Address(contractId).toScAddress();
+      const instanceKey = xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key: xdr.ScVal.scvLedgerKeyContractInstance(), durability: xdr.ContractDataDurability.persistent() }));
+      touch(instanceKey, false);
+      const contract = lookup(contractId);
+      if (!contract) throw new HostError('Storage', 'MissingValue');
+      if (depth >= 8) throw new HostError('WasmVm', 'ExceededLimit');
+      const dataKey = (key: xdr.ScVal) => xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key, durability: xdr.ContractDataDurability.persistent() }));
+      const ctx: HostContext = {
+        contractId,
+        ledger: opts.ledger,
+        timestamp: opts.timestamp,
+        getData: (key) => {
+          const kb = key.toXDR('base64');
+          touch(dataKey(key), false);
+          const e = view.data.get(dataMapKey(contractId, kb));
+          return e ? xdr.ScVal.fromXDR(e.val, 'base64') : undefined;
+        },
+        putData: (key, val) => {
+          const kb = key.toXDR('base64');
+          touch(dataKey(key), true);
+          view.data.set(dataMapKey(contractId, kb), { contractId, key: kb, val: val.toXDR('base64'), lastModified: opts.ledger });
+        },
+        delData: (key) => {
+          touch(dataKey(key), true);
+          view.data.delete(dataMapKey(contractId, key.toXDR('base64')));
+        },
+        emit: (topics, data) => events.push({ contractId, topics, data }),
+        account: (id, write) => {
+          touch(xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: gToAccountId(id), asset: usdcTrustLineAsset(this.usdcIssuer) })), write);
+          const a = write ? view.accounts.getMut(id) : view.accounts.get(id);
+          if (a && write && a.usdc) a.usdc.lastModified = opts.ledger;
+          return a;
+        },
+        requireAuth: (address) => {
+          // A contract authorises the calls it makes itself (Soroban's invoker auth).
+          if (caller !== undefined && address === caller) return;
+          if (opts.authMode === 'record') {
+            if (!recorded.includes(address)) recorded.push(address);
+            return;
           }
-          const ac = creds.address();
-          if (scAddressToString(ac.address()) !== address) continue;
-          if (this.checkAddressSignature(entry, address, opts.ledger, view)) return;
-        }
-        throw new HostError('Auth', 'InvalidAction');
-      },
+          for (const entry of opts.authEntries) {
+            const f = entry.rootInvocation().function();
+            if (f.switch().name !== 'sorobanAuthorizedFunctionTypeContractFn' || f.contractFn().toXDR('base64') !== rootB64) continue;
+            const creds = entry.credentials();
+            if (creds.switch().name === 'sorobanCredentialsSourceAccount') {
+              if (address === opts.source) return;
+              continue;
+            }
+            const ac = creds.address();
+            if (scAddressToString(ac.address()) !== address) continue;
+            if (this.checkAddressSignature(entry, address, opts.ledger, view)) return;
+          }
+          throw new HostError('Auth', 'InvalidAction');
+        },
+        call: (target, callFn, callArgs) => {
+          depth += 1;
+          try {
+            return run(target, callFn, callArgs, contractId);
+          } finally {
+            depth -= 1;
+          }
+        },
+        deploy: (created) => {
+          if (lookup(created.id)) throw new HostError('Storage', 'ExistingValue');
+          deployed.set(created.id, created);
+        },
+      };
+      return contract.invoke(ctx, fn, args);
     };
-    const retval = contract.invoke(ctx, fn, call.args());
-    return { retval, events, recordedAuth: recorded, readOnly, readWrite };
+    const retval = run(rootId, call.functionName().toString(), call.args(), undefined);
+    return { retval, events, recordedAuth: recorded, readOnly, readWrite, deployed: [...deployed.values()] };
   }
 
   private checkAddressSignature(entry: xdr.SorobanAuthorizationEntry, address: string, ledger: number, view: View): boolean {

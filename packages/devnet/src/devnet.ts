@@ -14,6 +14,7 @@ import { registryContract, stellarAssetContract, type DevnetContract } from './c
 import { Chain, type TxRecord } from './core.js';
 import { renderExplorer } from './explorer.js';
 import { createHorizon, failedReply, horizonTx, type HttpReply } from './horizon.js';
+import { createEscrowApi, type EscrowApiOptions } from './escrow/api.js';
 import { DataDir } from './persist.js';
 import { createRpc } from './rpc.js';
 import { sha256 } from './xdrutil.js';
@@ -27,6 +28,12 @@ export interface DevnetOptions {
   basePath?: string;
   /** Public base URL (including basePath) used in links, getNetwork's friendbotUrl and `network`. */
   url?: string;
+  /**
+   * The Trustless Work escrow API at `${url}/escrow`: the accepted `x-api-key`
+   * (any non-empty key when omitted) and the per-key rate limit (default 50 per
+   * 60 s like the provider; `rateLimit: false` disables it for tests and benches).
+   */
+  escrow?: EscrowApiOptions;
 }
 
 export interface DevnetStats {
@@ -154,6 +161,16 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
   };
   const rpc = createRpc(chain, { friendbotUrl: () => `${url}/friendbot`, instant, onSubmitted });
   const rpcFriendbot = () => `${url}/friendbot`;
+  const escrow = createEscrowApi(chain, {
+    ...opts.escrow,
+    async submit(signedXdr) {
+      const r = chain.submit(signedXdr);
+      if (r.status === 'ERROR') return { refused: r.resultCodes ? [r.resultCodes.transaction, ...r.resultCodes.operations].join(', ') : 'refused' };
+      if (r.status === 'DUPLICATE') return chain.txs.get(r.hash) ?? chain.waitFor(r.hash);
+      onSubmitted();
+      return chain.waitFor(r.hash);
+    },
+  });
   const horizon = createHorizon(chain, { baseUrl: () => url, awaitInclusion, onSubmitted });
 
   async function submitSigned(kp: Keypair, build: (b: TransactionBuilder) => TransactionBuilder): Promise<TxRecord> {
@@ -218,7 +235,7 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     const path = u.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (method === 'OPTIONS') {
-      res.writeHead(204, { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, POST, OPTIONS', 'access-control-allow-headers': 'content-type' });
+      res.writeHead(204, { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, POST, OPTIONS', 'access-control-allow-headers': 'content-type, x-api-key' });
       res.end();
       return;
     }
@@ -231,6 +248,12 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
         return send(res, { status: 200, body: { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } } });
       }
       return send(res, { status: 200, body: Array.isArray(body) ? body.map((b) => rpc(b)) : rpc(body) });
+    }
+    if (path.startsWith('/escrow/')) {
+      const reply = await escrow.handle(method, path.slice('/escrow'.length), u.searchParams, req.headers, async () => JSON.parse((await readBody(req)) || 'null') as unknown);
+      res.writeHead(reply.status, { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*', ...reply.headers });
+      res.end(JSON.stringify(reply.body));
+      return;
     }
     if (path === '/friendbot' && (method === 'GET' || method === 'POST')) return send(res, await friendbotRoute(u.searchParams));
     if (path === '/transactions' && method === 'POST') {

@@ -5,3 +5,7 @@ export type { TxRecord, EventRecord, LedgerInfo, SubmitResult } from './core.js'
 export { HostError, registryContract, stellarAssetContract, argAddress, argI128, argString } from './contracts.js';
 export type { DevnetContract, HostContext } from './contracts.js';
 export type { AccountState } from './state.js';
+export { createEscrowApi } from './escrow/api.js';
+export type { EscrowApiOptions, EscrowReply } from './escrow/api.js';
+export { LOCAL_ESCROW_DEPLOYER_ID, ESCROW_ERRORS, escrowContract, escrowDeployerContract, escrowContractId } from './escrow/contract.js';
+export type { EscrowState } from './escrow/contract.js';
