@@ -16,8 +16,7 @@ export type LedgerErrorCode =
   | 'INVALID_TRANSITION'
   | 'CYCLE_NOT_OPEN'
   | 'UNFUNDED_EARNINGS'
-  | 'FUNDING_BATCH_NOT_FOUND'
-  | 'IMMUTABLE';
+  | 'FUNDING_BATCH_NOT_FOUND';
 
 /**
  * The one error class of the ledger: a fixed string `code`, the message the

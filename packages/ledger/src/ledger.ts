@@ -369,6 +369,10 @@ function positiveInt(value: unknown, name: string, max: number): number {
   return value;
 }
 
+function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -616,8 +620,7 @@ export class Ledger {
   }
 
   private async findHold(holdId: string): Promise<Row | undefined> {
-    text(holdId, 'holdId', 64);
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(holdId)) return undefined;
+    if (!isUuid(holdId)) return undefined;
     const { rows } = await this.db.query('SELECT * FROM holds WHERE id = $1', [holdId]);
     return rows[0];
   }
@@ -634,8 +637,7 @@ export class Ledger {
     const service = text(options?.service, 'service');
     const gross = positiveAmount(options?.gross, 'gross');
     const { fee, net } = splitFee(gross);
-    const found = await this.findHold(holdId);
-    if (!found) throw new LedgerError('HOLD_NOT_FOUND', 'hold not found', { holdId });
+    if (!isUuid(holdId)) throw new LedgerError('HOLD_NOT_FOUND', 'hold not found', { holdId });
     const { rows } = await this.db.query(
       POST_SQL,
       [holdId, gross.toString(), publisherOwner, service, fee.toString(), net.toString()],
@@ -672,8 +674,7 @@ export class Ledger {
    */
   async void(holdId: string, reason: string): Promise<ResolveResult> {
     const why = text(reason, 'reason', 1024);
-    const found = await this.findHold(holdId);
-    if (!found) throw new LedgerError('HOLD_NOT_FOUND', 'hold not found', { holdId });
+    if (!isUuid(holdId)) throw new LedgerError('HOLD_NOT_FOUND', 'hold not found', { holdId });
     const { rows } = await this.db.query(VOID_SQL, [holdId, why]);
     const row = rows[0];
     if (row) return { hold: toHold(row), applied: true, balance: big(row.new_balance), earning: null };

@@ -1,0 +1,105 @@
+// Hold+post throughput of the ledger on embedded PGlite and, when reachable,
+// on PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test):
+// every call on one hot account vs calls spread over many accounts.
+//   pnpm exec tsx packages/ledger/bench/ledger.ts
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Ledger } from '../src/index.js';
+
+// Workspace packages resolve to their TypeScript sources through the
+// '@farebox/source' condition; without a build, re-run with it.
+const SOURCE_CONDITION = '--conditions=@farebox/source';
+if (!process.execArgv.includes(SOURCE_CONDITION)) {
+  const result = spawnSync(process.execPath, [SOURCE_CONDITION, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exit(result.status ?? 1);
+}
+const { openLedger, TOPUP_MAX } = await import('../src/index.js');
+
+const ROUNDS = 3;
+const PRICE = 1_000n;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function prepareAccounts(ledger: Ledger, prefix: string, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}_${i}`);
+  for (const id of ids) {
+    await ledger.openAccount(id);
+    await ledger.topup(id, TOPUP_MAX);
+  }
+  return ids;
+}
+
+/** `calls` hold+post pairs with `concurrency` in flight; returns pairs per second. */
+async function run(ledger: Ledger, accounts: string[], calls: number, concurrency: number): Promise<number> {
+  let next = 0;
+  const worker = async () => {
+    while (next < calls) {
+      const i = next++;
+      const account = accounts[i % accounts.length]!;
+      const { hold } = await ledger.hold(account, PRICE, { callId: `b${i}`, service: 'bench' });
+      await ledger.post(hold.id, { publisherOwner: 'GBENCH', service: 'bench', gross: PRICE });
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return calls / ((performance.now() - started) / 1000);
+}
+
+async function bench(label: string, ledger: Ledger, calls: number, concurrency: number): Promise<void> {
+  const hot = await prepareAccounts(ledger, `hot_${randomBytes(3).toString('hex')}`, 1);
+  const many = await prepareAccounts(ledger, `many_${randomBytes(3).toString('hex')}`, 200);
+  await run(ledger, many, Math.min(200, calls), concurrency); // warm-up
+  const hotRates: number[] = [];
+  const manyRates: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    hotRates.push(await run(ledger, hot, calls, concurrency));
+    manyRates.push(await run(ledger, many, calls, concurrency));
+  }
+  const h = median(hotRates);
+  const m = median(manyRates);
+  console.log(`${label.padEnd(36)} one hot account ${h.toFixed(0).padStart(6)} hold+post/s | 200 accounts ${m.toFixed(0).padStart(6)} hold+post/s | hot/many ${(h / m).toFixed(2)}`);
+  const report = await ledger.verify();
+  if (!report.ok) throw new Error(`ledger does not verify after the bench: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
+}
+
+console.log(`hold+post pairs per second, median of ${ROUNDS} rounds (each pair: one conditional debit CTE + one post CTE)`);
+
+const dataDir = await mkdtemp(join(tmpdir(), 'farebox-bench-'));
+try {
+  const lite = await openLedger({ dataDir, env: {} });
+  try {
+    await bench('PGlite (in-process, 1 conn)', lite, 1_000, 4);
+  } finally {
+    await lite.close();
+  }
+} finally {
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const schema = `ledger_bench_${process.pid}`;
+let ledger: Ledger | undefined;
+try {
+  ledger = await openLedger({ url, schema, poolSize: 16 });
+} catch (error) {
+  console.log(`${'PostgreSQL'.padEnd(36)} not reachable at ${url.replace(/:[^:@/]*@/, ':***@')} (${(error as Error).message}); skipped`);
+}
+if (ledger) {
+  try {
+    await bench('PostgreSQL (pool 16, 16 in flight)', ledger, 2_000, 16);
+  } finally {
+    await ledger.close();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  }
+}

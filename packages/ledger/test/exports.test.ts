@@ -1,0 +1,31 @@
+import { expect, it } from 'vitest';
+import * as ledger from '@farebox/ledger';
+
+it('exports exactly the documented runtime names', () => {
+  expect(Object.keys(ledger).sort()).toEqual([
+    'BALANCE_CAP',
+    'CYCLE_STATES',
+    'CYCLE_TRANSITIONS',
+    'DEFAULT_HOLD_TIMEOUT_MS',
+    'LEDGER_MESSAGES',
+    'LEDGER_MIGRATIONS_DIR',
+    'LEDGER_NAMESPACE',
+    'LOCK_FILE_NAME',
+    'Ledger',
+    'LedgerError',
+    'SIGNUP_CREDIT',
+    'TOPUP_MAX',
+    'hashRequest',
+    'migrate',
+    'migrateLedger',
+    'openDatabase',
+    'openLedger',
+    'parseTopupAmount',
+    'readMigrations',
+  ]);
+});
+
+it('ships its migrations next to the code', async () => {
+  const files = await ledger.readMigrations(ledger.LEDGER_MIGRATIONS_DIR);
+  expect(files.map((f) => f.name)).toEqual(['0001_ledger.sql']);
+});
