@@ -29,15 +29,20 @@ async function runServer(): Promise<void> {
   const { default: express } = await import('express');
   const { createProvider } = await import('@farebox/provider');
   const { encodeStrKey, randomBytes } = await import('@farebox/protocol');
+  const { startDevnet } = await import('@farebox/devnet');
   const noop = () => ({ ok: true });
+  // The registry check runs against an in-process devnet, as in production against the chain.
+  const devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
   const provider = createProvider({
     service: 'bench',
     pricePerCall: '0.001',
     network: 'local',
+    endpoint: 'http://127.0.0.1:9/',
     wallet: { secret: encodeStrKey('secretSeed', randomBytes(32)) },
     platform: { publicKey: process.env.FAREBOX_PLATFORM_PUBLIC_KEY! },
-    env: {},
+    env: { FAREBOX_DEVNET_URL: devnet.url },
   }).serve(noop);
+  await provider.bootstrap();
   const verified = express();
   verified.use(provider.express());
   const plain = express();
