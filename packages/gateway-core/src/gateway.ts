@@ -20,6 +20,9 @@ import { createLocalKeystore, walletSigner, type LocalKeystore } from '@farebox/
 import { createAccounts, type Accounts, type Principal, type User } from './auth/accounts.js';
 import { safeEqual } from './auth/tokens.js';
 import { createCalls, type CallableService, type CallResponse, type CreditsPort } from './calls.js';
+import { checkOAuthAccess } from './oauth/scopes.js';
+import { createOAuth, type OAuthOptions } from './oauth/server.js';
+import { createSpendingLimits } from './oauth/spending.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
 import { GatewayError } from './errors.js';
 import { toGatewayError, translated } from './ledger-errors.js';
@@ -40,6 +43,8 @@ export interface CreateGatewayOptions extends GatewayOptions {
   searchIndex?: SearchIndex;
   /** Log sink for background problems. */
   log?: (message: string, err?: unknown) => void;
+  /** OAuth token lifetimes, clock and /mcp origins. */
+  oauth?: OAuthOptions;
 }
 
 const RegisterSchema = z.strictObject(
@@ -88,6 +93,8 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   await migrateLedger(db);
   await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
   const ledger = new Ledger(db);
+  const oauth = createOAuth({ db, baseUrl: config.baseUrl, env, ...options.oauth });
+  const spending = createSpendingLimits({ db, ...(options.oauth?.now ? { now: options.oauth.now } : {}) });
 
   const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), env }));
   if (env.FAREBOX_PLATFORM_SECRET) await wallets.import('platform:certificate', env.FAREBOX_PLATFORM_SECRET);
@@ -133,7 +140,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     return agent ? { service: agent.service, owner: agent.owner, pricePerCall: agent.pricePerCall, endpoint: agent.endpoint } : undefined;
   }
 
-  const calls = createCalls({ credits, resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple });
+  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple });
 
   const accounts: Accounts = createAccounts({
     db,
@@ -235,8 +242,12 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     },
 
     async authenticateBearer(token: string): Promise<Principal | undefined> {
-      return accounts.fromApiKey(token);
+      return (await accounts.fromApiKey(token)) ?? oauth.authenticate(token);
     },
+
+    /** The OAuth authorization server (routes in apps/gateway), and the /v1 access rule for OAuth tokens. */
+    oauth,
+    checkOAuthAccess,
 
     account: {
       async me(user: User) {
@@ -354,16 +365,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       },
     },
 
-    calls,
+    calls: spending.wrapCalls(calls),
 
-    oauthConnections: {
-      async list(_userId: string): Promise<unknown[]> {
-        return [];
-      },
-      async revoke(_userId: string, _id: string): Promise<never> {
-        throw new GatewayError('NOT_FOUND', 'connection not found');
-      },
-    },
+    oauthConnections: oauth.connections,
 
     publisher: {
       async activate(user: User, body: unknown) {

@@ -14,3 +14,12 @@ export { checkEndpoint, classifyAddress, guardedLookup } from './security/endpoi
 export type { EndpointPolicy } from './security/endpoint-guard.js';
 export { MemoryRateLimitStore, enforceRateLimit } from './security/rate-limit.js';
 export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';
+export { createOAuth, oauthError, oauthErrorBody } from './oauth/server.js';
+export type { OAuthOptions, OAuthServer, OAuthClient, OAuthErrorCode, AuthorizationRequest, AuthorizationCheck, TokenResponse, CreateOAuthOptions } from './oauth/server.js';
+export { OAUTH_SCOPES, SUPPORTED_SCOPES, parseScopes, checkOAuthAccess, requireScope } from './oauth/scopes.js';
+export type { OAuthScope } from './oauth/scopes.js';
+export { matchRedirectUri, redirectUriProblem } from './oauth/redirects.js';
+export { createSpendingLimits } from './oauth/spending.js';
+export type { SpendingLimits } from './oauth/spending.js';
+export { MCP_TOOLS, runMcpTool } from './mcp/tools.js';
+export type { McpTool, McpToolDeps, McpToolResult } from './mcp/tools.js';

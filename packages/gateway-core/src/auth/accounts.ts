@@ -25,6 +25,8 @@ export interface Principal {
   credentialId: string;
   /** Set for session credentials: writes must present it (CSRF). */
   csrfToken?: string;
+  /** Set for OAuth credentials: the scopes the user granted the connection. */
+  scopes?: readonly string[];
 }
 
 type UserRow = {
