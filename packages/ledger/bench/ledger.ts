@@ -76,7 +76,7 @@ const dataDir = await mkdtemp(join(tmpdir(), 'farebox-bench-'));
 try {
   const lite = await openLedger({ dataDir, env: {} });
   try {
-    await bench('PGlite (in-process, 1 conn)', lite, 1_000, 4);
+    await bench('PGlite (in-process, 1 conn)', lite, 600, 4);
   } finally {
     await lite.close();
   }
@@ -94,7 +94,7 @@ try {
 }
 if (ledger) {
   try {
-    await bench('PostgreSQL (pool 16, 16 in flight)', ledger, 2_000, 16);
+    await bench('PostgreSQL (pool 16, 16 in flight)', ledger, 1_500, 16);
   } finally {
     await ledger.close();
     const client = new pg.Client({ connectionString: url });

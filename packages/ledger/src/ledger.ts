@@ -238,6 +238,35 @@ export interface SettlementCycle {
   batches: FundingBatch[];
 }
 
+/** A payment from an account's own wallet (the wallet path); see the `wallet_payments` table. */
+export interface WalletPayment {
+  id: string;
+  accountId: string;
+  kind: 'call' | 'topup';
+  callId: string;
+  service: string | null;
+  publisherOwner: string | null;
+  amount: bigint;
+  state: 'pending' | 'completed' | 'failed';
+  escrowId: string | null;
+  txHash: string | null;
+  explorerUrl: string | null;
+  error: string | null;
+  data: Record<string, unknown>;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+export interface WalletPaymentInput {
+  kind: 'call' | 'topup';
+  /** Unique per account and kind: a second record with the same id returns the first. */
+  callId: string;
+  amount: bigint;
+  service?: string;
+  publisherOwner?: string;
+  data?: Record<string, unknown>;
+}
+
 export interface AdvanceData {
   txHash?: string;
   explorerUrl?: string;
@@ -341,6 +370,26 @@ function toBatch(r: Row): FundingBatch {
     explorerUrl: strOrNull(r.explorer_url),
     createdAt: date(r.created_at),
     confirmedAt: dateOrNull(r.confirmed_at),
+  };
+}
+
+function toWalletPayment(r: Row): WalletPayment {
+  return {
+    id: str(r.id),
+    accountId: str(r.account_id),
+    kind: r.kind as WalletPayment['kind'],
+    callId: str(r.call_id),
+    service: strOrNull(r.service),
+    publisherOwner: strOrNull(r.publisher_owner),
+    amount: big(r.amount),
+    state: r.state as WalletPayment['state'],
+    escrowId: strOrNull(r.escrow_id),
+    txHash: strOrNull(r.tx_hash),
+    explorerUrl: strOrNull(r.explorer_url),
+    error: strOrNull(r.error),
+    data: (r.data ?? {}) as Record<string, unknown>,
+    createdAt: date(r.created_at),
+    resolvedAt: dateOrNull(r.resolved_at),
   };
 }
 
@@ -531,31 +580,33 @@ export class Ledger {
    * `balance cap exceeded (max $10000)`). Refused top-ups change nothing.
    */
   async topup(accountId: string, amount: bigint, options: { reference?: string } = {}): Promise<TopupResult> {
+    const reference = options.reference === undefined ? null : text(options.reference, 'reference');
+    return this.db.transaction((tx) => this.topupIn(tx, accountId, amount, reference));
+  }
+
+  private async topupIn(tx: Queryable, accountId: string, amount: bigint, reference: string | null): Promise<TopupResult> {
     if (typeof amount !== 'bigint' || amount <= 0n || amount > TOPUP_MAX) {
       throw new LedgerError('INVALID_AMOUNT', LEDGER_MESSAGES.invalidTopup, { amount: String(amount) });
     }
-    const reference = options.reference === undefined ? null : text(options.reference, 'reference');
-    return this.db.transaction(async (tx) => {
-      // Lock the row first: holds and voids of this account wait, so the sum
-      // of pending holds read next is exact. Posts only lower the aggregate.
-      const locked = await tx.query('SELECT balance FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-      if (locked.rows.length === 0) throw new LedgerError('ACCOUNT_NOT_FOUND', 'account not found', { accountId });
-      const before = await this.balance(accountId, tx);
-      if (before.aggregated + amount > BALANCE_CAP) {
-        throw new LedgerError('BALANCE_CAP_EXCEEDED', LEDGER_MESSAGES.balanceCap, {
-          amount: amount.toString(),
-          aggregated: before.aggregated.toString(),
-          cap: BALANCE_CAP.toString(),
-        });
-      }
-      await tx.query('UPDATE accounts SET balance = balance + $2::bigint WHERE id = $1', [accountId, amount.toString()]);
-      await tx.query(
-        `INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ($1, 'topup', $2::bigint, $2::bigint, 0, $3)`,
-        [accountId, amount.toString(), reference],
-      );
-      const balance = before.balance + amount;
-      return { accountId, amount, balance, held: before.held, aggregated: balance + before.held };
-    });
+    // Lock the row first: holds and voids of this account wait, so the sum
+    // of pending holds read next is exact. Posts only lower the aggregate.
+    const locked = await tx.query('SELECT balance FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    if (locked.rows.length === 0) throw new LedgerError('ACCOUNT_NOT_FOUND', 'account not found', { accountId });
+    const before = await this.balance(accountId, tx);
+    if (before.aggregated + amount > BALANCE_CAP) {
+      throw new LedgerError('BALANCE_CAP_EXCEEDED', LEDGER_MESSAGES.balanceCap, {
+        amount: amount.toString(),
+        aggregated: before.aggregated.toString(),
+        cap: BALANCE_CAP.toString(),
+      });
+    }
+    await tx.query('UPDATE accounts SET balance = balance + $2::bigint WHERE id = $1', [accountId, amount.toString()]);
+    await tx.query(
+      `INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ($1, 'topup', $2::bigint, $2::bigint, 0, $3)`,
+      [accountId, amount.toString(), reference],
+    );
+    const balance = before.balance + amount;
+    return { accountId, amount, balance, held: before.held, aggregated: balance + before.held };
   }
 
   // ------------------------------------------------------------------- holds
