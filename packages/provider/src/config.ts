@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import {
   ConfigError,
   ContractIdSchema,
@@ -57,7 +58,13 @@ export interface ProviderOptions {
   /** The platform whose signed calls are accepted. Env: `FAREBOX_PLATFORM_PUBLIC_KEY`. */
   platform?: { publicKey?: string };
   /** Escrow provider. Env: `TRUSTLESS_WORK_API_KEY`, `TRUSTLESS_WORK_PLATFORM_ADDRESS`. */
-  trustlessWork?: { apiKey?: string; platformAddress?: string };
+  trustlessWork?: { apiKey?: string; platformAddress?: string; baseUrl?: string };
+  /**
+   * Where the default escrow verifier records served escrows (a durable JSON
+   * file). Default `served-escrows.json` next to the keypair file, else
+   * `.farebox/served-escrows.json`.
+   */
+  servedStorePath?: string;
   /** Discovery backend. Env: `FAREBOX_DISCOVERY_URL`, then `BACKEND_URL`. */
   discoveryUrl?: string;
   /** The owner's key. Env: `AGENT_WALLET_SECRET`, then `KEYPAIR_PATH`. */
@@ -110,7 +117,7 @@ export interface ResolvedProviderConfig {
   /** Friendbot URL on local and testnet; none on mainnet. */
   friendbotUrl?: string;
   platformPublicKey?: string;
-  escrow: { enabled: boolean; platformAddress?: string };
+  escrow: { enabled: boolean; platformAddress?: string; baseUrl?: string; servedStorePath?: string };
   discoveryUrl?: string;
   ownerWallet: string;
   /** Whether a wallet secret is available (needed to register on-chain). */
@@ -122,6 +129,12 @@ export interface ResolvedProviderConfig {
 }
 
 const NETWORKS: readonly ProviderNetwork[] = ['testnet', 'mainnet', 'local'];
+
+/** The escrow provider's API per network: Trustless Work's, or the devnet's emulation on `local`. */
+function defaultEscrowUrl(network: ProviderNetwork, stellar: NetworkConfig): string {
+  if (network === 'local') return `${stellar.horizonUrl}/escrow`;
+  return network === 'mainnet' ? 'https://api.trustlesswork.com' : 'https://dev.api.trustlesswork.com';
+}
 
 function nonEmpty(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
@@ -167,7 +180,7 @@ function checkUrl(value: string, name: string, problems: string[]): URL | undefi
  * listing every problem found. Returns the public config and the wallet
  * secret (kept out of the config object).
  */
-export function resolveConfig(options: ProviderOptions): { config: ResolvedProviderConfig; stellar: NetworkConfig; walletSecret?: string } {
+export function resolveConfig(options: ProviderOptions): { config: ResolvedProviderConfig; stellar: NetworkConfig; walletSecret?: string; escrowApiKey?: string } {
   if (typeof options !== 'object' || options === null) throw new ConfigError(['options must be an object']);
   const problems: string[] = [];
   const env: ProviderEnv = options.env ?? process.env;
@@ -261,6 +274,11 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
   if (platformAddressPick.value !== undefined && !isValidStrKey('publicKey', platformAddressPick.value)) {
     problems.push(`${label('trustlessWork.platformAddress', platformAddressPick.from)} is not a valid G... public key`);
   }
+  const escrowUrlPick = pick(options.trustlessWork?.baseUrl, env, 'TRUSTLESS_WORK_API_URL');
+  if (escrowUrlPick.value !== undefined) checkUrl(escrowUrlPick.value, label('trustlessWork.baseUrl', escrowUrlPick.from), problems);
+  if (options.servedStorePath !== undefined && (typeof options.servedStorePath !== 'string' || options.servedStorePath.trim() === '')) {
+    problems.push('servedStorePath must be a file path');
+  }
   if (platformPick.value === undefined && !escrowEnabled) {
     problems.push(
       'no way to get paid: set platform.publicKey (FAREBOX_PLATFORM_PUBLIC_KEY) to accept platform-signed calls, or trustlessWork.apiKey (TRUSTLESS_WORK_API_KEY) to accept escrow payments',
@@ -287,6 +305,7 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
       problems.push((e as Error).message);
     }
   };
+  const keypairFile = secretOption ? undefined : (pathOption ?? (nonEmpty(env.AGENT_WALLET_SECRET) ? undefined : nonEmpty(env.KEYPAIR_PATH)));
   if (secretOption) [walletSecret, walletFrom] = [secretOption, 'wallet.secret'];
   else if (pathOption) readPath(pathOption, 'wallet.keypairPath');
   else if (nonEmpty(env.AGENT_WALLET_SECRET)) [walletSecret, walletFrom] = [nonEmpty(env.AGENT_WALLET_SECRET), 'AGENT_WALLET_SECRET'];
@@ -348,7 +367,12 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     horizonUrl: stellar.horizonUrl,
     ...(stellar.friendbotUrl !== undefined ? { friendbotUrl: stellar.friendbotUrl } : {}),
     ...(platformPick.value !== undefined ? { platformPublicKey: platformPick.value } : {}),
-    escrow: { enabled: escrowEnabled, ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}) },
+    escrow: {
+      enabled: escrowEnabled,
+      ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}),
+      ...(escrowEnabled ? { baseUrl: escrowUrlPick.value ?? defaultEscrowUrl(network, stellar) } : {}),
+      ...(escrowEnabled ? { servedStorePath: nonEmpty(options.servedStorePath) ?? join(dirname(keypairFile ?? '.farebox/keypair'), 'served-escrows.json') } : {}),
+    },
     ...(discoveryPick.value !== undefined ? { discoveryUrl: discoveryPick.value } : {}),
     ownerWallet,
     hasWalletSecret: walletSecret !== undefined,
@@ -356,5 +380,10 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     rateLimitPerMinute,
     allowUnverified: options.allowUnverified === true,
   };
-  return { config: Object.freeze(config), stellar, ...(walletSecret !== undefined ? { walletSecret } : {}) };
+  return {
+    config: Object.freeze(config),
+    stellar,
+    ...(walletSecret !== undefined ? { walletSecret } : {}),
+    ...(apiKeyPick.value !== undefined ? { escrowApiKey: apiKeyPick.value } : {}),
+  };
 }

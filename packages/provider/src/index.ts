@@ -15,3 +15,7 @@ export type {
 export type { ListeningProvider, ExpressMiddleware, ExpressLikeRequest } from './http.js';
 export { parseBodyLimit, MAX_BODY_LIMIT } from './body-limit.js';
 export { publicKeyFromSecret, readKeypairFile, ensureKeypairFile } from './keys.js';
+export { createEscrowVerifier } from './escrow-verifier.js';
+export type { EscrowVerifierOptions, FareboxEscrowVerifier, EscrowOperations } from './escrow-verifier.js';
+export { FileServedEscrowStore, MemoryServedEscrowStore } from './served-store.js';
+export type { ServedEscrowStore, ServedEscrowRecord, ServedEscrowStatus, ServedEscrowUpdate } from './served-store.js';

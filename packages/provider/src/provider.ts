@@ -19,6 +19,7 @@ import { createRegistryClient, type RegistryClient } from '@farebox/stellar';
 import { bootstrapOnChain, type BootstrapResult } from './bootstrap.js';
 import { resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
 import { ProviderError } from './errors.js';
+import { defaultEscrowVerifier } from './escrow-default.js';
 import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type ListeningProvider } from './http.js';
 import type { RegistryReader } from './ports.js';
 import { QuoteRateLimiter } from './rate-limit.js';
@@ -130,14 +131,14 @@ const utf8Encoder = new TextEncoder();
  * await provider.listen(8080);
  */
 export function createProvider(options: ProviderOptions): Provider {
-  const { config, stellar, walletSecret } = resolveConfig(options);
+  const { config, stellar, walletSecret, escrowApiKey } = resolveConfig(options);
   const now = options.now ?? Date.now;
   const replayStore = options.replayStore ?? new InMemoryReplayStore({ now });
   const limiter = new QuoteRateLimiter(config.rateLimitPerMinute, now);
   // The chain is the default registry: the owner check runs against the contract itself.
   const registry: RegistryReader | RegistryClient | undefined =
     options.registry ?? (config.contractId !== undefined ? createRegistryClient(stellar) : undefined);
-  const escrowVerifier = options.escrowVerifier;
+  const escrowVerifier = options.escrowVerifier ?? defaultEscrowVerifier(config, stellar, walletSecret, escrowApiKey);
   const priceFn = options.priceFn;
   const manifestPaths = new Set(['/manifest']);
   const healthPaths = new Set(['/health']);
@@ -332,7 +333,7 @@ export function createProvider(options: ProviderOptions): Provider {
       return quote(price, request.headers, `payment is for ${payment.network}, this service runs on ${config.x402Network}`);
     }
     if (!escrowVerifier) {
-      return fail(503, 'escrow payments cannot be verified by this provider yet: it has no escrowVerifier (the Trustless Work verifier comes with @farebox/escrow)');
+      return fail(503, "escrow payments cannot be verified by this provider: it has no escrowVerifier (the default one needs the owner's secret to release escrows: set AGENT_WALLET_SECRET or KEYPAIR_PATH, or pass escrowVerifier)");
     }
     const registrationError = await checkRegistration();
     if (registrationError) return fail(503, registrationError);

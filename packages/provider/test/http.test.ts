@@ -293,9 +293,9 @@ describe('escrow payments', () => {
     expect(v2.json?.error).toBe('escrow payments are disabled for this service');
   });
 
-  it('says plainly that escrow payments cannot be verified yet when escrow is on but no verifier is plugged in', async () => {
+  it('says plainly that escrow payments cannot be verified when escrow is on but the owner key to release them is missing', async () => {
     const platformAddress = (await newSigner()).publicKey;
-    const { url } = await start(baseOptions(platform, { trustlessWork: { apiKey: 'tw_key', platformAddress } }));
+    const { url } = await start(baseOptions(platform, { wallet: {}, ownerWallet, trustlessWork: { apiKey: 'tw_key', platformAddress } }));
     const bad = await post(url, body, { 'x-payment': 'not-an-escrow' });
     expect(bad.status).toBe(402);
     expect(bad.json?.error).toBe('payment header is neither an escrow id nor an x402 envelope');

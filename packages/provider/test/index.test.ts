@@ -3,9 +3,12 @@ import * as provider from '../src/index.js';
 
 it('exports exactly the documented runtime API', () => {
   expect(Object.keys(provider).sort()).toEqual([
+    'FileServedEscrowStore',
     'InMemoryReplayStore',
     'MAX_BODY_LIMIT',
+    'MemoryServedEscrowStore',
     'ProviderError',
+    'createEscrowVerifier',
     'createProvider',
     'ensureKeypairFile',
     'parseBodyLimit',

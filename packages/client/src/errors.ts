@@ -1,0 +1,82 @@
+/** Every code a {@link ClientError} may carry. */
+export type ClientErrorCode =
+  /** Bad options or arguments (nothing was paid). */
+  | 'CONFIG'
+  /** The service is not in the registry. */
+  | 'NOT_FOUND'
+  /** The service did not answer with a usable x402 quote (nothing was paid). */
+  | 'QUOTE'
+  /** The quote names a receiver other than the service's registry owner (nothing was paid). */
+  | 'PAYTO_MISMATCH'
+  /** The quoted price is above the caller's `maxCost` (nothing was paid). */
+  | 'PRICE_LIMIT'
+  /** An escrow operation (deploy, fund, dispute) failed at the escrow provider. */
+  | 'ESCROW'
+  /** The service refused the escrow payment (402/409): the escrow stays funded; `escrowId` is in `data`. */
+  | 'PAYMENT_REFUSED'
+  /** The service failed after the escrow was funded: open a dispute with `client.dispute(escrowId)`. */
+  | 'SERVICE'
+  /** A request could not be sent or timed out. */
+  | 'NETWORK'
+  /** A server answered with something that does not parse. */
+  | 'BAD_RESPONSE'
+  /** The service's `/manifest` does not match its registry record ({@link EndpointVerificationError}). */
+  | 'ENDPOINT_VERIFICATION'
+  /** The gateway answered with an error ({@link GatewayApiError}). */
+  | 'GATEWAY_API';
+
+/** Structured data of a {@link ClientError}. */
+export interface ClientErrorData {
+  /** HTTP status of the answer that caused the error. */
+  status?: number;
+  /** The server's own `error` message. */
+  serverMessage?: string;
+  /** The escrow involved, once one exists: funds may be locked there (see `client.dispute`). */
+  escrowId?: string;
+  service?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * The one error class of `@farebox/client` (with two named subclasses): a
+ * fixed string `code`, a message that includes the server's own message, and
+ * structured `data`.
+ *
+ * @example
+ * try { await client.call('echo', { text: 'hi' }); } catch (e) {
+ *   if (e instanceof ClientError && e.data.escrowId) await client.dispute(e.data.escrowId);
+ * }
+ */
+export class ClientError extends Error {
+  override name = 'ClientError';
+  readonly code: ClientErrorCode;
+  readonly data: ClientErrorData;
+
+  constructor(code: ClientErrorCode, message: string, data: ClientErrorData = {}) {
+    super(message);
+    this.code = code;
+    this.data = data;
+  }
+}
+
+/** A service's `/manifest` disagrees with its on-chain registry record (`verifyEndpoint: true`). Nothing was paid. */
+export class EndpointVerificationError extends ClientError {
+  override name = 'EndpointVerificationError';
+  constructor(message: string, data: ClientErrorData = {}) {
+    super('ENDPOINT_VERIFICATION', message, data);
+  }
+}
+
+/** An error answer of the gateway REST API: `status` and the gateway's `error` message. */
+export class GatewayApiError extends ClientError {
+  override name = 'GatewayApiError';
+  readonly status: number;
+  /** The parsed error body (e.g. a failed call's `callId` and `trace`). */
+  readonly body: unknown;
+
+  constructor(status: number, message: string, body?: unknown) {
+    super('GATEWAY_API', message, { status, serverMessage: message });
+    this.status = status;
+    this.body = body;
+  }
+}

@@ -1,0 +1,36 @@
+export { createClient } from './direct.js';
+export type {
+  FareboxClient,
+  ClientOptions,
+  CallOptions,
+  ServiceTarget,
+  ServiceRegistry,
+  DirectCallStep,
+  DirectCallResult,
+  ProgressEvent,
+  TraceStep,
+} from './direct.js';
+export { createGatewayClient } from './gateway.js';
+export type {
+  GatewayClient,
+  GatewayClientOptions,
+  RegisterServiceInput,
+  UpdateServiceInput,
+  GatewayAccount,
+  GatewayBalance,
+  GatewayWallet,
+  GatewayService,
+  GatewayRegisteredService,
+  GatewayCallResult,
+  GatewayTransaction,
+  GatewayApiKey,
+  GatewayCreatedApiKey,
+  GatewayOAuthConnection,
+  GatewayPublisherOverview,
+  GatewaySettlement,
+  GatewayAnalyticsPoint,
+  GatewayPlatformKey,
+  GatewayHealth,
+} from './gateway.js';
+export { ClientError, EndpointVerificationError, GatewayApiError } from './errors.js';
+export type { ClientErrorCode, ClientErrorData } from './errors.js';
