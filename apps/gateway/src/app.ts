@@ -1,6 +1,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { errorHandler, readCookies, route } from './http.js';
+import { mcpRoutes } from './mcp-routes.js';
+import { oauthRoutes } from './oauth-routes.js';
 
 export const SESSION_COOKIE = 'farebox_session';
 export const CSRF_COOKIE = 'farebox_csrf';
@@ -32,6 +34,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     next();
   });
   options.mount?.(app);
+  app.use(oauthRoutes(core, { sessionCookie: SESSION_COOKIE, log }), mcpRoutes(core, { log }));
 
   const json = express.json({ limit: '1mb', strict: false });
   const form = express.urlencoded({ extended: false, limit: '64kb' });
@@ -145,6 +148,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     authenticate(req)
       .then(async (principal) => {
         await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
+        core.checkOAuthAccess(principal, req.method, req.path);
         principals.set(req, principal);
         next();
       })

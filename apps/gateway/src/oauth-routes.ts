@@ -1,0 +1,249 @@
+import express, { type Request, type Response } from 'express';
+import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { formatAmount } from '@farebox/protocol';
+import { readCookies } from './http.js';
+
+export interface OAuthRoutesOptions {
+  /** Name of the gateway's session cookie (the consent screen signs in with it). */
+  sessionCookie: string;
+  log?: (message: string, err?: unknown) => void;
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** Clickjacking protection and no caching on every page of the authorization flow. */
+function pageHeaders(res: Response) {
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'");
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · Farebox</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;background:#f5f6f8;color:#1c1e21;margin:0;display:flex;justify-content:center}
+main{background:#fff;max-width:28rem;width:100%;margin:3rem 1rem;padding:2rem;border-radius:12px;box-shadow:0 2px 12px #0001}
+h1{font-size:1.3rem;margin-top:0}ul{padding-left:1.2rem}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
+input{width:100%;box-sizing:border-box;padding:.55rem;border:1px solid #ccd;border-radius:6px;font:inherit}
+.row{display:flex;gap:.6rem;margin-top:1.4rem}button{flex:1;padding:.65rem;border-radius:6px;border:1px solid #ccd;font:inherit;cursor:pointer;background:#fff}
+button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff}.muted{color:#667;font-size:.9rem}.error{color:#b91c1c}
+hr{border:0;border-top:1px solid #eee;margin:1.5rem 0}
+</style></head><body><main>${body}</main></body></html>`;
+}
+
+const hidden = (name: string, value: string | undefined) => (value === undefined ? '' : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`);
+
+/**
+ * The authorization server's HTTP surface: metadata (RFC 8414, RFC 9728),
+ * `/register` (RFC 7591), `/authorize` (sign-in and consent), `/token` and
+ * `/revoke` (RFC 7009). The protocol lives in the core (`core.oauth`).
+ */
+export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): express.Router {
+  const oauth = core.oauth;
+  const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
+  const router = express.Router();
+  const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
+  const json = express.json({ limit: '64kb' });
+
+  /** Public, cookie-less endpoints may be called from browser-based clients. */
+  const cors = (req: Request, res: Response, next: () => void) => {
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, MCP-Protocol-Version');
+    res.setHeader('Access-Control-Max-Age', '600');
+    if (req.method === 'OPTIONS') return void res.status(204).end();
+    next();
+  };
+
+  /** Runs an OAuth endpoint: errors become `{ error, error_description }` (RFC 6749 5.2). */
+  const endpoint =
+    (fn: (req: Request, res: Response) => Promise<void>) =>
+    (req: Request, res: Response): void => {
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('Pragma', 'no-cache');
+      fn(req, res).catch((err: unknown) => {
+        if (err instanceof GatewayError) {
+          for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
+          res.status(HTTP_STATUS[err.code]).json(oauthErrorBody(err));
+          return;
+        }
+        const e = err as { type?: string };
+        if (e?.type === 'entity.parse.failed') return void res.status(400).json({ error: 'invalid_request', error_description: 'invalid request body' });
+        if (e?.type === 'entity.too.large') return void res.status(413).json({ error: 'invalid_request', error_description: 'request body too large' });
+        log('oauth endpoint failed', err);
+        res.status(500).json({ error: 'server_error', error_description: 'internal error' });
+      });
+    };
+
+  const parsed =
+    (parser: express.RequestHandler) =>
+    (req: Request, res: Response, next: (err?: unknown) => void): void => {
+      parser(req, res, (err?: unknown) => (err ? endpoint(() => Promise.reject(err))(req, res) : next()));
+    };
+
+  const isForm = (req: Request) => (req.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
+  const body = (req: Request): Record<string, unknown> => {
+    if (!isForm(req)) throw new GatewayError('BAD_REQUEST', 'send the parameters as application/x-www-form-urlencoded', { oauthError: 'invalid_request' });
+    return (req.body ?? {}) as Record<string, unknown>;
+  };
+  const authorization = (req: Request) => (typeof req.headers.authorization === 'string' ? req.headers.authorization : undefined);
+
+  // ---- metadata ---------------------------------------------------------------
+  router.options(['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/mcp'], cors);
+  router.get('/.well-known/oauth-authorization-server', cors, (_req, res) => {
+    res.json(oauth.metadata());
+  });
+  router.get('/.well-known/oauth-protected-resource/mcp', cors, (_req, res) => {
+    res.json(oauth.resourceMetadata());
+  });
+
+  // ---- dynamic client registration --------------------------------------------
+  router.options('/register', cors);
+  router.post(
+    '/register',
+    cors,
+    parsed(json),
+    endpoint(async (req, res) => {
+      await enforceRateLimit(core.rateLimits, oauth.rateLimits.register, req.ip ?? 'unknown');
+      res.status(201).json(await oauth.register(req.body));
+    }),
+  );
+
+  // ---- token and revocation -----------------------------------------------------
+  router.options(['/token', '/revoke'], cors);
+  router.post(
+    '/token',
+    cors,
+    parsed(form),
+    endpoint(async (req, res) => {
+      await enforceRateLimit(core.rateLimits, oauth.rateLimits.token, req.ip ?? 'unknown');
+      res.json(await oauth.token(body(req), authorization(req)));
+    }),
+  );
+  router.post(
+    '/revoke',
+    cors,
+    parsed(form),
+    endpoint(async (req, res) => {
+      await enforceRateLimit(core.rateLimits, oauth.rateLimits.token, req.ip ?? 'unknown');
+      await oauth.revoke(body(req), authorization(req));
+      res.status(200).json({});
+    }),
+  );
+
+  // ---- authorization: sign-in and consent ---------------------------------------
+  async function session(req: Request): Promise<Principal | undefined> {
+    const token = readCookies(req.headers.cookie)[options.sessionCookie];
+    return token ? core.accounts.fromSession(token) : undefined;
+  }
+
+  function errorPage(res: Response, message: string, status = 400) {
+    pageHeaders(res);
+    res
+      .status(status)
+      .type('html')
+      .send(page('Cannot authorize', `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app, so you are not sent back to it. Close this page and try connecting again.</p>`));
+  }
+
+  function signInPage(res: Response, next: string, clientName: string) {
+    pageHeaders(res);
+    const fields = (action: string, label: string, autocomplete: string) => `
+      <form method="post" action="${action}">
+        ${hidden('next', next)}
+        <label for="${label}-email">E-mail</label><input id="${label}-email" name="email" type="email" autocomplete="email" required>
+        <label for="${label}-password">Password</label><input id="${label}-password" name="password" type="password" autocomplete="${autocomplete}" minlength="8" required>
+        <div class="row"><button class="primary" type="submit">${label === 'in' ? 'Sign in' : 'Create account'}</button></div>
+      </form>`;
+    res
+      .status(200)
+      .type('html')
+      .send(
+        page(
+          'Sign in',
+          `<h1>Sign in to Farebox</h1><p><strong>${escapeHtml(clientName)}</strong> wants to connect to your Farebox account. Sign in first.</p>
+          ${fields('/auth/login', 'in', 'current-password')}
+          <hr><p class="muted">New to Farebox? Create an account (it starts with 5 USD of credits).</p>
+          ${fields('/auth/signup', 'up', 'new-password')}`,
+        ),
+      );
+  }
+
+  function consentPage(res: Response, principal: Principal, request: AuthorizationRequest, opts: { error?: string; limit?: string } = {}) {
+    pageHeaders(res);
+    const back = new URL(request.redirectUri);
+    const scopes = request.scopes.map((s) => `<li>${escapeHtml(oauth.scopes[s])}</li>`).join('');
+    res
+      .status(opts.error ? 400 : 200)
+      .type('html')
+      .send(
+        page(
+          'Authorize',
+          `<h1>Connect ${escapeHtml(request.client.clientName)} to Farebox?</h1>
+          <p><strong>${escapeHtml(request.client.clientName)}</strong> <span class="muted">(name given by the app, not verified)</span> asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
+          <ul>${scopes}</ul>
+          <form method="post" action="/authorize">
+            ${hidden('_csrf', principal.csrfToken)}
+            ${hidden('response_type', 'code')}
+            ${hidden('client_id', request.client.clientId)}
+            ${hidden('redirect_uri', request.redirectUri)}
+            ${hidden('scope', request.scopes.join(' '))}
+            ${hidden('state', request.state)}
+            ${hidden('code_challenge', request.codeChallenge)}
+            ${hidden('code_challenge_method', 'S256')}
+            ${hidden('resource', request.resource)}
+            <label for="limit">Daily spending limit (USD, optional)</label>
+            <input id="limit" name="daily_limit_usd" inputmode="decimal" placeholder="no limit" value="${escapeHtml(opts.limit ?? '')}">
+            <p class="muted">Calls this app makes are refused once it has spent this much in a day (UTC). You can disconnect it at any time under Credentials.</p>
+            ${opts.error ? `<p class="error">${escapeHtml(opts.error)}</p>` : ''}
+            <div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
+          </form>
+          <p class="muted">After your choice you are sent back to ${escapeHtml(back.origin)}.</p>`,
+        ),
+      );
+  }
+
+  router.get(
+    '/authorize',
+    (req, res, next) => {
+      (async () => {
+        const check = await oauth.checkAuthorization(req.query as Record<string, unknown>);
+        if (check.kind === 'error_page') return errorPage(res, check.message);
+        if (check.kind === 'redirect') return res.redirect(302, check.location);
+        const principal = await session(req);
+        if (!principal) return signInPage(res, req.originalUrl, check.request.client.clientName);
+        const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
+        const limit = existing?.dailyLimit ? formatAmount(existing.dailyLimit, { trim: true }) : '';
+        consentPage(res, principal, check.request, { limit });
+      })().catch(next);
+    },
+  );
+
+  router.post('/authorize', form, (req, res, next) => {
+    (async () => {
+      const input = (req.body ?? {}) as Record<string, unknown>;
+      const origin = req.headers.origin;
+      if (origin !== undefined && origin !== core.config.publicOrigin && origin !== `${req.protocol}://${req.headers.host}`) return errorPage(res, 'cross-origin request refused', 403);
+      const principal = await session(req);
+      if (!principal) return errorPage(res, 'your session expired; start connecting again from the app', 401);
+      const sent = input._csrf;
+      if (typeof sent !== 'string' || !principal.csrfToken || !core.safeEqual(sent, principal.csrfToken)) return errorPage(res, 'missing or invalid CSRF token', 403);
+      const check = await oauth.checkAuthorization(input);
+      if (check.kind === 'error_page') return errorPage(res, check.message);
+      if (check.kind === 'redirect') return res.redirect(303, check.location);
+      if (input.decision !== 'allow') return res.redirect(303, oauth.deny(check.request));
+      try {
+        return res.redirect(303, await oauth.approve(principal.user, check.request, input.daily_limit_usd));
+      } catch (err) {
+        if (err instanceof GatewayError && err.code === 'BAD_REQUEST') {
+          return consentPage(res, principal, check.request, { error: err.message, limit: typeof input.daily_limit_usd === 'string' ? input.daily_limit_usd : '' });
+        }
+        throw err;
+      }
+    })().catch(next);
+  });
+
+  return router;
+}
