@@ -1,5 +1,5 @@
 import { TransactionBuilder } from '@stellar/stellar-sdk';
-import { formatAmount } from '@farebox/protocol';
+import { formatAmount, parseAmount } from '@farebox/protocol';
 import type { TxSigner } from '@farebox/stellar';
 import type { z } from 'zod';
 import { RequestBudget } from './budget.js';
@@ -88,12 +88,17 @@ export interface EscrowClient {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Base units as the API's human amount: a JSON number when it round-trips exactly, else a decimal string. */
+/** Base units as the API's human amount: a JSON number when it converts back to the same base units, else a decimal string. */
 export function toWireAmount(units: bigint): number | string {
   if (typeof units !== 'bigint' || units < 0n) throw new EscrowError('CONFIG', 'amounts must be non-negative bigint base units');
   const text = formatAmount(units, { trim: true });
   const n = Number(text);
-  return String(n) === text ? n : text;
+  try {
+    if (parseAmount(n) === units) return n;
+  } catch {
+    // not representable as a JSON number: send the exact decimal string
+  }
+  return text;
 }
 
 function positive(units: bigint, what: string): number | string {
