@@ -1,3 +1,3 @@
 import { packageProject } from '../../vitest.shared.js';
 
-export default packageProject('gateway-core');
+export default packageProject('gateway-core', { exclude: ['**/node_modules/**', 'test/**/*.{pg,redis}.test.ts'] });

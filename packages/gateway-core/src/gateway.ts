@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { attachToCatalog, createEmbedder, createSearchIndex, type CatalogAttachment, type SearchIndex } from '@farebox/discovery';
 import { Ledger, migrate, migrateLedger, openDatabase, parseTopupAmount, type Database } from '@farebox/ledger';
-import { amountFields, costObject, PLATFORM_FEE_PCT, toJsonInteger, toUsd, type Ed25519Signer } from '@farebox/protocol';
+import { amountFields, PLATFORM_FEE_PCT, toJsonInteger, toUsd, type Ed25519Signer } from '@farebox/protocol';
 import {
   createAccounts as createStellarAccounts,
   createCatalogMirror,
@@ -23,11 +23,15 @@ import { createCalls, type CallableService, type CallResponse, type CreditsPort 
 import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth, type OAuthOptions } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
+import { createSettlement } from './settlement/index.js';
+import type { SettlementConfigOptions } from './settlement/config.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
 import { GatewayError } from './errors.js';
 import { toGatewayError, translated } from './ledger-errors.js';
 import { checkEndpoint, type EndpointPolicy } from './security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from './security/rate-limit.js';
+import { RedisRateLimitStore } from './security/redis-rate-limit.js';
+import { Redis } from 'ioredis';
 import { balanceView, intParam, serviceView, transactionView } from './views.js';
 
 export const GATEWAY_MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
@@ -45,6 +49,8 @@ export interface CreateGatewayOptions extends GatewayOptions {
   log?: (message: string, err?: unknown) => void;
   /** OAuth token lifetimes, clock and /mcp origins. */
   oauth?: OAuthOptions;
+  /** Settlement intervals and escrow provider (else `FAREBOX_SETTLEMENT_INTERVAL`, `FAREBOX_FUNDING_INTERVAL`, `TRUSTLESS_WORK_URL`, `TRUSTLESS_WORK_API_KEY`). */
+  settlement?: SettlementConfigOptions;
 }
 
 const RegisterSchema = z.strictObject(
@@ -106,8 +112,16 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const network: NetworkConfig = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
   const registry: RegistryClient = createRegistryClient(network);
   const chain = createStellarAccounts(network);
+  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log });
   const policy: EndpointPolicy = { allowLoopback: config.localMode };
-  const rateLimits = options.rateLimitStore ?? new MemoryRateLimitStore();
+  // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
+  let redis: Redis | undefined;
+  let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
+  if (!options.rateLimitStore && env.FAREBOX_REDIS_URL) {
+    redis = new Redis(env.FAREBOX_REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+    redis.on('error', () => undefined);
+    rateLimits = new RedisRateLimitStore(redis, { onError: (err) => log('redis unavailable: rate limits are not enforced until it is back', err) });
+  }
 
   // ---- catalog mirror + search ------------------------------------------------
   const searchIndex =
@@ -228,6 +242,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     rateLimits,
     accounts,
     safeEqual,
+    settlement,
 
     /** Starts following the registry (and indexing it). Resolves after the first sync. */
     async start() {
@@ -239,6 +254,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       })();
       await mirrorStarted;
       provisionWallet(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
+      settlement.start();
     },
 
     async authenticateBearer(token: string): Promise<Principal | undefined> {
@@ -395,20 +411,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       },
       async settlements(user: User, limit: unknown) {
         requirePublisher(user);
-        const n = intParam(limit, 'limit', 1, 200, 50);
-        const cycles = await ledger.listCycles(user.walletAddress, n);
-        return cycles.map((c) => ({
-          id: c.id,
-          state: c.state,
-          escrow_id: c.escrowId,
-          calls: c.calls,
-          fee: { pct: PLATFORM_FEE_PCT, ...costObject(c.fee) },
-          gross: costObject(c.gross),
-          net: costObject(c.net),
-          opened_at: c.openedAt.toISOString(),
-          closed_at: c.closedAt?.toISOString() ?? null,
-          transactions: [...c.batches.filter((b) => b.txHash).map((b) => ({ step: 'fund', tx_hash: b.txHash, explorer_url: b.explorerUrl })), ...c.steps.filter((s) => s.txHash).map((s) => ({ step: s.toState, tx_hash: s.txHash, explorer_url: s.explorerUrl }))],
-        }));
+        return settlement.list(user.walletAddress, intParam(limit, 'limit', 1, 200, 50));
       },
       async analytics(user: User, days: unknown) {
         requirePublisher(user);
@@ -416,8 +419,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
         const points = await ledger.publisherAnalytics(user.walletAddress, n);
         return points.map((p) => ({ day: p.day, calls: p.calls, earned_base_units: toJsonInteger(p.earned), earned_lamports: toJsonInteger(p.earned), earned_asset: toUsd(p.earned), earned_sol: toUsd(p.earned), earned_usd: toUsd(p.earned) }));
       },
-      async settle(_user: User): Promise<never> {
-        throw new GatewayError('UNAVAILABLE', 'on-chain settlement is not enabled on this gateway');
+      async settle(user: User) {
+        requirePublisher(user);
+        return settlement.settle(user.walletAddress);
       },
     },
 
@@ -466,6 +470,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           database: database ? db.kind : 'unavailable',
           search: searchIndex.status(),
           catalog: { services: mirror.list().length },
+          rate_limits: rateLimits instanceof RedisRateLimitStore ? (rateLimits.healthy ? 'redis' : 'redis-unavailable') : 'memory',
           uptime_s: Math.round((Date.now() - startedAt) / 1000),
         };
       },
@@ -473,9 +478,11 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
 
     async close() {
       clearInterval(reaper);
+      await settlement.stop();
       attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();
+      redis?.disconnect();
       if (!options.database) await db.close();
     },
   };
