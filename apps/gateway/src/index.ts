@@ -2,3 +2,4 @@ export { createApp, SESSION_COOKIE, CSRF_COOKIE } from './app.js';
 export type { AppOptions } from './app.js';
 export { startGateway } from './server.js';
 export type { StartGatewayOptions, RunningGateway } from './server.js';
+export { serveDashboard, dashboardDir, DASHBOARD_CSP, RESERVED_PREFIXES } from './dashboard.js';

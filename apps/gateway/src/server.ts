@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createDevnet, type DevnetCore } from '@farebox/devnet';
 import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
 import { createApp } from './app.js';
+import { serveDashboard } from './dashboard.js';
 
 export interface StartGatewayOptions extends CreateGatewayOptions {
   /** Listen address (default 127.0.0.1; `HOST`). */
@@ -17,6 +18,8 @@ export interface StartGatewayOptions extends CreateGatewayOptions {
   devnetCloseIntervalMs?: number | 'instant';
   /** Keep the devnet in memory instead of `dataDir/devnet`. */
   devnetInMemory?: boolean;
+  /** Serve the web dashboard at `/`: a built dashboard directory, or false (default: @farebox/dashboard's dist). */
+  dashboard?: string | false;
 }
 
 export interface RunningGateway {
@@ -83,6 +86,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
   const app = createApp(core, {
     mount: (a) => {
       if (devnet) a.use('/devnet', devnet.handler);
+      if (options.dashboard !== false) serveDashboard(a, options.dashboard);
     },
   });
   handler = app;

@@ -1,0 +1,134 @@
+import { useCallback, useEffect, useState } from 'react';
+import { api, errorMessage, type Account } from './api.js';
+import { Link, navigate, usePath } from './router.js';
+import { ErrorBox, Loading } from './ui.js';
+import { AuthPage } from './pages/Auth.js';
+import { BillingPage } from './pages/Billing.js';
+import { CredentialsPage } from './pages/Credentials.js';
+import { CatalogPage, ServicePage } from './pages/Catalog.js';
+import { TransactionsPage } from './pages/Transactions.js';
+import { PublisherPage } from './pages/Publisher.js';
+
+const NAV = [
+  { href: '/billing', label: 'Billing' },
+  { href: '/credentials', label: 'Credentials' },
+  { href: '/catalog', label: 'Catalog' },
+  { href: '/transactions', label: 'Transactions' },
+  { href: '/publisher', label: 'Publisher' },
+];
+
+const TITLES: Record<string, string> = { '/signin': 'Sign in', '/signup': 'Sign up', '/billing': 'Billing', '/credentials': 'Credentials', '/catalog': 'Catalog', '/transactions': 'Transactions', '/publisher': 'Publisher' };
+
+export function App() {
+  const path = usePath();
+  const [me, setMe] = useState<Account | null | undefined>(undefined);
+  const [error, setError] = useState<string>();
+
+  const refreshMe = useCallback(async () => {
+    try {
+      setMe(await api<Account>('/v1/me'));
+      setError(undefined);
+    } catch (err) {
+      if ((err as { status?: number }).status === 401) setMe(null);
+      else setError(errorMessage(err));
+    }
+  }, []);
+
+  useEffect(() => {
+    void refreshMe();
+    const onLost = () => setMe(null);
+    window.addEventListener('farebox:unauthenticated', onLost);
+    return () => window.removeEventListener('farebox:unauthenticated', onLost);
+  }, [refreshMe]);
+
+  const isAuthPage = path === '/signin' || path === '/signup';
+  useEffect(() => {
+    if (me === null && !isAuthPage) navigate(`/signin`, true);
+    if (me && (isAuthPage || path === '/')) navigate('/billing', true);
+  }, [me, isAuthPage, path]);
+
+  useEffect(() => {
+    const section = path.startsWith('/catalog/') ? decodeURIComponent(path.slice('/catalog/'.length)) : TITLES[path];
+    document.title = section ? `${section} · Farebox` : 'Farebox';
+  }, [path]);
+
+  const signOut = async () => {
+    try {
+      await api('/auth/logout', { method: 'POST' });
+    } catch {
+      // The session is gone either way; the cookies are cleared by the answer.
+    }
+    setMe(null);
+    navigate('/signin');
+  };
+
+  let page;
+  if (error && me === undefined) page = <ErrorBox title="The dashboard could not load your account" error={error} />;
+  else if (me === undefined) page = <Loading />;
+  else if (!me || isAuthPage) page = <AuthPage mode={path === '/signup' ? 'signup' : 'signin'} onSignedIn={(a) => setMe(a)} />;
+  else if (path === '/billing' || path === '/') page = <BillingPage me={me} />;
+  else if (path === '/credentials') page = <CredentialsPage />;
+  else if (path === '/catalog') page = <CatalogPage />;
+  else if (path.startsWith('/catalog/')) page = <ServicePage name={decodeURIComponent(path.slice('/catalog/'.length))} />;
+  else if (path === '/transactions') page = <TransactionsPage />;
+  else if (path === '/publisher') page = <PublisherPage me={me} onChanged={refreshMe} />;
+  else
+    page = (
+      <section>
+        <h1>Page not found</h1>
+        <p>
+          There is nothing at <code>{path}</code>. <Link href="/billing">Go to Billing</Link>.
+        </p>
+      </section>
+    );
+
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <div className="topbar-inner">
+          <Link href={me ? '/billing' : '/signin'} className="brand" aria-label="Farebox home">
+            <span className="brand-mark" aria-hidden="true">
+              ◆
+            </span>
+            Farebox
+          </Link>
+          {me ? (
+            <div className="who">
+              <span className="who-email" title={me.email}>
+                {me.email}
+              </span>
+              <button type="button" className="secondary small" onClick={signOut}>
+                Sign out
+              </button>
+            </div>
+          ) : null}
+        </div>
+        {me ? (
+          <nav aria-label="Main" className="nav">
+            <ul>
+              {NAV.map((n) => {
+                const current = path === n.href || (n.href === '/catalog' && path.startsWith('/catalog/'));
+                return (
+                  <li key={n.href}>
+                    <Link href={n.href} aria-current={current ? 'page' : undefined}>
+                      {n.label}
+                    </Link>
+                  </li>
+                );
+              })}
+            </ul>
+          </nav>
+        ) : null}
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page}
+      </main>
+      <footer className="footer">
+        <p>Farebox · pay-per-call services, paid in USDC on Stellar</p>
+      </footer>
+    </>
+  );
+}

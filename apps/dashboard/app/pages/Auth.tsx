@@ -1,0 +1,71 @@
+import { useState, type FormEvent } from 'react';
+import { api, errorMessage, type Account } from '../api.js';
+import { Link, navigate } from '../router.js';
+import { ErrorBox } from '../ui.js';
+
+export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSignedIn: (a: Account) => void }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const signup = mode === 'signup';
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(undefined);
+    if (signup && password.length < 8) return setError('the password needs at least 8 characters');
+    setBusy(true);
+    try {
+      const account = await api<Account>(signup ? '/auth/signup' : '/auth/login', { body: { email, password } });
+      onSignedIn(account);
+      navigate('/billing', true);
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section className="auth card" aria-labelledby="auth-title">
+      <h1 id="auth-title">{signup ? 'Create your account' : 'Sign in'}</h1>
+      <p className="muted">{signup ? 'New accounts start with 5 USD of credits and their own USDC wallet.' : 'Pay per call for AI agents and APIs, in USDC.'}</p>
+      <form onSubmit={submit} noValidate>
+        <label htmlFor="auth-email">E-mail</label>
+        <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <label htmlFor="auth-password">Password</label>
+        <input
+          id="auth-password"
+          type="password"
+          autoComplete={signup ? 'new-password' : 'current-password'}
+          required
+          minLength={8}
+          maxLength={256}
+          aria-describedby={signup ? 'auth-password-hint' : undefined}
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
+        {signup ? (
+          <p id="auth-password-hint" className="hint">
+            8 to 256 characters.
+          </p>
+        ) : null}
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>
+          {busy ? (signup ? 'Creating account…' : 'Signing in…') : signup ? 'Sign up' : 'Sign in'}
+        </button>
+      </form>
+      <p className="switch">
+        {signup ? (
+          <>
+            Already have an account? <Link href="/signin">Sign in</Link>
+          </>
+        ) : (
+          <>
+            New here? <Link href="/signup">Create an account</Link>
+          </>
+        )}
+      </p>
+    </section>
+  );
+}

@@ -1,0 +1,195 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, ApiError, errorMessage, newIdempotencyKey, type CallResult, type Service, type TraceStep } from '../api.js';
+import { formatDate, formatUsd, parsePayload, shorten } from '../format.js';
+import { Link } from '../router.js';
+import { Empty, ErrorBox, ExplorerLink, Loading, Stat, Units, useLoad } from '../ui.js';
+import { Timeline } from '../Timeline.js';
+
+function queryFromUrl(): string {
+  return new URLSearchParams(window.location.search).get('q') ?? '';
+}
+
+export function CatalogPage() {
+  const [draft, setDraft] = useState(queryFromUrl);
+  const [q, setQ] = useState(queryFromUrl);
+  const list = useLoad(() => api<Service[]>(q.trim() ? `/v1/agents?q=${encodeURIComponent(q.trim())}` : '/v1/agents'), [q]);
+
+  const search = (e: FormEvent) => {
+    e.preventDefault();
+    setQ(draft);
+    const url = draft.trim() ? `/catalog?q=${encodeURIComponent(draft.trim())}` : '/catalog';
+    window.history.replaceState(null, '', url);
+  };
+
+  return (
+    <section aria-labelledby="catalog-title">
+      <h1 id="catalog-title">Catalog</h1>
+      <form role="search" onSubmit={search} className="search">
+        <label htmlFor="catalog-q" className="visually-hidden">
+          Search services
+        </label>
+        <input id="catalog-q" type="search" placeholder="Search services in any language, e.g. “count words”" value={draft} onChange={(e) => setDraft(e.target.value)} />
+        <button type="submit">Search</button>
+      </form>
+      <p className="hint">Hybrid search: keywords (BM25) and meaning (multilingual embeddings).</p>
+      <ErrorBox title="Search failed" error={list.error} />
+      {list.loading && !list.data ? <Loading label="Searching…" /> : null}
+      {list.data && list.data.length === 0 ? <Empty>{q.trim() ? `No service matches “${q.trim()}”.` : 'The catalog is empty: no service is registered yet.'}</Empty> : null}
+      {list.data && list.data.length > 0 ? (
+        <ul className="services" aria-label={q.trim() ? `Results for ${q.trim()}` : 'All services'}>
+          {list.data.map((s) => (
+            <li key={s.service} className="card service-card">
+              <div className="service-head">
+                <h2>
+                  <Link href={`/catalog/${encodeURIComponent(s.service)}`}>{s.service}</Link>
+                </h2>
+                <span className="price">{formatUsd(s.pricePerCall)} / call</span>
+              </div>
+              <p className="desc">{s.description || <span className="muted">No description.</span>}</p>
+              <div className="muted small-text">
+                {s.totalCalls.toLocaleString('en-US')} calls · by <code title={s.ownerWallet}>{shorten(s.ownerWallet)}</code>
+                {s.score !== undefined ? ` · relevance ${s.score}` : ''}
+              </div>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </section>
+  );
+}
+
+export function ServicePage({ name }: { name: string }) {
+  const svc = useLoad(async () => {
+    const all = await api<Service[]>('/v1/agents');
+    return all.find((s) => s.service === name) ?? null;
+  }, [name]);
+
+  return (
+    <section aria-labelledby="svc-title">
+      <p className="crumbs">
+        <Link href="/catalog">← Catalog</Link>
+      </p>
+      <h1 id="svc-title">{name}</h1>
+      <ErrorBox title="Service unavailable" error={svc.error} />
+      {svc.loading && !svc.data ? <Loading label="Loading service…" /> : null}
+      {svc.data === null ? <Empty>No service named “{name}” is registered.</Empty> : null}
+      {svc.data ? (
+        <>
+          <div className="card">
+            <p className="desc">{svc.data.description || <span className="muted">No description.</span>}</p>
+            <div className="stats">
+              <Stat label="Price per call" hint="USDC; dynamic pricing may quote more for large payloads">
+                <span data-testid="service-price">{formatUsd(svc.data.pricePerCall)}</span>
+              </Stat>
+              <Stat label="Calls">{svc.data.totalCalls.toLocaleString('en-US')}</Stat>
+              <Stat label="Earned by its publisher">
+                {formatUsd(svc.data.totalEarned)}
+              </Stat>
+            </div>
+            <dl className="facts">
+              <dt>Endpoint</dt>
+              <dd>
+                <code>{svc.data.endpoint}</code>
+              </dd>
+              <dt>Owner</dt>
+              <dd>
+                <code>{svc.data.ownerWallet}</code>
+              </dd>
+              <dt>Registered</dt>
+              <dd>{formatDate(svc.data.createdAt)}</dd>
+            </dl>
+          </div>
+          <TryIt service={svc.data} onCalled={svc.reload} />
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+function TryIt({ service, onCalled }: { service: Service; onCalled: () => void }) {
+  const [payload, setPayload] = useState('{\n  "text": "hello"\n}');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [failedTrace, setFailedTrace] = useState<TraceStep[]>();
+  const [result, setResult] = useState<CallResult>();
+
+  useEffect(() => {
+    setResult(undefined);
+    setError(undefined);
+  }, [service.service]);
+
+  const call = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(undefined);
+    setFailedTrace(undefined);
+    setResult(undefined);
+    const parsed = parsePayload(payload);
+    if ('error' in parsed) return setError(parsed.error);
+    setBusy(true);
+    try {
+      const r = await api<CallResult>('/v1/call', { body: { service: service.service, payload: parsed.payload }, headers: { 'idempotency-key': newIdempotencyKey() } });
+      setResult(r);
+      onCalled();
+    } catch (err) {
+      setError(errorMessage(err));
+      if (err instanceof ApiError && err.body && typeof err.body === 'object') {
+        const steps = (err.body as { trace?: { steps?: TraceStep[] } }).trace?.steps;
+        if (Array.isArray(steps)) setFailedTrace(steps);
+      }
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section className="card" aria-labelledby="try-title">
+      <h2 id="try-title">Try it</h2>
+      <p className="muted">
+        Makes a real paid call of at least {formatUsd(service.pricePerCall)}, paid from your credits first. If the service fails, you are refunded.
+      </p>
+      <form onSubmit={call}>
+        <label htmlFor="try-payload">Payload (JSON object)</label>
+        <textarea id="try-payload" rows={6} spellCheck={false} className="mono" value={payload} onChange={(e) => setPayload(e.target.value)} />
+        <button type="submit" disabled={busy}>
+          {busy ? 'Calling…' : `Call ${service.service}`}
+        </button>
+      </form>
+      <ErrorBox title="The call failed" error={error} />
+      {failedTrace ? <Timeline steps={failedTrace} /> : null}
+      {result ? (
+        <div className="call-result" aria-live="polite">
+          <h3>Result</h3>
+          <pre className="json" data-testid="call-result">
+            {JSON.stringify(result.result, null, 2)}
+          </pre>
+          <div className="stats">
+            <Stat label="Cost">
+              <span data-testid="call-cost">
+                <Units units={result.cost.lamports} />
+              </span>
+            </Stat>
+            <Stat label="Paid with">{result.paidWith === 'credit' ? 'Credits' : 'Wallet'}</Stat>
+            <Stat label="New balance">
+              <Units units={result.newBalance.lamports} />
+            </Stat>
+          </div>
+          <p className="small-text muted">
+            Mode: {result.mode}
+            {result.explorerUrl ? (
+              <>
+                {' · '}
+                <ExplorerLink href={result.explorerUrl} />
+              </>
+            ) : null}
+          </p>
+          {result.trace?.steps ? (
+            <>
+              <h3>Payment trace</h3>
+              <Timeline steps={result.trace.steps} />
+            </>
+          ) : null}
+        </div>
+      ) : null}
+    </section>
+  );
+}

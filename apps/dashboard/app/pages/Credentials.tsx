@@ -1,0 +1,181 @@
+import { useState, type FormEvent } from 'react';
+import { api, errorMessage, type ApiKey, type OAuthConnection } from '../api.js';
+import { formatDate, formatUsd } from '../format.js';
+import { CopyButton, Empty, ErrorBox, Loading, useLoad } from '../ui.js';
+
+export function CredentialsPage() {
+  return (
+    <section aria-labelledby="cred-title">
+      <h1 id="cred-title">Credentials</h1>
+      <ApiKeys />
+      <Connections />
+    </section>
+  );
+}
+
+function ApiKeys() {
+  const keys = useLoad(() => api<ApiKey[]>('/v1/api-keys'));
+  const [name, setName] = useState('');
+  const [created, setCreated] = useState<{ name: string; key: string }>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const [rowError, setRowError] = useState<string>();
+
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(undefined);
+    setCreated(undefined);
+    setBusy(true);
+    try {
+      const r = await api<{ name: string; key: string }>('/v1/api-keys', { body: { name: name.trim() } });
+      setCreated({ name: r.name, key: r.key });
+      setName('');
+      keys.reload();
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const revoke = async (k: ApiKey) => {
+    if (!window.confirm(`Revoke the key "${k.name}"? Programs using it stop working at once.`)) return;
+    setRowError(undefined);
+    try {
+      await api(`/v1/api-keys/${encodeURIComponent(k.id)}`, { method: 'DELETE' });
+      keys.reload();
+    } catch (err) {
+      setRowError(errorMessage(err));
+    }
+  };
+
+  return (
+    <section className="card" aria-labelledby="keys-title">
+      <h2 id="keys-title">API keys</h2>
+      <p className="muted">
+        For scripts and servers: send <code>Authorization: Bearer sk_live_…</code>. Keys do not expire; revoke them when you no longer need them.
+      </p>
+      <form onSubmit={create} className="inline-form" noValidate>
+        <label htmlFor="key-name">Key name</label>
+        <div className="row">
+          <input id="key-name" maxLength={64} placeholder="e.g. ci-server" value={name} onChange={(e) => setName(e.target.value)} />
+          <button type="submit" disabled={busy}>
+            {busy ? 'Creating…' : 'Create key'}
+          </button>
+        </div>
+        <ErrorBox error={error} />
+      </form>
+      {created ? (
+        <div className="secret" role="status" aria-labelledby="secret-title">
+          <p id="secret-title">
+            <strong>New key “{created.name}”.</strong> Copy it now: it is shown only this once.
+          </p>
+          <div className="address-row">
+            <code className="address" data-testid="new-key">
+              {created.key}
+            </code>
+            <CopyButton text={created.key} label="Copy key" />
+          </div>
+          <button type="button" className="link" onClick={() => setCreated(undefined)}>
+            I have saved it, hide the key
+          </button>
+        </div>
+      ) : null}
+      <ErrorBox title="Could not revoke" error={rowError} />
+      <ErrorBox title="Keys unavailable" error={keys.error} />
+      {keys.loading && !keys.data ? <Loading label="Loading keys…" /> : null}
+      {keys.data && keys.data.length === 0 ? <Empty>No API keys yet.</Empty> : null}
+      {keys.data && keys.data.length > 0 ? (
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">API keys</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((k) => (
+                <tr key={k.id}>
+                  <td data-label="Name">{k.name}</td>
+                  <td data-label="Key">
+                    <code>{k.prefix}…</code>
+                  </td>
+                  <td data-label="Created">{formatDate(k.created_at)}</td>
+                  <td data-label="Last used">{k.last_used_at ? formatDate(k.last_used_at) : <span className="muted">never</span>}</td>
+                  <td className="actions">
+                    <button type="button" className="danger small" onClick={() => revoke(k)} aria-label={`Revoke key ${k.name}`}>
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+function Connections() {
+  const conns = useLoad(() => api<OAuthConnection[]>('/v1/oauth/connections'));
+  const [rowError, setRowError] = useState<string>();
+
+  const disconnect = async (c: OAuthConnection) => {
+    if (!window.confirm(`Disconnect ${c.client_name}? It loses access at once.`)) return;
+    setRowError(undefined);
+    try {
+      await api(`/v1/oauth/connections/${encodeURIComponent(c.id)}`, { method: 'DELETE' });
+      conns.reload();
+    } catch (err) {
+      setRowError(errorMessage(err));
+    }
+  };
+
+  return (
+    <section className="card" aria-labelledby="conn-title">
+      <h2 id="conn-title">Connected apps</h2>
+      <p className="muted">Assistants and tools you authorized through OAuth (for example an MCP connector), with their daily spending limits.</p>
+      <ErrorBox title="Could not disconnect" error={rowError} />
+      <ErrorBox title="Connections unavailable" error={conns.error} />
+      {conns.loading && !conns.data ? <Loading label="Loading connections…" /> : null}
+      {conns.data && conns.data.length === 0 ? <Empty>No connected apps. Add {`${window.location.origin}/mcp`} as a connector in your assistant to connect one.</Empty> : null}
+      {conns.data && conns.data.length > 0 ? (
+        <ul className="conn-list">
+          {conns.data.map((c) => {
+            const limit = c.daily_limit_usd;
+            const pct = limit ? Math.min(100, (c.spent_today_usd / limit) * 100) : 0;
+            return (
+              <li key={c.id} className="conn">
+                <div className="conn-head">
+                  <strong>{c.client_name}</strong>
+                  <button type="button" className="danger small" onClick={() => disconnect(c)} aria-label={`Disconnect ${c.client_name}`}>
+                    Disconnect
+                  </button>
+                </div>
+                <div className="muted small-text">
+                  Scopes: {c.scopes.join(', ') || '—'} · connected {formatDate(c.created_at)}
+                </div>
+                <div className="small-text">
+                  Spent today {formatUsd(c.spent_today_usd)} {limit === null ? '· no daily limit' : `of ${formatUsd(limit)} daily limit`}
+                </div>
+                {limit !== null ? (
+                  <div className="meter" role="meter" aria-label={`${c.client_name} spending today`} aria-valuemin={0} aria-valuemax={limit} aria-valuenow={c.spent_today_usd}>
+                    <div className="meter-fill" style={{ width: `${pct}%` }} />
+                  </div>
+                ) : null}
+              </li>
+            );
+          })}
+        </ul>
+      ) : null}
+    </section>
+  );
+}

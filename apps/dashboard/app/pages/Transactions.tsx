@@ -1,0 +1,57 @@
+import { api, type Transaction } from '../api.js';
+import { formatDate, shorten } from '../format.js';
+import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Units, useLoad } from '../ui.js';
+
+export function TransactionsPage() {
+  const txs = useLoad(() => api<Transaction[]>('/v1/transactions?limit=100'));
+  return (
+    <section aria-labelledby="tx-title">
+      <div className="title-row">
+        <h1 id="tx-title">Transactions</h1>
+        <button type="button" className="secondary small" onClick={txs.reload} disabled={txs.loading}>
+          Refresh
+        </button>
+      </div>
+      <p className="muted">Top-ups and calls, newest first.</p>
+      <ErrorBox title="Transactions unavailable" error={txs.error} />
+      {txs.loading && !txs.data ? <Loading label="Loading transactions…" /> : null}
+      {txs.data && txs.data.length === 0 ? <Empty>No transactions yet. Top up or call a service from the catalog.</Empty> : null}
+      {txs.data && txs.data.length > 0 ? (
+        <div className="table-wrap card flush">
+          <table>
+            <caption className="visually-hidden">Transactions, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Type</th>
+                <th scope="col">Service</th>
+                <th scope="col" className="num">
+                  Amount
+                </th>
+                <th scope="col">Status</th>
+                <th scope="col">On chain</th>
+              </tr>
+            </thead>
+            <tbody>
+              {txs.data.map((t) => (
+                <tr key={t.id}>
+                  <td data-label="When">{formatDate(t.created_at)}</td>
+                  <td data-label="Type">{t.type === 'topup' ? (t.note === 'signup' ? 'Sign-up credit' : 'Top-up') : 'Call'}</td>
+                  <td data-label="Service">{t.service ?? <span className="muted">—</span>}</td>
+                  <td data-label="Amount" className={`num ${t.type === 'topup' ? 'plus' : 'minus'}`}>
+                    {t.type === 'topup' ? '+' : '−'}
+                    <Units units={t.amount_base_units} />
+                  </td>
+                  <td data-label="Status">
+                    <Badge status={t.status} />
+                  </td>
+                  <td data-label="On chain">{t.explorer_url ? <ExplorerLink href={t.explorer_url} label={t.tx_signature ? shorten(t.tx_signature) : 'Explorer'} /> : <span className="muted">{t.type === 'call' && t.status === 'completed' ? 'in the next settlement' : '—'}</span>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
+}
