@@ -49,4 +49,6 @@ export type {
   TransactionStatus,
   VerifyMismatch,
   VerifyReport,
+  WalletPayment,
+  WalletPaymentInput,
 } from './ledger.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BASE_UNITS_PER_USDC, MAX_BASE_UNITS, parseAmount, splitFee } from '@farebox/protocol';
+import { BASE_UNITS_PER_USDC, MAX_BASE_UNITS, PLATFORM_FEE_BPS, parseAmount, splitFee } from '@farebox/protocol';
 import type { Database, OpenDatabaseOptions, Queryable } from './db.js';
 import { openDatabase } from './db.js';
 import { LedgerError, sqlState } from './errors.js';
@@ -871,6 +871,11 @@ export class Ledger {
           WHERE h.account_id = $1
           ORDER BY h.created_at DESC LIMIT $2)
          UNION ALL
+         (SELECT 'call', w.id::text, w.amount, w.service, w.tx_hash, w.explorer_url,
+                 w.state, 'wallet', w.error, w.created_at, 1
+          FROM wallet_payments w WHERE w.account_id = $1 AND w.kind = 'call'
+          ORDER BY w.created_at DESC LIMIT $2)
+         UNION ALL
          (SELECT 'topup', j.id::text, j.amount, NULL, NULL, NULL, 'completed', NULL,
                  CASE j.kind WHEN 'signup' THEN 'signup' ELSE j.reference END, j.created_at, 0
           FROM journal j WHERE j.account_id = $1 AND j.kind IN ('signup', 'topup')
@@ -894,21 +899,36 @@ export class Ledger {
 
   // -------------------------------------------------------------- earnings
 
-  /** Earned (net), pending (not yet paid out) and settled totals of a publisher owner. */
+  /**
+   * Earned, pending (not yet paid out) and settled totals of a publisher
+   * owner. `settled` is what the settlement escrows paid: per settled cycle,
+   * its gross less floor(gross x 5%), the fee the escrow takes at release on
+   * the cycle total; `pending` is the per-call net of the other earnings;
+   * `earned` = settled + pending. (Per-call fees are floored call by call, so
+   * a settled cycle may pay up to one base unit per call more than the sum of
+   * its per-call nets, never less.)
+   */
   async publisherTotals(publisherOwner: string): Promise<PublisherTotals> {
     text(publisherOwner, 'publisherOwner');
     const { rows } = await this.db.query(
-      `SELECT count(e.id) AS calls, COALESCE(sum(e.gross), 0) AS gross, COALESCE(sum(e.fee), 0) AS fee,
-              COALESCE(sum(e.net), 0) AS net,
-              COALESCE(sum(e.net) FILTER (WHERE c.state = ANY($2::text[])), 0) AS settled
-       FROM earnings e LEFT JOIN settlement_cycles c ON c.id = e.cycle_id
-       WHERE e.publisher_owner = $1`,
-      [publisherOwner, SETTLED],
+      `WITH per_cycle AS (
+         SELECT e.cycle_id, (c.state = ANY($2::text[])) AS settled, count(*) AS calls,
+                sum(e.gross) AS gross, sum(e.fee) AS fee, sum(e.net) AS net
+         FROM earnings e LEFT JOIN settlement_cycles c ON c.id = e.cycle_id
+         WHERE e.publisher_owner = $1
+         GROUP BY e.cycle_id, c.state
+       )
+       SELECT COALESCE(sum(calls), 0) AS calls, COALESCE(sum(gross), 0) AS gross,
+              COALESCE(sum(CASE WHEN settled THEN gross * $3::bigint / 10000 ELSE fee END), 0) AS fee,
+              COALESCE(sum(CASE WHEN settled THEN gross - gross * $3::bigint / 10000 ELSE 0 END), 0) AS settled,
+              COALESCE(sum(CASE WHEN settled THEN 0 ELSE net END), 0) AS pending
+       FROM per_cycle`,
+      [publisherOwner, SETTLED, PLATFORM_FEE_BPS.toString()],
     );
     const r = rows[0] as Row;
-    const earned = big(r.net);
     const settled = big(r.settled);
-    return { publisherOwner, calls: Number(r.calls), gross: big(r.gross), fee: big(r.fee), earned, pending: earned - settled, settled };
+    const pending = big(r.pending);
+    return { publisherOwner, calls: Number(r.calls), gross: big(r.gross), fee: big(r.fee), earned: settled + pending, pending, settled };
   }
 
   /** Daily series (UTC) of the last `days` days, 1 to 90 (default 30), oldest first, with empty days as zeros. */
@@ -1175,6 +1195,123 @@ export class Ledger {
       return true;
     });
     return { applied, cycle: await this.getCycle(cycleId) };
+  }
+
+  /**
+   * Merges `data` into a cycle's `data` object (and sets its escrow id when
+   * given) without a state move: the settler's durable notes, such as the
+   * signed transaction it is about to submit. Refused (`CYCLE_NOT_OPEN`) once
+   * the cycle is `done` or `failed`.
+   */
+  async recordCycleData(cycleId: string, input: { escrowId?: string; data?: Record<string, unknown> }): Promise<SettlementCycle> {
+    const id = this.cycleIdParam(cycleId);
+    const escrowId = input.escrowId === undefined ? null : text(input.escrowId, 'escrowId');
+    const extra = JSON.stringify(input.data ?? {});
+    const { rows } = await this.db.query(
+      `UPDATE settlement_cycles SET data = data || $2::jsonb, escrow_id = COALESCE($3, escrow_id), version = version + 1, updated_at = now()
+       WHERE id = $1 AND state NOT IN ('done', 'failed') RETURNING id`,
+      [id, extra, escrowId],
+    );
+    if (!rows[0]) {
+      const current = await this.getCycle(cycleId);
+      throw new LedgerError('CYCLE_NOT_OPEN', `the cycle is ${current.state}; its record is final`, { cycleId, state: current.state });
+    }
+    return this.getCycle(cycleId);
+  }
+
+  /** Publisher owners with earnings in no cycle yet (what a settler must pick up). */
+  async unsettledOwners(limit = 1000): Promise<string[]> {
+    positiveInt(limit, 'limit', 100_000);
+    const { rows } = await this.db.query('SELECT DISTINCT publisher_owner FROM earnings WHERE cycle_id IS NULL LIMIT $1', [limit]);
+    return rows.map((r) => str(r.publisher_owner)).sort();
+  }
+
+  // ---------------------------------------------------------- wallet path
+
+  /**
+   * Records the intent of a wallet payment (state `pending`) before anything
+   * is sent on chain; a second record with the same account, kind and
+   * `callId` returns the first (idempotent).
+   */
+  async recordWalletPayment(accountId: string, input: WalletPaymentInput): Promise<WalletPayment> {
+    text(accountId, 'accountId', 128);
+    const callId = text(input?.callId, 'callId');
+    if (input.kind !== 'call' && input.kind !== 'topup') invalid('kind must be call or topup', { field: 'kind' });
+    positiveAmount(input.amount, 'amount');
+    const service = input.service === undefined ? null : text(input.service, 'service');
+    const owner = input.publisherOwner === undefined ? null : text(input.publisherOwner, 'publisherOwner');
+    const { rows } = await this.db.query(
+      `INSERT INTO wallet_payments (account_id, kind, call_id, service, publisher_owner, amount, data)
+       VALUES ($1, $2, $3, $4, $5, $6::bigint, $7::jsonb) ON CONFLICT (account_id, call_id, kind) DO NOTHING RETURNING *`,
+      [accountId, input.kind, callId, service, owner, input.amount.toString(), JSON.stringify(input.data ?? {})],
+    );
+    if (rows[0]) return toWalletPayment(rows[0]);
+    const existing = await this.db.query('SELECT * FROM wallet_payments WHERE account_id = $1 AND call_id = $2 AND kind = $3', [accountId, callId, input.kind]);
+    return toWalletPayment(existing.rows[0] as Row);
+  }
+
+  /** Merges notes into a pending wallet payment (e.g. the signed transaction about to be submitted, the escrow id). */
+  async noteWalletPayment(paymentId: string, input: { escrowId?: string; data?: Record<string, unknown> }): Promise<WalletPayment> {
+    if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+    const escrowId = input.escrowId === undefined ? null : text(input.escrowId, 'escrowId');
+    const { rows } = await this.db.query(
+      `UPDATE wallet_payments SET data = data || $2::jsonb, escrow_id = COALESCE($3, escrow_id) WHERE id = $1 AND state = 'pending' RETURNING *`,
+      [paymentId, JSON.stringify(input.data ?? {}), escrowId],
+    );
+    if (rows[0]) return toWalletPayment(rows[0]);
+    return this.getWalletPayment(paymentId);
+  }
+
+  /**
+   * Resolves a pending wallet payment once: `completed` with its transaction,
+   * or `failed` with the reason. A `topup` completed here also credits its
+   * amount in the same database transaction (journal reference
+   * `wallet:<txHash>`), within the top-up limits; `applied: false` when the
+   * payment was already resolved.
+   */
+  async resolveWalletPayment(
+    paymentId: string,
+    outcome: { state: 'completed'; txHash: string; explorerUrl?: string; escrowId?: string } | { state: 'failed'; error: string },
+  ): Promise<{ applied: boolean; payment: WalletPayment; balance: bigint | null }> {
+    if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query('SELECT * FROM wallet_payments WHERE id = $1 FOR UPDATE', [paymentId]);
+      const row = rows[0];
+      if (!row) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+      const current = toWalletPayment(row);
+      if (current.state !== 'pending') return { applied: false, payment: current, balance: null };
+      let balance: bigint | null = null;
+      let updated: Row[];
+      if (outcome.state === 'completed') {
+        const txHash = text(outcome.txHash, 'txHash');
+        const explorerUrl = outcome.explorerUrl === undefined ? null : text(outcome.explorerUrl, 'explorerUrl', 2048);
+        const escrowId = outcome.escrowId === undefined ? null : text(outcome.escrowId, 'escrowId');
+        if (current.kind === 'topup') balance = (await this.topupIn(tx, current.accountId, current.amount, `wallet:${txHash}`)).balance;
+        ({ rows: updated } = await tx.query(
+          `UPDATE wallet_payments SET state = 'completed', tx_hash = $2, explorer_url = $3, escrow_id = COALESCE($4, escrow_id), resolved_at = now() WHERE id = $1 RETURNING *`,
+          [paymentId, txHash, explorerUrl, escrowId],
+        ));
+      } else {
+        const error = text(outcome.error, 'error', 4096);
+        ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [paymentId, error]));
+      }
+      return { applied: true, payment: toWalletPayment(updated[0] as Row), balance };
+    });
+  }
+
+  /** A wallet payment by id. */
+  async getWalletPayment(paymentId: string): Promise<WalletPayment> {
+    if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+    const { rows } = await this.db.query('SELECT * FROM wallet_payments WHERE id = $1', [paymentId]);
+    if (!rows[0]) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+    return toWalletPayment(rows[0]);
+  }
+
+  /** Wallet payments still `pending` (a crash left them): what the gateway reconciles at start. */
+  async pendingWalletPayments(limit = 100): Promise<WalletPayment[]> {
+    positiveInt(limit, 'limit', 10_000);
+    const { rows } = await this.db.query(`SELECT * FROM wallet_payments WHERE state = 'pending' ORDER BY created_at LIMIT $1`, [limit]);
+    return rows.map(toWalletPayment);
   }
 
   private async lockClaimable(tx: Queryable, id: string, cycleId: string): Promise<string> {
