@@ -35,6 +35,7 @@ describe('Redis rate-limit store', () => {
 
   it('lets requests through and reports unhealthy when Redis is down', async () => {
     const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+    dead.on('error', () => undefined);
     const errors: unknown[] = [];
     const store = new RedisRateLimitStore(dead, { prefix, onError: (e) => errors.push(e) });
     await expect(enforceRateLimit(store, { name: 'x', limit: 1, windowMs: 1000 }, 's')).resolves.toBeUndefined();

@@ -4,6 +4,8 @@ export type { ProviderOptions, ProviderNetwork, ProviderEnv, Price, ResolvedProv
 export { ProviderError } from './errors.js';
 export type { ProviderErrorCode } from './errors.js';
 export { InMemoryReplayStore } from './replay.js';
+export { RedisReplayStore } from './redis-replay.js';
+export type { RedisSetClient } from './redis-replay.js';
 export type { ReplayStore, InMemoryReplayStoreOptions } from './replay.js';
 export type {
   RegistryAgent,

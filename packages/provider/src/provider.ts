@@ -306,7 +306,13 @@ export function createProvider(options: ProviderOptions): Provider {
     }
     const registrationError = await checkRegistration();
     if (registrationError) return fail(503, registrationError);
-    if (!(await replayStore.checkAndRemember(certificate.nonce, verdict.acceptableUntil))) return fail(401, 'certificate already used (replay)');
+    let firstUse: boolean;
+    try {
+      firstUse = await replayStore.checkAndRemember(certificate.nonce, verdict.acceptableUntil);
+    } catch (e) {
+      return fail(503, `replay protection unavailable, call refused: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!firstUse) return fail(401, 'certificate already used (replay)');
     const outcome = await run(parsed.payload, {
       paidWith: 'platform',
       amount: certificate.amount,

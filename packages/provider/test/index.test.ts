@@ -8,6 +8,7 @@ it('exports exactly the documented runtime API', () => {
     'MAX_BODY_LIMIT',
     'MemoryServedEscrowStore',
     'ProviderError',
+    'RedisReplayStore',
     'createEscrowVerifier',
     'createProvider',
     'ensureKeypairFile',
