@@ -241,6 +241,22 @@ describe('direct escrow calls', () => {
     expect(out.result).toEqual({ echo: { ok: true } });
   });
 
+  it('dispute() signs as the caller and reports the escrow provider\'s own message when it refuses', async () => {
+    const service = await world.publish('dir-dispute', { handler: () => { throw new Error('down'); } });
+    const payer = await world.party(10n * USDC);
+    const client = world.client(payer);
+    const failed = await failure(client.call('dir-dispute', {}));
+    const escrowId = failed.data.escrowId!;
+    const err = await failure(client.dispute(escrowId));
+    // Trustless Work lets only a party of the escrow dispute it, and a direct escrow's parties are the owner and the platform.
+    expect(err.code).toBe('ESCROW');
+    expect(err.data.escrowId).toBe(escrowId);
+    expect(err.message).toMatch(/party of the escrow/);
+    expect(await client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: false } });
+    await expect(client.dispute('not-an-escrow')).rejects.toThrow(/C\.\.\. contract id/);
+    expect(service.owner.publicKey).not.toBe(payer.publicKey);
+  });
+
   it('reports a service missing from the registry as NOT_FOUND', async () => {
     const payer = await world.party();
     const err = await failure(world.client(payer).call('dir-nobody-here', {}));

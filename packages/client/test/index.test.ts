@@ -1,0 +1,22 @@
+import { expect, it } from 'vitest';
+import * as client from '../src/index.js';
+
+it('exports exactly the documented runtime API', () => {
+  expect(Object.keys(client).sort()).toEqual(['ClientError', 'EndpointVerificationError', 'GatewayApiError', 'createClient', 'createGatewayClient']);
+});
+
+it('makes both named errors ClientErrors with their own codes', () => {
+  const mismatch = new client.EndpointVerificationError('manifest differs');
+  expect(mismatch).toBeInstanceOf(client.ClientError);
+  expect(mismatch.code).toBe('ENDPOINT_VERIFICATION');
+  expect(mismatch.name).toBe('EndpointVerificationError');
+  const api = new client.GatewayApiError(402, 'insufficient balance');
+  expect([api.status, api.message, api.code]).toEqual([402, 'insufficient balance', 'GATEWAY_API']);
+});
+
+it('refuses bad options at construction, listing every problem, before anything is sent', () => {
+  expect(() => client.createClient({ network: 'local', devnetUrl: 'http://127.0.0.1:1', secret: 'nope', platformAddress: 'GBAD', env: {} })).toThrow(
+    /secret is not a valid S\.\.\. secret seed; platformAddress must be a G\.\.\. public key/,
+  );
+  expect(() => client.createGatewayClient({ baseUrl: 'ftp://x' })).toThrow(/http\(s\)/);
+});
