@@ -31,6 +31,7 @@ import { toGatewayError, translated } from './ledger-errors.js';
 import { checkEndpoint, type EndpointPolicy } from './security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from './security/rate-limit.js';
 import { RedisRateLimitStore } from './security/redis-rate-limit.js';
+import { DbKeystoreStorage } from './keystore-db.js';
 import { Redis } from 'ioredis';
 import { balanceView, intParam, serviceView, transactionView } from './views.js';
 
@@ -102,7 +103,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const oauth = createOAuth({ db, baseUrl: config.baseUrl, env, ...options.oauth });
   const spending = createSpendingLimits({ db, ...(options.oauth?.now ? { now: options.oauth.now } : {}) });
 
-  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), env }));
+  // Secrets live encrypted in the database (shared by every gateway on it); the
+  // key comes from FAREBOX_KEYSTORE_KEY or a key file in the data directory.
+  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), storage: new DbKeystoreStorage(db), env }));
   if (env.FAREBOX_PLATFORM_SECRET) await wallets.import('platform:certificate', env.FAREBOX_PLATFORM_SECRET);
   if (env.FAREBOX_TREASURY_SECRET) await wallets.import('platform:treasury', env.FAREBOX_TREASURY_SECRET);
   await wallets.create('platform:certificate');

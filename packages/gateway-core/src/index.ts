@@ -29,3 +29,4 @@ export { createSettlement, createSettlementEngine, resolveSettlementConfig, sett
 export type { Settlement, SettlementEngine, SettlementSettings, SettlementConfigOptions } from './settlement/index.js';
 export { createStepRunner, txHashOf } from './settlement/onchain.js';
 export type { PendingTx, ChainProbe, TxStatus, StepOutcome, StepRunner } from './settlement/onchain.js';
+export { DbKeystoreStorage } from './keystore-db.js';

@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Keypair } from '@stellar/stellar-sdk';
+import { startDevnet, type Devnet } from '@farebox/devnet';
+import { createProvider } from '@farebox/provider';
+import { createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../src/index.js';
+
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+describe('two gateways on one PostgreSQL, Redis and devnet', () => {
+  let devnet: Devnet;
+  const gws: RunningGateway[] = [];
+  let closeService: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
+    const schema = `scale_${process.pid}_${Date.now()}`;
+    const env = { FAREBOX_KEYSTORE_KEY: randomBytes(32).toString('hex'), FAREBOX_REDIS_URL: REDIS_URL };
+    for (let i = 0; i < 2; i++) {
+      gws.push(
+        await startGateway({
+          port: 0,
+          dataDir: await mkdtemp(join(tmpdir(), `farebox-scale-${i}-`)),
+          databaseUrl: DATABASE_URL,
+          databaseSchema: schema,
+          devnetUrl: devnet.url,
+          embedDevnet: false,
+          rateLimits: { authPerMinute: 1000 },
+          env,
+        }),
+      );
+    }
+    const owner = Keypair.random();
+    await devnet.friendbot(owner.publicKey());
+    const registry = createRegistryClient(gws[0]!.core.network);
+    const provider = createProvider({
+      service: 'shared',
+      pricePerCall: '0.1',
+      network: 'local',
+      platform: { publicKey: gws[0]!.core.platformPublicKey },
+      wallet: { secret: owner.secret() },
+      registry,
+      env: { FAREBOX_DEVNET_URL: devnet.url },
+    }).serve(() => ({ ok: true }));
+    const listening = await provider.listen(0, '127.0.0.1');
+    closeService = () => provider.close();
+    await registry.register(keypairSigner(owner.secret()), { service: 'shared', pricePerCall: 1_000_000n, endpoint: `${listening.url}/`, description: 'shared' });
+    for (const gw of gws) await gw.core.mirror.syncOnce();
+  }, 180_000);
+
+  afterAll(async () => {
+    await closeService?.();
+    for (const gw of gws) await gw.close();
+    await devnet?.close();
+  });
+
+  it('share one platform key and treasury', () => {
+    expect(gws[0]!.core.platformPublicKey).toBe(gws[1]!.core.platformPublicKey);
+    expect(gws[0]!.core.treasuryAddress).toBe(gws[1]!.core.treasuryAddress);
+  });
+
+  it('share sessions, API keys and wallets, and keep money exact when calls are split across both', async () => {
+    const [a, b] = gws as [RunningGateway, RunningGateway];
+    const signup = await fetch(`${a.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'scale@example.com', password: 'scale password' }) });
+    expect(signup.status).toBe(201);
+    const account = (await signup.json()) as { custodial_wallet: string; csrf_token: string };
+    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    // The session cookie from gateway A works on gateway B, CSRF token included.
+    const created = await fetch(`${b.url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': account.csrf_token }, body: JSON.stringify({ name: 'k' }) });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    const meOnA = (await (await fetch(`${a.url}/v1/me`, { headers: { authorization: `Bearer ${key}` } })).json()) as { custodial_wallet: string };
+    expect(meOnA.custodial_wallet).toBe(account.custodial_wallet);
+
+    // 5 USD of credit, 0.1 per call: 50 of 120 calls spread over both gateways succeed.
+    const results = await Promise.all(
+      Array.from({ length: 120 }, (_, i) =>
+        fetch(`${(i % 2 ? a : b).url}/v1/call`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ service: 'shared', payload: { i } }) }),
+      ),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(50);
+    expect(statuses.filter((s) => s !== 200).every((s) => s === 402)).toBe(true);
+    const balance = (await (await fetch(`${b.url}/v1/balance`, { headers: { authorization: `Bearer ${key}` } })).json()) as { balance_base_units: number };
+    expect(balance.balance_base_units).toBe(0);
+    expect((await a.core.ledger.verify()).ok).toBe(true);
+    const health = (await (await fetch(`${a.url}/health`)).json()) as { rate_limits: string };
+    expect(health.rate_limits).toBe('redis');
+  });
+});
