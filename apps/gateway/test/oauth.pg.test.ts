@@ -1,0 +1,3 @@
+import { oauthSuite } from './oauth-suite.js';
+
+oauthSuite('postgres');
