@@ -1,7 +1,7 @@
+import { useEffect, useRef, useState } from 'react';
 import type { AnalyticsPoint } from './api.js';
 import { formatBaseUnits } from './format.js';
 
-const W = 640;
 const H = 220;
 const PAD = { top: 16, right: 12, bottom: 28, left: 64 };
 
@@ -14,6 +14,16 @@ function niceMax(v: number): number {
 
 /** Daily net earnings as an inline SVG bar chart, with the same figures in a table for screen readers. */
 export function EarningsChart({ points }: { points: AnalyticsPoint[] }) {
+  // Drawn at the figure's real width, so labels keep their size on a phone.
+  const ref = useRef<HTMLElement>(null);
+  const [W, setW] = useState(640);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const ro = new ResizeObserver(([entry]) => entry && setW(Math.max(260, Math.round(entry.contentRect.width))));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
   if (points.length === 0) return <p className="empty">No days in range.</p>;
   const max = niceMax(Math.max(...points.map((p) => p.earned_base_units)));
   const innerW = W - PAD.left - PAD.right;
@@ -22,11 +32,11 @@ export function EarningsChart({ points }: { points: AnalyticsPoint[] }) {
   const bar = Math.max(1, Math.min(28, slot * 0.7));
   const y = (v: number) => PAD.top + innerH - (v / max) * innerH;
   const ticks = [0, 0.5, 1].map((f) => f * max);
-  const labelEvery = Math.ceil(points.length / 7);
+  const labelEvery = Math.ceil(points.length / Math.max(2, Math.floor(innerW / 70)));
   const dayLabel = (d: string) => new Date(`${d}T00:00:00Z`).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
   const anyEarnings = points.some((p) => p.earned_base_units > 0);
   return (
-    <figure className="chart">
+    <figure className="chart" ref={ref}>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" data-testid="earnings-chart">
         <title id="chart-title">Net earnings per day</title>
         <desc id="chart-desc">{`${points.length} days from ${points[0]!.day} to ${points.at(-1)!.day}; highest day ${formatBaseUnits(Math.max(...points.map((p) => p.earned_base_units)))}`}</desc>
@@ -46,7 +56,7 @@ export function EarningsChart({ points }: { points: AnalyticsPoint[] }) {
               <rect x={x} y={PAD.top + innerH - h} width={bar} height={h} rx={Math.min(3, bar / 3)} className="bar">
                 <title>{`${p.day}: ${formatBaseUnits(p.earned_base_units)} from ${p.calls} ${p.calls === 1 ? 'call' : 'calls'}`}</title>
               </rect>
-              {i % labelEvery === 0 || i === points.length - 1 ? (
+              {(points.length - 1 - i) % labelEvery === 0 ? (
                 <text x={PAD.left + i * slot + slot / 2} y={H - 8} textAnchor="middle" className="axis">
                   {dayLabel(p.day)}
                 </text>

@@ -293,7 +293,7 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
           ))}
         </ul>
       ) : null}
-      <ErrorBox title="The registry refused" error={formError} />
+      <ErrorBox error={formError} />
       {notice ? <Notice>{notice}</Notice> : null}
       <h3>Register a service</h3>
       <p className="small-text muted">

@@ -39,8 +39,10 @@ export function TransactionsPage() {
                   <td data-label="Type">{t.type === 'topup' ? (t.note === 'signup' ? 'Sign-up credit' : 'Top-up') : 'Call'}</td>
                   <td data-label="Service">{t.service ?? <span className="muted">—</span>}</td>
                   <td data-label="Amount" className={`num ${t.type === 'topup' ? 'plus' : 'minus'}`}>
-                    {t.type === 'topup' ? '+' : '−'}
-                    <Units units={t.amount_base_units} />
+                    <span>
+                      {t.type === 'topup' ? '+' : '−'}
+                      <Units units={t.amount_base_units} />
+                    </span>
                   </td>
                   <td data-label="Status">
                     <Badge status={t.status} />
