@@ -53,7 +53,7 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
       res.status(e.status).json({ error: (err as Error).message });
       return;
     }
-    log('unhandled error', err);
+    log('request failed', err);
     res.status(500).json({ error: 'internal error' });
   };
 }

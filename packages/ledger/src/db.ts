@@ -132,8 +132,26 @@ async function createSchema(pool: pg.Pool, schema: string): Promise<void> {
   }
 }
 
+/**
+ * A connection-level failure: the client must be discarded, not reused. Server
+ * errors with a SQLSTATE of class 08 (connection exception) or 57 (operator
+ * intervention: shutdown, admin termination) and FATAL ones end the session
+ * even though they carry a code.
+ */
+function isConnectionError(error: unknown): boolean {
+  const code = sqlState(error);
+  if (code === undefined) return true;
+  if (code.startsWith('08') || code.startsWith('57')) return true;
+  return (error as { severity?: string }).severity === 'FATAL';
+}
+
 function makeDatabase(kind: Database['kind'], pool: pg.Pool, schema: string | undefined, end: () => Promise<void>): Database {
   let closed: Promise<void> | undefined;
+  // A checked-out client whose connection dies emits 'error'; without a
+  // listener that would crash the process. The failing query reports it.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return {
     kind,
     schema,
@@ -147,7 +165,7 @@ function makeDatabase(kind: Database['kind'], pool: pg.Pool, schema: string | un
       try {
         return await client.query<R>(text, params ? [...params] : undefined);
       } catch (error) {
-        if (sqlState(error) === undefined) broken = error instanceof Error ? error : new Error(String(error));
+        if (isConnectionError(error)) broken = error instanceof Error ? error : new Error(String(error));
         throw error;
       } finally {
         client.release(broken);

@@ -1,0 +1,56 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from './harness.js';
+
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+describe('PostgreSQL connections dropped under load', () => {
+  let h: Harness;
+  const app = `farebox_fault_${process.pid}`;
+  beforeAll(async () => {
+    h = await startHarness('postgres', { databaseUrl: `${DATABASE_URL}${DATABASE_URL.includes('?') ? '&' : '?'}application_name=${app}` });
+    await h.publish('steady', { price: '0.01' });
+  }, 120_000);
+  afterAll(() => h?.close());
+
+  it('fails the calls caught in the outage, recovers, and loses no money', async () => {
+    const u = await h.user();
+    const admin = new pg.Client({ connectionString: DATABASE_URL });
+    await admin.connect();
+    let stop = false;
+    const statuses: number[] = [];
+    const workers = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const r = await u.api('/v1/call', { body: { service: 'steady', payload: {} } }).catch(() => ({ status: 0 }));
+        statuses.push(r.status);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    // What a server restart looks like from the gateway: every connection dies at once, three times.
+    let killed = 0;
+    for (let i = 0; i < 3; i++) {
+      const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+      killed += rowCount ?? 0;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    await new Promise((r) => setTimeout(r, 800));
+    stop = true;
+    await Promise.all(workers);
+    await admin.end();
+    expect(killed).toBeGreaterThan(0);
+
+    // After the outage the gateway answers normally again.
+    const after = await u.api('/v1/call', { body: { service: 'steady', payload: {} } });
+    expect(after.status).toBe(200);
+    expect(statuses.every((s) => s === 200 || s === 500)).toBe(true);
+
+    // Every successful call was charged exactly once; every failed one was not (or was refunded).
+    const ok = statuses.filter((s) => s === 200).length + 1;
+    await h.gw.core.ledger.reapExpiredHolds(0);
+    const balance = (await u.api('/v1/balance')).body.balance_base_units as number;
+    const posted = (await u.api('/v1/transactions?limit=500')).body.filter((t: { type: string; status: string }) => t.type === 'call' && t.status === 'completed').length;
+    expect(balance).toBe(50_000_000 - posted * 100_000);
+    expect(posted).toBeGreaterThanOrEqual(ok);
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+  }, 90_000);
+});
