@@ -1,0 +1,3 @@
+import { packageProject } from '../../vitest.shared.js';
+
+export default packageProject('mcp', { testTimeout: 60_000 });
