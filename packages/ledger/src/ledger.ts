@@ -919,8 +919,8 @@ export class Ledger {
          GROUP BY e.cycle_id, c.state
        )
        SELECT COALESCE(sum(calls), 0) AS calls, COALESCE(sum(gross), 0) AS gross,
-              COALESCE(sum(CASE WHEN settled THEN gross * $3::bigint / 10000 ELSE fee END), 0) AS fee,
-              COALESCE(sum(CASE WHEN settled THEN gross - gross * $3::bigint / 10000 ELSE 0 END), 0) AS settled,
+              COALESCE(sum(CASE WHEN settled THEN gross::bigint * $3::bigint / 10000 ELSE fee END), 0) AS fee,
+              COALESCE(sum(CASE WHEN settled THEN gross::bigint - gross::bigint * $3::bigint / 10000 ELSE 0 END), 0) AS settled,
               COALESCE(sum(CASE WHEN settled THEN 0 ELSE net END), 0) AS pending
        FROM per_cycle`,
       [publisherOwner, SETTLED, PLATFORM_FEE_BPS.toString()],

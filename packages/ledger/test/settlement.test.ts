@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerError } from '@farebox/ledger';
+import { LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
 import type { Ledger } from '@farebox/ledger';
 import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
 
@@ -173,5 +173,58 @@ describe('settlement cycles', () => {
     await expect(t.ledger.db.query('UPDATE earnings SET gross = gross + 1, net = net + 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
     await expect(t.ledger.db.query('UPDATE earnings SET cycle_id = NULL WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
     await expect(t.ledger.db.query('DELETE FROM earnings WHERE publisher_owner = $1', [owner])).rejects.toThrow(/append-only/);
+  });
+});
+
+describe('settled totals and cycle notes', () => {
+  it('counts a settled cycle at what the escrow pays on its total (fee floored once per cycle), and pending per call', async () => {
+    const owner = accountId('GROUND');
+    // 3 calls of 1,000,019: per-call fee 50,000 each (150,000); on the total 3,000,057 x 5% = 150,002.
+    await earn(t.ledger, owner, 3, 1_000_019n);
+    const cycle = await t.ledger.openCycle(owner);
+    await t.ledger.claimEarnings(cycle.id);
+    await earn(t.ledger, owner, 1, 1_000_019n);
+    for (const [from, to] of [['open', 'closing'], ['closing', 'deployed']] as const) await t.ledger.advance(cycle.id, from, to);
+    const batch = (await t.ledger.prepareFunding(cycle.id))!;
+    await t.ledger.confirmFunding(batch.id, { txHash: 'fund-1' });
+    for (const [from, to] of [['deployed', 'funded'], ['funded', 'released'], ['released', 'swept']] as const) await t.ledger.advance(cycle.id, from, to);
+    const totals = await t.ledger.publisherTotals(owner);
+    expect(totals).toMatchObject({ calls: 4, gross: 4_000_076n, settled: 3_000_057n - 150_002n, pending: 1_000_019n - 50_000n });
+    expect(totals.earned).toBe(totals.settled + totals.pending);
+    expect(totals.fee).toBe(150_002n + 50_000n);
+  });
+
+  it('records notes on a live cycle without a state move, and refuses them once the cycle is final', async () => {
+    const owner = accountId('GNOTES');
+    const cycle = await t.ledger.openCycle(owner);
+    const noted = await t.ledger.recordCycleData(cycle.id, { escrowId: 'CNOTE', data: { pending: { step: 'deploy', hash: 'h1' } } });
+    expect(noted).toMatchObject({ state: 'open', escrowId: 'CNOTE', data: { pending: { step: 'deploy', hash: 'h1' } }, steps: [] });
+    expect((await t.ledger.recordCycleData(cycle.id, { data: { pending: null, deployTx: 'h1' } })).data).toEqual({ pending: null, deployTx: 'h1' });
+    await t.ledger.advance(cycle.id, 'open', 'closing');
+    await t.ledger.advance(cycle.id, 'closing', 'done');
+    await expect(t.ledger.recordCycleData(cycle.id, { data: { x: 1 } })).rejects.toMatchObject({ code: 'CYCLE_NOT_OPEN' });
+  });
+});
+
+describe('wallet payments', () => {
+  it('records the intent once, resolves it once, and a completed top-up credits its amount with the transaction as reference', async () => {
+    const acct = accountId('wallet');
+    await t.ledger.openAccount(acct);
+    const call = await t.ledger.recordWalletPayment(acct, { kind: 'call', callId: 'c1', amount: 2_000_000n, service: 'svc', publisherOwner: 'GOWNER' });
+    expect(await t.ledger.recordWalletPayment(acct, { kind: 'call', callId: 'c1', amount: 2_000_000n })).toMatchObject({ id: call.id, state: 'pending' });
+    expect((await t.ledger.resolveWalletPayment(call.id, { state: 'completed', txHash: 'tx-call', explorerUrl: 'https://x/tx/tx-call' })).applied).toBe(true);
+    expect((await t.ledger.resolveWalletPayment(call.id, { state: 'failed', error: 'late' })).applied).toBe(false);
+    const topup = await t.ledger.recordWalletPayment(acct, { kind: 'topup', callId: 'c2', amount: 700_000n });
+    const done = await t.ledger.resolveWalletPayment(topup.id, { state: 'completed', txHash: 'tx-top' });
+    expect(done.balance).toBe(SIGNUP_CREDIT + 700_000n);
+    const failed = await t.ledger.recordWalletPayment(acct, { kind: 'call', callId: 'c3', amount: 1n });
+    await t.ledger.resolveWalletPayment(failed.id, { state: 'failed', error: 'escrow refused' });
+    const txs = await t.ledger.transactions(acct);
+    expect(txs.filter((x) => x.paidWith === 'wallet').map((x) => [x.status, x.txSignature])).toEqual([
+      ['failed', null],
+      ['completed', 'tx-call'],
+    ]);
+    expect(txs.find((x) => x.note === 'wallet:tx-top')).toMatchObject({ type: 'topup', amount: 700_000n });
+    expect((await t.ledger.verify()).ok).toBe(true);
   });
 });

@@ -24,7 +24,10 @@ export interface SettlementEngineOptions {
   log?(message: string, err?: unknown): void;
   /**
    * Test hook (`FAREBOX_TEST_CRASH_AT`): the process kills itself with
-   * SIGKILL at this named point (e.g. `submitted:deploy`). Inert when unset.
+   * SIGKILL at this named point: `signed:<step>` (intent persisted, not
+   * submitted), `submitted:<step>` (applied on chain, not yet recorded),
+   * `recorded:<deploy|fund|funded|release>`; `<step>` is deploy, fund (any
+   * batch, or fund:<id>), complete, approve, release, sweep. Inert when unset.
    */
   crashAt?: string;
 }
@@ -47,7 +50,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
   // Every treasury transaction takes the next sequence number: one at a time per process.
   const treasuryQueue = new KeyedMutex();
   const crashPoint = (name: string) => {
-    if (o.crashAt && o.crashAt === name) process.kill(process.pid, 'SIGKILL');
+    if (o.crashAt && (name === o.crashAt || name.startsWith(`${o.crashAt}:`))) process.kill(process.pid, 'SIGKILL');
   };
   const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint });
   let timer: NodeJS.Timeout | undefined;
