@@ -93,12 +93,15 @@ export function createSpendingLimits(options: { db: Db; now?: () => number }) {
           return held;
         },
         async post(holdId, input) {
+          // Only holds placed for an OAuth connection have spend records.
+          if (!context.getStore()) return credits.post(holdId, input);
           const r = await credits.post(holdId, input);
           if (r.posted) await db.query('DELETE FROM gw_oauth_spend_holds WHERE hold_id = $1', [holdId]);
           else await releaseHold(holdId);
           return r;
         },
         async void(holdId, reason) {
+          if (!context.getStore()) return credits.void(holdId, reason);
           const r = await credits.void(holdId, reason);
           await releaseHold(holdId);
           return r;
