@@ -3,6 +3,7 @@
 // The gateway runs in a child process (its own core); the load generator and
 // the no-op service run here. Prints medians, p99, calls/s and ratios.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createServer as netServer, type AddressInfo } from 'node:net';
@@ -77,81 +78,120 @@ await new Promise<void>((r) => noop.listen(0, '127.0.0.1', r));
 const servicePort = (noop.address() as AddressInfo).port;
 
 const dbUrl = await postgresUrl();
-const port = await freePort();
-const dataDir = await mkdtemp(join(tmpdir(), 'farebox-bench-'));
+const redisUp = await fetch('http://127.0.0.1:6379').then(() => true, (e: { cause?: { code?: string } }) => e?.cause?.code !== 'ECONNREFUSED');
 const schema = `bench_${process.pid}`;
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const child: ChildProcess = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
-  env: {
-    PATH: process.env.PATH,
-    PORT: String(port),
-    FAREBOX_DATA_DIR: dataDir,
-    FAREBOX_AUTH_RATE_LIMIT: '1000',
-    FAREBOX_ACCOUNT_RATE_LIMIT: '10000000',
-    ...(dbUrl ? { DATABASE_URL: `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}` } : {}),
-  },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+const devnetCli = fileURLToPath(new URL('../../../packages/devnet/src/cli.ts', import.meta.url));
+const children: ChildProcess[] = [];
+const keystoreKey = randomBytes(32).toString('hex');
+
+function waitLine(child: ChildProcess, re: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = re.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
+  });
+}
+
 if (dbUrl) {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   await c.end();
 }
-const base = await new Promise<string>((resolve, reject) => {
-  let out = '';
-  child.stdout!.on('data', (d) => {
-    out += d;
-    const m = /Farebox gateway\s+(\S+)/.exec(out);
-    if (m) resolve(m[1]!);
+
+// One devnet for every gateway (as docs/deploy.md runs it).
+const devnetPort = await freePort();
+const devnet = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', devnetCli, '--port', String(devnetPort), '--close', '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+children.push(devnet);
+await new Promise((r) => setTimeout(r, 200));
+for (let i = 0; i < 100; i++) {
+  if (await fetch(`http://127.0.0.1:${devnetPort}/`).then((r) => r.ok, () => false)) break;
+  await new Promise((r) => setTimeout(r, 200));
+}
+const devnetUrl = `http://127.0.0.1:${devnetPort}`;
+
+async function startInstance(): Promise<string> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-bench-')),
+      FAREBOX_DEVNET_URL: devnetUrl,
+      FAREBOX_KEYSTORE_KEY: keystoreKey,
+      FAREBOX_AUTH_RATE_LIMIT: '1000',
+      FAREBOX_ACCOUNT_RATE_LIMIT: '10000000',
+      ...(redisUp ? { FAREBOX_REDIS_URL: 'redis://127.0.0.1:6379' } : {}),
+      ...(dbUrl ? { DATABASE_URL: `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}` } : {}),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  child.once('exit', (c) => reject(new Error(`gateway exited ${c}`)));
-});
+  children.push(child);
+  return waitLine(child, /Farebox gateway\s+(\S+)/);
+}
 
 try {
-  const network = resolveNetwork({ network: 'local', devnetUrl: `${base}/devnet`, env: {} });
+  const first = await startInstance();
+  const network = resolveNetwork({ network: 'local', devnetUrl, env: {} });
   const owner = Keypair.random();
-  await fetch(`${base}/devnet/friendbot?addr=${owner.publicKey()}`);
+  await fetch(`${devnetUrl}/friendbot?addr=${owner.publicKey()}`);
   await createRegistryClient(network).register(keypairSigner(owner.secret()), { service: 'noop', pricePerCall: 1n, endpoint: `http://127.0.0.1:${servicePort}/`, description: 'no-op' });
 
   const keys: string[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
-    const s = await fetch(`${base}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench${i}@example.com`, password: 'bench password' }) });
+    const s = await fetch(`${first}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench${i}@example.com`, password: 'bench password' }) });
     const cookie = s.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
     const { csrf_token } = (await s.json()) as { csrf_token: string };
-    const k = await fetch(`${base}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'bench' }) });
+    const k = await fetch(`${first}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'bench' }) });
     keys.push(((await k.json()) as { key: string }).key);
   }
-  for (;;) {
-    const list = (await (await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${keys[0]}` } })).json()) as Array<{ service: string }>;
-    if (list.some((s) => s.service === 'noop')) break;
-    await new Promise((r) => setTimeout(r, 100));
+  async function waitCatalog(base: string) {
+    for (;;) {
+      const list = (await (await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${keys[0]}` } })).json()) as Array<{ service: string }>;
+      if (list.some((s) => s.service === 'noop')) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
+  await waitCatalog(first);
 
-  const gw = new Pool(base, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
+  const pools = [new Pool(first, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 })];
   const direct = new Pool(`http://127.0.0.1:${servicePort}`, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
   const callBody = () => '{"service":"noop","payload":{}}';
-  // Warm up both paths.
-  await load(gw, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
+  const spread = (ps: Pool[]) => ({
+    request: (opts: Parameters<Pool['request']>[0]) => ps[Math.floor(Math.random() * ps.length)]!.request(opts),
+  }) as unknown as Pool;
+  await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
   await load(direct, '/', () => ({}), () => '{}', 8, 500);
 
-  const seqGw = await load(gw, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 1, 3000);
+  const seqGw = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 1, 3000);
   const seqDirect = await load(direct, '/', () => ({}), () => '{}', 1, 3000);
-  const gwLoad = await load(gw, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS);
-  const hot = await load(gw, '/v1/call', () => ({ authorization: `Bearer ${keys[0]}` }), callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
+  const one = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS);
+  const hot = await load(pools[0]!, '/v1/call', () => ({ authorization: `Bearer ${keys[0]}` }), callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
   const directLoad = await load(direct, '/', () => ({}), () => '{}', CONCURRENCY, DURATION_MS);
 
+  const second = await startInstance();
+  await waitCatalog(second);
+  pools.push(new Pool(second, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 }));
+  await load(pools[1]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
+  const two = await load(spread(pools), '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS);
+
   const f = (x: number) => x.toFixed(2);
-  console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts`);
+  console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run`);
   console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(seqGw.p50 - seqDirect.p50)} ms (target <= 5)`);
-  console.log(`throughput          gateway ${gwLoad.rps.toFixed(0)} calls/s (p50 ${f(gwLoad.p50)} ms, p99 ${f(gwLoad.p99)} ms, ${gwLoad.errors} errors) (target >= 800)`);
-  console.log(`hot account         gateway ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors)`);
-  console.log(`direct              ${directLoad.rps.toFixed(0)} req/s (p50 ${f(directLoad.p50)} ms, p99 ${f(directLoad.p99)} ms)`);
-  console.log(`ratio gateway/direct throughput ${(gwLoad.rps / directLoad.rps).toFixed(3)}`);
-  await gw.close();
+  console.log(`one gateway         ${one.rps.toFixed(0)} calls/s (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${one.errors} errors) (target >= 800)`);
+  console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);
+  console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors), ratio hot/spread ${(hot.rps / one.rps).toFixed(2)}`);
+  console.log(`direct              ${directLoad.rps.toFixed(0)} req/s (p50 ${f(directLoad.p50)} ms, p99 ${f(directLoad.p99)} ms); ratio gateway/direct ${(one.rps / directLoad.rps).toFixed(3)}`);
+  console.log(`note: gateways, devnet, PostgreSQL, the no-op service and this load generator share ${(await import('node:os')).availableParallelism()} cores`);
+  for (const p of pools) await p.close();
   await direct.close();
 } finally {
-  child.kill('SIGTERM');
+  for (const c of children) c.kill('SIGTERM');
   noop.close();
   if (dbUrl) {
     const c = new pg.Client({ connectionString: dbUrl });
