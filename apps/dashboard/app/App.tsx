@@ -43,7 +43,7 @@ export function App() {
 
   const isAuthPage = path === '/signin' || path === '/signup';
   useEffect(() => {
-    if (me === null && !isAuthPage) navigate(`/signin`, true);
+    if (me === null && !isAuthPage) navigate(path === '/' ? '/signin' : `/signin?next=${encodeURIComponent(path + window.location.search)}`, true);
     if (me && (isAuthPage || path === '/')) navigate('/billing', true);
   }, [me, isAuthPage, path]);
 

@@ -1,22 +1,6 @@
 import type { TraceStep } from './api.js';
-import { formatBaseUnits, shorten } from './format.js';
+import { describeDetail } from './format.js';
 import { Badge } from './ui.js';
-
-const AMOUNT_KEYS = new Set(['amount', 'floor', 'price', 'quoted', 'refund', 'held', 'cost']);
-
-/** A step's detail as short `key value` pairs: amounts in USD, addresses shortened. */
-export function describeDetail(detail: unknown): string {
-  if (detail === null || detail === undefined) return '';
-  if (typeof detail !== 'object') return String(detail);
-  return Object.entries(detail as Record<string, unknown>)
-    .map(([k, v]) => {
-      let text = typeof v === 'string' ? v : JSON.stringify(v);
-      if (AMOUNT_KEYS.has(k) && (typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v)))) text = formatBaseUnits(v);
-      else if (typeof v === 'string' && /^[GC][A-Z2-7]{55}$/.test(v)) text = shorten(v);
-      return `${k} ${text}`;
-    })
-    .join(' · ');
-}
 
 const LABELS: Record<string, string> = {
   resolve_service: 'Resolve service',

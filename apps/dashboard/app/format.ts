@@ -78,3 +78,24 @@ export function formatDate(value: string | number | null | undefined): string {
 export function shorten(s: string, keep = 6): string {
   return s.length <= keep * 2 + 1 ? s : `${s.slice(0, keep)}…${s.slice(-keep)}`;
 }
+
+/** `1 call`, `3 calls`. */
+export function plural(n: number, word: string): string {
+  return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+}
+
+const AMOUNT_KEYS = new Set(['amount', 'floor', 'price', 'quoted', 'refund', 'held', 'cost']);
+
+/** A step's detail as short `key value` pairs: amounts in USD, addresses shortened. */
+export function describeDetail(detail: unknown): string {
+  if (detail === null || detail === undefined) return '';
+  if (typeof detail !== 'object') return String(detail);
+  return Object.entries(detail as Record<string, unknown>)
+    .map(([k, v]) => {
+      let text = typeof v === 'string' ? v : JSON.stringify(v);
+      if (AMOUNT_KEYS.has(k) && (typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v)))) text = formatBaseUnits(v);
+      else if (typeof v === 'string' && /^[GC][A-Z2-7]{55}$/.test(v)) text = shorten(v);
+      return `${k} ${text}`;
+    })
+    .join(' · ');
+}

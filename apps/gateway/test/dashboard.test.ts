@@ -245,17 +245,21 @@ describe('the web dashboard in a real browser', () => {
     expect(catalog.map((s: { service: string }) => s.service)).not.toContain('dashtmp');
   });
 
-  it('shows the API error on a wrong password and signs back in', async () => {
+  it('shows the API error on a wrong password and signs back in to the page that was asked for', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect((await fetch(`${h.url}/v1/me`, { headers: { cookie: await cookieHeader() } })).status).toBe(401);
+    await page.goto('/transactions');
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(page.url()).toBe(`${h.url}/signin?next=%2Ftransactions`);
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill('wrong password!');
     await page.getByRole('button', { name: 'Sign in' }).click();
     expect(await text(page.getByRole('alert'))).toBe('invalid email or password');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Transactions' }).waitFor();
+    await go('Billing');
     await page.getByTestId('credits').getByText('$17.44').waitFor();
   });
 

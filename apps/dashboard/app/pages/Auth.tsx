@@ -3,6 +3,13 @@ import { api, errorMessage, type Account } from '../api.js';
 import { Link, navigate } from '../router.js';
 import { ErrorBox } from '../ui.js';
 
+/** Where to go after signing in: the `next` query parameter when it is a local dashboard path. */
+function nextPath(): string {
+  const next = new URLSearchParams(window.location.search).get('next');
+  if (!next || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\') || /^\/(signin|signup)\b/.test(next)) return '/billing';
+  return next;
+}
+
 export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSignedIn: (a: Account) => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
@@ -18,7 +25,7 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
     try {
       const account = await api<Account>(signup ? '/auth/signup' : '/auth/login', { body: { email, password } });
       onSignedIn(account);
-      navigate('/billing', true);
+      navigate(nextPath(), true);
     } catch (err) {
       setError(errorMessage(err));
     } finally {
@@ -32,7 +39,7 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
       <p className="muted">{signup ? 'New accounts start with 5 USD of credits and their own USDC wallet.' : 'Pay per call for AI agents and APIs, in USDC.'}</p>
       <form onSubmit={submit} noValidate>
         <label htmlFor="auth-email">E-mail</label>
-        <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => (setEmail(e.target.value), setError(undefined))} />
         <label htmlFor="auth-password">Password</label>
         <input
           id="auth-password"
@@ -43,7 +50,7 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
           maxLength={256}
           aria-describedby={signup ? 'auth-password-hint' : undefined}
           value={password}
-          onChange={(e) => setPassword(e.target.value)}
+          onChange={(e) => (setPassword(e.target.value), setError(undefined))}
         />
         {signup ? (
           <p id="auth-password-hint" className="hint">

@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError, errorMessage, newIdempotencyKey, type CallResult, type Service, type TraceStep } from '../api.js';
-import { formatDate, formatUsd, parsePayload, shorten } from '../format.js';
+import { formatDate, formatUsd, parsePayload, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
 import { Empty, ErrorBox, ExplorerLink, Loading, Stat, Units, useLoad } from '../ui.js';
 import { Timeline } from '../Timeline.js';
@@ -47,7 +47,7 @@ export function CatalogPage() {
               </div>
               <p className="desc">{s.description || <span className="muted">No description.</span>}</p>
               <div className="muted small-text">
-                {s.totalCalls.toLocaleString('en-US')} calls · by <code title={s.ownerWallet}>{shorten(s.ownerWallet)}</code>
+                {plural(s.totalCalls, 'call')} · by <code title={s.ownerWallet}>{shorten(s.ownerWallet)}</code>
                 {s.score !== undefined ? ` · relevance ${s.score}` : ''}
               </div>
             </li>

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { api, errorMessage, type Account, type AnalyticsPoint, type Overview, type Service, type Settlement } from '../api.js';
-import { formatBaseUnits, formatDate, formatUsd, parseUsdc, shorten } from '../format.js';
+import { formatBaseUnits, formatDate, formatUsd, parseUsdc, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
 import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useLoad } from '../ui.js';
 import { EarningsChart } from '../Chart.js';
@@ -277,7 +277,7 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
                   </div>
                   <p className="desc">{s.description}</p>
                   <div className="small-text muted">
-                    {s.totalCalls.toLocaleString('en-US')} calls · <code>{s.endpoint}</code>
+                    {plural(s.totalCalls, 'call')} · <code>{s.endpoint}</code>
                   </div>
                   <div className="row">
                     <button type="button" className="secondary small" onClick={() => setEditing(s.service)} aria-label={`Edit ${s.service}`}>
