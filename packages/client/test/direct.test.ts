@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { X402_HEADERS, decodePaymentResponse, encodePaymentHeader, splitFee } from '@farebox/protocol';
 import { describe, expect, it } from 'vitest';
+import { MemoryServedEscrowStore, createEscrowVerifier } from '@farebox/provider';
+import { createAccounts, keypairSigner } from '@farebox/stellar';
 import { ClientError, EndpointVerificationError, type ProgressEvent } from '../src/index.js';
-import { USDC, openEscrow, post, quoteOf, useWorld } from './helpers.js';
+import { USDC, newSecret, openEscrow, post, quoteOf, useWorld } from './helpers.js';
 
 const world = useWorld();
 
@@ -261,6 +263,40 @@ describe('direct escrow calls', () => {
     const payer = await world.party();
     const err = await failure(world.client(payer).call('dir-nobody-here', {}));
     expect(err.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('an explicit escrow verifier', () => {
+  it('keeps a served escrow whose release failed, and releasePending() pays it out later, once', async () => {
+    const secret = newSecret();
+    const signer = keypairSigner(secret);
+    const accounts = createAccounts(world.devnet.network);
+    await accounts.fund(signer.publicKey); // no USDC trustline yet: the release transfer fails
+    const owner = Object.assign(signer, { secret });
+    const verifier = createEscrowVerifier({
+      escrow: world.escrow,
+      signer: owner,
+      servedStore: new MemoryServedEscrowStore(),
+      network: 'stellar:local',
+      platformAddress: world.treasury.publicKey,
+      asset: { contractId: world.devnet.network.usdc.contractId, issuer: world.devnet.network.usdc.issuer },
+    });
+    const service = await world.publish('dir-late', { owner, extra: { escrowVerifier: verifier } });
+    const payer = await world.party(10n * USDC);
+
+    const out = await world.client(payer).call('dir-late', { n: 1 });
+    expect(out.result).toEqual({ echo: { n: 1 } });
+    expect(out.releaseTx).toBeUndefined();
+    expect(await world.client(payer).getEscrow(out.escrowId)).toMatchObject({ balance: 5_000_000n, flags: { released: false } });
+    const again = await post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: out.escrowId });
+    expect(again.status).toBe(409);
+
+    await accounts.ensureUsdcTrustline(owner);
+    const [done, ...rest] = await verifier.releasePending();
+    expect(rest).toEqual([]);
+    expect(done).toMatchObject({ escrowId: out.escrowId, ok: true });
+    expect(world.usdcOf(owner.publicKey)).toBe(splitFee(5_000_000n).net);
+    expect(await verifier.releasePending()).toEqual([]);
   });
 });
 

@@ -56,7 +56,8 @@ beforeAll(async () => {
   const listening = await provider.listen(0, '127.0.0.1');
   closeService = () => provider.close();
   await createRegistryClient(gw.core.network).register(owner, { service: 'gwc-echo', pricePerCall: parseAmount('0.25'), endpoint: `${listening.url}/`, description: 'echoes the payload' });
-  await gw.core.mirror.syncOnce();
+  // syncOnce() joins a sync already in flight, which may have read the chain before this registration: sync until it shows.
+  for (let i = 0; i < 50 && !gw.core.mirror.get('gwc-echo'); i++) await gw.core.mirror.syncOnce();
 });
 
 afterAll(async () => {
