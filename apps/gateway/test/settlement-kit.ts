@@ -20,7 +20,10 @@ export interface Stack {
   url: string;
   request(path: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any }>;
   user(opts?: { topup?: number }): Promise<KitUser>;
+  /** Publishes a provider-SDK service owned by its own keypair; it accepts platform-signed calls and escrow payments (the wallet path). */
   publish(name: string, price: string, handler?: ServiceHandler): Promise<{ owner: string; endpoint: string }>;
+  /** Provisions a user's wallet (friendbot + trustline) and gives it `usdc` devnet USDC. */
+  fundWallet(user: KitUser, usdc: bigint): Promise<void>;
   /** Runs a provider-SDK service owned by `ownerWallet` (not registered: the dashboard registers it). */
   serve(name: string, price: string, ownerWallet: string): Promise<{ endpoint: string }>;
   usdc(address: string): Promise<bigint>;
@@ -108,6 +111,8 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
         devnetUrl: devnet.url,
         platform: { publicKey: gw.core.platformPublicKey },
         wallet: { secret: kp.secret() },
+        trustlessWork: { apiKey: 'farebox-test', platformAddress: gw.core.treasuryAddress },
+        servedStorePath: join(dataDir, `served-${name}.json`),
         registry,
         env: {},
       }).serve(handler ?? ((payload) => ({ echo: payload })));
@@ -134,6 +139,14 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
       const listening = await provider.listen(0, '127.0.0.1');
       closers.push(() => provider.close());
       return { endpoint: `${listening.url}/` };
+    },
+    async fundWallet(user, amount) {
+      // GET /v1/wallet provisions the wallet (friendbot + USDC trustline) in the background.
+      for (let i = 0; i < 100 && (await chain.balances(user.wallet)).usdc === null; i++) {
+        await user.api('/v1/wallet');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      if (amount > 0n) await devnet.friendbot(user.wallet, amount);
     },
     async usdc(address) {
       return (await chain.balances(address)).usdc ?? 0n;

@@ -59,6 +59,12 @@ export interface CallsOptions {
   maxResponseBytes?: number;
   /** Hook after a successful post (settlement funding, explorer link). */
   afterPost?: (input: { callId: string; holdId: string; service: CallableService; amount: bigint }) => Promise<{ explorerUrl?: string } | void>;
+  /**
+   * When credits do not cover the price: pay another way (the wallet path,
+   * answering the call itself) or make credits cover it (`retry`: the hold is
+   * tried once more). Throws `insufficient balance` when nothing covers it.
+   */
+  onInsufficientCredits?: (input: { principal: Principal; service: CallableService; payload: Record<string, unknown>; amount: bigint; callId: string; steps: TraceStep[] }) => Promise<{ response: CallResponse } | { retry: true }>;
 }
 
 const ALLOWED_FIELDS = new Set(['service', 'payload']);
@@ -210,7 +216,16 @@ export function createCalls(options: CallsOptions) {
     const bodyBytes = Buffer.from(JSON.stringify(payload));
     let amount = svc.pricePerCall;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
-    let { holdId } = await timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
+    const holdCredits = () => timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
+    let holdId: string;
+    try {
+      ({ holdId } = await holdCredits());
+    } catch (err) {
+      if (!(err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE' && options.onInsufficientCredits)) throw err;
+      const other = await options.onInsufficientCredits({ principal, service: svc, payload, amount, callId, steps: timeline.steps });
+      if ('response' in other) return other.response;
+      ({ holdId } = await holdCredits());
+    }
     let result: unknown;
     try {
       await vetEndpoint(svc.endpoint);

@@ -24,6 +24,7 @@ import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth, type OAuthOptions } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
 import { createSettlement } from './settlement/index.js';
+import { createWalletPath } from './wallet-path.js';
 import type { SettlementConfigOptions } from './settlement/config.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
 import { GatewayError } from './errors.js';
@@ -157,7 +158,10 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     return agent ? { service: agent.service, owner: agent.owner, pricePerCall: agent.pricePerCall, endpoint: agent.endpoint } : undefined;
   }
 
-  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple });
+  const walletPath = settlement.escrow
+    ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, probe: settlement.probe, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log })
+    : undefined;
+  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple, ...(walletPath ? { onInsufficientCredits: walletPath.onInsufficientCredits } : {}) });
 
   const accounts: Accounts = createAccounts({
     db,
@@ -258,6 +262,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       await mirrorStarted;
       provisionWallet(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       settlement.start();
+      walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
     },
 
     async authenticateBearer(token: string): Promise<Principal | undefined> {

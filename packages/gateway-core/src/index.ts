@@ -30,3 +30,5 @@ export type { Settlement, SettlementEngine, SettlementSettings, SettlementConfig
 export { createStepRunner, txHashOf } from './settlement/onchain.js';
 export type { PendingTx, ChainProbe, TxStatus, StepOutcome, StepRunner } from './settlement/onchain.js';
 export { DbKeystoreStorage } from './keystore-db.js';
+export { createWalletPath } from './wallet-path.js';
+export type { WalletPath, WalletPathOptions, ShortfallInput, ShortfallOutcome } from './wallet-path.js';

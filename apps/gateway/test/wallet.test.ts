@@ -1,0 +1,79 @@
+import { splitFee } from '@farebox/protocol';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from './settlement-kit.js';
+
+const PRICE = 2_500_001n; // 0.2500001 USDC
+
+let s: Stack;
+let service: string;
+let owner: string;
+beforeAll(async () => {
+  s = await startStack();
+  service = `wal-${process.pid % 100000}`;
+  ({ owner } = await s.publish(service, '0.2500001'));
+}, 60_000);
+afterAll(async () => {
+  await s?.close();
+});
+
+/** Spends the sign-up credit down to `left` base units with a cheap service. */
+async function drainCredits(user: Awaited<ReturnType<Stack['user']>>, left: bigint) {
+  const credits = BigInt((await user.api('/v1/balance')).body.balance_base_units);
+  const name = `drain-${process.pid % 10000}-${Math.random().toString(36).slice(2, 7)}`;
+  const price = credits - left;
+  await s.publish(name, (Number(price) / 1e7).toFixed(7));
+  const r = await user.api('/v1/call', { body: { service: name, payload: {} } });
+  expect(r.status).toBe(200);
+  expect(BigInt((await user.api('/v1/balance')).body.balance_base_units)).toBe(left);
+}
+
+describe('the wallet path', () => {
+  it('pays from the wallet through the on-chain escrow when credits are empty, with an explorer link and each on-chain step in the trace', async () => {
+    const user = await s.user();
+    await drainCredits(user, 0n);
+    await s.fundWallet(user, 10_000_000n);
+    const ownerBefore = await s.usdc(owner);
+    const r = await user.api('/v1/call', { body: { service, payload: { hello: 'wallet' } } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ result: { echo: { hello: 'wallet' } }, paidWith: 'wallet', mode: 'wallet-escrow', cost: { base_units: Number(PRICE) }, newBalance: { base_units: 0 } });
+    expect(r.body.explorerUrl).toMatch(new RegExp(`^${s.devnet.url}/explorer/local/tx/[0-9a-f]{64}$`));
+    const names = r.body.trace.steps.map((x: any) => x.name);
+    expect(names).toEqual(expect.arrayContaining(['wallet_quote', 'wallet_deploy', 'wallet_fund', 'wallet_call']));
+    for (const st of r.body.trace.steps.filter((x: any) => ['wallet_deploy', 'wallet_fund'].includes(x.name))) expect(st.detail.explorerUrl).toMatch(/\/tx\/[0-9a-f]{64}$/);
+    // USDC really moved: the wallet paid the price, the publisher got the net of the escrow's 5% fee.
+    expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
+    await expect.poll(() => s.usdc(owner), { timeout: 10_000 }).toBe(ownerBefore + splitFee(PRICE).net);
+    const txs = (await user.api('/v1/transactions')).body;
+    expect(txs[0]).toMatchObject({ type: 'call', service, paid_with: 'wallet', status: 'completed', explorer_url: r.body.explorerUrl });
+  }, 120_000);
+
+  it('answers insufficient balance when neither credits nor wallet nor both together cover the call, and nothing moves', async () => {
+    const user = await s.user();
+    await drainCredits(user, 1_000_000n);
+    await s.fundWallet(user, 1_000_000n);
+    const before = { credits: (await user.api('/v1/balance')).body.balance_base_units, wallet: await s.usdc(user.wallet), txs: s.devnet.stats().transactions };
+    const r = await user.api('/v1/call', { body: { service, payload: {} } });
+    expect(r.status).toBe(402);
+    expect(r.body).toEqual({ error: 'insufficient balance' });
+    expect((await user.api('/v1/balance')).body.balance_base_units).toBe(before.credits);
+    expect(await s.usdc(user.wallet)).toBe(before.wallet);
+    expect(s.devnet.stats().transactions).toBe(before.txs);
+  }, 120_000);
+
+  it('moves only the shortfall from the wallet to credits on chain when neither covers alone but both together do, then pays with credits', async () => {
+    const user = await s.user();
+    await drainCredits(user, 1_500_000n);
+    await s.fundWallet(user, 2_000_000n);
+    const treasuryBefore = await s.usdc(s.gw.core.treasuryAddress);
+    const r = await user.api('/v1/call', { body: { service, payload: { both: true } } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const shortfall = PRICE - 1_500_000n;
+    expect(r.body).toMatchObject({ paidWith: 'credit', newBalance: { base_units: 0 } });
+    const topup = r.body.trace.steps.find((x: any) => x.name === 'wallet_topup');
+    expect(topup.detail).toMatchObject({ amount: shortfall.toString(), from: user.wallet, to: s.gw.core.treasuryAddress });
+    expect(await s.usdc(user.wallet)).toBe(2_000_000n - shortfall);
+    expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(treasuryBefore + shortfall);
+    const txs = (await user.api('/v1/transactions')).body;
+    expect(txs.find((t: any) => t.type === 'topup' && t.note === `wallet:${topup.detail.txHash}`)).toMatchObject({ amount_base_units: Number(shortfall) });
+  }, 120_000);
+});

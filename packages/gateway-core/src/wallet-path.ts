@@ -1,0 +1,207 @@
+import { Asset, BASE_FEE, Horizon, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
+import { createClient, ClientError, type TraceStep as DirectTraceStep } from '@farebox/client';
+import type { EscrowClient } from '@farebox/escrow';
+import { BALANCE_CAP, TOPUP_MAX, type Ledger } from '@farebox/ledger';
+import { costObject, formatAmount } from '@farebox/protocol';
+import type { NetworkConfig } from '@farebox/stellar';
+import { walletSigner, type WalletProvider } from '@farebox/wallets';
+import type { Principal } from './auth/accounts.js';
+import type { CallableService, CallResponse, TraceStep } from './calls.js';
+import { CALL_MODES } from './calls.js';
+import { GatewayError } from './errors.js';
+import { checkEndpoint, type EndpointPolicy } from './security/endpoint-guard.js';
+import type { ChainProbe } from './settlement/onchain.js';
+
+/** What the credit path hands over when credits do not cover a call. */
+export interface ShortfallInput {
+  principal: Principal;
+  service: CallableService;
+  payload: Record<string, unknown>;
+  /** The price to pay (the registry floor, or the accepted dynamic quote). */
+  amount: bigint;
+  callId: string;
+  /** The call's trace so far; the wallet path appends its steps. */
+  steps: TraceStep[];
+}
+
+/** `response`: the call was paid from the wallet; `retry`: credits now cover it (after a wallet top-up). */
+export type ShortfallOutcome = { response: CallResponse } | { retry: true };
+
+export interface WalletPathOptions {
+  ledger: Ledger;
+  wallets: WalletProvider;
+  network: NetworkConfig;
+  escrow: EscrowClient;
+  probe: ChainProbe;
+  treasuryAddress: string;
+  policy: EndpointPolicy;
+  /** The account wallet's USDC (base units), 0 when it has no trustline or does not exist. */
+  walletBalance(address: string): Promise<bigint>;
+  log?(message: string, err?: unknown): void;
+}
+
+const step = (name: string, started: number, status: TraceStep['status'], detail?: Record<string, unknown>): TraceStep => ({
+  name,
+  status,
+  startedAt: new Date(started).toISOString(),
+  durationMs: Date.now() - started,
+  ...(detail ? { detail } : {}),
+});
+
+/**
+ * The wallet path and the combined case, for calls that credits alone do
+ * not cover (see docs/settlement.md):
+ * - the wallet covers the price: the call is paid from the account's own
+ *   USDC through the full on-chain escrow (deploy, fund, call with
+ *   X-PAYMENT, release by the service), signed through the wallet provider:
+ *   `paidWith: "wallet"`, `mode: "wallet-escrow"`;
+ * - neither alone but both together: the shortfall moves from the wallet to
+ *   the treasury on chain and becomes credits (a top-up referenced by the
+ *   transaction hash, within the 10,000 USD cap), then credits pay;
+ * - otherwise `insufficient balance`, and nothing moves.
+ */
+export function createWalletPath(o: WalletPathOptions) {
+  const log = o.log ?? (() => undefined);
+  const horizon = new Horizon.Server(o.network.horizonUrl, { allowHttp: o.network.allowHttp });
+  const usdc = new Asset(o.network.usdc.code, o.network.usdc.issuer);
+
+  async function payFromWallet(input: ShortfallInput, walletUnits: bigint): Promise<CallResponse> {
+    const { principal, service: svc } = input;
+    const user = principal.user;
+    const record = await o.ledger.recordWalletPayment(user.id, { kind: 'call', callId: input.callId, amount: input.amount, service: svc.service, publisherOwner: svc.owner });
+    const started = Date.now();
+    await checkEndpoint(svc.endpoint, o.policy);
+    const client = createClient({
+      network: o.network,
+      signer: walletSigner(o.wallets, user.walletAddress),
+      escrow: o.escrow,
+      platformAddress: o.treasuryAddress,
+      registry: { getAgent: async (name) => (name === svc.service ? { owner: svc.owner, endpoint: svc.endpoint, pricePerCall: svc.pricePerCall } : null) },
+    });
+    const toTrace = (s: DirectTraceStep): TraceStep => ({
+      name: `wallet_${s.step}`,
+      status: s.status,
+      startedAt: s.startedAt,
+      durationMs: s.ms,
+      detail: { ...(s.txHash ? { txHash: s.txHash } : {}), ...(s.explorerUrl ? { explorerUrl: s.explorerUrl } : {}), ...(s.detail ?? {}), ...(s.error ? { error: s.error } : {}) },
+    });
+    try {
+      const r = await client.call({ service: svc.service }, input.payload, { maxCost: formatAmount(walletUnits, { trim: true }) });
+      const txHash = r.releaseTx ?? [...r.trace.steps].reverse().find((s) => s.txHash)?.txHash ?? r.escrowId;
+      const explorerUrl = o.network.explorer.tx(txHash);
+      await o.ledger.resolveWalletPayment(record.id, { state: 'completed', txHash, explorerUrl, escrowId: r.escrowId });
+      const credits = (await o.ledger.balance(user.id)).balance;
+      return {
+        status: 200,
+        body: JSON.stringify({
+          result: r.result,
+          cost: costObject(r.cost.baseUnits),
+          paidWith: 'wallet',
+          mode: CALL_MODES.walletEscrow,
+          newBalance: costObject(credits),
+          explorerUrl,
+          escrowId: r.escrowId,
+          callId: input.callId,
+          trace: { steps: [...input.steps, step('wallet_path', started, 'ok', { wallet: user.walletAddress, walletBalance: walletUnits.toString() }), ...r.trace.steps.map(toTrace)] },
+        }),
+      };
+    } catch (err) {
+      const data = err instanceof ClientError ? err.data : {};
+      const escrowId = typeof data.escrowId === 'string' ? data.escrowId : undefined;
+      const trace = (data.trace as { steps?: DirectTraceStep[] } | undefined)?.steps?.map(toTrace) ?? [];
+      let refund: TraceStep | undefined;
+      if (escrowId) refund = await refundEscrow(escrowId, user.walletAddress);
+      const message = err instanceof Error ? err.message : String(err);
+      await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: message.slice(0, 4000) }).catch((e) => log('recording a failed wallet payment failed', e));
+      return {
+        status: 500,
+        body: JSON.stringify({ error: message, callId: input.callId, paidWith: 'wallet', mode: CALL_MODES.walletEscrow, ...(escrowId ? { escrowId } : {}), trace: { steps: [...input.steps, step('wallet_path', started, 'failed'), ...trace, ...(refund ? [refund] : [])] } }),
+      };
+    }
+  }
+
+  /** A funded escrow the service did not serve goes back to the payer: the treasury (platform party and dispute resolver) disputes and resolves it. */
+  async function refundEscrow(escrowId: string, payer: string): Promise<TraceStep | undefined> {
+    const started = Date.now();
+    try {
+      const [e] = await o.escrow.getEscrows([escrowId]);
+      if (!e || e.balance === 0n || e.flags.released || e.flags.resolved) return undefined;
+      const treasury = walletSigner(o.wallets, o.treasuryAddress);
+      if (!e.flags.disputed) await o.escrow.run('disputeEscrow', { contractId: escrowId, signer: o.treasuryAddress }, treasury);
+      const { txHash } = await o.escrow.run('resolveDispute', { contractId: escrowId, disputeResolver: o.treasuryAddress, distributions: [{ address: payer, amount: e.balance }] }, treasury);
+      return step('wallet_refund', started, 'ok', { escrowId, amount: e.balance.toString(), txHash, explorerUrl: o.network.explorer.tx(txHash) });
+    } catch (err) {
+      log(`refunding escrow ${escrowId} failed; the treasury can resolve it later`, err);
+      return step('wallet_refund', started, 'failed', { escrowId, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /**
+   * Moves `amount` USDC from the wallet to the treasury and credits it,
+   * exactly once: the signed payment and its hash are recorded before it is
+   * submitted, so a crash in between is settled by {@link reconcile}.
+   */
+  async function topUpFromWallet(userId: string, wallet: string, amount: bigint, callId: string): Promise<{ txHash: string }> {
+    const record = await o.ledger.recordWalletPayment(userId, { kind: 'topup', callId, amount });
+    const account = await horizon.loadAccount(wallet);
+    const tx = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: o.network.passphrase })
+      .addOperation(Operation.payment({ destination: o.treasuryAddress, asset: usdc, amount: formatAmount(amount) }))
+      .setTimeout(120)
+      .build();
+    const signed = TransactionBuilder.fromXDR(await o.wallets.sign(wallet, tx.toXDR(), o.network.passphrase), o.network.passphrase);
+    const hash = signed.hash().toString('hex');
+    await o.ledger.noteWalletPayment(record.id, { data: { hash, xdr: signed.toXDR() } });
+    try {
+      await horizon.submitTransaction(signed);
+    } catch (err) {
+      const status = await o.probe.transaction(hash).catch(() => ({ status: 'NOT_FOUND' as const }));
+      if (status.status !== 'SUCCESS') {
+        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `wallet top-up refused: ${err instanceof Error ? err.message : String(err)}` });
+        throw new GatewayError('UPSTREAM', 'moving the shortfall from the wallet failed; nothing was charged');
+      }
+    }
+    await o.ledger.resolveWalletPayment(record.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) });
+    return { txHash: hash };
+  }
+
+  return {
+    /** The credit path's hook: decides between the wallet path, the combined case and `insufficient balance`. */
+    async onInsufficientCredits(input: ShortfallInput): Promise<ShortfallOutcome> {
+      const user = input.principal.user;
+      const started = Date.now();
+      const [credits, walletUnits] = await Promise.all([o.ledger.balance(user.id), o.walletBalance(user.walletAddress).catch(() => 0n)]);
+      if (walletUnits >= input.amount) return { response: await payFromWallet(input, walletUnits) };
+      const shortfall = input.amount - credits.balance;
+      if (shortfall > 0n && credits.balance + walletUnits >= input.amount) {
+        if (shortfall > TOPUP_MAX || credits.aggregated + shortfall > BALANCE_CAP) {
+          throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+        }
+        const { txHash } = await topUpFromWallet(user.id, user.walletAddress, shortfall, `${input.callId}.topup`);
+        input.steps.push(step('wallet_topup', started, 'ok', { amount: shortfall.toString(), from: user.walletAddress, to: o.treasuryAddress, txHash, explorerUrl: o.network.explorer.tx(txHash) }));
+        return { retry: true };
+      }
+      throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+    },
+
+    /** Settles wallet top-ups a crash left pending: applied on chain -> credited; never applicable -> failed. */
+    async reconcile(): Promise<void> {
+      for (const p of await o.ledger.pendingWalletPayments()) {
+        const hash = typeof p.data.hash === 'string' ? p.data.hash : undefined;
+        try {
+          if (p.kind === 'topup' && hash) {
+            const status = await o.probe.transaction(hash);
+            if (status.status === 'SUCCESS') {
+              await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) });
+              continue;
+            }
+          }
+          if (Date.now() - p.createdAt.getTime() > 10 * 60_000) await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' });
+        } catch (err) {
+          log(`reconciling wallet payment ${p.id} failed`, err);
+        }
+      }
+    },
+  };
+}
+
+export type WalletPath = ReturnType<typeof createWalletPath>;
