@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { createProvider } from '@farebox/provider';
-import { createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { parseAmount } from '@farebox/protocol';
 
 export interface StackUser {
@@ -24,7 +24,10 @@ export interface Stack {
   gw: RunningGateway;
   url: string;
   user(): Promise<StackUser>;
+  /** Registers a provider-SDK service owned by its own funded keypair; it also accepts direct escrow payments. */
   publish(name: string, price: string): Promise<{ endpoint: string; owner: string }>;
+  /** Runs a provider-SDK service owned by `ownerWallet` without registering it (a publisher registers it). */
+  serve(name: string, price: string, ownerWallet: string): Promise<{ endpoint: string }>;
   close(): Promise<void>;
 }
 
@@ -79,6 +82,9 @@ export async function startStack(): Promise<Stack> {
     async publish(name, price) {
       const kp = Keypair.random();
       await gw.devnet!.friendbot(kp.publicKey());
+      // The USDC trustline lets the owner receive escrow releases (direct calls).
+      await createAccounts(gw.core.network).ensureUsdcTrustline(keypairSigner(kp.secret()));
+      const treasury = ((await request('/v1/platform/key')).body as { treasury: string }).treasury;
       const provider = createProvider({
         service: name,
         pricePerCall: price,
@@ -87,6 +93,8 @@ export async function startStack(): Promise<Stack> {
         platform: { publicKey: gw.core.platformPublicKey },
         wallet: { secret: kp.secret() },
         registry,
+        trustlessWork: { apiKey: 'provider-escrow-key', platformAddress: treasury, baseUrl: `${gw.devnet!.url}/escrow` },
+        servedStorePath: join(dataDir, `served-${name}.json`),
         env: {},
       }).serve((payload) => ({ echo: payload }));
       const listening = await provider.listen(0, '127.0.0.1');
@@ -95,6 +103,21 @@ export async function startStack(): Promise<Stack> {
       await gw.core.mirror.syncOnce();
       closers.push(() => provider.close());
       return { endpoint, owner: kp.publicKey() };
+    },
+    async serve(name, price, ownerWallet) {
+      const provider = createProvider({
+        service: name,
+        pricePerCall: price,
+        description: `publisher service ${name}`,
+        network: 'local',
+        platform: { publicKey: gw.core.platformPublicKey },
+        ownerWallet,
+        registry,
+        env: {},
+      }).serve((payload) => ({ echo: payload }));
+      const listening = await provider.listen(0, '127.0.0.1');
+      closers.push(() => provider.close());
+      return { endpoint: `${listening.url}/` };
     },
     async close() {
       for (const c of closers) await c().catch(() => undefined);

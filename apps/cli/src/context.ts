@@ -1,0 +1,117 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createGatewayClient, type GatewayClient } from '@farebox/client';
+import { configDir, createOAuthSession, writeFileAtomic, DEFAULT_GATEWAY_URL, type OAuthSession } from '@farebox/mcp';
+import { z } from 'zod';
+import { CliError } from './errors.js';
+
+/** What `farebox login` stores (`cli.json`, mode 0600). */
+const StoredConfigSchema = z.looseObject({
+  url: z.string().optional(),
+  apiKey: z.string().optional(),
+  /** Signed in through the browser: the OAuth token lives in `cli-token.json`. */
+  oauth: z.boolean().optional(),
+  email: z.string().optional(),
+});
+export type StoredConfig = z.infer<typeof StoredConfigSchema>;
+
+export interface GlobalOptions {
+  url?: string;
+  apiKey?: string;
+  json?: boolean;
+}
+
+export interface Context {
+  url: string;
+  json: boolean;
+  env: Record<string, string | undefined>;
+  dir: string;
+  configPath: string;
+  tokenPath: string;
+  stored: StoredConfig;
+  /** Messages for the user that are not the result (stderr). */
+  log(line: string): void;
+  /** Where the credential comes from, if any. */
+  credential: { kind: 'api-key'; apiKey: string } | { kind: 'oauth' } | undefined;
+  oauthSession(): OAuthSession;
+  /** A REST client with the current credential; throws NOT_SIGNED_IN when there is none. */
+  gateway(): Promise<GatewayClient>;
+  /** A REST client without a credential (health, platform key). */
+  anonymous(): GatewayClient;
+  saveConfig(next: StoredConfig): Promise<void>;
+}
+
+/** The CLI's folder: `FAREBOX_CONFIG_DIR`, else the user's config folder (`~/.config/farebox`). */
+export function cliConfigDir(env: Record<string, string | undefined>): string {
+  return env.FAREBOX_CONFIG_DIR?.trim() || configDir(env);
+}
+
+async function readStored(path: string): Promise<StoredConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch {
+    return {};
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new CliError('LOCAL', `${path} is not valid JSON: fix or delete it (farebox logout)`);
+  }
+  const parsed = StoredConfigSchema.safeParse(json);
+  if (!parsed.success) throw new CliError('LOCAL', `${path} is not a farebox configuration: fix or delete it (farebox logout)`);
+  return parsed.data;
+}
+
+/** Precedence: flag, then environment (`FAREBOX_URL`, `FAREBOX_API_KEY`), then the stored configuration. */
+export async function createContext(opts: GlobalOptions, env: Record<string, string | undefined> = process.env, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<Context> {
+  const dir = cliConfigDir(env);
+  const configPath = join(dir, 'cli.json');
+  const tokenPath = join(dir, 'cli-token.json');
+  const stored = await readStored(configPath);
+  const rawUrl = (opts.url ?? env.FAREBOX_URL ?? stored.url ?? DEFAULT_GATEWAY_URL).trim();
+  let url: string;
+  try {
+    const u = new URL(rawUrl);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+    url = `${u.origin}${u.pathname}`.replace(/\/+$/, '').replace(/\/mcp$/, '');
+  } catch {
+    throw new CliError('USAGE', `not an http(s) URL: ${JSON.stringify(rawUrl)}`);
+  }
+  const apiKey = opts.apiKey ?? env.FAREBOX_API_KEY ?? (stored.url === undefined || stored.url === url ? stored.apiKey : undefined);
+  const oauth = !apiKey && stored.oauth === true && (stored.url === undefined || stored.url === url);
+  let session: OAuthSession | undefined;
+  const ctx: Context = {
+    url,
+    json: opts.json === true,
+    env,
+    dir,
+    configPath,
+    tokenPath,
+    stored,
+    log,
+    credential: apiKey ? { kind: 'api-key', apiKey } : oauth ? { kind: 'oauth' } : undefined,
+    oauthSession() {
+      session ??= createOAuthSession({
+        mcpUrl: `${url}/mcp`,
+        tokenPath,
+        clientName: env.FAREBOX_CLIENT_NAME?.trim() || 'farebox CLI',
+        openBrowser: (env.BROWSER ?? '').toLowerCase() !== 'none',
+        log,
+      });
+      return session;
+    },
+    async gateway() {
+      const c = ctx.credential;
+      if (!c) throw new CliError('NOT_SIGNED_IN', `not signed in to ${url}: run \`farebox login\` (browser) or \`farebox login --api-key sk_live_...\`, or set FAREBOX_API_KEY`);
+      if (c.kind === 'api-key') return createGatewayClient({ baseUrl: url, apiKey: c.apiKey });
+      return createGatewayClient({ baseUrl: url, accessToken: await ctx.oauthSession().accessToken() });
+    },
+    anonymous: () => createGatewayClient({ baseUrl: url }),
+    async saveConfig(next) {
+      await writeFileAtomic(configPath, `${JSON.stringify(next, null, 2)}\n`);
+    },
+  };
+  return ctx;
+}
