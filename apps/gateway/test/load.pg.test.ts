@@ -1,0 +1,41 @@
+import autocannon from 'autocannon';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness, type TestUser } from './harness.js';
+
+// The load test of issue 10: a fixed offered rate for LOAD_SECONDS (60 by
+// default) through the gateway on PostgreSQL with Redis rate limits; no 5xx
+// allowed, and every credit accounted for afterwards.
+const SECONDS = Number(process.env.FAREBOX_LOAD_SECONDS ?? 60);
+const RATE = Number(process.env.FAREBOX_LOAD_RATE ?? 100);
+
+describe(`load: ${RATE} calls/s for ${SECONDS} s`, () => {
+  let h: Harness;
+  let users: TestUser[];
+  beforeAll(async () => {
+    h = await startHarness('postgres', { env: { FAREBOX_REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' }, rateLimits: { authPerMinute: 1000, accountPerMinute: 1_000_000 } });
+    await h.publish('loadsvc', { price: '0.0000001' });
+    users = await Promise.all(Array.from({ length: 8 }, () => h.user()));
+  }, 120_000);
+  afterAll(() => h?.close());
+
+  it('answers every call without a 5xx and charges exactly the calls that succeeded', async () => {
+    const result = await autocannon({
+      url: h.url,
+      connections: 16,
+      duration: SECONDS,
+      overallRate: RATE,
+      requests: users.map((u) => ({ method: 'POST' as const, path: '/v1/call', headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' }, body: '{"service":"loadsvc","payload":{}}' })),
+    });
+    console.log(`load: ${result.requests.total} calls, ${result.requests.average} calls/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, 2xx ${result['2xx']}, 4xx ${result['4xx']}, 5xx ${result['5xx']}, errors ${result.errors}, timeouts ${result.timeouts}`);
+    expect(result['5xx']).toBe(0);
+    expect(result.errors).toBe(0);
+    expect(result['2xx']).toBeGreaterThan(0);
+    let charged = 0;
+    for (const u of users) {
+      const b = (await u.api('/v1/balance')).body.balance_base_units as number;
+      charged += 50_000_000 - b;
+    }
+    expect(charged).toBe(result['2xx']);
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+  }, (SECONDS + 90) * 1000);
+});
