@@ -19,7 +19,7 @@ function mcpServer(core: GatewayCore, principal: Principal): McpServer {
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: { title: tool.title, ...tool.annotations } },
-      async (args: unknown) => runMcpTool(tool as (typeof MCP_TOOLS)[number] & Parameters<typeof runMcpTool>[0], core, principal, args),
+      async (args: unknown) => runMcpTool(tool, core, principal, args),
     );
   }
   return server;

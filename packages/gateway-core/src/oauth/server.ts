@@ -415,7 +415,6 @@ export function createOAuth(options: CreateOAuthOptions) {
         token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
         revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
         authorization_response_iss_parameter_supported: true,
-        service_documentation: `${issuer}/docs/oauth`,
       };
     },
 
@@ -427,7 +426,6 @@ export function createOAuth(options: CreateOAuthOptions) {
         scopes_supported: SUPPORTED_SCOPES,
         bearer_methods_supported: ['header'],
         resource_name: 'Farebox',
-        resource_documentation: `${issuer}/docs/oauth`,
       };
     },
 
