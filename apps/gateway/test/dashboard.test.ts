@@ -70,6 +70,19 @@ describe('the web dashboard in a real browser', () => {
     await page.getByRole('heading', { level: 1, name: label }).waitFor();
   }
 
+  it('serves the dashboard at / and on deep links with a strict CSP, never in place of the API, OAuth or MCP paths', async () => {
+    for (const path of ['/', '/billing', '/catalog/echo']) {
+      const r = await fetch(`${h.url}${path}`, { headers: { accept: 'text/html' } });
+      expect(r.status, path).toBe(200);
+      expect(r.headers.get('content-security-policy')).toMatch(/^default-src 'self';.*frame-ancestors 'none'/);
+      expect(await r.text()).toContain('<div id="root"></div>');
+    }
+    for (const path of ['/v1/nothing', '/auth/nothing', '/health', '/mcp', '/.well-known/oauth-authorization-server', '/authorize', '/token', '/register', '/revoke', '/devnet/nothing']) {
+      const r = await fetch(`${h.url}${path}`, { headers: { accept: 'text/html' } });
+      expect(await r.text(), path).not.toContain('<div id="root"></div>');
+    }
+  });
+
   it('signs up from the form and lands on Billing with the 5 USD sign-up credit and a wallet', async () => {
     await page.goto('/');
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
