@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pnpm bench`: every benchmark, one after the other, each printing its own
 // medians and ratios. `pnpm bench <name>` runs one (provider, devnet, ledger,
-// search, gateway).
+// search, gateway, settlement).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -14,6 +14,7 @@ const benches = {
   ledger: ['packages/ledger/bench/ledger.ts'],
   search: ['--expose-gc', 'packages/discovery/bench/search.ts'],
   gateway: ['apps/gateway/bench/calls.ts'],
+  settlement: ['apps/gateway/bench/settlement.ts'],
 };
 const only = process.argv.slice(2);
 let failed = 0;
