@@ -20,6 +20,10 @@ export interface CommandResult<T = unknown> {
 
 const result = <T>(data: T, human: string): CommandResult<T> => ({ data, human });
 
+/** A catalog entry's price in USDC, exact from its base units. */
+const priceOf = (s: { pricePerCall: number; [k: string]: unknown }) =>
+  typeof s.pricePerCallBaseUnits === 'number' ? formatAmount(BigInt(s.pricePerCallBaseUnits)).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '') : String(s.pricePerCall);
+
 /** Turns client errors into CLI errors with the gateway's own message. */
 export async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
@@ -27,7 +31,7 @@ export async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {
   } catch (e) {
     if (e instanceof GatewayApiError) {
       const hint = e.status === 403 && /OAuth access token/.test(e.message) ? ' (signed in through the browser: this needs `farebox login --api-key`)' : '';
-      throw new CliError('GATEWAY', `${e.message}${hint} (HTTP ${e.status})`, { status: e.status, body: e.body });
+      throw new CliError('GATEWAY', `${e.message}${hint}`, { status: e.status, body: e.body });
     }
     if (e instanceof ClientError) throw new CliError('GATEWAY', e.message, { code: e.code, ...e.data });
     throw e;
@@ -49,7 +53,6 @@ export async function runLogin(ctx: Context, opts: { apiKey?: string }): Promise
   // A fresh sign-in: forget what was stored for this gateway.
   await session.signOut();
   const token = await session.accessToken();
-  const { createGatewayClient } = await import('@farebox/client');
   const me = await gatewayCall(() => createGatewayClient({ baseUrl: ctx.url, accessToken: token }).me());
   await ctx.saveConfig({ url: ctx.url, oauth: true, email: me.email });
   return result(
@@ -131,7 +134,7 @@ export async function runSearch(ctx: Context, query: string | undefined): Promis
   return result(
     services,
     table(
-      services.map((s) => ({ service: s.service, price: `${formatAmount(BigInt(s.pricePerCall))} USDC`, calls: s.totalCalls, description: s.description.length > 70 ? `${s.description.slice(0, 69)}…` : s.description })),
+      services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, description: s.description.length > 70 ? `${s.description.slice(0, 69)}…` : s.description })),
       ['service', 'price', 'calls', 'description'],
     ),
   );
@@ -336,7 +339,7 @@ export async function runPublisherActivate(ctx: Context, name: string): Promise<
 export async function runPublisherRegister(ctx: Context, opts: { service: string; price: string; endpoint: string; description: string }): Promise<CommandResult> {
   const gw = await ctx.gateway();
   const r = await gatewayCall(() => gw.agents.register({ service: opts.service, pricePerCallLamports: priceUnits(opts.price), endpoint: opts.endpoint, description: opts.description }));
-  return result(r, `Registered "${r.service}" at ${r.endpoint} for ${formatAmount(BigInt(r.pricePerCall))} USDC per call.${r.explorerUrl ? `\n${r.explorerUrl}` : ''}`);
+  return result(r, `Registered "${r.service}" at ${r.endpoint} for ${priceOf(r)} USDC per call.${r.explorerUrl ? `\n${r.explorerUrl}` : ''}`);
 }
 
 export async function runPublisherUpdate(ctx: Context, service: string, opts: { price?: string; endpoint?: string; description?: string }): Promise<CommandResult> {
@@ -349,7 +352,7 @@ export async function runPublisherUpdate(ctx: Context, service: string, opts: { 
       ...(opts.description !== undefined ? { description: opts.description } : {}),
     }),
   );
-  return result(r, `Updated "${r.service}": ${formatAmount(BigInt(r.pricePerCall))} USDC per call at ${r.endpoint}.`);
+  return result(r, `Updated "${r.service}": ${priceOf(r)} USDC per call at ${r.endpoint}.`);
 }
 
 export async function runPublisherRemove(ctx: Context, service: string): Promise<CommandResult> {
@@ -374,7 +377,7 @@ export async function runPublisherOverview(ctx: Context): Promise<CommandResult>
         ['paid out', usd(n('settled_usd'))],
       ]),
       '',
-      table(o.services.map((s) => ({ service: s.service, price: `${formatAmount(BigInt(s.pricePerCall))} USDC`, calls: s.totalCalls, endpoint: s.endpoint })), ['service', 'price', 'calls', 'endpoint']),
+      table(o.services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, endpoint: s.endpoint })), ['service', 'price', 'calls', 'endpoint']),
     ].join('\n'),
   );
 }

@@ -56,6 +56,7 @@ export async function runInit(dir: string, opts: { name?: string; price?: string
     await writeFile(out, text, { flag: 'wx' });
     written.push(rel);
   }
+  written.sort();
   return {
     data: { dir: target, service: name, price, files: written },
     human: [`Created the paid service "${name}" (${price} USDC per call) in ${target}:`, ...written.map((f) => `  ${f}`), '', 'Next:', `  cd ${relative(process.cwd(), target) || '.'}`, '  npm install', '  npm start            # with the local stack running (farebox dev)'].join('\n'),

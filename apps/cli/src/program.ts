@@ -55,7 +55,7 @@ export function buildProgram(io: ProgramIO = {}): Command {
   function fail(e: unknown) {
     if (e instanceof CliError) {
       if (globals().json) err(`${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}) })}\n`);
-      else err(`farebox: ${e.message}\n`);
+      else err(`farebox: ${e.message}${typeof e.data.status === 'number' ? ` (HTTP ${e.data.status})` : ''}\n`);
       setExit(e.exitCode);
       return;
     }

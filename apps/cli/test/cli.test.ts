@@ -33,7 +33,7 @@ describe('the built farebox binary against a running local stack', () => {
   it('logs in with an API key (stored 0600), then whoami, balance, topup, search, call (argument, file, stdin), transactions, in human and --json output', async () => {
     const e = await env();
     const login = await farebox(['login', '--api-key', alice.key], { env: e });
-    expect(login.code).toBe(0);
+    expect(login.code, login.stderr).toBe(0);
     expect(login.stdout).toContain(`Signed in to ${h.url} as ${alice.email}`);
     const stored = join(e.FAREBOX_CONFIG_DIR, 'cli.json');
     expect((await stat(stored)).mode & 0o777).toBe(0o600);
@@ -158,7 +158,7 @@ describe('the built farebox binary against a running local stack', () => {
     const { endpoint } = await h.serve('carol-svc', '0.02', me.custodial_wallet);
     const reg = await farebox(['publisher', 'register', '--service', 'carol-svc', '--price', '0.02', '--endpoint', endpoint, '--description', 'Carol echoes', '--json'], { env: e });
     expect(reg.code, reg.stderr).toBe(0);
-    expect(json(reg.stdout)).toMatchObject({ service: 'carol-svc', pricePerCall: 200_000 });
+    expect(json(reg.stdout)).toMatchObject({ service: 'carol-svc', pricePerCallBaseUnits: 200_000 });
     const upd = await farebox(['publisher', 'update', 'carol-svc', '--description', 'Carol echoes, better'], { env: e });
     expect(upd.code, upd.stderr).toBe(0);
     expect(upd.stdout).toContain('Updated "carol-svc": 0.02 USDC per call');
@@ -217,4 +217,72 @@ describe('the built farebox binary against a running local stack', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('is not empty');
   });
+});
+
+describe('the packed tarballs, installed like a user would', () => {
+  let h: Stack;
+  let alice: StackUser;
+  let tmp: string;
+  const repo = join(import.meta.dirname, '..', '..', '..');
+  // The CLI and every workspace package it needs at run time.
+  const packages = ['apps/cli', 'apps/mcp', 'packages/client', 'packages/escrow', 'packages/protocol', 'packages/stellar'];
+
+  async function sh(command: string, args: string[], cwd: string, extra: Record<string, string> = {}) {
+    const r = await start(command, args, { env: { ...(process.env as Record<string, string>), npm_config_update_notifier: 'false', ...extra }, cwd }).done;
+    if (r.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${r.code}):\n${r.stderr}\n${r.stdout}`);
+    return r;
+  }
+
+  beforeAll(async () => {
+    ensureBuilt();
+    h = await startStack();
+    await h.publish('echo', '0.01');
+    alice = await h.user();
+    tmp = await mkdtemp(join(tmpdir(), 'farebox-pack-'));
+    for (const p of packages) await sh('pnpm', ['pack', '--pack-destination', tmp], join(repo, p));
+  }, 240_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('npm installs the CLI tarballs into an empty project, and npx farebox runs --help and a real command', async () => {
+    const project = join(tmp, 'project');
+    await import('node:fs/promises').then(async (fs) => {
+      await fs.mkdir(project);
+      await fs.writeFile(join(project, 'package.json'), JSON.stringify({ name: 'try-farebox', private: true, type: 'module' }));
+    });
+    const tarballs = (await import('node:fs/promises').then((fs) => fs.readdir(tmp))).filter((f) => f.endsWith('.tgz')).map((f) => join(tmp, f));
+    expect(tarballs).toHaveLength(packages.length);
+    await sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs], project);
+    const help = await sh('npx', ['--yes', 'farebox', '--help'], project);
+    expect(help.stdout).toContain('Usage: farebox');
+    const search = await sh('npx', ['--yes', 'farebox', 'search', 'echo', '--json', '--url', h.url, '--api-key', alice.key], project, { FAREBOX_CONFIG_DIR: join(tmp, 'cfg') });
+    expect((JSON.parse(search.stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');
+    const init = await sh('npx', ['farebox', 'init', 'svc', '--json'], project);
+    expect(JSON.parse(init.stdout)).toMatchObject({ service: 'svc' });
+  }, 300_000);
+
+  it('npx --yes <the @farebox/mcp tarball> runs the adapter on its own, as Claude Desktop would start it', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const tarball = (await import('node:fs/promises').then((fs) => fs.readdir(tmp))).find((f) => f.startsWith('farebox-mcp-'))!;
+    const transport = new StdioClientTransport({
+      command: 'npx',
+      // A ./relative tarball path: npm 10 runs an absolute path as a file instead of installing it.
+      args: ['--yes', `./${tarball}`],
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', FAREBOX_URL: h.url, FAREBOX_API_KEY: alice.key, npm_config_update_notifier: 'false' },
+      cwd: tmp,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'npx-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['list_agents', 'call_agent', 'get_balance', 'get_transactions']);
+      const call = await client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { npx: true } } });
+      expect(call.structuredContent).toMatchObject({ result: { echo: { npx: true } } });
+    } finally {
+      await client.close();
+    }
+  }, 300_000);
 });
