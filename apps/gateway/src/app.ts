@@ -3,6 +3,7 @@ import { GatewayError, enforceRateLimit, type GatewayCore, type Principal } from
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
+import { mountOperatorRoutes } from './operator-routes.js';
 
 export const SESSION_COOKIE = 'farebox_session';
 export const CSRF_COOKIE = 'farebox_csrf';
@@ -201,6 +202,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.get('/v1/platform/key', (_req, res) => {
     res.json(core.platform.key());
   });
+  mountOperatorRoutes({ app, v1, core, who });
   app.use('/v1', v1);
   app.use('/v1', (_req, _res, next) => next(new GatewayError('NOT_FOUND', 'not found')));
   app.use(errorHandler(log));

@@ -20,6 +20,7 @@ import {
   type NetworkName,
   type TxSigner,
 } from '@farebox/stellar';
+import { Account, BASE_FEE, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
 import { z } from 'zod';
 import { ClientError, EndpointVerificationError } from './errors.js';
 
@@ -111,6 +112,22 @@ export interface ClientOptions {
   env?: Record<string, string | undefined>;
 }
 
+/** A dispute as the platform reports it. */
+export interface DisputeResult {
+  escrowId: string;
+  state: 'open' | 'resolved';
+  /** The on-chain dispute transaction (signed by the platform treasury), once made. */
+  txHash?: string;
+  explorerUrl?: string;
+  resolution?: 'refund' | 'split';
+  resolveTx?: string;
+  resolveExplorerUrl?: string;
+  /** Who got what at resolution, base units. */
+  distributions?: Array<{ address: string; amount: bigint }>;
+  /** Last problem the platform met (it retries). */
+  error?: string;
+}
+
 export interface FareboxClient {
   readonly network: NetworkConfig;
   /** The payer's public key, when a key is configured. */
@@ -121,8 +138,16 @@ export interface FareboxClient {
    * its result once served (and released by the service).
    */
   call<T = unknown>(target: ServiceTarget, payload: unknown, options?: CallOptions): Promise<DirectCallResult<T>>;
-  /** Opens a dispute on an escrow (signed by this client's key); the platform treasury resolves it. */
-  dispute(escrowId: string): Promise<{ txHash: string; explorerUrl: string }>;
+  /**
+   * Asks the platform (the escrow's dispute resolver) to dispute an escrow this
+   * client's key funded: a proof signed by the key goes to `POST /v1/disputes`
+   * of `gatewayUrl`; the treasury disputes it on chain and resolves it (a full
+   * refund by the automatic policy when the service never served, or an
+   * operator's decision). Needs `gatewayUrl`.
+   */
+  dispute(escrowId: string, options?: { reason?: string }): Promise<DisputeResult>;
+  /** The platform's record of a dispute (undefined when there is none). */
+  getDispute(escrowId: string): Promise<DisputeResult | undefined>;
   /** Reads an escrow from the escrow provider. */
   getEscrow(escrowId: string): Promise<Escrow | undefined>;
   /** Compares a service's `/manifest` with its registry record; throws {@link EndpointVerificationError} on a mismatch. */
@@ -137,6 +162,19 @@ const ESCROW_BASE_URLS: Record<Exclude<NetworkName, 'local'>, string> = {
 const ErrorBodySchema = z.object({ error: z.string() });
 const ManifestSchema = z.looseObject({ service: z.string(), ownerWallet: z.string() });
 const PlatformKeySchema = z.looseObject({ treasury: z.string() });
+/** Name of the dispute proof's manageData operation (docs/operator.md). */
+const DISPUTE_PROOF_DATA_NAME = 'farebox_dispute';
+const DisputeBodySchema = z.looseObject({
+  escrow_id: z.string(),
+  state: z.enum(['open', 'resolved']),
+  dispute_tx: z.string().nullable().optional(),
+  dispute_explorer_url: z.string().nullable().optional(),
+  resolution: z.enum(['refund', 'split']).nullable().optional(),
+  resolve_tx: z.string().nullable().optional(),
+  resolve_explorer_url: z.string().nullable().optional(),
+  distributions: z.array(z.looseObject({ address: z.string(), base_units: z.union([z.number().int(), z.string().regex(/^\d+$/)]) })).nullable().optional(),
+  error: z.string().nullable().optional(),
+});
 const QuoteExtraSchema = z.looseObject({
   quoteId: z.string().min(1).max(256),
   service: z.string().optional(),
@@ -246,6 +284,26 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
       treasury = undefined;
     });
     return treasury;
+  }
+
+  function platformUrl(what: string): string {
+    if (!gatewayUrl) throw new ClientError('CONFIG', `${what}: disputes go through the platform (the escrow's dispute resolver): pass gatewayUrl (FAREBOX_URL)`);
+    return gatewayUrl.replace(/\/+$/, '');
+  }
+
+  function disputeResult(json: unknown, escrowId: string): DisputeResult {
+    const parsed = DisputeBodySchema.safeParse(json);
+    if (!parsed.success || parsed.data.escrow_id !== escrowId) throw new ClientError('BAD_RESPONSE', `the platform answered the dispute of ${escrowId} with an unexpected body`, { escrowId });
+    const d = parsed.data;
+    return {
+      escrowId,
+      state: d.state,
+      ...(d.dispute_tx ? { txHash: d.dispute_tx, explorerUrl: d.dispute_explorer_url ?? net.explorer.tx(d.dispute_tx) } : {}),
+      ...(d.resolution ? { resolution: d.resolution } : {}),
+      ...(d.resolve_tx ? { resolveTx: d.resolve_tx, resolveExplorerUrl: d.resolve_explorer_url ?? net.explorer.tx(d.resolve_tx) } : {}),
+      ...(d.distributions ? { distributions: d.distributions.map((x) => ({ address: x.address, amount: BigInt(x.base_units) })) } : {}),
+      ...(d.error ? { error: d.error } : {}),
+    };
   }
 
   async function request(url: string, init: RequestInit & { signal?: AbortSignal }): Promise<{ status: number; headers: Headers; json: unknown; text: string }> {
@@ -519,16 +577,41 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
     network: net,
     payer: signer?.publicKey,
     call,
-    async dispute(escrowId) {
+    async dispute(escrowId, disputeOptions = {}) {
       const who = requireSigner();
       if (!isValidStrKey('contract', escrowId)) throw new ClientError('CONFIG', 'escrowId must be a C... contract id');
+      if (disputeOptions.reason !== undefined && (typeof disputeOptions.reason !== 'string' || disputeOptions.reason.length > 500)) throw new ClientError('CONFIG', 'reason must be a string of at most 500 characters');
+      const base = platformUrl('dispute');
+      // The proof: a transaction that can never be applied (sequence 0), one manageData naming the escrow, signed by the funder.
+      const nowS = Math.floor(Date.now() / 1000);
+      const unsigned = new TransactionBuilder(new Account(who.publicKey, '-1'), { fee: BASE_FEE, networkPassphrase: net.passphrase })
+        .addOperation(Operation.manageData({ name: DISPUTE_PROOF_DATA_NAME, value: escrowId }))
+        .setTimebounds(nowS - 30, nowS + 300)
+        .build()
+        .toXDR();
+      let proof: string;
       try {
-        const { txHash } = await escrowApi().run('disputeEscrow', { contractId: escrowId, signer: who.publicKey }, who);
-        return { txHash, explorerUrl: net.explorer.tx(txHash) };
+        proof = await who.signTransaction(unsigned, net.passphrase);
       } catch (e) {
-        if (e instanceof ClientError) throw e;
-        throw new ClientError('ESCROW', `dispute of escrow ${escrowId} failed: ${errorText(e)}`, { escrowId });
+        throw new ClientError('CONFIG', `the signer refused to sign the dispute proof: ${errorText(e)}`, { escrowId });
       }
+      const answer = await request(`${base}/v1/disputes`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ escrowId, proof, ...(disputeOptions.reason !== undefined ? { reason: disputeOptions.reason } : {}) }),
+      });
+      if (answer.status !== 200 && answer.status !== 201) {
+        const msg = serverMessage(answer.json, answer.text);
+        throw new ClientError('ESCROW', `dispute of escrow ${escrowId} refused by the platform (HTTP ${answer.status}): ${msg}`, { escrowId, status: answer.status, serverMessage: msg });
+      }
+      return disputeResult(answer.json, escrowId);
+    },
+    async getDispute(escrowId) {
+      if (!isValidStrKey('contract', escrowId)) throw new ClientError('CONFIG', 'escrowId must be a C... contract id');
+      const answer = await request(`${platformUrl('dispute status')}/v1/disputes/${escrowId}`, { method: 'GET' });
+      if (answer.status === 404) return undefined;
+      if (answer.status !== 200) throw new ClientError('BAD_RESPONSE', `dispute status: HTTP ${answer.status}: ${serverMessage(answer.json, answer.text)}`, { escrowId, status: answer.status });
+      return disputeResult(answer.json, escrowId);
     },
     async getEscrow(escrowId) {
       const found = await escrowApi().getEscrows([escrowId]);

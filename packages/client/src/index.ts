@@ -9,6 +9,7 @@ export type {
   DirectCallResult,
   ProgressEvent,
   TraceStep,
+  DisputeResult,
 } from './direct.js';
 export { createGatewayClient } from './gateway.js';
 export type {

@@ -243,17 +243,16 @@ describe('direct escrow calls', () => {
     expect(out.result).toEqual({ echo: { ok: true } });
   });
 
-  it('dispute() signs as the caller and reports the escrow provider\'s own message when it refuses', async () => {
+  it('dispute() goes through the platform: without a gateway URL it says so and nothing changes on chain', async () => {
     const service = await world.publish('dir-dispute', { handler: () => { throw new Error('down'); } });
     const payer = await world.party(10n * USDC);
     const client = world.client(payer);
     const failed = await failure(client.call('dir-dispute', {}));
     const escrowId = failed.data.escrowId!;
+    // Trustless Work lets only a party of the escrow dispute it; the caller is none, so the platform (dispute resolver) does it.
     const err = await failure(client.dispute(escrowId));
-    // Trustless Work lets only a party of the escrow dispute it, and a direct escrow's parties are the owner and the platform.
-    expect(err.code).toBe('ESCROW');
-    expect(err.data.escrowId).toBe(escrowId);
-    expect(err.message).toMatch(/party of the escrow/);
+    expect(err.code).toBe('CONFIG');
+    expect(err.message).toMatch(/gatewayUrl/);
     expect(await client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: false } });
     await expect(client.dispute('not-an-escrow')).rejects.toThrow(/C\.\.\. contract id/);
     expect(service.owner.publicKey).not.toBe(payer.publicKey);

@@ -25,6 +25,7 @@ import { createOAuth, type OAuthOptions } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
 import { createSettlement } from './settlement/index.js';
 import { createWalletPath } from './wallet-path.js';
+import { createOperator, type Operator } from './operator/index.js';
 import type { SettlementConfigOptions } from './settlement/config.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
 import { GatewayError } from './errors.js';
@@ -116,7 +117,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const network: NetworkConfig = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
   const registry: RegistryClient = createRegistryClient(network);
   const chain = createStellarAccounts(network);
-  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log });
+  const settlementLog = (m: string, e?: unknown) => { operator?.noteSettlementFailure(m, e); log(m, e); };
+  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog });
+  const operator: Operator = createOperator({ db, ledger, network, settlement, treasury: walletSigner(wallets, treasuryAddress), env, log });
   const policy: EndpointPolicy = { allowLoopback: config.localMode };
   // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
   let redis: Redis | undefined;
@@ -250,6 +253,8 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     accounts,
     safeEqual,
     settlement,
+    /** Operator tools: disputes, treasury, settlement health, revenue, audit (operator/index.ts). */
+    operator,
 
     /** Starts following the registry (and indexing it). Resolves after the first sync. */
     async start() {
@@ -262,6 +267,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       await mirrorStarted;
       provisionWallet(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       settlement.start();
+      operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
     },
 
@@ -487,6 +493,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     async close() {
       clearInterval(reaper);
       await settlement.stop();
+      await operator.stop();
       attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();

@@ -32,3 +32,5 @@ export type { PendingTx, ChainProbe, TxStatus, StepOutcome, StepRunner } from '.
 export { DbKeystoreStorage } from './keystore-db.js';
 export { createWalletPath } from './wallet-path.js';
 export type { WalletPath, WalletPathOptions, ShortfallInput, ShortfallOutcome } from './wallet-path.js';
+export { createOperator, resolveOperatorConfig, money, createDisputes, disputeView, verifyDisputeProof, DISPUTE_PROOF_DATA_NAME, DISPUTE_PROOF_MAX_WINDOW_S, grantOperator, revokeOperator, listOperators, isOperatorEmail, parseOperatorList, normalizeEmail, writeAudit, listAudit } from './operator/index.js';
+export type { Operator, OperatorSettings, CreateOperatorOptions, Decision, Disputes, Dispute, AuditEntry, AuditInput } from './operator/index.js';
