@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { splitFee } from '@farebox/protocol';
+import { grantOperator } from '@farebox/gateway-core';
+import { startStack, type Stack } from './settlement-kit.js';
+import { USDC, fundedNotServed, newCaller } from './dispute-kit.js';
+
+// Automatic policy off: every dispute waits for an operator.
+const OPERATOR = 'ops@farebox.test';
+let s: Stack;
+let down: { owner: string };
+type Api = (path: string, init?: { method?: string; body?: unknown }) => Promise<{ status: number; body: any }>;
+let op: Api;
+let other: Api;
+let otherEmail: string;
+
+async function account(email: string): Promise<Api> {
+  const res = await fetch(`${s.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'correct horse battery' }) });
+  const signup = (await res.json()) as { csrf_token: string };
+  const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+  const created = await s.request('/v1/api-keys', { body: { name: 'ops' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } });
+  const key = created.body.key as string;
+  return (path, init = {}) => s.request(path, { ...init, headers: { authorization: `Bearer ${key}` } });
+}
+
+beforeAll(async () => {
+  s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off', FAREBOX_OPERATORS: ` ${OPERATOR.toUpperCase()} ` } });
+  down = await s.publish('ops-down', '0.5', () => {
+    throw new Error('upstream down');
+  });
+  op = await account(OPERATOR);
+  otherEmail = `someone${process.pid}@farebox.test`;
+  other = await account(otherEmail);
+}, 60_000);
+afterAll(async () => {
+  await s?.close();
+});
+
+describe('operator: disputes', () => {
+  it('keeps a dispute open for an operator when the automatic policy is off, and the operator refunds it in full', async () => {
+    const caller = await newCaller(s, 5n * USDC);
+    const start = await s.usdc(caller.publicKey);
+    const escrowId = await fundedNotServed(caller, 'ops-down');
+    const opened = await caller.client.dispute(escrowId, { reason: 'never answered' });
+    expect(opened).toMatchObject({ state: 'open' });
+    expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true, resolved: false } });
+
+    const list = await op('/v1/operator/disputes');
+    expect(list.status).toBe(200);
+    expect(list.body.find((d: any) => d.escrow_id === escrowId)).toMatchObject({ state: 'open', served: false, reason: 'never answered', requested_by: caller.publicKey, receiver: down.owner, amount_base_units: 5_000_000 });
+
+    const done = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund' } });
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ state: 'resolved', resolution: 'refund', resolved_by: OPERATOR, distributions: [{ address: caller.publicKey, base_units: 5_000_000 }] });
+    expect(await s.usdc(caller.publicKey)).toBe(start);
+    const again = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund' } });
+    expect(again).toMatchObject({ status: 409, body: { error: 'dispute already resolved' } });
+    expect(await s.usdc(caller.publicKey)).toBe(start);
+  });
+
+  it('pays a split resolution exactly as distributed, and refuses a split that does not sum to the balance', async () => {
+    const caller = await newCaller(s, 5n * USDC);
+    const escrowId = await fundedNotServed(caller, 'ops-down');
+    await caller.client.dispute(escrowId);
+    const before = { caller: await s.usdc(caller.publicKey), owner: await s.usdc(down.owner), treasury: await s.usdc(s.gw.core.treasuryAddress) };
+
+    const wrong = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: '2000001', receiver_base_units: 3_000_000 } });
+    expect(wrong).toMatchObject({ status: 400, body: { error: 'the split must sum exactly to the escrow balance: 2000001 + 3000000 = 5000001 base units, the balance is 5000000' } });
+    expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true } });
+
+    const split = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: '1999999', receiver_base_units: 3_000_001 } });
+    expect(split.status).toBe(200);
+    expect(split.body).toMatchObject({ resolution: 'split', distributions: [{ address: caller.publicKey, base_units: 1_999_999 }, { address: down.owner, base_units: 3_000_001 }] });
+    expect(await s.usdc(caller.publicKey)).toBe(before.caller + 1_999_999n);
+    expect(await s.usdc(down.owner)).toBe(before.owner + 3_000_001n);
+    expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(before.treasury);
+    expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 0n, flags: { resolved: true } });
+    expect(await caller.client.getDispute(escrowId)).toMatchObject({ state: 'resolved', resolution: 'split' });
+  });
+
+  it('refuses a non-operator (403) on every operator endpoint, moves nothing, and audits the attempt', async () => {
+    const caller = await newCaller(s, 5n * USDC);
+    const escrowId = await fundedNotServed(caller, 'ops-down');
+    await caller.client.dispute(escrowId);
+    const balance = await s.usdc(caller.publicKey);
+
+    const refused = await other(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund' } });
+    expect(refused).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+    for (const path of ['/v1/operator/disputes', '/v1/operator/treasury', '/v1/operator/settlements', '/v1/operator/revenue', '/v1/operator/audit']) {
+      expect((await other(path)).status).toBe(403);
+    }
+    expect(await other('/v1/operator/whoami')).toMatchObject({ status: 200, body: { operator: false } });
+    expect(await s.usdc(caller.publicKey)).toBe(balance);
+    expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true, resolved: false } });
+
+    const audit = await op('/v1/operator/audit?limit=50');
+    expect(audit.status).toBe(200);
+    expect(audit.body.find((e: any) => e.action === 'dispute.resolve' && e.target === escrowId)).toMatchObject({ actor: otherEmail, outcome: 'denied' });
+    expect(audit.body.some((e: any) => e.action === 'dispute.resolve' && e.outcome === 'ok' && e.actor === OPERATOR)).toBe(true);
+    expect(audit.body.some((e: any) => e.action === 'dispute.open' && e.actor === `funder:${caller.publicKey}`)).toBe(true);
+  });
+
+  it('keeps the audit log append-only: the database refuses to change or delete a line', async () => {
+    const db = s.gw.core.db;
+    await expect(db.query(`UPDATE gw_audit_log SET actor = 'someone else'`)).rejects.toThrow(/append-only/);
+    await expect(db.query('DELETE FROM gw_audit_log')).rejects.toThrow(/append-only/);
+    await expect(db.query('TRUNCATE gw_audit_log')).rejects.toThrow(/append-only/);
+  });
+
+  it('grants the role through the database (the CLI path), never through the API', async () => {
+    const email = `late${process.pid}@farebox.test`;
+    const late = await account(email);
+    expect((await late('/v1/operator/treasury')).status).toBe(403);
+    await grantOperator(s.gw.core.db, email, 'cli:test');
+    expect((await late('/v1/operator/treasury')).status).toBe(200);
+    expect(await late('/v1/operator/whoami')).toMatchObject({ body: { operator: true } });
+  });
+});
+
+describe('operator: treasury, settlements and revenue', () => {
+  it('shows the treasury balance and what it owes exactly as the devnet holds them, through a run of calls, funding and settlement', async () => {
+    const pub = await s.publish('ops-svc', '0.0123457');
+    const users = await Promise.all([s.user({ topup: 10 }), s.user({ topup: 10 })]);
+    const treasury = s.gw.core.treasuryAddress;
+    await s.gw.core.settlement.ensureTreasuryFunds(1_000n * USDC);
+    const engine = s.gw.core.settlement.engine!;
+    const view = async () => (await op('/v1/operator/treasury')).body;
+    const start = await s.usdc(treasury);
+    const startView = await view();
+    expect(startView.balance.base_units).toBe(start.toString());
+
+    for (let i = 0; i < 12; i++) expect((await users[i % 2]!.api('/v1/call', { body: { service: 'ops-svc', payload: { i } } })).status).toBe(200);
+    const gross = 12n * 123_457n;
+    const perCallNet = 12n * splitFee(123_457n).net;
+    let v = await view();
+    const mine = (x: any) => x.publishers.find((p: any) => p.owner === pub.owner);
+    expect(mine(v)).toMatchObject({ calls: 12, owed: { base_units: perCallNet.toString() }, to_fund: { base_units: gross.toString() }, in_escrow: { base_units: '0' } });
+    expect(v.balance.base_units).toBe((await s.usdc(treasury)).toString());
+
+    await engine.tick(); // funds the batch into the cycle's escrow
+    v = await view();
+    const now = await s.usdc(treasury);
+    expect(now).toBe(start - gross);
+    expect(v.balance.base_units).toBe(now.toString());
+    expect(mine(v)).toMatchObject({ to_fund: { base_units: '0' }, in_escrow: { base_units: gross.toString() } });
+    expect(v.escrows_on_chain).toMatchObject({ base_units: v.in_escrows.base_units, unavailable: false });
+    expect(v.surplus.base_units).toBe((now - BigInt(v.to_fund.base_units)).toString());
+
+    await engine.settleNow(pub.owner);
+    v = await view();
+    const { net } = splitFee(gross);
+    const end = await s.usdc(treasury);
+    expect(end).toBe(start - net);
+    expect(v.balance.base_units).toBe(end.toString());
+    expect(mine(v)).toBeUndefined();
+    expect(v.escrows_on_chain.base_units).toBe('0');
+    expect(await s.usdc(pub.owner)).toBe(net);
+
+    const cycles = await op('/v1/operator/settlements?limit=10');
+    const cycle = cycles.body.find((c: any) => c.publisher_owner === pub.owner);
+    expect(cycle).toMatchObject({ state: 'done', stalled: false, last_failure: null, calls: 12, gross: { base_units: Number(gross) } });
+    const retry = await op(`/v1/operator/settlements/${cycle.id}/retry`, { body: {} });
+    expect(retry).toMatchObject({ status: 409, body: { error: `cycle ${cycle.id} is done: nothing to retry` } });
+
+    const revenue = await op('/v1/operator/revenue?days=7');
+    expect(revenue.body.points).toHaveLength(7);
+    const today = revenue.body.points.at(-1);
+    expect(BigInt(today.revenue.base_units)).toBeGreaterThanOrEqual(12n * splitFee(123_457n).fee);
+    const audit = await op('/v1/operator/audit?limit=5');
+    expect(audit.body[0]).toMatchObject({ action: 'settlement.retry', target: cycle.id, outcome: 'failed', actor: OPERATOR });
+  });
+
+  it('rejects bad operator input with a clear error and changes nothing', async () => {
+    expect(await op('/v1/operator/disputes?state=weird')).toMatchObject({ status: 400, body: { error: 'state must be open, resolved or all' } });
+    expect(await op('/v1/operator/disputes/CNOPE/resolve', { body: { action: 'refund' } })).toMatchObject({ status: 404, body: { error: 'dispute not found' } });
+    expect(await op('/v1/operator/revenue?days=0')).toMatchObject({ status: 400 });
+    expect(await op('/v1/operator/settlements/abc/retry', { body: {} })).toMatchObject({ status: 400, body: { error: 'cycle id must be an integer' } });
+    const caller = await newCaller(s, 2n * USDC);
+    const escrowId = await fundedNotServed(caller, 'ops-down');
+    await caller.client.dispute(escrowId);
+    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund', payer_base_units: 1 } })).toMatchObject({ status: 400, body: { error: 'a refund takes no amounts (it returns the whole balance)' } });
+    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: 1.5, receiver_base_units: 0 } })).toMatchObject({ status: 400 });
+    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'give-it-all-away' } })).toMatchObject({ status: 400, body: { error: 'action must be refund or split' } });
+    expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true, resolved: false } });
+  });
+});
