@@ -4,6 +4,7 @@ import { createContext, type Context, type GlobalOptions } from './context.js';
 import { CliError } from './errors.js';
 import { toJson } from './format.js';
 import { runInit } from './init.js';
+import { registerOperatorCommands } from './operator.js';
 
 export interface ProgramIO {
   env?: Record<string, string | undefined>;
@@ -184,6 +185,8 @@ export function buildProgram(io: ProgramIO = {}): Command {
     .description('download the multilingual search model so the gateway searches offline')
     .option('--dir <path>', 'model folder (default FAREBOX_MODEL_DIR or ~/.cache/farebox/models)')
     .action((o: { dir?: string }) => act((ctx) => c.runModelFetch(ctx, o))());
+
+  registerOperatorCommands(program, act);
 
   return program;
 }
