@@ -263,16 +263,17 @@ describe('the packed tarballs, installed like a user would', () => {
     expect(JSON.parse(init.stdout)).toMatchObject({ service: 'svc' });
   }, 300_000);
 
-  it('npx --yes <the @farebox/mcp tarball> runs the adapter on its own, as Claude Desktop would start it', async () => {
+  it('npx runs the installed @farebox/mcp tarball on its own, as Claude Desktop would start it', async () => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-    const tarball = (await import('node:fs/promises').then((fs) => fs.readdir(tmp))).find((f) => f.startsWith('farebox-mcp-'))!;
+    // The tarballs are installed in `tmp` (the previous test): npx runs the
+    // installed bin. (`npx ./tarball` alone would fetch its @farebox/*
+    // dependencies from the registry, where they are not published yet.)
     const transport = new StdioClientTransport({
       command: 'npx',
-      // A ./relative tarball path: npm 10 runs an absolute path as a file instead of installing it.
-      args: ['--yes', `./${tarball}`],
+      args: ['--yes', 'farebox-mcp'],
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', FAREBOX_URL: h.url, FAREBOX_API_KEY: alice.key, npm_config_update_notifier: 'false' },
-      cwd: tmp,
+      cwd: join(tmp, 'project'),
       stderr: 'pipe',
     });
     const client = new Client({ name: 'npx-test', version: '1.0.0' });
