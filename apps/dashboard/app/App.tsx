@@ -8,6 +8,7 @@ import { CredentialsPage } from './pages/Credentials.js';
 import { CatalogPage, ServicePage } from './pages/Catalog.js';
 import { TransactionsPage } from './pages/Transactions.js';
 import { PublisherPage } from './pages/Publisher.js';
+import { OperatorPage } from './operator/OperatorPage.js';
 
 const NAV = [
   { href: '/billing', label: 'Billing' },
@@ -15,9 +16,10 @@ const NAV = [
   { href: '/catalog', label: 'Catalog' },
   { href: '/transactions', label: 'Transactions' },
   { href: '/publisher', label: 'Publisher' },
+  { href: '/operator', label: 'Operator' },
 ];
 
-const TITLES: Record<string, string> = { '/signin': 'Sign in', '/signup': 'Sign up', '/billing': 'Billing', '/credentials': 'Credentials', '/catalog': 'Catalog', '/transactions': 'Transactions', '/publisher': 'Publisher' };
+const TITLES: Record<string, string> = { '/signin': 'Sign in', '/signup': 'Sign up', '/billing': 'Billing', '/credentials': 'Credentials', '/catalog': 'Catalog', '/transactions': 'Transactions', '/publisher': 'Publisher', '/operator': 'Operator' };
 
 export function App() {
   const path = usePath();
@@ -72,6 +74,7 @@ export function App() {
   else if (path.startsWith('/catalog/')) page = <ServicePage name={decodeURIComponent(path.slice('/catalog/'.length))} />;
   else if (path === '/transactions') page = <TransactionsPage />;
   else if (path === '/publisher') page = <PublisherPage me={me} onChanged={refreshMe} />;
+  else if (path === '/operator') page = <OperatorPage />;
   else
     page = (
       <section>
