@@ -149,6 +149,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     authenticate(req)
       .then(async (principal) => {
         await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
+        if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
         core.checkOAuthAccess(principal, req.method, req.path);
         principals.set(req, principal);
         next();

@@ -74,6 +74,7 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
         return rpcError(res, 401, 'invalid or expired access token', { 'WWW-Authenticate': challenge({ code: 'invalid_token', description: 'the access token is invalid, expired, revoked or not for this resource' }) });
       }
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
+      if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
       await new Promise<void>((resolve, reject) => json(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
       const server = mcpServer(core, principal);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

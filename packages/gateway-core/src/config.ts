@@ -30,12 +30,12 @@ export interface GatewayOptions {
   /** How much a dynamic price may exceed the registry floor, as a multiple (`FAREBOX_MAX_PRICE_MULTIPLE`, default 100). */
   maxPriceMultiple?: number;
   /** Per-minute limits: sign-up/sign-in per IP (`FAREBOX_AUTH_RATE_LIMIT`, 20), per account (`FAREBOX_ACCOUNT_RATE_LIMIT`, 6000). */
-  rateLimits?: { authPerMinute?: number; accountPerMinute?: number; anonymousPerMinute?: number };
+  rateLimits?: { authPerMinute?: number; accountPerMinute?: number; anonymousPerMinute?: number; oauthClientPerMinute?: number };
   env?: Record<string, string | undefined>;
 }
 
 export interface GatewayConfig {
-  rateLimits: { auth: RateLimitRule; account: RateLimitRule; anonymous: RateLimitRule };
+  rateLimits: { auth: RateLimitRule; account: RateLimitRule; anonymous: RateLimitRule; oauthClient: RateLimitRule };
   baseUrl: string;
   publicOrigin: string;
   dataDir: string;
@@ -87,6 +87,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   if (options.trustProxy === undefined && tp) trustProxy = tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp;
   const authPerMinute = int(options.rateLimits?.authPerMinute ?? env.FAREBOX_AUTH_RATE_LIMIT, 'authPerMinute', problems) ?? 20;
   const accountPerMinute = int(options.rateLimits?.accountPerMinute ?? env.FAREBOX_ACCOUNT_RATE_LIMIT, 'accountPerMinute', problems) ?? 6_000;
+  const oauthClientPerMinute = int(options.rateLimits?.oauthClientPerMinute ?? env.FAREBOX_OAUTH_CLIENT_RATE_LIMIT, 'oauthClientPerMinute', problems) ?? 30_000;
   const anonymousPerMinute = int(options.rateLimits?.anonymousPerMinute ?? env.FAREBOX_ANONYMOUS_RATE_LIMIT, 'anonymousPerMinute', problems) ?? 300;
   if (problems.length) throw new ConfigError(problems);
   return {
@@ -107,6 +108,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
       auth: { name: 'auth-ip', limit: authPerMinute, windowMs: 60_000 },
       account: { name: 'account', limit: accountPerMinute, windowMs: 60_000 },
       anonymous: { name: 'anon-ip', limit: anonymousPerMinute, windowMs: 60_000 },
+      oauthClient: { name: 'oauth-client', limit: oauthClientPerMinute, windowMs: 60_000 },
     },
   };
 }

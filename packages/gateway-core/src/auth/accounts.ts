@@ -27,6 +27,8 @@ export interface Principal {
   csrfToken?: string;
   /** Set for OAuth credentials: the scopes the user granted the connection. */
   scopes?: readonly string[];
+  /** The OAuth client, for OAuth credentials (rate limited per client). */
+  clientId?: string;
 }
 
 type UserRow = {

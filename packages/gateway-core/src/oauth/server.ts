@@ -604,11 +604,12 @@ export function createOAuth(options: CreateOAuthOptions) {
         publisher_name: string | null;
         created_at: Date | string;
         connection_id: string;
+        client_id: string;
         scopes: string;
         resource: string;
         last_used_at: Date | string | null;
       }>(
-        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, t.scopes, t.resource, c.last_used_at
+        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, t.resource, c.last_used_at
            FROM gw_oauth_tokens t
            JOIN gw_oauth_connections c ON c.id = t.connection_id
            JOIN gw_users u ON u.id = c.user_id
@@ -624,6 +625,7 @@ export function createOAuth(options: CreateOAuthOptions) {
         user: { id: row.id, email: row.email, walletAddress: row.wallet_address, isPublisher: row.is_publisher, publisherName: row.publisher_name, createdAt: new Date(row.created_at) },
         via: 'oauth',
         credentialId: row.connection_id,
+        clientId: row.client_id,
         scopes: row.scopes.split(' '),
       };
     },
