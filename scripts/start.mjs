@@ -50,6 +50,12 @@ function stop(code = 0) {
 }
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
+// A part that failed stops the stack; what was waiting on it has nothing to add.
+process.on('unhandledRejection', (err) => {
+  if (stopping) return;
+  console.error(`start failed: ${err instanceof Error ? err.message : String(err)}`);
+  stop(1);
+});
 
 async function waitFor(url, timeoutMs = 120_000) {
   const deadline = Date.now() + timeoutMs;
@@ -109,14 +115,13 @@ const examples = [
 ];
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
 for (const ex of examples) {
-  mkdirSync(join(dataDir, 'examples', ex.name), { recursive: true });
   start(ex.name, tsx, ['--conditions=@farebox/source', 'src/main.ts'], {
     PORT: String(ex.port),
     STELLAR_NETWORK: 'local',
     FAREBOX_URL: base,
     FAREBOX_DEVNET_URL: `${base}/devnet`,
     FAREBOX_PLATFORM_PUBLIC_KEY: key.publicKey,
-    KEYPAIR_PATH: join(dataDir, 'examples', ex.name, 'keypair'),
+    // Each example creates its own owner key on first start (examples/<name>/.farebox/keypair).
   }, join(root, ex.dir));
 }
 
