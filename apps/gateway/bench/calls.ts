@@ -117,7 +117,8 @@ const devnetUrl = `http://127.0.0.1:${devnetPort}`;
 
 async function startInstance(): Promise<string> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
+  const extra = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
+  const child = spawn(process.execPath, [...extra, '--conditions=@farebox/source', '--import', 'tsx', main], {
     env: {
       PATH: process.env.PATH,
       PORT: String(port),

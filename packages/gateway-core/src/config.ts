@@ -15,6 +15,8 @@ export interface GatewayOptions {
   databaseUrl?: string;
   /** Run in this database schema (tests). */
   databaseSchema?: string;
+  /** PostgreSQL connections per gateway (`FAREBOX_DB_POOL_SIZE`, default 10). */
+  databasePoolSize?: number;
   /** Settlement network preset (`FAREBOX_NETWORK`, then `STELLAR_NETWORK`); default `local`. */
   network?: NetworkName;
   /** Devnet base URL for the local preset (`FAREBOX_DEVNET_URL`); default `{baseUrl}/devnet`. */
@@ -41,6 +43,7 @@ export interface GatewayConfig {
   dataDir: string;
   databaseUrl: string | undefined;
   databaseSchema: string | undefined;
+  databasePoolSize: number;
   network: NetworkName;
   devnetUrl: string;
   callTimeoutMs: number;
@@ -81,6 +84,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const callTimeoutMs = int(options.callTimeoutMs ?? env.FAREBOX_CALL_TIMEOUT_MS, 'callTimeoutMs', problems) ?? 30_000;
   const holdTimeoutMs = int(options.holdTimeoutMs ?? env.FAREBOX_HOLD_TIMEOUT_MS, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
   if (holdTimeoutMs <= callTimeoutMs) problems.push('holdTimeoutMs must exceed callTimeoutMs');
+  const databasePoolSize = int(options.databasePoolSize ?? env.FAREBOX_DB_POOL_SIZE, 'databasePoolSize', problems) ?? 10;
   const maxPriceMultiple = int(options.maxPriceMultiple ?? env.FAREBOX_MAX_PRICE_MULTIPLE, 'maxPriceMultiple', problems) ?? 100;
   let trustProxy: boolean | number | string = options.trustProxy ?? false;
   const tp = env.FAREBOX_TRUST_PROXY;
@@ -96,6 +100,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     dataDir: resolve(options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox'),
     databaseUrl: options.databaseUrl ?? (env.DATABASE_URL || undefined),
     databaseSchema: options.databaseSchema,
+    databasePoolSize,
     network,
     devnetUrl: (options.devnetUrl ?? env.FAREBOX_DEVNET_URL ?? `${baseUrlText}/devnet`).replace(/\/+$/, ''),
     callTimeoutMs,

@@ -98,7 +98,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const log = options.log ?? ((m: string, e?: unknown) => console.error(`[farebox] ${m}`, e ?? ''));
   await mkdir(config.dataDir, { recursive: true });
 
-  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
+  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
   await migrateLedger(db);
   await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
   const ledger = new Ledger(db);
