@@ -2,6 +2,7 @@ export { tokenize, MAX_TOKEN_LENGTH } from './tokenize.js';
 export { Bm25Index, NAME_WEIGHT } from './bm25.js';
 export type { Bm25Params, Bm25Query } from './bm25.js';
 export { FlatVectorIndex } from './vectors.js';
+export type { HnswGraph, HnswLoader, HnswModule } from './hnsw.js';
 export { createSearchIndex } from './search-index.js';
 export type {
   FusionWeights,

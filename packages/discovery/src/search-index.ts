@@ -3,6 +3,7 @@ import { Bm25Index } from './bm25.js';
 import type { Embedder } from './embedder-types.js';
 import { DiscoveryError } from './errors.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot.js';
+import { HnswVectorIndex, loadUsearch, type HnswLoader } from './hnsw.js';
 import { FlatVectorIndex } from './vectors.js';
 
 export interface ServiceDocument {
@@ -30,6 +31,14 @@ export interface SearchIndexOptions {
   dims?: number;
   /** Texts embedded per model call (default 16). */
   batchSize?: number;
+  /**
+   * 'flat' (default): exact scan of every vector. 'hnsw': an approximate HNSW
+   * graph (the optional `usearch` package) proposes the nearest neighbours and
+   * their exact cosines are fused; falls back to 'flat' when usearch cannot load.
+   */
+  vectorIndex?: 'flat' | 'hnsw';
+  /** How 'hnsw' loads usearch (default: `import('usearch')`). */
+  hnswLoader?: HnswLoader;
 }
 
 export interface SearchOptions {
@@ -58,6 +67,10 @@ export interface SearchStatus {
   documents: number;
   vectors: number;
   pendingEmbeddings: number;
+  /** The vector index in use: 'hnsw' once usearch is loaded, else 'flat'. */
+  vectorIndex: 'flat' | 'hnsw';
+  /** Why 'hnsw' was asked for but 'flat' is in use. */
+  vectorIndexReason?: string;
 }
 
 export interface SearchIndex {
@@ -108,6 +121,7 @@ const OptionsSchema = z.object({
   cosineFloor: z.number().min(-1).lt(1).optional(),
   dims: z.number().int().positive().max(4096).optional(),
   batchSize: z.number().int().positive().max(1024).optional(),
+  vectorIndex: z.enum(['flat', 'hnsw']).optional(),
 });
 
 interface StoredDoc extends ServiceDocument {
@@ -152,6 +166,39 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
   let draining: Promise<void> | null = null;
   let embedFailure: string | undefined;
 
+  // Approximate index: proposes candidates only; `vectors` keeps the exact rows.
+  let hnsw: HnswVectorIndex | null = null;
+  let hnswReason: string | undefined;
+  let hnswLoading: Promise<void> | null = null;
+  if (options.vectorIndex === 'hnsw') {
+    hnswReason = 'approximate index is loading';
+    const loader = options.hnswLoader ?? loadUsearch;
+    hnswLoading = Promise.resolve()
+      .then(loader)
+      .then((mod) => {
+        const graph = new HnswVectorIndex(mod, dims);
+        graph.rebuild(vectors, slotDocs.length);
+        hnsw = graph;
+        hnswReason = undefined;
+      })
+      .catch((err: unknown) => {
+        hnswReason = `approximate index unavailable, using the exact flat index: usearch could not be loaded (${err instanceof Error ? err.message : String(err)})`;
+      })
+      .finally(() => {
+        hnswLoading = null;
+      });
+  }
+
+  function storeVector(slot: number, vector: ArrayLike<number>): void {
+    vectors.set(slot, vector);
+    hnsw?.set(slot, vectors.get(slot)!);
+  }
+
+  function deleteVector(slot: number): void {
+    vectors.delete(slot);
+    hnsw?.delete(slot);
+  }
+
   if (embedder) void embedder.load();
 
   function allocate(): number {
@@ -185,7 +232,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
           embedFailure = undefined;
           live.forEach((d, i) => {
             // A document replaced or removed while the model ran is queued again (or gone).
-            if (docs.get(d.id) === d && out[i]) vectors.set(d.slot, out[i]!);
+            if (docs.get(d.id) === d && out[i]) storeVector(d.slot, out[i]!);
           });
         } catch (err) {
           embedFailure = `passage embedding failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -229,7 +276,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     docs.set(id, stored);
     slotDocs[slot] = stored;
     bm25.add(slot, name, description);
-    vectors.delete(slot);
+    deleteVector(slot);
     return { stored, embed: true };
   }
 
@@ -245,7 +292,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     if (typeof query !== 'string') throw new DiscoveryError('INVALID_QUERY', 'query must be a string');
     if (query.length > 1024) throw new DiscoveryError('INVALID_QUERY', 'query is longer than 1024 characters');
     const limit = limitOf(opts);
-    const top = new TopK(limit);
+    const top = new TopK(limit, (slot) => slotDocs[slot]!.id);
     const kw = bm25.query(query);
     try {
       const invIdeal = kw.ideal > 0 ? 1 / kw.ideal : 0;
@@ -255,7 +302,34 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       const cScale = 1 / (1 - cf);
       const b = kw.scores;
       let cos: Float32Array | null = null;
-      if (vector && vectors.count > 0) {
+      let candidateCos: Map<number, number> | null = null;
+      if (vector && vectors.count > 0 && hnsw) {
+        // Approximate: the union of the keyword matches and the nearest
+        // neighbours the graph proposes, each scored with its exact cosine.
+        const unitQuery = unitVector(vector, dims);
+        candidateCos = new Map();
+        if (unitQuery) {
+          for (const slot of hnsw.search(unitQuery, Math.max(HNSW_MIN_CANDIDATES, HNSW_CANDIDATES_PER_RESULT * limit))) {
+            candidateCos.set(slot, vectors.cosine(slot, unitQuery));
+          }
+        }
+        for (const slot of kw.touched) {
+          if (!candidateCos.has(slot) && vectors.has(slot)) candidateCos.set(slot, unitQuery ? vectors.cosine(slot, unitQuery) : 0);
+        }
+        for (const [slot, c] of candidateCos) {
+          const raw = b[slot]!;
+          if (raw === 0 && c <= cf) continue;
+          const bn = Math.min(1, raw * invIdeal);
+          const cn = c > cf ? Math.min(1, (c - cf) * cScale) : 0;
+          top.offer(slot, wB * bn + wV * cn, bn, cn);
+        }
+        // Keyword matches without a vector yet.
+        for (const slot of kw.touched) {
+          if (candidateCos.has(slot)) continue;
+          const bn = Math.min(1, b[slot]! * invIdeal);
+          top.offer(slot, wB * bn, bn, 0);
+        }
+      } else if (vector && vectors.count > 0) {
         cos = vectors.scanAll(vector).scores;
         for (let slot = 0; slot < cos.length; slot++) {
           const c = cos[slot]!;
@@ -286,7 +360,10 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
           score: e.score,
           bm25: e.bm25,
           cosine: e.cosine,
-          raw: { bm25: b[e.slot]!, cosine: cos && vectors.has(e.slot) ? cos[e.slot]! : null },
+          raw: {
+            bm25: b[e.slot]!,
+            cosine: candidateCos ? (candidateCos.get(e.slot) ?? null) : cos && vectors.has(e.slot) ? cos[e.slot]! : null,
+          },
           name: doc.name,
           description: doc.description,
           meta: doc.meta,
@@ -300,7 +377,13 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
   }
 
   function status(): SearchStatus {
-    const base = { documents: docs.size, vectors: vectors.count, pendingEmbeddings: queue.size };
+    const base: Pick<SearchStatus, 'documents' | 'vectors' | 'pendingEmbeddings' | 'vectorIndex' | 'vectorIndexReason'> = {
+      documents: docs.size,
+      vectors: vectors.count,
+      pendingEmbeddings: queue.size,
+      vectorIndex: hnsw ? 'hnsw' : 'flat',
+    };
+    if (hnswReason) base.vectorIndexReason = hnswReason;
     if (!embedder) return { mode: 'keyword-only', reason: 'no embedding model configured', ...base };
     const s = embedder.status();
     if (s.state === 'ready') {
@@ -331,7 +414,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       if (!doc) return false;
       docs.delete(id);
       bm25.remove(doc.slot);
-      vectors.delete(doc.slot);
+      deleteVector(doc.slot);
       slotDocs[doc.slot] = undefined;
       freeSlots.push(doc.slot);
       settle(id);
@@ -366,11 +449,11 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     setVector(id, vector) {
       const doc = docs.get(id);
       if (!doc) throw new DiscoveryError('INVALID_DOCUMENT', `no document with id ${id}`);
-      vectors.set(doc.slot, vector);
+      storeVector(doc.slot, vector);
     },
     status,
     async idle() {
-      while (draining) await draining;
+      while (draining || hnswLoading) await (draining ?? hnswLoading);
     },
     snapshot() {
       const slots = slotDocs.length;
@@ -433,6 +516,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       const reuse = snap.dims === dims && snap.stride === vectors.stride && (embedder ? snap.modelId === embedder.modelId : true);
       if (reuse) vectors.importRows(a['present'] as Uint8Array, a['rows'] as Float32Array);
       else vectors.clear();
+      hnsw?.rebuild(vectors, snap.slots);
       if (embedder) {
         await Promise.all(parsedDocs.filter((d) => !vectors.has(d.slot)).map((d) => schedule(d.id, d.text)));
       }
@@ -444,14 +528,38 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
   return index;
 }
 
-/** A bounded min-heap keeping the `k` best (score, slot) entries. */
+/** Approximate neighbours fetched per query: max(100, 4 x limit). */
+const HNSW_MIN_CANDIDATES = 100;
+const HNSW_CANDIDATES_PER_RESULT = 4;
+
+/** `vector` scaled to unit length, or null for a zero or non-finite vector (it matches nothing). */
+function unitVector(vector: ArrayLike<number>, dims: number): Float32Array | null {
+  if (vector.length !== dims) {
+    throw new DiscoveryError('DIMENSION_MISMATCH', `expected a ${dims}-dimension query vector, got ${vector.length}`);
+  }
+  let norm = 0;
+  for (let i = 0; i < dims; i++) norm += vector[i]! * vector[i]!;
+  if (!(norm > 0) || !Number.isFinite(norm)) return null;
+  const inv = 1 / Math.sqrt(norm);
+  const out = new Float32Array(dims);
+  for (let i = 0; i < dims; i++) out[i] = vector[i]! * inv;
+  return out;
+}
+
+/**
+ * A bounded min-heap keeping the `k` best (score, slot) entries; equal scores
+ * rank by document id, so the kept set does not depend on the order of offers.
+ */
 class TopK {
   private readonly slots: Int32Array;
   private readonly scores: Float64Array;
   private readonly b: Float64Array;
   private readonly c: Float64Array;
   private n = 0;
-  constructor(private readonly k: number) {
+  constructor(
+    private readonly k: number,
+    private readonly idOf: (slot: number) => string,
+  ) {
     this.slots = new Int32Array(k);
     this.scores = new Float64Array(k);
     this.b = new Float64Array(k);
@@ -462,21 +570,21 @@ class TopK {
       let i = this.n++;
       while (i > 0) {
         const p = (i - 1) >> 1;
-        if (this.scores[p]! <= score) break;
+        if (!this.below(slot, score, this.slots[p]!, this.scores[p]!)) break;
         this.move(p, i);
         i = p;
       }
       this.put(i, slot, score, bm25, cosine);
       return;
     }
-    if (score <= this.scores[0]!) return;
+    if (this.below(slot, score, this.slots[0]!, this.scores[0]!)) return;
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
       if (l >= this.n) break;
       const r = l + 1;
-      const m = r < this.n && this.scores[r]! < this.scores[l]! ? r : l;
-      if (this.scores[m]! >= score) break;
+      const m = r < this.n && this.below(this.slots[r]!, this.scores[r]!, this.slots[l]!, this.scores[l]!) ? r : l;
+      if (!this.below(this.slots[m]!, this.scores[m]!, slot, score)) break;
       this.move(m, i);
       i = m;
     }
@@ -486,6 +594,11 @@ class TopK {
     const out = [];
     for (let i = 0; i < this.n; i++) out.push({ slot: this.slots[i]!, score: this.scores[i]!, bm25: this.b[i]!, cosine: this.c[i]! });
     return out.sort((x, y) => y.score - x.score);
+  }
+  /** Whether entry a ranks below entry b: a lower score, or the same score and a later id. */
+  private below(slotA: number, scoreA: number, slotB: number, scoreB: number): boolean {
+    if (scoreA !== scoreB) return scoreA < scoreB;
+    return this.idOf(slotA) > this.idOf(slotB);
   }
   private move(from: number, to: number): void {
     this.slots[to] = this.slots[from]!;

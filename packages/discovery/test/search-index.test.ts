@@ -79,6 +79,12 @@ describe('keyword search', () => {
     await expect(index.search('weather', { limit: 101 })).rejects.toBeInstanceOf(DiscoveryError);
   });
 
+  it('keeps the first ids when more services tie than the limit allows, whatever the insertion order', async () => {
+    const index = createSearchIndex();
+    for (const i of [7, 29, 3, 12, 0, 21, 1, 18, 10, 25]) await index.upsert({ id: `w${i}`, name: `w${i}`, description: 'weather' });
+    expect((await index.search('weather', { limit: 3 })).map((h) => h.id)).toEqual(['w0', 'w1', 'w10']);
+  });
+
   it('rejects an invalid document and leaves the index unchanged', async () => {
     const index = createSearchIndex();
     await index.upsert(weather);

@@ -1,0 +1,96 @@
+import type { FlatVectorIndex } from './vectors.js';
+
+/** The part of usearch's `Index` the approximate index uses. */
+export interface HnswGraph {
+  add(keys: bigint | BigUint64Array, vectors: Float32Array | Float32Array[], threads?: number): void;
+  search(vector: Float32Array, k: number, threads: number): { keys: BigUint64Array; distances: Float32Array };
+  remove(keys: bigint): number | number[];
+  size(): number;
+}
+
+/** The part of the `usearch` module the approximate index uses. */
+export interface HnswModule {
+  Index: new (config: { metric: 'cos'; connectivity: number; dimensions: number }) => HnswGraph;
+}
+
+/** Loads the HNSW implementation; the default imports the optional `usearch` package. */
+export type HnswLoader = () => Promise<HnswModule>;
+
+// A variable specifier keeps bundlers and the type checker from requiring the optional package.
+const USEARCH = 'usearch';
+
+export const loadUsearch: HnswLoader = async () => {
+  const mod = (await import(USEARCH)) as Partial<HnswModule> & { default?: Partial<HnswModule> };
+  const Index = mod.Index ?? mod.default?.Index;
+  if (typeof Index !== 'function') throw new Error('the usearch module has no Index class');
+  return { Index };
+};
+
+/** Graph links per node (usearch `connectivity`). */
+export const HNSW_CONNECTIVITY = 16;
+
+/**
+ * An HNSW graph (usearch) over the same slots as a FlatVectorIndex. It only
+ * proposes candidates; exact cosines come from the flat index's stored rows.
+ */
+export class HnswVectorIndex {
+  private graph: HnswGraph;
+  private readonly inGraph = new Set<number>();
+
+  constructor(
+    private readonly mod: HnswModule,
+    private readonly dims: number,
+  ) {
+    this.graph = this.fresh();
+  }
+
+  get size(): number {
+    return this.inGraph.size;
+  }
+
+  /** Adds or replaces the vector at `slot` (a unit vector of `dims` floats). */
+  set(slot: number, unit: Float32Array): void {
+    if (this.inGraph.has(slot)) this.graph.remove(BigInt(slot));
+    this.graph.add(BigInt(slot), unit, 1);
+    this.inGraph.add(slot);
+  }
+
+  delete(slot: number): void {
+    if (!this.inGraph.delete(slot)) return;
+    this.graph.remove(BigInt(slot));
+  }
+
+  /** Slots of the (approximately) `k` nearest stored vectors to a unit query. */
+  search(unitQuery: Float32Array, k: number): number[] {
+    const n = Math.min(k, this.inGraph.size);
+    if (n === 0) return [];
+    const { keys } = this.graph.search(unitQuery, n, 1);
+    const out: number[] = [];
+    for (const key of keys) {
+      const slot = Number(key);
+      // usearch pads missing results; keep only live slots.
+      if (this.inGraph.has(slot)) out.push(slot);
+    }
+    return out;
+  }
+
+  /** Rebuilds the graph from every vector stored in `flat`. */
+  rebuild(flat: FlatVectorIndex, slots: number): void {
+    this.graph = this.fresh();
+    this.inGraph.clear();
+    const keys: bigint[] = [];
+    const rows: Float32Array[] = [];
+    for (let slot = 0; slot < slots; slot++) {
+      const row = flat.get(slot);
+      if (!row) continue;
+      keys.push(BigInt(slot));
+      rows.push(row);
+      this.inGraph.add(slot);
+    }
+    if (keys.length > 0) this.graph.add(BigUint64Array.from(keys), rows, 0);
+  }
+
+  private fresh(): HnswGraph {
+    return new this.mod.Index({ metric: 'cos', connectivity: HNSW_CONNECTIVITY, dimensions: this.dims });
+  }
+}
