@@ -7,7 +7,9 @@
  *
  * Vector figures need the real model (multilingual-e5-small) in
  * FAREBOX_MODEL_DIR (or the default cache, see docs/search.md); without it the
- * bench says so and prints keyword figures only.
+ * bench says so and prints keyword figures only. At scale it also measures
+ * vectorIndex 'hnsw' (when usearch loads) against the exact flat index; its
+ * graph build takes over a minute at 100k on 2 cores (BENCH_HNSW=0 skips it).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -209,6 +211,50 @@ async function scale(embedder: Embedder | null) {
   console.log(
     `  snapshot: ${(snap.length / 1024 / 1024).toFixed(1)} MiB, written in ${ms(snapMs)}, loaded in ${ms(loadMs)} (${copy.size.toLocaleString('en')} services, same results: ${same})`,
   );
+  if (process.env['BENCH_HNSW'] === '0') console.log('\nApproximate vector index: skipped (BENCH_HNSW=0)');
+  else await approximate(index, snap, qs, times);
+}
+
+/** The same 100k services with vectorIndex 'hnsw' (usearch), against the exact flat index. */
+async function approximate(flat: SearchIndex, snap: Uint8Array, qs: Array<{ text: string; v: Float32Array }>, flatTimes: number[]) {
+  console.log('\nApproximate vector index (vectorIndex: \'hnsw\', usearch HNSW, connectivity 16, i8 graph, candidates max(100, 4 x limit))');
+  globalThis.gc?.();
+  const rss0 = process.memoryUsage().rss;
+  const approx = createSearchIndex({ dims: DIMS, vectorIndex: 'hnsw' });
+  await approx.idle();
+  const st = approx.status();
+  if (st.vectorIndex !== 'hnsw') {
+    console.log(`  not measured: ${st.vectorIndexReason ?? 'usearch not loaded'}`);
+    return;
+  }
+  const b0 = performance.now();
+  await approx.load(snap);
+  const buildS = (performance.now() - b0) / 1000;
+  globalThis.gc?.();
+  const rss = (process.memoryUsage().rss - rss0) / N;
+  console.log(`  snapshot load incl. graph build: ${buildS.toFixed(2)} s (${Math.round(N / buildS).toLocaleString('en')} vectors/s, all cores); RSS growth ${(rss / 1024).toFixed(2)} KiB per service (index + graph)`);
+
+  for (const q of qs.slice(0, 20)) approx.searchWithVector(q.text, q.v, { limit: 10 });
+  const times: number[] = [];
+  let found = 0;
+  let total = 0;
+  let identical = 0;
+  for (const q of qs) {
+    const t = performance.now();
+    const got = approx.searchWithVector(q.text, q.v, { limit: 10 });
+    times.push(performance.now() - t);
+    const exact = flat.searchWithVector(q.text, q.v, { limit: 10 }).map((h) => h.id);
+    const ids = new Set(got.map((h) => h.id));
+    found += exact.filter((id) => ids.has(id)).length;
+    total += exact.length;
+    if (got.map((h) => h.id).join() === exact.join()) identical++;
+  }
+  times.sort((a, b) => a - b);
+  console.log(
+    `  hybrid query (excl. embedding): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}  [flat: p50 ${ms(pct(flatTimes, 50))}, p95 ${ms(pct(flatTimes, 95))}]`,
+  );
+  console.log(`  hybrid recall@10 against exact (flat): ${(found / Math.max(1, total)).toFixed(4)}; identical top 10: ${identical}/${qs.length}`);
+
 }
 
 const embedder = await relevance();

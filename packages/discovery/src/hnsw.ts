@@ -10,7 +10,7 @@ export interface HnswGraph {
 
 /** The part of the `usearch` module the approximate index uses. */
 export interface HnswModule {
-  Index: new (config: { metric: 'cos'; connectivity: number; dimensions: number }) => HnswGraph;
+  Index: new (config: { metric: 'cos'; connectivity: number; dimensions: number; quantization: 'i8' }) => HnswGraph;
 }
 
 /** Loads the HNSW implementation; the default imports the optional `usearch` package. */
@@ -91,6 +91,8 @@ export class HnswVectorIndex {
   }
 
   private fresh(): HnswGraph {
-    return new this.mod.Index({ metric: 'cos', connectivity: HNSW_CONNECTIVITY, dimensions: this.dims });
+    // 8-bit graph vectors: a quarter of the memory and several times faster to
+    // build; they only rank candidates, whose exact cosines come from the flat rows.
+    return new this.mod.Index({ metric: 'cos', connectivity: HNSW_CONNECTIVITY, dimensions: this.dims, quantization: 'i8' });
   }
 }

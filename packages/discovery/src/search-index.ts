@@ -303,31 +303,45 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       const b = kw.scores;
       let cos: Float32Array | null = null;
       let candidateCos: Map<number, number> | null = null;
+      let unitQuery: Float32Array | null = null;
       if (vector && vectors.count > 0 && hnsw) {
         // Approximate: the union of the keyword matches and the nearest
         // neighbours the graph proposes, each scored with its exact cosine.
-        const unitQuery = unitVector(vector, dims);
-        candidateCos = new Map();
+        unitQuery = unitVector(vector, dims);
+        const found = new Map<number, number>();
+        candidateCos = found;
+        let kth = -Infinity;
         if (unitQuery) {
-          for (const slot of hnsw.search(unitQuery, Math.max(HNSW_MIN_CANDIDATES, HNSW_CANDIDATES_PER_RESULT * limit))) {
-            candidateCos.set(slot, vectors.cosine(slot, unitQuery));
+          const proposed = hnsw.search(unitQuery, Math.max(HNSW_MIN_CANDIDATES, HNSW_CANDIDATES_PER_RESULT * limit));
+          kth = Infinity;
+          for (const slot of proposed) {
+            const c = vectors.cosine(slot, unitQuery);
+            found.set(slot, c);
+            if (c < kth) kth = c;
           }
         }
-        for (const slot of kw.touched) {
-          if (!candidateCos.has(slot) && vectors.has(slot)) candidateCos.set(slot, unitQuery ? vectors.cosine(slot, unitQuery) : 0);
-        }
-        for (const [slot, c] of candidateCos) {
+        const score = (slot: number, c: number) => {
           const raw = b[slot]!;
-          if (raw === 0 && c <= cf) continue;
+          if (raw === 0 && c <= cf) return;
           const bn = Math.min(1, raw * invIdeal);
           const cn = c > cf ? Math.min(1, (c - cf) * cScale) : 0;
           top.offer(slot, wB * bn + wV * cn, bn, cn);
-        }
-        // Keyword matches without a vector yet.
+        };
+        for (const [slot, c] of found) score(slot, c);
+        // Every other vector is at most as close as the farthest proposed one. When
+        // that is at or below the cosine floor, the other keyword matches get no
+        // vector part and their exact cosine is only needed for the hits returned.
+        const exactRest = unitQuery !== null && kth > cf;
         for (const slot of kw.touched) {
-          if (candidateCos.has(slot)) continue;
-          const bn = Math.min(1, b[slot]! * invIdeal);
-          top.offer(slot, wB * bn, bn, 0);
+          if (found.has(slot)) continue;
+          if (exactRest && vectors.has(slot)) {
+            const c = vectors.cosine(slot, unitQuery!);
+            found.set(slot, c);
+            score(slot, c);
+          } else {
+            const bn = Math.min(1, b[slot]! * invIdeal);
+            top.offer(slot, wB * bn, bn, 0);
+          }
         }
       } else if (vector && vectors.count > 0) {
         cos = vectors.scanAll(vector).scores;
@@ -362,7 +376,11 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
           cosine: e.cosine,
           raw: {
             bm25: b[e.slot]!,
-            cosine: candidateCos ? (candidateCos.get(e.slot) ?? null) : cos && vectors.has(e.slot) ? cos[e.slot]! : null,
+            cosine: candidateCos
+              ? (candidateCos.get(e.slot) ?? (vectors.has(e.slot) ? (unitQuery ? vectors.cosine(e.slot, unitQuery) : 0) : null))
+              : cos && vectors.has(e.slot)
+                ? cos[e.slot]!
+                : null,
           },
           name: doc.name,
           description: doc.description,
