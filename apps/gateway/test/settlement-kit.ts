@@ -33,6 +33,8 @@ export interface Stack {
 export interface KitUser {
   id: string;
   key: string;
+  /** The session cookie (for the OAuth consent screen). */
+  cookie: string;
   wallet: string;
   api(path: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any }>;
 }
@@ -98,7 +100,7 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
         if (t.status !== 200) throw new Error(`topup failed: ${t.status} ${JSON.stringify(t.body)}`);
       }
       const me = await api('/v1/me');
-      return { id: signup.id, key, wallet: me.body.custodial_wallet as string, api };
+      return { id: signup.id, key, cookie, wallet: me.body.custodial_wallet as string, api };
     },
     async publish(name, price, handler) {
       const kp = Keypair.random();

@@ -1,5 +1,7 @@
 import { splitFee } from '@farebox/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawClient } from './oauth-browser.js';
+import type { TestUser } from './harness.js';
 import { startStack, type Stack } from './settlement-kit.js';
 
 const PRICE = 2_500_001n; // 0.2500001 USDC
@@ -75,5 +77,26 @@ describe('the wallet path', () => {
     expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(treasuryBefore + shortfall);
     const txs = (await user.api('/v1/transactions')).body;
     expect(txs.find((t: any) => t.type === 'topup' && t.note === `wallet:${topup.detail.txHash}`)).toMatchObject({ amount_base_units: Number(shortfall) });
+  }, 120_000);
+  it("counts a wallet-path payment against an OAuth connection's daily limit: over the limit nothing moves", async () => {
+    const user = await s.user();
+    await drainCredits(user, 0n);
+    await s.fundWallet(user, 10_000_000n);
+    const oauth = await rawClient(s.url);
+    const asBrowser = { cookie: user.cookie } as TestUser;
+    const tight = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.25' });
+    const refused = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${tight.tokens.access_token}` } });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatch(/^daily spending limit reached/);
+    expect(await s.usdc(user.wallet)).toBe(10_000_000n);
+    // A connection whose limit covers the price pays from the wallet, and the spend is counted.
+    const roomy = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.5' });
+    const paid = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${roomy.tokens.access_token}` } });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    expect(paid.body.paidWith).toBe('wallet');
+    expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
+    const again = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${roomy.tokens.access_token}` } });
+    expect(again.status).toBe(403);
+    expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
   }, 120_000);
 });

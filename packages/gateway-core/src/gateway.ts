@@ -164,7 +164,11 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const walletPath = settlement.escrow
     ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, probe: settlement.probe, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log })
     : undefined;
-  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple, ...(walletPath ? { onInsufficientCredits: walletPath.onInsufficientCredits } : {}) });
+  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple, ...(walletPath
+      ? {
+          onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200),
+        }
+      : {}) });
 
   const accounts: Accounts = createAccounts({
     db,

@@ -67,6 +67,31 @@ export function createSpendingLimits(options: { db: Db; now?: () => number }) {
     /** Runs `fn` (a call) as the principal's connection when the principal holds an OAuth token. */
     run,
 
+    /**
+     * Wraps the wallet path (paid on chain when credits fall short) so that,
+     * inside {@link run}, its amount counts against the connection's daily
+     * limit too: reserved before anything moves, given back when the wallet
+     * did not pay (an error, a refused call, or a retry on credits, whose
+     * hold reserves on its own).
+     */
+    wrapWalletPath<I extends { amount: bigint }, R>(pay: (input: I) => Promise<R>, paid: (result: R) => boolean): (input: I) => Promise<R> {
+      return async (input) => {
+        const ctx = context.getStore();
+        if (!ctx) return pay(input);
+        const day = utcDay(now());
+        await reserve(ctx.connectionId, day, input.amount);
+        let result: R;
+        try {
+          result = await pay(input);
+        } catch (err) {
+          await unreserve(ctx.connectionId, day, input.amount);
+          throw err;
+        }
+        if (!paid(result)) await unreserve(ctx.connectionId, day, input.amount);
+        return result;
+      };
+    },
+
     /** Wraps the credits port so holds made inside {@link run} count against the connection's daily limit. */
     wrapCredits(credits: CreditsPort): CreditsPort {
       return {
