@@ -42,7 +42,7 @@ async function build(vectorIndex: 'flat' | 'hnsw', vectors: Float32Array[], extr
 const ids = (index: SearchIndex, q: string, v: Float32Array | null, limit = 10) => index.searchWithVector(q, v, { limit }).map((h) => h.id);
 
 describe('approximate (hnsw) vector index', () => {
-  it('finds at least 95% of the exact top 10 on 3,000 random vectors, or falls back to the exact index and says why', async () => {
+  it('finds at least 95% of the exact top 10 on 3,000 random vectors for queries near a service (85% for pure noise), or falls back to the exact index and says why', async () => {
     const vectors = randomVectors(3000, 7);
     const noise = randomVectors(60, 99);
     // Vector-only ranking with every cosine above the floor: the flat index's top 10 is the exact top 10.
@@ -50,23 +50,26 @@ describe('approximate (hnsw) vector index', () => {
     const flat = await build('flat', vectors, opts);
     const approx = await build('hnsw', vectors, opts);
     const status = approx.status();
-    let found = 0;
-    let total = 0;
+    // Queries near a stored vector (as real queries are near their answers), and pure noise (the hard case for a graph).
+    const found = { near: 0, noise: 0 };
+    let perKind = 0;
     for (let q = 0; q < noise.length; q++) {
-      // Half near a stored vector, half pure noise (the hard case for a graph).
-      const v = q % 2 === 0 ? nearQuery(vectors[(q * 37) % vectors.length]!, noise[q]!) : noise[q]!;
-      const exact = ids(flat, '', v);
-      const got = new Set(ids(approx, '', v));
-      expect(exact).toHaveLength(10);
-      found += exact.filter((id) => got.has(id)).length;
-      total += exact.length;
+      for (const kind of ['near', 'noise'] as const) {
+        const v = kind === 'near' ? nearQuery(vectors[(q * 37) % vectors.length]!, noise[q]!) : noise[q]!;
+        const exact = ids(flat, '', v);
+        const got = new Set(ids(approx, '', v));
+        expect(exact).toHaveLength(10);
+        found[kind] += exact.filter((id) => got.has(id)).length;
+      }
+      perKind += 10;
     }
     if (status.vectorIndex === 'hnsw') {
       expect(status.vectorIndexReason).toBeUndefined();
-      expect(found / total).toBeGreaterThanOrEqual(0.95);
+      expect(found.near / perKind).toBeGreaterThanOrEqual(0.95);
+      expect(found.noise / perKind).toBeGreaterThanOrEqual(0.85);
     } else {
       expect(status.vectorIndexReason).toMatch(/usearch could not be loaded/);
-      expect(found).toBe(total);
+      expect(found).toEqual({ near: perKind, noise: perKind });
     }
   });
 
