@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type { FlatVectorIndex } from './vectors.js';
 
 /** The part of usearch's `Index` the approximate index uses. */
@@ -20,7 +21,9 @@ export type HnswLoader = () => Promise<HnswModule>;
 const USEARCH = 'usearch';
 
 export const loadUsearch: HnswLoader = async () => {
-  const mod = (await import(USEARCH)) as Partial<HnswModule> & { default?: Partial<HnswModule> };
+  // The CommonJS entry: usearch 2.25's ESM entry cannot find its native binary
+  // under plain Node (it looks for __dirname, which ESM lacks, and recurses forever).
+  const mod = createRequire(import.meta.url)(USEARCH) as Partial<HnswModule> & { default?: Partial<HnswModule> };
   const Index = mod.Index ?? mod.default?.Index;
   if (typeof Index !== 'function') throw new Error('the usearch module has no Index class');
   return { Index };

@@ -182,7 +182,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
         hnswReason = undefined;
       })
       .catch((err: unknown) => {
-        hnswReason = `approximate index unavailable, using the exact flat index: usearch could not be loaded (${err instanceof Error ? err.message : String(err)})`;
+        hnswReason = `approximate index unavailable, using the exact flat index: usearch could not be loaded (${(err instanceof Error ? err.message : String(err)).split('\n')[0]})`;
       })
       .finally(() => {
         hnswLoading = null;
