@@ -80,8 +80,7 @@ async function openPostgres(url: string, options: OpenDatabaseOptions): Promise<
     max: options.poolSize ?? 10,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
-  // An idle client that loses its server connection must not crash the process.
-  pool.on('error', () => undefined);
+  guardPool(pool);
   try {
     await pool.query('SELECT 1');
     if (options.schema) await createSchema(pool, options.schema);
@@ -112,7 +111,7 @@ async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promis
   // PGlite is one session: one client, never closed while idle (it would
   // lose session settings such as the search_path).
   const pool = new pg.Pool({ ...createPgConfig(owned), max: 1, idleTimeoutMillis: 0 });
-  pool.on('error', () => undefined);
+  guardPool(pool);
   return makeDatabase('pglite', pool, options.schema, async () => {
     try {
       await pool.end();
@@ -133,6 +132,19 @@ async function createSchema(pool: pg.Pool, schema: string): Promise<void> {
 }
 
 /**
+ * Attached as soon as a pool exists, before its first client connects: an
+ * idle client that loses its server connection emits on the pool, and a
+ * checked-out one emits on itself; without listeners either would crash the
+ * process. The failing query (or the next checkout) reports the problem.
+ */
+function guardPool(pool: pg.Pool): void {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
+}
+
+/**
  * A connection-level failure: the client must be discarded, not reused. Server
  * errors with a SQLSTATE of class 08 (connection exception) or 57 (operator
  * intervention: shutdown, admin termination) and FATAL ones end the session
@@ -147,11 +159,7 @@ function isConnectionError(error: unknown): boolean {
 
 function makeDatabase(kind: Database['kind'], pool: pg.Pool, schema: string | undefined, end: () => Promise<void>): Database {
   let closed: Promise<void> | undefined;
-  // A checked-out client whose connection dies emits 'error'; without a
-  // listener that would crash the process. The failing query reports it.
-  pool.on('connect', (client) => {
-    client.on('error', () => undefined);
-  });
+
   return {
     kind,
     schema,
