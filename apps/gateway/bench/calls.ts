@@ -4,6 +4,7 @@
 // the no-op service run here. Prints medians, p99, calls/s and ratios.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createServer as netServer, type AddressInfo } from 'node:net';
@@ -37,6 +38,45 @@ async function postgresUrl(): Promise<string | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU seconds used so far, per kind of process on this machine (Linux /proc;
+ * empty elsewhere): where a call's CPU goes when every process shares the
+ * same cores.
+ */
+function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined): Map<string, number> {
+  const out = new Map<string, number>();
+  if (!existsSync('/proc/self/stat')) return out;
+  const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+    const pid = Number(entry);
+    if (gatewayPids.includes(pid)) add('gateway', seconds);
+    else if (pid === devnetPid) add('devnet', seconds);
+    else if (pid === process.pid) add('load generator + no-op service', seconds);
+    else if (comm === 'postgres') add('PostgreSQL', seconds);
+    else if (comm.startsWith('redis-server')) add('Redis', seconds);
+  }
+  return out;
+}
+
+function cpuPerCall(before: Map<string, number>, after: Map<string, number>, calls: number): string {
+  if (after.size === 0 || calls === 0) return 'n/a (no /proc)';
+  return [...after]
+    .map(([k, v]) => ({ k, ms: ((v - (before.get(k) ?? 0)) * 1000) / calls }))
+    .sort((a, b) => b.ms - a.ms)
+    .map(({ k, ms }) => `${k} ${ms.toFixed(2)}`)
+    .join(', ');
 }
 
 function pct(sorted: number[], p: number) {
@@ -83,6 +123,7 @@ const schema = `bench_${process.pid}`;
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const devnetCli = fileURLToPath(new URL('../../../packages/devnet/src/cli.ts', import.meta.url));
 const children: ChildProcess[] = [];
+const gatewayPids: number[] = [];
 const keystoreKey = randomBytes(32).toString('hex');
 
 function waitLine(child: ChildProcess, re: RegExp): Promise<string> {
@@ -133,6 +174,7 @@ async function startInstance(): Promise<string> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
+  gatewayPids.push(child.pid!);
   return waitLine(child, /Farebox gateway\s+(\S+)/);
 }
 
@@ -171,7 +213,9 @@ try {
 
   const seqGw = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 1, 3000);
   const seqDirect = await load(direct, '/', () => ({}), () => '{}', 1, 3000);
+  const cpuBefore = cpuByProcess(gatewayPids, devnet.pid);
   const one = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS);
+  const cpuOne = cpuPerCall(cpuBefore, cpuByProcess(gatewayPids, devnet.pid), one.n);
   const hot = await load(pools[0]!, '/v1/call', () => ({ authorization: `Bearer ${keys[0]}` }), callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
   const directLoad = await load(direct, '/', () => ({}), () => '{}', CONCURRENCY, DURATION_MS);
 
@@ -185,6 +229,7 @@ try {
   console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run`);
   console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(seqGw.p50 - seqDirect.p50)} ms (target <= 5)`);
   console.log(`one gateway         ${one.rps.toFixed(0)} calls/s (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${one.errors} errors) (target >= 800)`);
+  console.log(`  CPU ms per call     ${cpuOne}`);
   console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);
   console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors), ratio hot/spread ${(hot.rps / one.rps).toFixed(2)}`);
   console.log(`direct              ${directLoad.rps.toFixed(0)} req/s (p50 ${f(directLoad.p50)} ms, p99 ${f(directLoad.p99)} ms); ratio gateway/direct ${(one.rps / directLoad.rps).toFixed(3)}`);

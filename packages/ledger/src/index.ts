@@ -1,6 +1,6 @@
 export { LedgerError } from './errors.js';
 export type { LedgerErrorCode } from './errors.js';
-export { openDatabase } from './db.js';
+export { openDatabase, prepared } from './db.js';
 export type { Database, OpenDatabaseOptions, Queryable } from './db.js';
 export { LOCK_FILE_NAME } from './lock.js';
 export { migrate, readMigrations, LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE } from './migrate.js';
@@ -19,6 +19,7 @@ export {
   CYCLE_STATES,
   CYCLE_TRANSITIONS,
 } from './ledger.js';
+export type { BatchOptions } from './batch.js';
 export type {
   AccountBalance,
   AdvanceData,
@@ -34,6 +35,7 @@ export type {
   HoldState,
   IdempotencyOptions,
   IdempotentResult,
+  LedgerOptions,
   LedgerTransaction,
   OpenAccountResult,
   OpenLedgerOptions,

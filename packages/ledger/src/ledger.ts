@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { BASE_UNITS_PER_USDC, MAX_BASE_UNITS, PLATFORM_FEE_BPS, parseAmount, splitFee } from '@farebox/protocol';
 import type { Database, OpenDatabaseOptions, Queryable } from './db.js';
-import { openDatabase } from './db.js';
+import { openDatabase, prepared } from './db.js';
+import { Batcher, type BatchOptions, type Pending } from './batch.js';
 import { LedgerError, sqlState } from './errors.js';
 import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate } from './migrate.js';
 import type { MigrateResult } from './migrate.js';
@@ -319,6 +320,37 @@ export interface IdempotentResult<T> {
 
 type Row = Record<string, unknown>;
 
+export interface LedgerOptions {
+  /** Group commit of holds and posts (default on); `false` sends each alone. */
+  batch?: boolean | BatchOptions;
+}
+
+interface HoldInput {
+  accountId: string;
+  amount: bigint;
+  callId: string;
+  service: string;
+  key: string | null;
+  timeoutMs: number;
+}
+
+interface PostInput {
+  holdId: string;
+  publisherOwner: string;
+  service: string;
+  gross: bigint;
+  fee: bigint;
+  net: bigint;
+}
+
+/** Settles `item` with what `run` gives (or throws). */
+function settle<O>(item: Pending<unknown, O>, run: () => Promise<O>): Promise<void> {
+  return run().then(
+    (output) => item.resolve(output),
+    (error: unknown) => item.reject(error),
+  );
+}
+
 const str = (v: unknown): string => String(v);
 const big = (v: unknown): bigint => BigInt(v as string);
 const bigOrNull = (v: unknown): bigint | null => (v === null || v === undefined ? null : BigInt(v as string));
@@ -464,7 +496,7 @@ export function parseTopupAmount(usd: unknown): bigint {
   return units;
 }
 
-const HOLD_SQL = `
+const HOLD_SQL = prepared('ledger_hold', `
 WITH debit AS (
   UPDATE accounts SET balance = balance - $2::bigint
   WHERE id = $1 AND balance >= $2::bigint
@@ -477,9 +509,9 @@ WITH debit AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'hold', amount, -amount, amount, id FROM h
 )
-SELECT h.*, debit.balance AS new_balance FROM h, debit`;
+SELECT h.*, debit.balance AS new_balance FROM h, debit`);
 
-const POST_SQL = `
+const POST_SQL = prepared('ledger_post', `
 WITH h AS (
   UPDATE holds SET state = 'posted', posted_amount = $2::bigint, resolved_at = now()
   WHERE id = $1 AND state = 'pending' AND amount >= $2::bigint
@@ -499,9 +531,9 @@ WITH h AS (
 SELECT h.*, e.id AS e_id, e.publisher_owner AS e_owner, e.service AS e_service, e.gross AS e_gross,
        e.fee AS e_fee, e.net AS e_net, e.cycle_id AS e_cycle, e.funding_batch_id AS e_batch, e.created_at AS e_created,
        COALESCE((SELECT balance FROM back), (SELECT balance FROM accounts WHERE id = h.account_id)) AS new_balance
-FROM h, e`;
+FROM h, e`);
 
-const VOID_SQL = `
+const VOID_SQL = prepared('ledger_void', `
 WITH h AS (
   UPDATE holds SET state = 'voided', void_reason = $2, resolved_at = now()
   WHERE id = $1 AND state = 'pending'
@@ -514,7 +546,62 @@ WITH h AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'void', amount, amount, -amount, id FROM h
 )
-SELECT h.*, back.balance AS new_balance FROM h, back`;
+SELECT h.*, back.balance AS new_balance FROM h, back`);
+
+// Group commit: many key-less holds in one statement. Accounts are locked in
+// id order (so concurrent batches cannot deadlock) with the lock a plain
+// UPDATE takes (so foreign-key checks of other statements do not wait). Per
+// account, the holds that fit the current credits in submission order are
+// placed (a prefix); the rest are retried one by one, which decides them
+// exactly. Each placed hold reports the credits right after it.
+const HOLD_BATCH_SQL = prepared('ledger_hold_batch', `
+WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])
+    WITH ORDINALITY AS i(account_id, amount, call_id, service, timeout_ms, ord)
+), locked AS (
+  SELECT a.id, a.balance FROM accounts a WHERE a.id IN (SELECT account_id FROM input) ORDER BY a.id FOR NO KEY UPDATE
+), running AS (
+  SELECT i.*, l.balance, sum(i.amount) OVER (PARTITION BY i.account_id ORDER BY i.ord) AS cum
+  FROM input i JOIN locked l ON l.id = i.account_id
+), accepted AS MATERIALIZED (
+  SELECT gen_random_uuid() AS hold_id, r.* FROM running r WHERE r.cum <= r.balance
+), debit AS (
+  UPDATE accounts a SET balance = a.balance - t.total
+  FROM (SELECT account_id, sum(amount) AS total FROM accepted GROUP BY account_id) t
+  WHERE a.id = t.account_id
+), h AS (
+  INSERT INTO holds (id, account_id, amount, call_id, service, expires_at)
+  SELECT hold_id, account_id, amount, call_id, service, now() + make_interval(secs => timeout_ms / 1000) FROM accepted ORDER BY ord
+  RETURNING id, account_id, amount, created_at, expires_at
+), j AS (
+  INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
+  SELECT account_id, 'hold', amount, -amount, amount, id FROM h
+)
+SELECT a.ord, h.id, h.created_at, h.expires_at, a.balance - a.cum AS new_balance
+FROM accepted a JOIN h ON h.id = a.hold_id`);
+
+// Group commit of posts that charge exactly the held amount (the call path's
+// case). Anything else (a partial charge, a hold already resolved, a
+// duplicate in the batch) is not matched and goes through POST_SQL alone.
+const POST_BATCH_SQL = prepared('ledger_post_batch', `
+WITH input AS (
+  SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+    WITH ORDINALITY AS i(hold_id, gross, owner, service, fee, net, ord)
+), h AS (
+  UPDATE holds SET state = 'posted', posted_amount = i.gross, resolved_at = now()
+  FROM input i
+  WHERE holds.id = i.hold_id AND holds.state = 'pending' AND holds.amount = i.gross
+  RETURNING holds.*, i.ord, i.owner AS p_owner, i.service AS p_service, i.fee AS p_fee, i.net AS p_net
+), e AS (
+  INSERT INTO earnings (hold_id, payer_account_id, publisher_owner, service, gross, fee, net)
+  SELECT id, account_id, p_owner, p_service, posted_amount, p_fee, p_net FROM h
+  RETURNING id, hold_id, created_at
+), j AS (
+  INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
+  SELECT account_id, 'post', posted_amount, 0, -amount, id FROM h
+)
+SELECT h.*, e.id AS e_id, e.created_at AS e_created, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
+FROM h JOIN e ON e.hold_id = h.id`);
 
 /**
  * The ledger: credits, two-phase holds, journal, idempotency keys, publisher
@@ -528,9 +615,22 @@ SELECT h.*, back.balance AS new_balance FROM h, back`;
  */
 export class Ledger {
   readonly db: Database;
+  private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
+  private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
 
-  constructor(db: Database) {
+  /**
+   * `batch` (default on): key-less holds and exact posts that arrive while
+   * others are being written go together in one statement and one commit
+   * (group commit). Results are the same as one by one; `false` sends each
+   * alone.
+   */
+  constructor(db: Database, options: LedgerOptions = {}) {
     this.db = db;
+    if (options.batch !== false) {
+      const batch = options.batch === true || options.batch === undefined ? {} : options.batch;
+      this.holdBatcher = new Batcher((items) => this.flushHolds(items), batch);
+      this.postBatcher = new Batcher((items) => this.flushPosts(items), batch);
+    }
   }
 
   close(): Promise<void> {
@@ -625,6 +725,12 @@ export class Ledger {
     const service = text(options?.service, 'service');
     const key = options.idempotencyKey === undefined ? null : text(options.idempotencyKey, 'idempotencyKey', 255);
     const timeoutMs = options.timeoutMs === undefined ? DEFAULT_HOLD_TIMEOUT_MS : positiveInt(options.timeoutMs, 'timeoutMs', 2_147_483_647);
+    const input: HoldInput = { accountId, amount, callId, service, key, timeoutMs };
+    if (key === null && this.holdBatcher) return this.holdBatcher.submit(input);
+    return this.holdOne(input);
+  }
+
+  private async holdOne({ accountId, amount, callId, service, key, timeoutMs }: HoldInput): Promise<HoldResult> {
     if (key !== null) {
       const existing = await this.liveHoldByKey(accountId, key);
       if (existing) return existing;
@@ -651,6 +757,54 @@ export class Ledger {
       });
     }
     return { hold: toHold(row), balance: big(row.new_balance), replayed: false };
+  }
+
+  private async flushHolds(batch: Array<Pending<HoldInput, HoldResult>>): Promise<void> {
+    if (batch.length === 1) return settle(batch[0]!, () => this.holdOne(batch[0]!.input));
+    let rows: Row[];
+    try {
+      ({ rows } = await this.db.query(HOLD_BATCH_SQL, [
+        batch.map((p) => p.input.accountId),
+        batch.map((p) => p.input.amount.toString()),
+        batch.map((p) => p.input.callId),
+        batch.map((p) => p.input.service),
+        batch.map((p) => p.input.timeoutMs),
+      ]));
+    } catch (error) {
+      // Without a SQLSTATE the batch may have committed before the
+      // connection failed: report the error rather than hold twice.
+      if (sqlState(error) === undefined) throw error;
+      await Promise.all(batch.map((p) => settle(p, () => this.holdOne(p.input))));
+      return;
+    }
+    const placed = new Map(rows.map((r) => [Number(r.ord), r]));
+    await Promise.all(
+      batch.map((p, i) => {
+        const row = placed.get(i + 1);
+        if (!row) return settle(p, () => this.holdOne(p.input));
+        const { accountId, amount, callId, service } = p.input;
+        p.resolve({
+          hold: {
+            id: str(row.id),
+            accountId,
+            amount,
+            state: 'pending',
+            callId,
+            service,
+            idempotencyKey: null,
+            paidWith: 'credit',
+            postedAmount: null,
+            voidReason: null,
+            expiresAt: date(row.expires_at),
+            createdAt: date(row.created_at),
+            resolvedAt: null,
+          },
+          balance: big(row.new_balance),
+          replayed: false,
+        });
+        return undefined;
+      }),
+    );
   }
 
   private async liveHoldByKey(accountId: string, key: string): Promise<HoldResult | undefined> {
@@ -689,6 +843,11 @@ export class Ledger {
     const gross = positiveAmount(options?.gross, 'gross');
     const { fee, net } = splitFee(gross);
     if (!isUuid(holdId)) throw new LedgerError('HOLD_NOT_FOUND', 'hold not found', { holdId });
+    const input: PostInput = { holdId, publisherOwner, service, gross, fee, net };
+    return this.postBatcher ? this.postBatcher.submit(input) : this.postOne(input);
+  }
+
+  private async postOne({ holdId, publisherOwner, service, gross, fee, net }: PostInput): Promise<ResolveResult> {
     const { rows } = await this.db.query(
       POST_SQL,
       [holdId, gross.toString(), publisherOwner, service, fee.toString(), net.toString()],
@@ -716,6 +875,50 @@ export class Ledger {
       throw new LedgerError('INVALID_AMOUNT', 'gross exceeds the held amount', { holdId, held: current.amount.toString(), gross: gross.toString() });
     }
     return this.finalState(current);
+  }
+
+  private async flushPosts(batch: Array<Pending<PostInput, ResolveResult>>): Promise<void> {
+    if (batch.length === 1) return settle(batch[0]!, () => this.postOne(batch[0]!.input));
+    let rows: Row[] = [];
+    try {
+      ({ rows } = await this.db.query(POST_BATCH_SQL, [
+        batch.map((p) => p.input.holdId),
+        batch.map((p) => p.input.gross.toString()),
+        batch.map((p) => p.input.publisherOwner),
+        batch.map((p) => p.input.service),
+        batch.map((p) => p.input.fee.toString()),
+        batch.map((p) => p.input.net.toString()),
+      ]));
+    } catch {
+      // A post happens at most once, so going one by one after any failure is safe.
+      rows = [];
+    }
+    const posted = new Map(rows.map((r) => [Number(r.ord), r]));
+    await Promise.all(
+      batch.map((p, i) => {
+        const row = posted.get(i + 1);
+        if (!row) return settle(p, () => this.postOne(p.input));
+        p.resolve({
+          hold: toHold(row),
+          applied: true,
+          balance: big(row.new_balance),
+          earning: {
+            id: str(row.e_id),
+            holdId: str(row.id),
+            payerAccountId: str(row.account_id),
+            publisherOwner: str(row.p_owner),
+            service: str(row.p_service),
+            gross: big(row.posted_amount),
+            fee: big(row.p_fee),
+            net: big(row.p_net),
+            cycleId: null,
+            fundingBatchId: null,
+            createdAt: date(row.e_created),
+          },
+        });
+        return undefined;
+      }),
+    );
   }
 
   /**
@@ -1385,7 +1588,7 @@ export class Ledger {
   }
 }
 
-export type OpenLedgerOptions = OpenDatabaseOptions;
+export type OpenLedgerOptions = OpenDatabaseOptions & LedgerOptions;
 
 /** Runs the ledger's own migrations on `db`. */
 export function migrateLedger(db: Database): Promise<MigrateResult> {
@@ -1408,5 +1611,5 @@ export async function openLedger(options: OpenLedgerOptions = {}): Promise<Ledge
     await db.close();
     throw error;
   }
-  return new Ledger(db);
+  return new Ledger(db, options.batch === undefined ? {} : { batch: options.batch });
 }

@@ -21,6 +21,7 @@ it('exports exactly the documented runtime names', () => {
     'openDatabase',
     'openLedger',
     'parseTopupAmount',
+    'prepared',
     'readMigrations',
   ]);
 });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { prepared } from '@farebox/ledger';
 import type { WalletProvider } from '@farebox/wallets';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
@@ -7,6 +8,20 @@ import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './passwords.j
 import { API_KEY_PREFIX, generateApiKey, hashToken, isWellFormedApiKey, randomToken } from './tokens.js';
 
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
+
+// Every authenticated request runs one of these: prepared once per connection.
+const API_KEY_LOOKUP = prepared(
+  'gw_api_key_lookup',
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id, k.last_used_at
+     FROM gw_api_keys k JOIN gw_users u ON u.id = k.user_id
+    WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+);
+const SESSION_LOOKUP = prepared(
+  'gw_session_lookup',
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, s.csrf_token
+     FROM gw_sessions s JOIN gw_users u ON u.id = s.user_id
+    WHERE s.token_hash = $1 AND s.expires_at > now()`,
+);
 
 export interface User {
   id: string;
@@ -145,12 +160,7 @@ export function createAccounts({ db, wallets, credits }: AccountsOptions) {
     async fromSession(token: string): Promise<Principal | undefined> {
       if (!token || token.length > 100) return undefined;
       const hash = hashToken(token);
-      const { rows } = await db.query<UserRow & { csrf_token: string }>(
-        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, s.csrf_token
-           FROM gw_sessions s JOIN gw_users u ON u.id = s.user_id
-          WHERE s.token_hash = $1 AND s.expires_at > now()`,
-        [hash],
-      );
+      const { rows } = await db.query<UserRow & { csrf_token: string }>(SESSION_LOOKUP, [hash]);
       const row = rows[0];
       return row ? { user: toUser(row), via: 'session', credentialId: hash, csrfToken: row.csrf_token } : undefined;
     },
@@ -158,17 +168,14 @@ export function createAccounts({ db, wallets, credits }: AccountsOptions) {
     /** The principal for an API key, if it is live. `last_used_at` is refreshed at most once a minute. */
     async fromApiKey(key: string): Promise<Principal | undefined> {
       if (!isWellFormedApiKey(key)) return undefined;
-      const { rows } = await db.query<UserRow & { key_id: string }>(
-        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id
-           FROM gw_api_keys k JOIN gw_users u ON u.id = k.user_id
-          WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-        [hashToken(key)],
-      );
+      const { rows } = await db.query<UserRow & { key_id: string; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [hashToken(key)]);
       const row = rows[0];
       if (!row) return undefined;
-      void db
-        .query(`UPDATE gw_api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [row.key_id])
-        .catch(() => undefined);
+      if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > 60_000) {
+        void db
+          .query(`UPDATE gw_api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [row.key_id])
+          .catch(() => undefined);
+      }
       return { user: toUser(row), via: 'api_key', credentialId: row.key_id };
     },
 

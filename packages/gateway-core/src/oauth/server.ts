@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parseAmount, toJsonInteger, toUsd } from '@farebox/protocol';
 import type { Principal, User } from '../auth/accounts.js';
 import { hashToken, randomToken, safeEqual } from '../auth/tokens.js';
-import type { Database } from '@farebox/ledger';
+import { prepared, type Database } from '@farebox/ledger';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
 import { matchRedirectUri, redirectUriProblem } from './redirects.js';
@@ -57,6 +57,16 @@ const ACCESS_PREFIX = 'fbo_at_';
 const REFRESH_PREFIX = 'fbo_rt_';
 const CODE_PREFIX = 'fbo_ac_';
 const DAY_MS = 24 * 3600 * 1000;
+
+// Every request with an OAuth access token runs it: prepared once per connection.
+const OAUTH_TOKEN_LOOKUP = prepared(
+  'gw_oauth_token_lookup',
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, t.resource, c.last_used_at
+     FROM gw_oauth_tokens t
+     JOIN gw_oauth_connections c ON c.id = t.connection_id
+     JOIN gw_users u ON u.id = c.user_id
+    WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2`,
+);
 
 type ClientRow = {
   client_id: string;
@@ -609,11 +619,7 @@ export function createOAuth(options: CreateOAuthOptions) {
         resource: string;
         last_used_at: Date | string | null;
       }>(
-        `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, t.resource, c.last_used_at
-           FROM gw_oauth_tokens t
-           JOIN gw_oauth_connections c ON c.id = t.connection_id
-           JOIN gw_users u ON u.id = c.user_id
-          WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2`,
+        OAUTH_TOKEN_LOOKUP,
         [hashToken(token), new Date(now())],
       );
       const row = rows[0];
