@@ -85,6 +85,7 @@ function pct(sorted: number[], p: number) {
 
 async function load(pool: Pool, path: string, headersFor: (i: number) => Record<string, string>, body: (i: number) => string, concurrency: number, durationMs: number) {
   const lat: number[] = [];
+  const steps = new Map<string, number[]>();
   let errors = 0;
   let n = 0;
   const end = Date.now() + durationMs;
@@ -95,15 +96,21 @@ async function load(pool: Pool, path: string, headersFor: (i: number) => Record<
         const i = n++;
         const t0 = performance.now();
         const res = await pool.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headersFor(i) }, body: body(i) });
-        await res.body.text();
+        const text = await res.body.text();
         if (res.statusCode !== 200) errors++;
         lat.push(performance.now() - t0);
+        if (concurrency === 1 && path === '/v1/call' && res.statusCode === 200) {
+          for (const step of (JSON.parse(text) as { trace: { steps: Array<{ name: string; durationMs: number }> } }).trace.steps) {
+            (steps.get(step.name) ?? steps.set(step.name, []).get(step.name)!).push(step.durationMs);
+          }
+        }
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   lat.sort((a, b) => a - b);
-  return { rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, n: lat.length };
+  const stepP50 = [...steps].map(([name, xs]) => [name, pct(xs.sort((a, b) => a - b), 50)] as const);
+  return { rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, n: lat.length, stepP50 };
 }
 
 const noop = createServer((req, res) => {
@@ -162,6 +169,7 @@ async function startInstance(): Promise<string> {
   const child = spawn(process.execPath, [...extra, '--conditions=@farebox/source', '--import', 'tsx', main], {
     env: {
       PATH: process.env.PATH,
+      ...(process.env.TMP_INFLIGHT ? { TMP_INFLIGHT: process.env.TMP_INFLIGHT } : {}),
       PORT: String(port),
       FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-bench-')),
       FAREBOX_DEVNET_URL: devnetUrl,
@@ -228,6 +236,7 @@ try {
   const f = (x: number) => x.toFixed(2);
   console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run`);
   console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(seqGw.p50 - seqDirect.p50)} ms (target <= 5)`);
+  console.log(`  steps p50           ${seqGw.stepP50.map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; the rest is authentication, rate limit and HTTP`);
   console.log(`one gateway         ${one.rps.toFixed(0)} calls/s (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${one.errors} errors) (target >= 800)`);
   console.log(`  CPU ms per call     ${cpuOne}`);
   console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);

@@ -17,6 +17,12 @@ export interface GatewayOptions {
   databaseSchema?: string;
   /** PostgreSQL connections per gateway (`FAREBOX_DB_POOL_SIZE`, default 10). */
   databasePoolSize?: number;
+  /**
+   * How long an API key's principal is served from memory
+   * (`FAREBOX_CREDENTIAL_CACHE_MS`, default 5,000; 0 turns the cache off).
+   * A revocation drops it at once, on every gateway sharing `FAREBOX_REDIS_URL`.
+   */
+  credentialCacheMs?: number;
   /** Settlement network preset (`FAREBOX_NETWORK`, then `STELLAR_NETWORK`); default `local`. */
   network?: NetworkName;
   /** Devnet base URL for the local preset (`FAREBOX_DEVNET_URL`); default `{baseUrl}/devnet`. */
@@ -44,6 +50,7 @@ export interface GatewayConfig {
   databaseUrl: string | undefined;
   databaseSchema: string | undefined;
   databasePoolSize: number;
+  credentialCacheMs: number;
   network: NetworkName;
   devnetUrl: string;
   callTimeoutMs: number;
@@ -85,6 +92,8 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const holdTimeoutMs = int(options.holdTimeoutMs ?? env.FAREBOX_HOLD_TIMEOUT_MS, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
   if (holdTimeoutMs <= callTimeoutMs) problems.push('holdTimeoutMs must exceed callTimeoutMs');
   const databasePoolSize = int(options.databasePoolSize ?? env.FAREBOX_DB_POOL_SIZE, 'databasePoolSize', problems) ?? 10;
+  const credentialCacheMs = int(options.credentialCacheMs ?? env.FAREBOX_CREDENTIAL_CACHE_MS, 'credentialCacheMs', problems, 0) ?? 5_000;
+  if (credentialCacheMs > 60_000) problems.push('credentialCacheMs must be at most 60000');
   const maxPriceMultiple = int(options.maxPriceMultiple ?? env.FAREBOX_MAX_PRICE_MULTIPLE, 'maxPriceMultiple', problems) ?? 100;
   let trustProxy: boolean | number | string = options.trustProxy ?? false;
   const tp = env.FAREBOX_TRUST_PROXY;
@@ -101,6 +110,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     databaseUrl: options.databaseUrl ?? (env.DATABASE_URL || undefined),
     databaseSchema: options.databaseSchema,
     databasePoolSize,
+    credentialCacheMs,
     network,
     devnetUrl: (options.devnetUrl ?? env.FAREBOX_DEVNET_URL ?? `${baseUrlText}/devnet`).replace(/\/+$/, ''),
     callTimeoutMs,

@@ -18,6 +18,8 @@ import {
 } from '@farebox/stellar';
 import { createLocalKeystore, walletSigner, type LocalKeystore } from '@farebox/wallets';
 import { createAccounts, type Accounts, type Principal, type User } from './auth/accounts.js';
+import { CredentialCache } from './auth/credential-cache.js';
+import { RedisInvalidationBus } from './auth/redis-invalidation.js';
 import { safeEqual } from './auth/tokens.js';
 import { createCalls, type CallableService, type CallResponse, type CreditsPort } from './calls.js';
 import { checkOAuthAccess } from './oauth/scopes.js';
@@ -173,6 +175,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const accounts: Accounts = createAccounts({
     db,
     wallets,
+    cache: new CredentialCache({ ...(redis ? { bus: new RedisInvalidationBus(redis) } : {}), ttlMs: config.credentialCacheMs }),
     credits: {
       openAccount: async (id) => {
         await ledger.openAccount(id);
@@ -501,6 +504,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();
+      accounts.close();
       redis?.disconnect();
       if (!options.database) await db.close();
     },

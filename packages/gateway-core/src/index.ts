@@ -6,6 +6,9 @@ export { createGateway, GATEWAY_MIGRATIONS_DIR, toGatewayError } from './gateway
 export type { GatewayCore, CreateGatewayOptions } from './gateway.js';
 export { createAccounts, SESSION_TTL_MS } from './auth/accounts.js';
 export type { Accounts, Principal, User, CreditAccounts } from './auth/accounts.js';
+export { CredentialCache } from './auth/credential-cache.js';
+export type { CredentialCacheOptions, Invalidation, InvalidationBus } from './auth/credential-cache.js';
+export { RedisInvalidationBus } from './auth/redis-invalidation.js';
 export { hashPassword, verifyPassword } from './auth/passwords.js';
 export { API_KEY_PREFIX, generateApiKey, isWellFormedApiKey, hashToken, randomToken, safeEqual } from './auth/tokens.js';
 export { createCalls, CALL_MODES } from './calls.js';

@@ -548,37 +548,13 @@ WITH h AS (
 )
 SELECT h.*, back.balance AS new_balance FROM h, back`);
 
-// Group commit: many key-less holds in one statement. Accounts are locked in
-// id order (so concurrent batches cannot deadlock) with the lock a plain
-// UPDATE takes (so foreign-key checks of other statements do not wait). Per
-// account, the holds that fit the current credits in submission order are
-// placed (a prefix); the rest are retried one by one, which decides them
-// exactly. Each placed hold reports the credits right after it.
-const HOLD_BATCH_SQL = prepared('ledger_hold_batch', `
-WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])
-    WITH ORDINALITY AS i(account_id, amount, call_id, service, timeout_ms, ord)
-), locked AS (
-  SELECT a.id, a.balance FROM accounts a WHERE a.id IN (SELECT account_id FROM input) ORDER BY a.id FOR NO KEY UPDATE
-), running AS (
-  SELECT i.*, l.balance, sum(i.amount) OVER (PARTITION BY i.account_id ORDER BY i.ord) AS cum
-  FROM input i JOIN locked l ON l.id = i.account_id
-), accepted AS MATERIALIZED (
-  SELECT gen_random_uuid() AS hold_id, r.* FROM running r WHERE r.cum <= r.balance
-), debit AS (
-  UPDATE accounts a SET balance = a.balance - t.total
-  FROM (SELECT account_id, sum(amount) AS total FROM accepted GROUP BY account_id) t
-  WHERE a.id = t.account_id
-), h AS (
-  INSERT INTO holds (id, account_id, amount, call_id, service, expires_at)
-  SELECT hold_id, account_id, amount, call_id, service, now() + make_interval(secs => timeout_ms / 1000) FROM accepted ORDER BY ord
-  RETURNING id, account_id, amount, created_at, expires_at
-), j AS (
-  INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
-  SELECT account_id, 'hold', amount, -amount, amount, id FROM h
-)
-SELECT a.ord, h.id, h.created_at, h.expires_at, a.balance - a.cum AS new_balance
-FROM accepted a JOIN h ON h.id = a.hold_id`);
+// Group commit of key-less holds: migration 0003's function (accounts locked
+// in id order; an account whose credits do not cover all of its holds in the
+// batch is left to the one-by-one path).
+const HOLD_BATCH_SQL = prepared(
+  'ledger_hold_batch',
+  'SELECT o_ord AS ord, o_id AS id, o_created_at AS created_at, o_expires_at AS expires_at, o_balance AS new_balance FROM farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])',
+);
 
 // Group commit of posts that charge exactly the held amount (the call path's
 // case). Anything else (a partial charge, a hold already resolved, a
@@ -774,37 +750,37 @@ export class Ledger {
       // Without a SQLSTATE the batch may have committed before the
       // connection failed: report the error rather than hold twice.
       if (sqlState(error) === undefined) throw error;
-      await Promise.all(batch.map((p) => settle(p, () => this.holdOne(p.input))));
+      for (const p of batch) await settle(p, () => this.holdOne(p.input));
       return;
     }
     const placed = new Map(rows.map((r) => [Number(r.ord), r]));
-    await Promise.all(
-      batch.map((p, i) => {
-        const row = placed.get(i + 1);
-        if (!row) return settle(p, () => this.holdOne(p.input));
-        const { accountId, amount, callId, service } = p.input;
-        p.resolve({
-          hold: {
-            id: str(row.id),
-            accountId,
-            amount,
-            state: 'pending',
-            callId,
-            service,
-            idempotencyKey: null,
-            paidWith: 'credit',
-            postedAmount: null,
-            voidReason: null,
-            expiresAt: date(row.expires_at),
-            createdAt: date(row.created_at),
-            resolvedAt: null,
-          },
-          balance: big(row.new_balance),
-          replayed: false,
-        });
-        return undefined;
-      }),
-    );
+    const rest: Array<Pending<HoldInput, HoldResult>> = [];
+    batch.forEach((p, i) => {
+      const row = placed.get(i + 1);
+      if (!row) return rest.push(p);
+      const { accountId, amount, callId, service } = p.input;
+      p.resolve({
+        hold: {
+          id: str(row.id),
+          accountId,
+          amount,
+          state: 'pending',
+          callId,
+          service,
+          idempotencyKey: null,
+          paidWith: 'credit',
+          postedAmount: null,
+          voidReason: null,
+          expiresAt: date(row.expires_at),
+          createdAt: date(row.created_at),
+          resolvedAt: null,
+        },
+        balance: big(row.new_balance),
+        replayed: false,
+      });
+    });
+    // What the batch left undecided goes one by one, in submission order.
+    for (const p of rest) await settle(p, () => this.holdOne(p.input));
   }
 
   private async liveHoldByKey(accountId: string, key: string): Promise<HoldResult | undefined> {

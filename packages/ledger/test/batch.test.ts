@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
+import { Ledger, LedgerError, SIGNUP_CREDIT, openDatabase } from '@farebox/ledger';
 import type { Database, HoldResult } from '@farebox/ledger';
-import { accountId, openTestLedger, type TestLedger } from './helpers.js';
+import { accountId, databaseUrl, onPostgres, openTestLedger, type TestLedger } from './helpers.js';
 
 // Group commit: holds and posts submitted while others are being written go
 // out together. One batch in flight makes the grouping deterministic: the
@@ -28,7 +28,7 @@ afterAll(async () => {
   await t?.dispose();
 });
 
-const batchedHolds = () => statements.filter((s) => s.includes('unnest(') && s.includes('INSERT INTO holds')).length;
+const batchedHolds = () => statements.filter((s) => s.includes('farebox_hold_batch(')).length;
 const batchedPosts = () => statements.filter((s) => s.includes('unnest(') && s.includes('INSERT INTO earnings')).length;
 
 /** An account left with exactly `units` of credits. */
@@ -156,5 +156,46 @@ describe('batched posts', () => {
     for (const id of accounts) expect(await ledger.balance(id)).toMatchObject({ balance: 900n, held: 0n });
     const report = await ledger.verify();
     expect(report.mismatches).toEqual([]);
+  });
+});
+
+describe('two instances', () => {
+  it('run batches on the same accounts at once without a deadlock, and charge each call once', async () => {
+    // On PostgreSQL a second pool on the same schema is a second gateway
+    // process; PGlite has one session, so there both share it.
+    const secondDb = onPostgres ? await openDatabase({ url: databaseUrl, schema: t.ledger.db.schema!, poolSize: 10 }) : t.ledger.db;
+    const failures: string[] = [];
+    const watched = (db: Database): Database => ({
+      ...db,
+      query: async (text, params) => {
+        try {
+          return await db.query(text, params);
+        } catch (e) {
+          failures.push(String((e as { code?: string }).code));
+          throw e;
+        }
+      },
+    });
+    try {
+      const a = new Ledger(watched(t.ledger.db), { batch: { maxInFlight: 4, maxSize: 16 } });
+      const b = new Ledger(watched(secondDb), { batch: { maxInFlight: 4, maxSize: 16 } });
+      const accounts = await Promise.all(Array.from({ length: 12 }, () => accountWith(500n)));
+      let seed = 7;
+      const pick = () => accounts[(seed = (seed * 1103515245 + 12345) % 2147483648) % accounts.length]!;
+      await Promise.all(
+        Array.from({ length: 1200 }, async (_, i) => {
+          const l = i % 2 ? a : b;
+          const { hold } = await l.hold(pick(), 1n, { callId: `t${i}`, service: 'svc' });
+          await l.post(hold.id, { publisherOwner: 'GTWO', service: 'svc', gross: 1n });
+        }),
+      );
+      expect(failures).toEqual([]);
+      let total = 0n;
+      for (const id of accounts) total += (await ledger.balance(id)).balance;
+      expect(total).toBe(12n * 500n - 1200n);
+      expect((await ledger.verify()).mismatches).toEqual([]);
+    } finally {
+      if (secondDb !== t.ledger.db) await secondDb.close();
+    }
   });
 });

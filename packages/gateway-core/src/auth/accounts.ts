@@ -4,6 +4,7 @@ import { prepared } from '@farebox/ledger';
 import type { WalletProvider } from '@farebox/wallets';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
+import { CredentialCache } from './credential-cache.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './passwords.js';
 import { API_KEY_PREFIX, generateApiKey, hashToken, isWellFormedApiKey, randomToken } from './tokens.js';
 
@@ -95,13 +96,22 @@ export interface AccountsOptions {
   db: Db;
   wallets: WalletProvider;
   credits: CreditAccounts;
+  /** API-key principals kept for a few seconds (default: a local cache; revocations reach other instances through its bus). */
+  cache?: CredentialCache;
 }
 
 /** Sign-up, sign-in, sessions and API keys. */
-export function createAccounts({ db, wallets, credits }: AccountsOptions) {
+export function createAccounts({ db, wallets, credits, cache = new CredentialCache() }: AccountsOptions) {
   async function userById(id: string): Promise<User | undefined> {
     const { rows } = await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM gw_users WHERE id = $1`, [id]);
     return rows[0] ? toUser(rows[0]) : undefined;
+  }
+
+  /** `last_used_at` is refreshed at most once a minute, off the request's path. */
+  function touchKey(keyId: string) {
+    void db
+      .query(`UPDATE gw_api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [keyId])
+      .catch(() => undefined);
   }
 
   async function newSession(userId: string) {
@@ -168,15 +178,24 @@ export function createAccounts({ db, wallets, credits }: AccountsOptions) {
     /** The principal for an API key, if it is live. `last_used_at` is refreshed at most once a minute. */
     async fromApiKey(key: string): Promise<Principal | undefined> {
       if (!isWellFormedApiKey(key)) return undefined;
-      const { rows } = await db.query<UserRow & { key_id: string; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [hashToken(key)]);
+      const hash = hashToken(key);
+      const cached = cache.get(hash);
+      if (cached) {
+        if (cached.touch) touchKey(cached.principal.credentialId);
+        return cached.principal;
+      }
+      const generation = cache.generation();
+      const { rows } = await db.query<UserRow & { key_id: string; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [hash]);
       const row = rows[0];
       if (!row) return undefined;
-      if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > 60_000) {
-        void db
-          .query(`UPDATE gw_api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [row.key_id])
-          .catch(() => undefined);
+      let lastUsedAt = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;
+      if (Date.now() - lastUsedAt > 60_000) {
+        touchKey(row.key_id);
+        lastUsedAt = Date.now();
       }
-      return { user: toUser(row), via: 'api_key', credentialId: row.key_id };
+      const principal: Principal = { user: toUser(row), via: 'api_key', credentialId: row.key_id };
+      cache.set(hash, principal, row.key_id, lastUsedAt, generation);
+      return principal;
     },
 
     async createApiKey(userId: string, input: unknown) {
@@ -207,6 +226,7 @@ export function createAccounts({ db, wallets, credits }: AccountsOptions) {
     async revokeApiKey(userId: string, id: string) {
       const { rowCount } = await db.query('UPDATE gw_api_keys SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL', [id, userId]);
       if (!rowCount) throw new GatewayError('NOT_FOUND', 'api key not found');
+      cache.invalidate({ keyId: id });
       return { id, revoked: true };
     },
 
@@ -226,7 +246,13 @@ export function createAccounts({ db, wallets, credits }: AccountsOptions) {
         [userId, name.trim()],
       );
       if (!rows[0]) throw new GatewayError('NOT_FOUND', 'account not found');
+      cache.invalidate({ userId });
       return toUser(rows[0]);
+    },
+
+    /** Stops serving cached credentials (the bus's connection). */
+    close() {
+      cache.close();
     },
   };
 }

@@ -1,0 +1,56 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CredentialCache, RedisInvalidationBus, type Principal } from '../src/index.js';
+
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const principal = (userId: string, keyId: string): Principal => ({
+  user: { id: userId, email: `${userId}@example.com`, walletAddress: 'GW', isPublisher: false, publisherName: null, createdAt: new Date(0) },
+  via: 'api_key',
+  credentialId: keyId,
+});
+
+async function until(check: () => boolean, ms = 5_000) {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('credential invalidation over Redis', () => {
+  const ra = new Redis(url, { maxRetriesPerRequest: 1 });
+  const rb = new Redis(url, { maxRetriesPerRequest: 1 });
+  const a = new CredentialCache({ bus: new RedisInvalidationBus(ra) });
+  const b = new CredentialCache({ bus: new RedisInvalidationBus(rb) });
+  afterAll(() => {
+    a.close();
+    b.close();
+    ra.disconnect();
+    rb.disconnect();
+  });
+
+  it('a revocation on one gateway drops the key on the other', async () => {
+    await until(() => a.enabled && b.enabled);
+    const keyId = `k_${process.pid}_${Date.now()}`;
+    b.set('hash-1', principal('u1', keyId), keyId, Date.now(), b.generation());
+    b.set('hash-2', principal('u2', `${keyId}_other`), `${keyId}_other`, Date.now(), b.generation());
+    expect(b.get('hash-1')).toBeDefined();
+    a.invalidate({ keyId });
+    await until(() => b.get('hash-1') === undefined);
+    expect(b.get('hash-2')).toBeDefined();
+  });
+
+  it('serves nothing while its subscription is down, and again once it is back', async () => {
+    await until(() => b.enabled);
+    b.set('hash-3', principal('u3', 'k3'), 'k3', Date.now(), b.generation());
+    // Kill the subscriber connection from the server side.
+    const clients = String(await ra.client('LIST')).split('\n').filter((l) => l.includes('cmd=subscribe') || l.includes('sub=1'));
+    expect(clients.length).toBeGreaterThan(0);
+    for (const line of clients) await ra.client('KILL', 'ID', line.match(/id=(\d+)/)![1]!);
+    await until(() => !b.enabled || b.get('hash-3') === undefined);
+    expect(b.get('hash-3')).toBeUndefined();
+    await until(() => b.enabled);
+    b.set('hash-3', principal('u3', 'k3'), 'k3', Date.now(), b.generation());
+    expect(b.get('hash-3')).toBeDefined();
+  });
+});
