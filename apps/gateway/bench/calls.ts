@@ -16,7 +16,8 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { Pool } from 'undici';
 import { createRegistryClient, keypairSigner, resolveNetwork } from '@farebox/stellar';
 
-const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 6000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ACCOUNTS = 16;
 
@@ -221,9 +222,13 @@ try {
 
   const seqGw = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 1, 3000);
   const seqDirect = await load(direct, '/', () => ({}), () => '{}', 1, 3000);
+  // Throughput on these shared cores moves by a quarter from one run to the
+  // next: three runs, and the median is the figure.
   const cpuBefore = cpuByProcess(gatewayPids, devnet.pid);
-  const one = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS);
-  const cpuOne = cpuPerCall(cpuBefore, cpuByProcess(gatewayPids, devnet.pid), one.n);
+  const runs: Array<Awaited<ReturnType<typeof load>>> = [];
+  for (let r = 0; r < ROUNDS; r++) runs.push(await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS));
+  const cpuOne = cpuPerCall(cpuBefore, cpuByProcess(gatewayPids, devnet.pid), runs.reduce((a, r) => a + r.n, 0));
+  const one = [...runs].sort((a, b) => a.rps - b.rps)[Math.floor(runs.length / 2)]!;
   const hot = await load(pools[0]!, '/v1/call', () => ({ authorization: `Bearer ${keys[0]}` }), callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
   const directLoad = await load(direct, '/', () => ({}), () => '{}', CONCURRENCY, DURATION_MS);
 
@@ -237,7 +242,7 @@ try {
   console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run`);
   console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(seqGw.p50 - seqDirect.p50)} ms (target <= 5)`);
   console.log(`  steps p50           ${seqGw.stepP50.map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; the rest is authentication, rate limit and HTTP`);
-  console.log(`one gateway         ${one.rps.toFixed(0)} calls/s (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${one.errors} errors) (target >= 800)`);
+  console.log(`one gateway         ${one.rps.toFixed(0)} calls/s median of ${ROUNDS} runs (${runs.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${runs.reduce((a, r) => a + r.errors, 0)} errors) (target >= 800)`);
   console.log(`  CPU ms per call     ${cpuOne}`);
   console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);
   console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors), ratio hot/spread ${(hot.rps / one.rps).toFixed(2)}`);

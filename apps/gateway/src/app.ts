@@ -28,14 +28,14 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.disable('x-powered-by');
   app.set('trust proxy', core.config.trustProxy);
   app.set('json replacer', (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  // API answers are not cached: no SHA-1 of every body (static files keep theirs).
+  app.set('etag', false);
 
   app.use((_req, res, next) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
     next();
   });
-  options.mount?.(app);
-  app.use(oauthRoutes(core, { sessionCookie: SESSION_COOKIE, log }), mcpRoutes(core, { log }));
 
   const json = express.json({ limit: '1mb', strict: false });
   const form = express.urlencoded({ extended: false, limit: '64kb' });
@@ -164,6 +164,14 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     return p;
   };
 
+  // The hot path first.
+  v1.post(
+    '/call',
+    route(async (req, res) => {
+      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost') });
+      res.status(result.status).type('application/json').send(result.body);
+    }),
+  );
   v1.get('/me', route(async (req, res) => res.json(await core.account.me(who(req).user))));
   v1.get('/balance', route(async (req, res) => res.json(await core.account.balance(who(req).user))));
   v1.get('/wallet', route(async (req, res) => res.json(await core.account.wallet(who(req).user))));
@@ -175,13 +183,6 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   v1.put('/agents/:service', route(async (req, res) => res.json(await core.catalog.update(who(req).user, String(req.params.service), req.body))));
   v1.delete('/agents/:service', route(async (req, res) => res.json(await core.catalog.remove(who(req).user, String(req.params.service)))));
 
-  v1.post(
-    '/call',
-    route(async (req, res) => {
-      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost') });
-      res.status(result.status).type('application/json').send(result.body);
-    }),
-  );
   v1.get('/transactions', route(async (req, res) => res.json(await core.account.transactions(who(req).user, req.query.limit))));
 
   v1.get('/api-keys', route(async (req, res) => res.json(await core.accounts.listApiKeys(who(req).user.id))));
@@ -206,6 +207,8 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   mountOperatorRoutes({ app, v1, core, who });
   app.use('/v1', v1);
   app.use('/v1', (_req, _res, next) => next(new GatewayError('NOT_FOUND', 'not found')));
+  options.mount?.(app);
+  app.use(oauthRoutes(core, { sessionCookie: SESSION_COOKIE, log }), mcpRoutes(core, { log }));
   app.use(errorHandler(log));
   return app;
 }
