@@ -31,6 +31,8 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
           devnetUrl: devnet.url,
           embedDevnet: false,
           rateLimits: { authPerMinute: 1000 },
+          // Long enough that only the Redis broadcast can explain a change seen within seconds.
+          credentialCacheMs: 60_000,
           env,
         }),
       );
@@ -91,5 +93,36 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     expect((await a.core.ledger.verify()).ok).toBe(true);
     const health = (await (await fetch(`${a.url}/health`)).json()) as { rate_limits: string };
     expect(health.rate_limits).toBe('redis');
+  });
+
+  it('a publisher activated and a key revoked on one gateway are seen on the other within moments, not after the cache time', async () => {
+    const [a, b] = gws as [RunningGateway, RunningGateway];
+    const signup = await fetch(`${a.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'revoke@example.com', password: 'revoke password' }) });
+    const { csrf_token } = (await signup.json()) as { csrf_token: string };
+    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const created = await fetch(`${a.url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'short-lived' }) });
+    const { id, key } = (await created.json()) as { id: string; key: string };
+    const auth = { authorization: `Bearer ${key}` };
+    // Gateway B has the key in its credential cache now.
+    expect((await fetch(`${b.url}/v1/me`, { headers: auth })).status).toBe(200);
+    expect(((await (await fetch(`${b.url}/v1/me`, { headers: auth })).json()) as { is_publisher: boolean }).is_publisher).toBe(false);
+
+    const until = async (check: () => Promise<boolean>) => {
+      const started = Date.now();
+      while (!(await check())) {
+        if (Date.now() - started > 3_000) return false;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return true;
+    };
+    const activated = await fetch(`${a.url}/v1/publisher/activate`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'Revoke Labs' }) });
+    expect(activated.status).toBe(200);
+    expect(await until(async () => ((await (await fetch(`${b.url}/v1/me`, { headers: auth })).json()) as { is_publisher: boolean }).is_publisher)).toBe(true);
+
+    const revoked = await fetch(`${a.url}/v1/api-keys/${id}`, { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf_token } });
+    expect(revoked.status).toBe(200);
+    expect(await until(async () => (await fetch(`${b.url}/v1/me`, { headers: auth })).status === 401)).toBe(true);
+    const call = await fetch(`${b.url}/v1/call`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ service: 'shared' }) });
+    expect(call.status).toBe(401);
   });
 });
