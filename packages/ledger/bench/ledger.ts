@@ -70,7 +70,7 @@ async function bench(label: string, ledger: Ledger, calls: number, concurrency: 
   if (!report.ok) throw new Error(`ledger does not verify after the bench: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
 }
 
-console.log(`hold+post pairs per second, median of ${ROUNDS} rounds (each pair: one conditional debit CTE + one post CTE)`);
+console.log(`hold+post pairs per second, median of ${ROUNDS} rounds (holds and posts that arrive together share a statement and a commit: group commit)`);
 
 const dataDir = await mkdtemp(join(tmpdir(), 'farebox-bench-'));
 try {
