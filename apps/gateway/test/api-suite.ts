@@ -247,7 +247,7 @@ export function apiSuite(kind: DbKind) {
     it.each([
       ['the service answers 500', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}'), 'service error 500: boom'],
       ['the service answers invalid JSON', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{not json'), 'service returned invalid JSON'],
-      ['the service never answers', () => undefined, 'service timed out after 1500 ms'],
+      ['the service never answers', () => undefined, 'service timed out after 4000 ms'],
       ['the service answers 401', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid certificate signature"}'), 'service error 401: invalid certificate signature'],
     ])('refunds exactly once when %s', async (_label, handler, message) => {
       const srv = await rawServer(handler as never);
