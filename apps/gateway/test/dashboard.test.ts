@@ -253,6 +253,8 @@ describe('the web dashboard in a real browser', () => {
     await page.getByText('Registered dashtmp.').waitFor({ timeout: 30_000 });
     await page.getByRole('button', { name: 'Remove dashtmp' }).click();
     await page.getByText('Removed dashtmp.').waitFor({ timeout: 30_000 });
+    // The notice comes first; the list reloads right after it.
+    await page.getByRole('heading', { name: 'dashtmp' }).waitFor({ state: 'detached', timeout: 30_000 });
     expect(await page.getByRole('heading', { name: 'dashtmp' }).count()).toBe(0);
     const catalog = await (await fetch(`${h.url}/v1/agents`, { headers: { cookie: await cookieHeader() } })).json();
     expect(catalog.map((s: { service: string }) => s.service)).not.toContain('dashtmp');
