@@ -178,6 +178,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   v1.post('/topup', route(async (req, res) => res.json(await core.account.topup(who(req).user, req.body, idempotencyKey(req)))));
 
   v1.get('/agents', route(async (req, res) => res.json(await core.catalog.list(typeof req.query.q === 'string' ? req.query.q : undefined))));
+  v1.get('/agents/:service/manifest', route(async (req, res) => res.json(await core.catalog.manifest(String(req.params.service)))));
   v1.get('/agents/mine', route(async (req, res) => res.json(await core.catalog.mine(who(req).user))));
   v1.post('/agents', route(async (req, res) => res.status(201).json(await core.catalog.register(who(req).user, req.body))));
   v1.put('/agents/:service', route(async (req, res) => res.json(await core.catalog.update(who(req).user, String(req.params.service), req.body))));

@@ -324,6 +324,25 @@ export function apiSuite(kind: DbKind) {
       expect(typeof echo.createdAt).toBe('number');
     });
 
+    it("shows a service's pricing note from its own manifest, and refuses a manifest that does not match the registry", async () => {
+      await h.publish('noted', { price: '0.01', priceFn: () => '0.02', pricingNote: '0.01 USDC per 1,000 characters, 0.02 at least for long texts' });
+      const r = await alice.api('/v1/agents/noted/manifest');
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ service: 'noted', pricing_note: '0.01 USDC per 1,000 characters, 0.02 at least for long texts', dynamic_pricing: true });
+      expect(r.body.manifest_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/manifest$/);
+      expect(await alice.api('/v1/agents/nope/manifest')).toMatchObject({ status: 404, body: { error: 'service not found' } });
+      // A registry entry whose endpoint serves another service's manifest.
+      const other = await h.publish('noted-real', { price: '0.01', pricingNote: 'not yours' });
+      await h.registerRaw('noted-fake', other.endpoint, '0.01');
+      expect(await alice.api('/v1/agents/noted-fake/manifest')).toMatchObject({ status: 500, body: { error: 'service manifest unavailable: it does not match the registry record' } });
+      // Nothing listening.
+      await h.registerRaw('noted-gone', 'http://127.0.0.1:9/', '0.01');
+      const gone = await alice.api('/v1/agents/noted-gone/manifest');
+      expect(gone.status).toBe(500);
+      expect(gone.body.error).toMatch(/^service manifest unavailable: /);
+      expect((await fetch(`${h.url}/v1/agents/noted/manifest`)).status).toBe(401);
+    });
+
     it('finds a service by keyword search right after it is registered', async () => {
       await h.publish('geocoder', { price: '0.02' });
       const r = await alice.api('/v1/agents?q=geocoder');

@@ -34,7 +34,7 @@ describe('the web dashboard in a real browser', () => {
     }
     await mkdir(SHOTS, { recursive: true });
     h = await startHarness('pglite');
-    await h.publish('echo', { price: '0.01' });
+    await h.publish('echo', { price: '0.01', pricingNote: 'Flat: 0.01 USDC a call, whatever the payload' });
     await h.publish('geocoder', { price: '0.02' });
     profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
@@ -164,6 +164,8 @@ describe('the web dashboard in a real browser', () => {
     await results.getByRole('link', { name: 'echo' }).click();
     await page.getByRole('heading', { level: 1, name: 'echo' }).waitFor();
     expect(await text(page.getByTestId('service-price'))).toBe('$0.01');
+    // The pricing note comes from the service's own /manifest, through the gateway.
+    expect(await text(page.getByTestId('pricing-note'))).toBe('Pricing: Flat: 0.01 USDC a call, whatever the payload');
     await page.getByLabel('Payload (JSON object)').fill('{ "text": ');
     await page.getByRole('button', { name: 'Call echo' }).click();
     expect(await text(page.getByRole('alert'))).toMatch(/^The call failed: the payload is not valid JSON/);

@@ -15,7 +15,7 @@ export interface Harness {
   /** Signs up a new user and returns an API key for it plus its session cookie. */
   user(): Promise<TestUser>;
   /** Publishes a real provider-SDK service on the devnet registry (owned by its own keypair). */
-  publish(name: string, opts: { price: string; handler?: ServiceHandler; priceFn?: ProviderOptions['priceFn'] }): Promise<{ endpoint: string; owner: string; close(): Promise<void> }>;
+  publish(name: string, opts: { price: string; handler?: ServiceHandler; priceFn?: ProviderOptions['priceFn']; pricingNote?: string }): Promise<{ endpoint: string; owner: string; close(): Promise<void> }>;
   /** Runs a provider-SDK service owned by `ownerWallet` without registering it (the dashboard registers it). */
   serve(name: string, opts: { price: string; ownerWallet: string }): Promise<{ endpoint: string }>;
   /** Registers an arbitrary endpoint (not an SDK service) directly on the registry. */
@@ -105,6 +105,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
         service: name,
         pricePerCall: opts.price,
         ...(opts.priceFn ? { priceFn: opts.priceFn } : {}),
+        ...(opts.pricingNote ? { pricingNote: opts.pricingNote } : {}),
         description: `test service ${name}`,
         network: 'local',
         platform: { publicKey: gw.core.platformPublicKey },

@@ -22,6 +22,7 @@ import { CredentialCache } from './auth/credential-cache.js';
 import { RedisInvalidationBus } from './auth/redis-invalidation.js';
 import { safeEqual } from './auth/tokens.js';
 import { createCalls, type CallableService, type CallResponse, type CreditsPort } from './calls.js';
+import { createManifests } from './manifests.js';
 import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth, type OAuthOptions } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
@@ -171,6 +172,8 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200),
         }
       : {}) });
+
+  const manifests = createManifests({ policy });
 
   const accounts: Accounts = createAccounts({
     db,
@@ -339,6 +342,12 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           return agent ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
         });
       },
+      /** `GET /v1/agents/:service/manifest`: what the service says about its price (its pricing note), checked against the registry. */
+      async manifest(name: string) {
+        const agent = mirror.get(name) ?? (await registry.getAgent(name).catch(() => null));
+        if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
+        return manifests.get({ service: agent.service, owner: agent.owner, endpoint: agent.endpoint });
+      },
       async mine(user: User) {
         const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE user_id = $1 AND removed_at IS NULL ORDER BY created_at DESC', [user.id]);
         const stats = await serviceStatsByName();
@@ -504,6 +513,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();
+      await manifests.close();
       accounts.close();
       redis?.disconnect();
       if (!options.database) await db.close();

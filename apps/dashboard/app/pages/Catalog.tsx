@@ -98,11 +98,31 @@ export function ServicePage({ name }: { name: string }) {
               <dt>Registered</dt>
               <dd>{formatDate(svc.data.createdAt)}</dd>
             </dl>
+            <PricingNote name={svc.data.service} />
           </div>
           <TryIt service={svc.data} onCalled={svc.reload} />
         </>
       ) : null}
     </section>
+  );
+}
+
+interface ManifestView {
+  pricing_note: string | null;
+  dynamic_pricing: boolean;
+}
+
+/** What the service itself says about its price (its `/manifest`, read by the gateway). */
+function PricingNote({ name }: { name: string }) {
+  const manifest = useLoad(() => api<ManifestView>(`/v1/agents/${encodeURIComponent(name)}/manifest`), [name]);
+  if (manifest.error) return <p className="muted">The service's own description of its price could not be read ({manifest.error}).</p>;
+  if (!manifest.data) return null;
+  const { pricing_note: note, dynamic_pricing: dynamic } = manifest.data;
+  if (!note && !dynamic) return null;
+  return (
+    <p className="pricing-note" data-testid="pricing-note">
+      <strong>{dynamic ? 'Dynamic price' : 'Pricing'}:</strong> {note ?? 'the service may quote more than the floor price for some payloads; you are asked before paying more.'}
+    </p>
   );
 }
 

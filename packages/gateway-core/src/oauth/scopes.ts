@@ -25,6 +25,7 @@ export function parseScopes(value: string | undefined): OAuthScope[] | undefined
 /** Which /v1 requests an OAuth access token may make, and the scope each needs. Everything else is refused. */
 const V1_ACCESS: Array<{ method: string; path: RegExp; scope: OAuthScope }> = [
   { method: 'GET', path: /^\/agents\/?$/, scope: 'agents:read' },
+  { method: 'GET', path: /^\/agents\/[^/]+\/manifest\/?$/, scope: 'agents:read' },
   { method: 'POST', path: /^\/call\/?$/, scope: 'agents:call' },
   { method: 'GET', path: /^\/(me|balance|wallet|transactions)\/?$/, scope: 'account:read' },
 ];

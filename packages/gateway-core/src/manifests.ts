@@ -1,0 +1,121 @@
+import { Agent, request } from 'undici';
+import { ManifestSchema, type Manifest } from '@farebox/protocol';
+import { GatewayError } from './errors.js';
+import { checkEndpoint, guardedLookup, type EndpointPolicy } from './security/endpoint-guard.js';
+
+/** What a caller may want to know before paying, from the service's own `/manifest`. */
+export interface ManifestView {
+  service: string;
+  pricing_note: string | null;
+  dynamic_pricing: boolean;
+  payments: string[];
+  manifest_url: string;
+  fetched_at: string;
+}
+
+export interface ManifestsOptions {
+  policy: EndpointPolicy;
+  /** Per fetch (default 3 s). */
+  timeoutMs?: number;
+  /** Largest manifest read (default 64 KiB). */
+  maxBytes?: number;
+  /** How long a fetched manifest is reused (default 5 minutes). */
+  ttlMs?: number;
+  now?: () => number;
+}
+
+/** `http://host/x/` -> `http://host/x/manifest`: the provider serves it next to its paid route. */
+export function manifestUrl(endpoint: string): string {
+  const url = new URL(endpoint);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/manifest`;
+  url.search = '';
+  url.hash = '';
+  return url.toString();
+}
+
+/**
+ * Fetches services' manifests for the catalog (the pricing note of a dynamic
+ * price), through the same address guard as calls: no redirects, private
+ * addresses refused, a time and size limit. A manifest that names another
+ * service or owner than the registry is refused, so a note can only come
+ * from the registered service. Answers are cached per endpoint.
+ */
+export function createManifests(options: ManifestsOptions) {
+  const timeoutMs = options.timeoutMs ?? 3_000;
+  const maxBytes = options.maxBytes ?? 64 * 1024;
+  const ttlMs = options.ttlMs ?? 5 * 60_000;
+  const now = options.now ?? Date.now;
+  const dispatcher = new Agent({ connect: { lookup: guardedLookup(options.policy) as never }, keepAliveTimeout: 5_000, connections: 16 });
+  const cache = new Map<string, { view: ManifestView; until: number }>();
+
+  async function fetchManifest(url: string): Promise<Manifest> {
+    let res;
+    try {
+      res = await request(url, {
+        dispatcher,
+        method: 'GET',
+        headers: { accept: 'application/json' },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        signal: AbortSignal.timeout(timeoutMs),
+      } as Parameters<typeof request>[1]);
+    } catch (err) {
+      const e = err as { name?: string; code?: string; cause?: { code?: string } };
+      if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT') throw new GatewayError('UPSTREAM', `service manifest unavailable: timed out after ${timeoutMs} ms`);
+      throw new GatewayError('UPSTREAM', `service manifest unavailable: ${e.cause?.code ?? e.code ?? 'connection failed'}`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        res.body.destroy();
+        throw new GatewayError('UPSTREAM', 'service manifest unavailable: too large');
+      }
+      chunks.push(chunk as Buffer);
+    }
+    if (res.statusCode !== 200) throw new GatewayError('UPSTREAM', `service manifest unavailable: status ${res.statusCode}`);
+    let json: unknown;
+    try {
+      json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      throw new GatewayError('UPSTREAM', 'service manifest unavailable: invalid JSON');
+    }
+    const parsed = ManifestSchema.safeParse(json);
+    if (!parsed.success) throw new GatewayError('UPSTREAM', 'service manifest unavailable: not a Farebox manifest');
+    return parsed.data;
+  }
+
+  return {
+    /** The manifest view of a registered service (`service`, `owner` and `endpoint` from the registry). */
+    async get(entry: { service: string; owner: string; endpoint: string }): Promise<ManifestView> {
+      const key = `${entry.endpoint}\u0000${entry.service}\u0000${entry.owner}`;
+      const hit = cache.get(key);
+      if (hit && hit.until > now()) return hit.view;
+      try {
+        await checkEndpoint(entry.endpoint, options.policy);
+      } catch (err) {
+        throw new GatewayError('UPSTREAM', `service manifest unavailable: ${(err as Error).message}`);
+      }
+      const url = manifestUrl(entry.endpoint);
+      const manifest = await fetchManifest(url);
+      if (manifest.service !== entry.service || manifest.ownerWallet !== entry.owner) {
+        throw new GatewayError('UPSTREAM', 'service manifest unavailable: it does not match the registry record');
+      }
+      const view: ManifestView = {
+        service: entry.service,
+        pricing_note: manifest.pricingNote ?? null,
+        dynamic_pricing: manifest.dynamicPricing,
+        payments: manifest.payments,
+        manifest_url: url,
+        fetched_at: new Date(now()).toISOString(),
+      };
+      if (cache.size >= 1_000) cache.delete(cache.keys().next().value!);
+      cache.set(key, { view, until: now() + ttlMs });
+      return view;
+    },
+    async close() {
+      await dispatcher.close();
+    },
+  };
+}
