@@ -18,6 +18,18 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   return { ...state, reload };
 }
 
+/** Calls `fn` every `ms` while the page is visible (figures that change without this tab doing anything). */
+export function useEvery(ms: number, fn: () => void) {
+  const latest = useRef(fn);
+  latest.current = fn;
+  useEffect(() => {
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') latest.current();
+    }, ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+}
+
 export function ErrorBox({ error, title }: { error: string | undefined; title?: string }) {
   if (!error) return null;
   return (

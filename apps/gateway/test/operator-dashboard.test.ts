@@ -104,6 +104,8 @@ describe('the operator section of the dashboard in Chromium', () => {
     expect(await treasury.getByTestId('treasury-balance').getAttribute('title')).toBe(`${onChain} base units`);
     const disputes = page.getByRole('region', { name: 'Disputes' });
     await disputes.locator(`[data-escrow="${refundMe.escrowId}"]`).waitFor();
+    // Two open disputes of 0.5 USDC each.
+    expect(await treasury.getByTestId('treasury-disputes').getAttribute('title')).toBe('10000000 base units');
     await shot('operator-02-overview');
 
     await disputes.getByRole('button', { name: `Refund escrow ${refundMe.escrowId} in full` }).click();
@@ -122,6 +124,15 @@ describe('the operator section of the dashboard in Chromium', () => {
     await disputes.getByText('No open disputes.').waitFor();
     expect(await s.usdc(splitMe.caller.publicKey)).toBe(splitMe.balance + 2_000_000n);
     expect(await s.usdc(owner)).toBe(ownerBefore + 3_000_000n);
+    // The treasury's open-disputes figure follows the resolutions without a Refresh.
+    await treasury.locator('[data-testid="treasury-disputes"][title="0 base units"]').waitFor({ timeout: 5_000 }); // sooner than the 10 s poll
+
+    // A dispute opened by a caller meanwhile shows up on its own (the panels poll).
+    const late = await newCaller(s, 3n * USDC);
+    const lateEscrow = await fundedNotServed(late, 'opui-down');
+    await late.client.dispute(lateEscrow, { reason: 'opened while the operator watches' });
+    await disputes.locator(`[data-escrow="${lateEscrow}"]`).waitFor({ timeout: 30_000 });
+    await treasury.locator('[data-testid="treasury-disputes"][title="5000000 base units"]').waitFor({ timeout: 30_000 });
 
     await disputes.getByLabel('Show').selectOption('all');
     await disputes.getByText('Resolved (split)').waitFor();

@@ -2,7 +2,7 @@ import './operator.css';
 import { useState, type FormEvent } from 'react';
 import { api, errorMessage } from '../api.js';
 import { formatDate, parseUsdc, shorten } from '../format.js';
-import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useLoad } from '../ui.js';
+import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 
 type Money = { base_units: string; usdc: string; usd: number };
 interface Treasury {
@@ -69,8 +69,14 @@ function Exact({ m, id }: { m: Money; id?: string }) {
 }
 
 /** The operator section: disputes, treasury, settlements, revenue and the audit log. */
+/** How often the treasury and the open disputes refresh on their own (disputes are opened by callers, not here). */
+const POLL_MS = 10_000;
+
 export function OperatorPage() {
   const who = useLoad(() => api<{ operator: boolean }>('/v1/operator/whoami'));
+  // A resolution here changes the treasury and the audit log too.
+  const [changes, setChanges] = useState(0);
+  const changed = () => setChanges((c) => c + 1);
   if (who.loading && !who.data) return <Loading />;
   if (who.error) return <ErrorBox title="Operator tools unavailable" error={who.error} />;
   if (!who.data?.operator)
@@ -84,17 +90,18 @@ export function OperatorPage() {
     <section aria-labelledby="op-title">
       <h1 id="op-title">Operator</h1>
       <p className="muted">Disputes on direct escrows, the treasury against what it owes, settlement health and revenue. Every action is written to the audit log.</p>
-      <TreasuryPanel />
-      <DisputesPanel />
+      <TreasuryPanel changes={changes} />
+      <DisputesPanel onChanged={changed} />
       <SettlementsPanel />
       <RevenuePanel />
-      <AuditPanel />
+      <AuditPanel changes={changes} />
     </section>
   );
 }
 
-function TreasuryPanel() {
-  const t = useLoad(() => api<Treasury>('/v1/operator/treasury'));
+function TreasuryPanel({ changes }: { changes: number }) {
+  const t = useLoad(() => api<Treasury>('/v1/operator/treasury'), [changes]);
+  useEvery(POLL_MS, t.reload);
   return (
     <section aria-labelledby="op-treasury" className="card">
       <div className="title-row">
@@ -185,9 +192,14 @@ function ResolveForm({ d, onDone }: { d: DisputeRow; onDone(): void }) {
   );
 }
 
-function DisputesPanel() {
+function DisputesPanel({ onChanged }: { onChanged(): void }) {
   const [state, setState] = useState<'open' | 'all'>('open');
   const list = useLoad(() => api<DisputeRow[]>(`/v1/operator/disputes?state=${state}`), [state]);
+  useEvery(POLL_MS, list.reload);
+  const resolved = () => {
+    list.reload();
+    onChanged();
+  };
   return (
     <section aria-labelledby="op-disputes" className="card">
       <div className="title-row">
@@ -216,7 +228,7 @@ function DisputesPanel() {
               </div>
               {d.error ? <div className="muted">Last problem: {d.error}</div> : null}
               {d.state === 'open' ? (
-                <ResolveForm d={d} onDone={list.reload} />
+                <ResolveForm d={d} onDone={resolved} />
               ) : (
                 <div>
                   Resolved ({d.resolution}) by {d.resolved_by} <ExplorerLink href={d.resolve_explorer_url} label="resolution tx" />
@@ -331,8 +343,8 @@ function RevenuePanel() {
   );
 }
 
-function AuditPanel() {
-  const log = useLoad(() => api<AuditRow[]>('/v1/operator/audit?limit=20'));
+function AuditPanel({ changes }: { changes: number }) {
+  const log = useLoad(() => api<AuditRow[]>('/v1/operator/audit?limit=20'), [changes]);
   return (
     <section aria-labelledby="op-audit" className="card">
       <div className="title-row">
