@@ -170,7 +170,6 @@ async function startInstance(): Promise<string> {
   const child = spawn(process.execPath, [...extra, '--conditions=@farebox/source', '--import', 'tsx', main], {
     env: {
       PATH: process.env.PATH,
-      ...(process.env.TMP_INFLIGHT ? { TMP_INFLIGHT: process.env.TMP_INFLIGHT } : {}),
       PORT: String(port),
       FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-bench-')),
       FAREBOX_DEVNET_URL: devnetUrl,

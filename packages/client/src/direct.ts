@@ -6,6 +6,7 @@ import {
   encodePaymentHeader,
   formatAmount,
   isValidStrKey,
+  manifestUrl,
   parseAmount,
   parsePaymentRequired,
   toUsd,
@@ -187,15 +188,6 @@ function errorText(e: unknown): string {
 
 function usdc(units: bigint): string {
   return `${formatAmount(units, { trim: true })} USDC`;
-}
-
-/** `http://host/x/` -> `http://host/x/manifest`: the provider serves it next to its paid route. */
-function manifestUrl(endpoint: string): string {
-  const url = new URL(endpoint);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/manifest`;
-  url.search = '';
-  url.hash = '';
-  return url.toString();
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici';
-import { ManifestSchema, type Manifest } from '@farebox/protocol';
+import { ManifestSchema, manifestUrl, type Manifest } from '@farebox/protocol';
 import { GatewayError } from './errors.js';
 import { checkEndpoint, guardedLookup, type EndpointPolicy } from './security/endpoint-guard.js';
 
@@ -22,15 +22,6 @@ export interface ManifestsOptions {
   /** How long a fetched manifest is reused (default 5 minutes). */
   ttlMs?: number;
   now?: () => number;
-}
-
-/** `http://host/x/` -> `http://host/x/manifest`: the provider serves it next to its paid route. */
-export function manifestUrl(endpoint: string): string {
-  const url = new URL(endpoint);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/manifest`;
-  url.search = '';
-  url.hash = '';
-  return url.toString();
 }
 
 /**

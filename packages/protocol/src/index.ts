@@ -66,6 +66,7 @@ export {
   PublicKeySchema,
   ContractIdSchema,
   ManifestSchema,
+  manifestUrl,
   firstIssueMessage,
 } from './schemas.js';
 export type { Manifest } from './schemas.js';

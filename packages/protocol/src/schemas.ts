@@ -39,6 +39,15 @@ export const ManifestSchema = z.object({
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 
+/** Where a service's manifest is: `http://host/x/` -> `http://host/x/manifest` (the provider serves it next to its paid route). */
+export function manifestUrl(endpoint: string): string {
+  const url = new URL(endpoint);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/manifest`;
+  url.search = '';
+  url.hash = '';
+  return url.toString();
+}
+
 /** Turns a zod error into the single `error` string the API returns. */
 export function firstIssueMessage(error: z.ZodError): string {
   const issue = error.issues[0];

@@ -46,6 +46,7 @@ describe('public surface', () => {
         "formatAmount",
         "hexEncode",
         "isValidStrKey",
+        "manifestUrl",
         "parseAmount",
         "parseBaseUnits",
         "parsePaymentHeader",
