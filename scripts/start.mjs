@@ -105,7 +105,13 @@ if (!existsSync(gatewayMain)) {
   process.exit(1);
 }
 console.log(`starting the Farebox stack in ${dataDir}`);
-start('gateway', process.execPath, [gatewayMain], { PORT: String(port), FAREBOX_DATA_DIR: dataDir });
+// The example services listen on 127.0.0.1: this local stack lets the gateway
+// call loopback endpoints (never its own port; refused on mainnet).
+start('gateway', process.execPath, [gatewayMain], {
+  PORT: String(port),
+  FAREBOX_DATA_DIR: dataDir,
+  FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+});
 await waitFor(`${base}/health`);
 const key = await (await fetch(`${base}/v1/platform/key`)).json();
 

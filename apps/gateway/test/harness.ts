@@ -40,6 +40,8 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   const schema = kind === 'postgres' ? `gw_test_${process.pid}_${Date.now()}_${counter++}` : undefined;
   const gw = await startGateway({
     port: 0,
+    // The test services listen on 127.0.0.1.
+    allowLoopbackEndpoints: true,
     dataDir,
     devnetCloseIntervalMs: 'instant',
     devnetInMemory: true,

@@ -25,6 +25,8 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
       gws.push(
         await startGateway({
           port: 0,
+          // The test services listen on 127.0.0.1.
+          allowLoopbackEndpoints: true,
           dataDir: await mkdtemp(join(tmpdir(), `farebox-scale-${i}-`)),
           databaseUrl: DATABASE_URL,
           databaseSchema: schema,

@@ -51,6 +51,8 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'farebox-settle-')));
   const gw = await startGateway({
     port: 0,
+    // The test services listen on 127.0.0.1.
+    allowLoopbackEndpoints: true,
     dataDir,
     embedDevnet: false,
     devnetUrl: devnet.url,

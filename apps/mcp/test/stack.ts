@@ -37,6 +37,8 @@ export async function startStack(): Promise<Stack> {
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-mcp-gw-'));
   const gw = await startGateway({
     port: 0,
+    // The test services listen on 127.0.0.1.
+    allowLoopbackEndpoints: true,
     dataDir,
     devnetCloseIntervalMs: 'instant',
     devnetInMemory: true,

@@ -31,6 +31,8 @@ async function signupKey(base: string): Promise<string> {
 beforeAll(async () => {
   gw = await startGateway({
     port: 0,
+    // The test services listen on 127.0.0.1.
+    allowLoopbackEndpoints: true,
     dataDir: await mkdtemp(join(tmpdir(), 'farebox-client-gw-')),
     devnetCloseIntervalMs: 'instant',
     devnetInMemory: true,

@@ -39,6 +39,24 @@ export interface GatewayOptions {
   maxPriceMultiple?: number;
   /** Per-minute limits: sign-up/sign-in per IP (`FAREBOX_AUTH_RATE_LIMIT`, 20), per account (`FAREBOX_ACCOUNT_RATE_LIMIT`, 6000). */
   rateLimits?: { authPerMinute?: number; accountPerMinute?: number; anonymousPerMinute?: number; oauthClientPerMinute?: number };
+  /**
+   * More `Host` header values the gateway answers cookie and OAuth routes for, besides the host of `baseUrl`
+   * (`FAREBOX_ALLOWED_HOSTS`, comma separated `host[:port]`).
+   */
+  allowedHosts?: string[];
+  /**
+   * Registered endpoints may be loopback addresses (`FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true`; default false;
+   * refused on mainnet). The gateway's own port is never allowed.
+   */
+  allowLoopbackEndpoints?: boolean;
+  /** Unpaid ("faucet") top-ups (`FAREBOX_FREE_TOPUPS`): default on for local, off for testnet, refused on mainnet. */
+  freeTopups?: boolean;
+  /** Sign-up credit in USD (`FAREBOX_SIGNUP_CREDIT`, default 5; must be set explicitly on mainnet; 0 allowed). */
+  signupCredit?: string | number;
+  /** Mainnet on embedded PGlite (`FAREBOX_ALLOW_EMBEDDED_DB=true`); refused otherwise. */
+  allowEmbeddedDb?: boolean;
+  /** The host passes its own wallet provider (no keystore key needed from the environment). */
+  keystoreKeyProvided?: boolean;
   env?: Record<string, string | undefined>;
 }
 
@@ -58,8 +76,16 @@ export interface GatewayConfig {
   secureCookies: boolean | undefined;
   trustProxy: boolean | number | string;
   maxPriceMultiple: number;
-  /** Local mode: plain http to loopback endpoints is allowed. */
+  /** Local mode: the devnet network (friendbot, devnet USDC). */
   localMode: boolean;
+  /** The port the gateway listens on (its own endpoints are never callable). */
+  port: number;
+  /** Lower-case `host[:port]` values accepted in the `Host` header of cookie and OAuth routes. */
+  allowedHosts: readonly string[];
+  allowLoopbackEndpoints: boolean;
+  freeTopups: boolean;
+  /** Sign-up credit in base units. */
+  signupCredit: bigint;
 }
 
 function int(value: string | number | undefined, name: string, problems: string[], min = 1): number | undefined {
@@ -102,8 +128,55 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const accountPerMinute = int(options.rateLimits?.accountPerMinute ?? env.FAREBOX_ACCOUNT_RATE_LIMIT, 'accountPerMinute', problems) ?? 6_000;
   const oauthClientPerMinute = int(options.rateLimits?.oauthClientPerMinute ?? env.FAREBOX_OAUTH_CLIENT_RATE_LIMIT, 'oauthClientPerMinute', problems) ?? 30_000;
   const anonymousPerMinute = int(options.rateLimits?.anonymousPerMinute ?? env.FAREBOX_ANONYMOUS_RATE_LIMIT, 'anonymousPerMinute', problems) ?? 300;
+  const flag = (option: boolean | undefined, name: string): boolean | undefined => {
+    if (option !== undefined) return option;
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    if (v !== 'true' && v !== 'false') {
+      problems.push(`${name} must be true or false`);
+      return undefined;
+    }
+    return v === 'true';
+  };
+  const allowLoopbackEndpoints = flag(options.allowLoopbackEndpoints, 'FAREBOX_ALLOW_LOOPBACK_ENDPOINTS') ?? false;
+  const freeTopupsSetting = flag(options.freeTopups, 'FAREBOX_FREE_TOPUPS');
+  const freeTopups = freeTopupsSetting ?? network === 'local';
+  const allowEmbeddedDb = flag(options.allowEmbeddedDb, 'FAREBOX_ALLOW_EMBEDDED_DB') ?? false;
+  const signupText = options.signupCredit ?? (env.FAREBOX_SIGNUP_CREDIT === '' ? undefined : env.FAREBOX_SIGNUP_CREDIT);
+  let signupCredit = 5n * 10_000_000n;
+  if (signupText !== undefined) {
+    const m = /^\s*(\d{1,4})(?:\.(\d{1,7}))?\s*$/.exec(String(signupText));
+    if (!m || Number(m[1]) > 1000) problems.push('FAREBOX_SIGNUP_CREDIT must be a USD amount from 0 to 1000 (at most 7 decimals)');
+    else signupCredit = BigInt(m[1]!) * 10_000_000n + BigInt((m[2] ?? '').padEnd(7, '0'));
+  }
+  const allowedHosts = new Set<string>();
+  if (publicOrigin) allowedHosts.add(new URL(publicOrigin).host.toLowerCase());
+  for (const raw of options.allowedHosts ?? (env.FAREBOX_ALLOWED_HOSTS ?? '').split(',')) {
+    const h = raw.trim().toLowerCase();
+    if (!h) continue;
+    if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/.test(h)) problems.push(`FAREBOX_ALLOWED_HOSTS: "${raw.trim()}" is not a host[:port]`);
+    else allowedHosts.add(h);
+  }
+
+  // Where money is real, an unsafe setting is refused at start (docs/production.md).
+  if (network === 'mainnet') {
+    const databaseUrl = options.databaseUrl ?? env.DATABASE_URL;
+    if (!databaseUrl && !allowEmbeddedDb) problems.push('mainnet needs DATABASE_URL (a PostgreSQL server): embedded PGlite runs without fsync; set FAREBOX_ALLOW_EMBEDDED_DB=true to accept that');
+    if (publicOrigin.startsWith('http:')) problems.push('mainnet needs an https FAREBOX_BASE_URL (session cookies and OAuth redirects travel over it)');
+    if (freeTopupsSetting === true) problems.push('FAREBOX_FREE_TOPUPS=true is refused on mainnet: top-ups must be paid on chain');
+    if (allowLoopbackEndpoints) problems.push('FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused on mainnet');
+    if (signupText === undefined) problems.push('mainnet needs FAREBOX_SIGNUP_CREDIT set explicitly (USD given to each new account; 0 allowed)');
+  }
+  if (network !== 'local' && !env.FAREBOX_KEYSTORE_KEY && !options.keystoreKeyProvided) {
+    problems.push(`${network} needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return {
+    port,
+    allowedHosts: [...allowedHosts],
+    allowLoopbackEndpoints,
+    freeTopups,
+    signupCredit,
     baseUrl: baseUrlText,
     publicOrigin,
     dataDir: resolve(options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox'),

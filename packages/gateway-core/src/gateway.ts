@@ -96,7 +96,7 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
  * catalog mirror and search, and the operations the HTTP host exposes.
  */
 export async function createGateway(options: CreateGatewayOptions = {}) {
-  const config: GatewayConfig = resolveGatewayConfig(options);
+  const config: GatewayConfig = resolveGatewayConfig({ ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
   const env = options.env ?? process.env;
   const log = options.log ?? ((m: string, e?: unknown) => console.error(`[farebox] ${m}`, e ?? ''));
   await mkdir(config.dataDir, { recursive: true });
@@ -123,7 +123,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const settlementLog = (m: string, e?: unknown) => { operator?.noteSettlementFailure(m, e); log(m, e); };
   const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog });
   const operator: Operator = createOperator({ db, ledger, network, settlement, treasury: walletSigner(wallets, treasuryAddress), env, log });
-  const policy: EndpointPolicy = { allowLoopback: config.localMode };
+  const policy: EndpointPolicy = { allowLoopback: config.allowLoopbackEndpoints };
   // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
   let redis: Redis | undefined;
   let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
