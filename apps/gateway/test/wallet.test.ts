@@ -76,7 +76,7 @@ describe('the wallet path', () => {
     expect(await s.usdc(user.wallet)).toBe(2_000_000n - shortfall);
     expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(treasuryBefore + shortfall);
     const txs = (await user.api('/v1/transactions')).body;
-    expect(txs.find((t: any) => t.type === 'topup' && t.note === `wallet:${topup.detail.txHash}`)).toMatchObject({ amount_base_units: Number(shortfall) });
+    expect(txs.find((t: any) => t.type === 'topup' && t.tx_signature === topup.detail.txHash)).toMatchObject({ amount_base_units: Number(shortfall), paid_with: 'wallet', explorer_url: topup.detail.explorerUrl });
   }, 120_000);
   it("counts a wallet-path payment against an OAuth connection's daily limit: over the limit nothing moves", async () => {
     const user = await s.user();

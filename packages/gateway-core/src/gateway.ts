@@ -28,6 +28,8 @@ import { createOAuth, type OAuthOptions } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
 import { createSettlement } from './settlement/index.js';
 import { createWalletPath } from './wallet-path.js';
+import { createTopups } from './topups.js';
+import { createWalletProvisioning } from './wallet-provisioning.js';
 import { createOperator, type Operator } from './operator/index.js';
 import type { SettlementConfigOptions } from './settlement/config.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
@@ -38,7 +40,7 @@ import { MemoryRateLimitStore, type RateLimitStore } from './security/rate-limit
 import { RedisRateLimitStore } from './security/redis-rate-limit.js';
 import { DbKeystoreStorage } from './keystore-db.js';
 import { Redis } from 'ioredis';
-import { balanceView, intParam, serviceView, transactionView } from './views.js';
+import { balanceView, intParam, serviceView, transactionView, type WalletStatus } from './views.js';
 
 export const GATEWAY_MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
 
@@ -104,7 +106,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
   await migrateLedger(db);
   await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
-  const ledger = new Ledger(db);
+  const ledger = new Ledger(db, { signupCredit: config.signupCredit });
   const oauth = createOAuth({ db, baseUrl: config.baseUrl, env, ...options.oauth });
   const spending = createSpendingLimits({ db, ...(options.oauth?.now ? { now: options.oauth.now } : {}) });
 
@@ -122,6 +124,10 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const chain = createStellarAccounts(network);
   const settlementLog = (m: string, e?: unknown) => { operator?.noteSettlementFailure(m, e); log(m, e); };
   const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog });
+  // Test hook (`FAREBOX_TEST_CRASH_AT`): the crash tests kill the process at a named point.
+  const crashPoint = (name: string) => {
+    if (settlement.settings.crashAt === name) process.kill(process.pid, 'SIGKILL');
+  };
   const operator: Operator = createOperator({ db, ledger, network, settlement, treasury: walletSigner(wallets, treasuryAddress), env, log });
   const policy: EndpointPolicy = { allowLoopback: config.allowLoopbackEndpoints };
   // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
@@ -164,8 +170,22 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     return agent ? { service: agent.service, owner: agent.owner, pricePerCall: agent.pricePerCall, endpoint: agent.endpoint } : undefined;
   }
 
+  const topups = createTopups({
+    ledger,
+    wallets,
+    network,
+    treasuryAddress,
+    probe: settlement.probe,
+    mode: config.freeTopups ? 'free' : 'wallet',
+    walletUsdc: async (a) => {
+      const b = await chain.balances(a);
+      return b.exists && b.usdc !== null ? b.usdc : null;
+    },
+    crashPoint,
+    log,
+  });
   const walletPath = settlement.escrow
-    ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, probe: settlement.probe, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log })
+    ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, topups, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log })
     : undefined;
   const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple, ...(walletPath
       ? {
@@ -175,9 +195,22 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
 
   const manifests = createManifests({ policy });
 
+  // ---- wallets on chain ---------------------------------------------------------
+  // A new account's wallet is set up by a durable job that starts at sign-up.
+  const provisioning = createWalletProvisioning({
+    db,
+    chain,
+    network,
+    wallets,
+    treasury: walletSigner(wallets, treasuryAddress),
+    startingXlm: 20_000_000n,
+    log,
+  });
+
   const accounts: Accounts = createAccounts({
     db,
     wallets,
+    onSignup: () => provisioning.kick(),
     cache: new CredentialCache({ ...(redis ? { bus: new RedisInvalidationBus(redis) } : {}), ttlMs: config.credentialCacheMs }),
     credits: {
       openAccount: async (id) => {
@@ -186,28 +219,11 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     },
   });
 
-  // ---- wallets on chain ---------------------------------------------------------
-  const provisioning = new Map<string, Promise<void>>();
-  /** Funds a wallet (friendbot where the network has one) and sets its USDC trustline, once. */
-  function provisionWallet(address: string, userId?: string): Promise<void> {
-    let p = provisioning.get(address);
-    if (!p) {
-      p = (async () => {
-        const state = await chain.balances(address);
-        if (!state.exists) await chain.fund(address);
-        if (state.usdc === null) await chain.ensureUsdcTrustline(walletSigner(wallets, address));
-        if (userId) await db.query('UPDATE gw_users SET wallet_ready_at = now() WHERE id = $1 AND wallet_ready_at IS NULL', [userId]);
-      })();
-      provisioning.set(address, p);
-      p.catch(() => provisioning.delete(address));
-    }
-    return p;
-  }
-
-  async function walletBalance(user: User): Promise<{ units: bigint; status: 'ok' | 'unavailable' | 'not_provisioned' }> {
+  /** The wallet's USDC; `provisioning` until its set-up job has created it and set its trustline. */
+  async function walletBalance(user: User): Promise<{ units: bigint; status: WalletStatus }> {
     try {
       const b = await chain.balances(user.walletAddress);
-      if (!b.exists || b.usdc === null) return { units: 0n, status: 'not_provisioned' };
+      if (!b.exists || b.usdc === null) return { units: 0n, status: 'provisioning' };
       return { units: b.usdc, status: 'ok' };
     } catch {
       return { units: 0n, status: 'unavailable' };
@@ -239,6 +255,11 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   function requirePublisher(user: User) {
     if (!user.isPublisher) throw new GatewayError('FORBIDDEN', 'activate publishing first (POST /v1/publisher/activate)');
   }
+
+  const topupReconciler = setInterval(() => {
+    topups.reconcile().catch((err) => log('top-up reconciliation failed', err));
+  }, 30_000);
+  topupReconciler.unref();
 
   const reaper = setInterval(() => {
     ledger.reapExpiredHolds().catch((err) => log('reaper failed', err));
@@ -275,7 +296,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
         await attachment.ready;
       })();
       await mirrorStarted;
-      provisionWallet(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
+      if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
+      provisioning.start();
+      topups.reconcile().catch((err) => log('top-up reconciliation failed', err));
       settlement.start();
       operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
@@ -304,7 +327,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       balance: balanceOf,
       async wallet(user: User) {
         const w = await walletBalance(user);
-        if (w.status === 'not_provisioned') provisionWallet(user.walletAddress, user.id).catch((err) => log('wallet provisioning failed', err));
+        if (w.status === 'provisioning') provisioning.kick();
         return {
           pubkey: user.walletAddress,
           asset: 'USDC',
@@ -318,11 +341,14 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           master_wallet: treasuryAddress,
         };
       },
-      async topup(user: User, body: unknown, _idempotencyKey?: string) {
+      /**
+       * `POST /v1/topup`: paid on chain from the account's wallet (or free where
+       * `FAREBOX_FREE_TOPUPS` allows it); the new balance and the top-up.
+       */
+      async topup(user: User, body: unknown, idempotencyKey?: string) {
         const { amount } = parse(TopupSchema, body);
         const units = await translated(async () => parseTopupAmount(amount));
-        await translated(() => ledger.topup(user.id, units));
-        return balanceOf(user);
+        return topups.topup(user, units, idempotencyKey, async (topup) => ({ ...(await balanceOf(user)), topup }));
       },
       async transactions(user: User, limit: unknown) {
         const n = intParam(limit, 'limit', 1, 500, 50);
@@ -362,7 +388,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
         requirePublisher(user);
         const input = parse(RegisterSchema, body);
         await checkEndpoint(input.endpoint, policy);
-        await translated(() => provisionWallet(user.walletAddress, user.id));
+        await translated(() => provisioning.ensure(user.walletAddress, user.id));
         const { txHash } = await translated(() =>
           registry.register(walletSigner(wallets, user.walletAddress), {
             service: input.service,
@@ -418,7 +444,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     publisher: {
       async activate(user: User, body: unknown) {
         const updated = await accounts.activatePublisher(user.id, body);
-        return { is_publisher: true, publisher_name: updated.publisherName, payout_wallet: updated.walletAddress };
+        return { is_publisher: true, publisher_name: updated.publisherName, payout_wallet: updated.walletAddress, wallet_status: (await walletBalance(updated)).status };
       },
       async overview(user: User) {
         requirePublisher(user);
@@ -428,6 +454,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
         return {
           publisher_name: user.publisherName,
           payout_wallet: user.walletAddress,
+          wallet_status: w.status,
           fee: { pct: PLATFORM_FEE_PCT },
           calls: totals.calls,
           ...amountFields('earned', totals.earned),
@@ -484,6 +511,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           explorerUrl: network.explorer.tx('').replace(/\/tx\/$/, ''),
           treasury: treasuryAddress,
           feePct: PLATFORM_FEE_PCT,
+          topups: topups.mode,
         };
       },
       async health() {
@@ -508,6 +536,8 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
 
     async close() {
       clearInterval(reaper);
+      clearInterval(topupReconciler);
+      await provisioning.stop();
       await settlement.stop();
       await operator.stop();
       attachment?.detach();

@@ -3,8 +3,15 @@ import type { LedgerTransaction } from '@farebox/ledger';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
 
+/**
+ * `ok`; `provisioning` while the wallet's set-up job (account, USDC trustline)
+ * has not finished: USDC sent to it now would fail; `unavailable` when the
+ * settlement network could not be asked.
+ */
+export type WalletStatus = 'ok' | 'provisioning' | 'unavailable';
+
 /** The Balance object (`GET /v1/balance`), with the legacy twins. */
-export function balanceView(credits: bigint, wallet: bigint, walletStatus: 'ok' | 'unavailable' | 'not_provisioned') {
+export function balanceView(credits: bigint, wallet: bigint, walletStatus: WalletStatus) {
   return {
     asset: 'USDC',
     base_unit_name: BASE_UNIT_NAME,

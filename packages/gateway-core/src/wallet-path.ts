@@ -1,4 +1,3 @@
-import { Asset, BASE_FEE, Horizon, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
 import { createClient, ClientError, type TraceStep as DirectTraceStep } from '@farebox/client';
 import type { EscrowClient } from '@farebox/escrow';
 import { BALANCE_CAP, TOPUP_MAX, type Ledger } from '@farebox/ledger';
@@ -10,7 +9,7 @@ import type { CallableService, CallResponse, TraceStep } from './calls.js';
 import { CALL_MODES } from './calls.js';
 import { GatewayError } from './errors.js';
 import { checkEndpoint, type EndpointPolicy } from './security/endpoint-guard.js';
-import type { ChainProbe } from './settlement/onchain.js';
+import type { Topups } from './topups.js';
 
 /** What the credit path hands over when credits do not cover a call. */
 export interface ShortfallInput {
@@ -32,7 +31,8 @@ export interface WalletPathOptions {
   wallets: WalletProvider;
   network: NetworkConfig;
   escrow: EscrowClient;
-  probe: ChainProbe;
+  /** Moves a shortfall from the wallet to the treasury as a top-up, exactly once. */
+  topups: Pick<Topups, 'payFromWallet'>;
   treasuryAddress: string;
   policy: EndpointPolicy;
   /** The account wallet's USDC (base units), 0 when it has no trustline or does not exist. */
@@ -62,8 +62,6 @@ const step = (name: string, started: number, status: TraceStep['status'], detail
  */
 export function createWalletPath(o: WalletPathOptions) {
   const log = o.log ?? (() => undefined);
-  const horizon = new Horizon.Server(o.network.horizonUrl, { allowHttp: o.network.allowHttp });
-  const usdc = new Asset(o.network.usdc.code, o.network.usdc.issuer);
 
   async function payFromWallet(input: ShortfallInput, walletUnits: bigint): Promise<CallResponse> {
     const { principal, service: svc } = input;
@@ -136,34 +134,6 @@ export function createWalletPath(o: WalletPathOptions) {
     }
   }
 
-  /**
-   * Moves `amount` USDC from the wallet to the treasury and credits it,
-   * exactly once: the signed payment and its hash are recorded before it is
-   * submitted, so a crash in between is settled by {@link reconcile}.
-   */
-  async function topUpFromWallet(userId: string, wallet: string, amount: bigint, callId: string): Promise<{ txHash: string }> {
-    const record = await o.ledger.recordWalletPayment(userId, { kind: 'topup', callId, amount });
-    const account = await horizon.loadAccount(wallet);
-    const tx = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: o.network.passphrase })
-      .addOperation(Operation.payment({ destination: o.treasuryAddress, asset: usdc, amount: formatAmount(amount) }))
-      .setTimeout(120)
-      .build();
-    const signed = TransactionBuilder.fromXDR(await o.wallets.sign(wallet, tx.toXDR(), o.network.passphrase), o.network.passphrase);
-    const hash = signed.hash().toString('hex');
-    await o.ledger.noteWalletPayment(record.id, { data: { hash, xdr: signed.toXDR() } });
-    try {
-      await horizon.submitTransaction(signed);
-    } catch (err) {
-      const status = await o.probe.transaction(hash).catch(() => ({ status: 'NOT_FOUND' as const }));
-      if (status.status !== 'SUCCESS') {
-        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `wallet top-up refused: ${err instanceof Error ? err.message : String(err)}` });
-        throw new GatewayError('UPSTREAM', 'moving the shortfall from the wallet failed; nothing was charged');
-      }
-    }
-    await o.ledger.resolveWalletPayment(record.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) });
-    return { txHash: hash };
-  }
-
   return {
     /** The credit path's hook: decides between the wallet path, the combined case and `insufficient balance`. */
     async onInsufficientCredits(input: ShortfallInput): Promise<ShortfallOutcome> {
@@ -176,29 +146,21 @@ export function createWalletPath(o: WalletPathOptions) {
         if (shortfall > TOPUP_MAX || credits.aggregated + shortfall > BALANCE_CAP) {
           throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
         }
-        const { txHash } = await topUpFromWallet(user.id, user.walletAddress, shortfall, `${input.callId}.topup`);
+        const paid = await o.topups.payFromWallet(user, shortfall, `${input.callId}.topup`).catch((err: unknown) => {
+          throw new GatewayError('UPSTREAM', `moving the shortfall from the wallet failed; nothing was charged (${err instanceof Error ? err.message : String(err)})`);
+        });
+        const txHash = paid.txHash ?? '';
         input.steps.push(step('wallet_topup', started, 'ok', { amount: shortfall.toString(), from: user.walletAddress, to: o.treasuryAddress, txHash, explorerUrl: o.network.explorer.tx(txHash) }));
         return { retry: true };
       }
       throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
     },
 
-    /** Settles wallet top-ups a crash left pending: applied on chain -> credited; never applicable -> failed. */
+    /** Wallet-paid calls a crash left pending: no escrow was recorded for them after 10 minutes -> failed (nothing was charged in credits). */
     async reconcile(): Promise<void> {
       for (const p of await o.ledger.pendingWalletPayments()) {
-        const hash = typeof p.data.hash === 'string' ? p.data.hash : undefined;
-        try {
-          if (p.kind === 'topup' && hash) {
-            const status = await o.probe.transaction(hash);
-            if (status.status === 'SUCCESS') {
-              await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) });
-              continue;
-            }
-          }
-          if (Date.now() - p.createdAt.getTime() > 10 * 60_000) await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' });
-        } catch (err) {
-          log(`reconciling wallet payment ${p.id} failed`, err);
-        }
+        if (p.kind !== 'call' || Date.now() - p.createdAt.getTime() <= 10 * 60_000) continue;
+        await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' }).catch((err) => log(`reconciling wallet payment ${p.id} failed`, err));
       }
     },
   };

@@ -130,6 +130,8 @@ export interface ResolveResult {
 
 export interface TopupResult extends AccountBalance {
   amount: bigint;
+  /** False when a top-up made `once` found its reference already credited (nothing changed). */
+  applied: boolean;
 }
 
 export interface OpenAccountResult extends AccountBalance {
@@ -323,6 +325,8 @@ type Row = Record<string, unknown>;
 export interface LedgerOptions {
   /** Group commit of holds and posts (default on); `false` sends each alone. */
   batch?: boolean | BatchOptions;
+  /** Credits a new account starts with (base units, default {@link SIGNUP_CREDIT}; 0 for none). */
+  signupCredit?: bigint;
 }
 
 interface HoldInput {
@@ -593,6 +597,7 @@ export class Ledger {
   readonly db: Database;
   private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
   private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
+  private readonly signupCredit: bigint;
 
   /**
    * `batch` (default on): key-less holds and exact posts that arrive while
@@ -602,6 +607,9 @@ export class Ledger {
    */
   constructor(db: Database, options: LedgerOptions = {}) {
     this.db = db;
+    const credit = options.signupCredit ?? SIGNUP_CREDIT;
+    if (typeof credit !== 'bigint' || credit < 0n || credit > TOPUP_MAX) invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
+    this.signupCredit = credit;
     if (options.batch !== false) {
       const batch = options.batch === true || options.batch === undefined ? {} : options.batch;
       this.holdBatcher = new Batcher((items) => this.flushHolds(items), batch);
@@ -616,7 +624,8 @@ export class Ledger {
   // ---------------------------------------------------------------- accounts
 
   /**
-   * Creates the account with the 5 USD sign-up credit, exactly once: a second
+   * Creates the account with the sign-up credit (5 USD unless the ledger was
+   * opened with another `signupCredit`), exactly once: a second
    * call (or a concurrent one) changes nothing and reports `created: false`.
    */
   async openAccount(accountId: string): Promise<OpenAccountResult> {
@@ -626,10 +635,10 @@ export class Ledger {
          INSERT INTO accounts (id, balance) VALUES ($1, $2::bigint) ON CONFLICT (id) DO NOTHING RETURNING id, balance
        ), j AS (
          INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference)
-         SELECT id, 'signup', balance, balance, 0, 'signup' FROM a
+         SELECT id, 'signup', balance, balance, 0, 'signup' FROM a WHERE balance > 0
        )
        SELECT balance FROM a`,
-      [accountId, SIGNUP_CREDIT.toString()],
+      [accountId, this.signupCredit.toString()],
     );
     const balance = await this.balance(accountId);
     return { ...balance, created: rows.length === 1 };
@@ -655,12 +664,18 @@ export class Ledger {
    * (balance + pending holds) may not pass 10,000 USD (`BALANCE_CAP_EXCEEDED`,
    * `balance cap exceeded (max $10000)`). Refused top-ups change nothing.
    */
-  async topup(accountId: string, amount: bigint, options: { reference?: string } = {}): Promise<TopupResult> {
+  async topup(accountId: string, amount: bigint, options: { reference?: string; once?: boolean } = {}): Promise<TopupResult> {
     const reference = options.reference === undefined ? null : text(options.reference, 'reference');
-    return this.db.transaction((tx) => this.topupIn(tx, accountId, amount, reference));
+    if (options.once && reference === null) invalid('a top-up made once needs a reference', { field: 'reference' });
+    return this.db.transaction((tx) => this.topupIn(tx, accountId, amount, reference, true, options.once === true));
   }
 
-  private async topupIn(tx: Queryable, accountId: string, amount: bigint, reference: string | null): Promise<TopupResult> {
+  /**
+   * `enforceCap: false` is for money already received on chain (a wallet
+   * top-up checked against the cap before it was sent): it is credited even
+   * if a concurrent top-up took the account over the cap in between.
+   */
+  private async topupIn(tx: Queryable, accountId: string, amount: bigint, reference: string | null, enforceCap = true, once = false): Promise<TopupResult> {
     if (typeof amount !== 'bigint' || amount <= 0n || amount > TOPUP_MAX) {
       throw new LedgerError('INVALID_AMOUNT', LEDGER_MESSAGES.invalidTopup, { amount: String(amount) });
     }
@@ -669,7 +684,12 @@ export class Ledger {
     const locked = await tx.query('SELECT balance FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
     if (locked.rows.length === 0) throw new LedgerError('ACCOUNT_NOT_FOUND', 'account not found', { accountId });
     const before = await this.balance(accountId, tx);
-    if (before.aggregated + amount > BALANCE_CAP) {
+    if (once) {
+      // Under the account's row lock: a second top-up with this reference finds the first.
+      const done = await tx.query(`SELECT 1 FROM journal WHERE account_id = $1 AND kind = 'topup' AND reference = $2`, [accountId, reference]);
+      if (done.rows.length > 0) return { accountId, amount, balance: before.balance, held: before.held, aggregated: before.aggregated, applied: false };
+    }
+    if (enforceCap && before.aggregated + amount > BALANCE_CAP) {
       throw new LedgerError('BALANCE_CAP_EXCEEDED', LEDGER_MESSAGES.balanceCap, {
         amount: amount.toString(),
         aggregated: before.aggregated.toString(),
@@ -682,7 +702,7 @@ export class Ledger {
       [accountId, amount.toString(), reference],
     );
     const balance = before.balance + amount;
-    return { accountId, amount, balance, held: before.held, aggregated: balance + before.held };
+    return { accountId, amount, balance, held: before.held, aggregated: balance + before.held, applied: true };
   }
 
   // ------------------------------------------------------------------- holds
@@ -1055,10 +1075,18 @@ export class Ledger {
           FROM wallet_payments w WHERE w.account_id = $1 AND w.kind = 'call'
           ORDER BY w.created_at DESC LIMIT $2)
          UNION ALL
-         (SELECT 'topup', j.id::text, j.amount, NULL, NULL, NULL, 'completed', NULL,
-                 CASE j.kind WHEN 'signup' THEN 'signup' ELSE j.reference END, j.created_at, 0
-          FROM journal j WHERE j.account_id = $1 AND j.kind IN ('signup', 'topup')
+         (SELECT 'topup', j.id::text, j.amount, NULL, w.tx_hash, w.explorer_url, 'completed',
+                 CASE WHEN w.id IS NOT NULL THEN 'wallet' END,
+                 CASE WHEN j.kind = 'signup' THEN 'signup' WHEN w.id IS NOT NULL THEN NULL ELSE j.reference END, j.created_at, 0
+          FROM journal j
+          LEFT JOIN wallet_payments w ON w.account_id = j.account_id AND w.kind = 'topup' AND w.state = 'completed'
+                                     AND j.reference = 'wallet:' || w.tx_hash
+          WHERE j.account_id = $1 AND j.kind IN ('signup', 'topup')
           ORDER BY j.id DESC LIMIT $2)
+         UNION ALL
+         (SELECT 'topup', w.id::text, w.amount, NULL, w.data->>'hash', w.explorer_url, w.state, 'wallet', w.error, w.created_at, 0
+          FROM wallet_payments w WHERE w.account_id = $1 AND w.kind = 'topup' AND w.state <> 'completed'
+          ORDER BY w.created_at DESC LIMIT $2)
        ) t ORDER BY created_at DESC, ord DESC, id DESC LIMIT $2`,
       [accountId, limit],
     );
@@ -1465,7 +1493,8 @@ export class Ledger {
         const txHash = text(outcome.txHash, 'txHash');
         const explorerUrl = outcome.explorerUrl === undefined ? null : text(outcome.explorerUrl, 'explorerUrl', 2048);
         const escrowId = outcome.escrowId === undefined ? null : text(outcome.escrowId, 'escrowId');
-        if (current.kind === 'topup') balance = (await this.topupIn(tx, current.accountId, current.amount, `wallet:${txHash}`)).balance;
+        // The USDC is in the treasury: it becomes credits whatever happened to the balance meanwhile.
+        if (current.kind === 'topup') balance = (await this.topupIn(tx, current.accountId, current.amount, `wallet:${txHash}`, false)).balance;
         ({ rows: updated } = await tx.query(
           `UPDATE wallet_payments SET state = 'completed', tx_hash = $2, explorer_url = $3, escrow_id = COALESCE($4, escrow_id), resolved_at = now() WHERE id = $1 RETURNING *`,
           [paymentId, txHash, explorerUrl, escrowId],

@@ -220,11 +220,45 @@ describe('wallet payments', () => {
     const failed = await t.ledger.recordWalletPayment(acct, { kind: 'call', callId: 'c3', amount: 1n });
     await t.ledger.resolveWalletPayment(failed.id, { state: 'failed', error: 'escrow refused' });
     const txs = await t.ledger.transactions(acct);
-    expect(txs.filter((x) => x.paidWith === 'wallet').map((x) => [x.status, x.txSignature])).toEqual([
-      ['failed', null],
-      ['completed', 'tx-call'],
+    expect(txs.filter((x) => x.paidWith === 'wallet').map((x) => [x.type, x.status, x.txSignature])).toEqual([
+      ['call', 'failed', null],
+      ['topup', 'completed', 'tx-top'],
+      ['call', 'completed', 'tx-call'],
     ]);
-    expect(txs.find((x) => x.note === 'wallet:tx-top')).toMatchObject({ type: 'topup', amount: 700_000n });
+    // The paid top-up shows its transaction, not an internal reference.
+    expect(txs.find((x) => x.type === 'topup' && x.txSignature === 'tx-top')).toMatchObject({ amount: 700_000n, note: null, paidWith: 'wallet' });
+    expect((await t.ledger.verify()).ok).toBe(true);
+  });
+
+  it('lists a top-up still on its way (pending, with the submitted hash) and one that failed', async () => {
+    const acct = accountId('wallet-pending');
+    await t.ledger.openAccount(acct);
+    const pending = await t.ledger.recordWalletPayment(acct, { kind: 'topup', callId: 'p1', amount: 3_000_000n });
+    await t.ledger.noteWalletPayment(pending.id, { data: { hash: 'h-pending', xdr: 'AAAA' } });
+    const failed = await t.ledger.recordWalletPayment(acct, { kind: 'topup', callId: 'p2', amount: 4_000_000n });
+    await t.ledger.resolveWalletPayment(failed.id, { state: 'failed', error: 'refused by the network: tx_failed' });
+    const txs = (await t.ledger.transactions(acct)).filter((x) => x.note !== 'signup');
+    expect(txs.map((x) => [x.type, x.status, x.amount, x.txSignature, x.note])).toEqual([
+      ['topup', 'failed', 4_000_000n, null, 'refused by the network: tx_failed'],
+      ['topup', 'pending', 3_000_000n, 'h-pending', null],
+    ]);
+    // Neither is credited.
+    expect((await t.ledger.balance(acct)).balance).toBe(SIGNUP_CREDIT);
+  });
+
+  it('credits a paid top-up even when the account went over the cap after it was sent, and a `once` top-up only once', async () => {
+    const acct = accountId('wallet-cap');
+    await t.ledger.openAccount(acct);
+    const paid = await t.ledger.recordWalletPayment(acct, { kind: 'topup', callId: 'cap', amount: 1_000n * 10_000_000n });
+    for (let i = 0; i < 9; i++) await t.ledger.topup(acct, 1_000n * 10_000_000n);
+    // The cap would refuse it now, but the USDC is already in the treasury.
+    const done = await t.ledger.resolveWalletPayment(paid.id, { state: 'completed', txHash: 'over' });
+    expect(done.balance).toBe(SIGNUP_CREDIT + 10_000n * 10_000_000n);
+    const once = accountId('once');
+    await t.ledger.openAccount(once);
+    const results = await Promise.all([1, 2, 3].map(() => t.ledger.topup(once, 10n, { reference: 'free:k', once: true })));
+    expect(results.filter((r) => r.applied)).toHaveLength(1);
+    expect((await t.ledger.balance(once)).balance).toBe(SIGNUP_CREDIT + 10n);
     expect((await t.ledger.verify()).ok).toBe(true);
   });
 });

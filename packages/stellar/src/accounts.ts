@@ -12,7 +12,13 @@ export interface AccountBalances {
 }
 
 export interface Accounts {
+  /** Funds a new account through the network's friendbot (test networks only). */
   fund(address: string): Promise<void>;
+  /**
+   * Creates `address` on chain with `startingXlm` stroops paid by `funder` (networks without a
+   * friendbot); an account that already exists is left as it is.
+   */
+  createAccount(funder: TxSigner, address: string, startingXlm: bigint): Promise<{ txHash?: string }>;
   ensureUsdcTrustline(signer: TxSigner): Promise<{ txHash?: string }>;
   balances(address: string): Promise<AccountBalances>;
   payUsdc(signer: TxSigner, to: string, amount: bigint): Promise<{ txHash: string }>;
@@ -106,6 +112,19 @@ export function createAccounts(config: NetworkConfig): Accounts {
       const body = await res.text();
       if (/createAccountAlreadyExist|op_already_exists|already funded/i.test(body)) return;
       throw new StellarError('RPC_ERROR', `friendbot refused (${res.status}): ${body.slice(0, 300)}`);
+    },
+    async createAccount(funder, address, startingXlm) {
+      requireAccountId('address', address);
+      if (typeof startingXlm !== 'bigint' || startingXlm <= 0n) throw new StellarError('INVALID_INPUT', 'startingXlm must be a positive bigint of stroops');
+      if (await load(address)) return {};
+      try {
+        const txHash = await submit(funder, (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: unitsToDecimal(startingXlm) })), 'creating the account');
+        return { txHash };
+      } catch (e) {
+        // Created meanwhile (another gateway): what was wanted exists.
+        if (await load(address).catch(() => null)) return {};
+        throw e;
+      }
     },
     async ensureUsdcTrustline(signer) {
       const account = await load(requireAccountId('signer.publicKey', signer.publicKey));

@@ -112,7 +112,8 @@ function checkUrl(label: string, value: string, problems: string[]): void {
 /**
  * Resolves a network configuration. Precedence: option, then environment
  * (`STELLAR_NETWORK`, `STELLAR_CONTRACT_ID`, `STELLAR_RPC_URL`, `STELLAR_HORIZON_URL`,
- * `FAREBOX_DEVNET_URL`), then the preset. Throws `ConfigError` listing every problem.
+ * `STELLAR_NETWORK_PASSPHRASE`, `STELLAR_USDC_ISSUER`, `STELLAR_FRIENDBOT_URL` (`none`: no
+ * friendbot), `STELLAR_EXPLORER_URL`, `FAREBOX_DEVNET_URL`), then the preset. Throws `ConfigError` listing every problem.
  *
  * @example
  * const local = resolveNetwork({ network: 'local', devnetUrl: devnet.url });
@@ -132,7 +133,9 @@ export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig 
 
   const rpcUrl = trimSlash(nonEmpty(opts.rpcUrl) ?? nonEmpty(env.STELLAR_RPC_URL) ?? p.rpcUrl);
   const horizonUrl = trimSlash(nonEmpty(opts.horizonUrl) ?? nonEmpty(env.STELLAR_HORIZON_URL) ?? p.horizonUrl);
-  const friendbotUrl = nonEmpty(opts.friendbotUrl) ?? p.friendbotUrl;
+  // `none` turns a preset's friendbot off (a private network run like mainnet).
+  const friendbotSetting = nonEmpty(opts.friendbotUrl) ?? nonEmpty(env.STELLAR_FRIENDBOT_URL);
+  const friendbotUrl = friendbotSetting === 'none' ? undefined : (friendbotSetting ?? p.friendbotUrl);
   checkUrl('rpcUrl', rpcUrl, problems);
   checkUrl('horizonUrl', horizonUrl, problems);
   if (friendbotUrl) checkUrl('friendbotUrl', friendbotUrl, problems);
@@ -141,10 +144,10 @@ export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig 
   if (registryContractId !== undefined && !StrKey.isValidContract(registryContractId)) {
     problems.push(`contractId must be a C... contract id, got "${registryContractId}"`);
   }
-  const usdcIssuer = nonEmpty(opts.usdcIssuer) ?? p.usdcIssuer;
+  const usdcIssuer = nonEmpty(opts.usdcIssuer) ?? nonEmpty(env.STELLAR_USDC_ISSUER) ?? p.usdcIssuer;
   if (!StrKey.isValidEd25519PublicKey(usdcIssuer)) problems.push(`usdcIssuer must be a G... public key, got "${usdcIssuer}"`);
-  const passphrase = nonEmpty(opts.passphrase) ?? p.passphrase;
-  const explorerBase = trimSlash(nonEmpty(opts.explorerUrl) ?? p.explorerBase);
+  const passphrase = nonEmpty(opts.passphrase) ?? nonEmpty(env.STELLAR_NETWORK_PASSPHRASE) ?? p.passphrase;
+  const explorerBase = trimSlash(nonEmpty(opts.explorerUrl) ?? nonEmpty(env.STELLAR_EXPLORER_URL) ?? p.explorerBase);
   checkUrl('explorerUrl', explorerBase, problems);
 
   if (problems.length || !name) throw new ConfigError(problems);

@@ -98,10 +98,12 @@ export interface AccountsOptions {
   credits: CreditAccounts;
   /** API-key principals kept for a few seconds (default: a local cache; revocations reach other instances through its bus). */
   cache?: CredentialCache;
+  /** Called after an account is created (its wallet's set-up job is due). */
+  onSignup?: (user: User) => void;
 }
 
 /** Sign-up, sign-in, sessions and API keys. */
-export function createAccounts({ db, wallets, credits, cache = new CredentialCache() }: AccountsOptions) {
+export function createAccounts({ db, wallets, credits, cache = new CredentialCache(), onSignup }: AccountsOptions) {
   async function userById(id: string): Promise<User | undefined> {
     const { rows } = await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM gw_users WHERE id = $1`, [id]);
     return rows[0] ? toUser(rows[0]) : undefined;
@@ -145,6 +147,7 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
       if (!inserted.rows[0]) throw new GatewayError('CONFLICT', 'email already registered');
       await credits.openAccount(id);
       const user = toUser(inserted.rows[0]);
+      onSignup?.(user);
       return { user, session: await newSession(id) };
     },
 

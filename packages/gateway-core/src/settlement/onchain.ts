@@ -49,6 +49,20 @@ export function txHashOf(signedXdr: string, passphrase: string): string {
   return TransactionBuilder.fromXDR(signedXdr, passphrase).hash().toString('hex');
 }
 
+/**
+ * True while a signed (not fee-bump) envelope can still be applied: its time
+ * bounds are open and its source account's sequence has not passed it. When
+ * false and the chain does not know its hash, it never will.
+ */
+export async function canStillApplyTx(probe: ChainProbe, signedXdr: string, passphrase: string): Promise<boolean> {
+  const tx = TransactionBuilder.fromXDR(signedXdr, passphrase);
+  if ('innerTransaction' in tx) return false;
+  const maxTime = Number(tx.timeBounds?.maxTime ?? '0');
+  if (maxTime !== 0 && Date.now() / 1000 > maxTime) return false;
+  const current = await probe.sequence(tx.source);
+  return current < BigInt(tx.sequence);
+}
+
 export interface StepOutcome {
   hash: string;
   /** The contract a deploy created. */
@@ -89,14 +103,7 @@ export function createStepRunner(deps: { escrow: EscrowClient; probe: ChainProbe
     }
   }
 
-  async function canStillApply(signedXdr: string): Promise<boolean> {
-    const tx = TransactionBuilder.fromXDR(signedXdr, passphrase);
-    if ('innerTransaction' in tx) return false;
-    const maxTime = Number(tx.timeBounds?.maxTime ?? '0');
-    if (maxTime !== 0 && Date.now() / 1000 > maxTime) return false;
-    const current = await probe.sequence(tx.source);
-    return current < BigInt(tx.sequence);
-  }
+  const canStillApply = (signedXdr: string) => canStillApplyTx(probe, signedXdr, passphrase);
 
   async function submit(signedXdr: string, hash: string): Promise<{ ok: boolean; contractId?: string; message: string }> {
     let message = 'not applied';

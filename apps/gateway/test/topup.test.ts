@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccounts, resolveNetwork } from '@farebox/stellar';
+import { startHarness, type Harness } from './harness.js';
+import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
+import { testnetOnDevnet } from './testnet-kit.js';
+
+const USDC = 10_000_000n;
+
+describe('free top-ups (the local network)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('pglite');
+  }, 60_000);
+  afterAll(() => h?.close());
+
+  it('are unpaid credits marked as such, and an Idempotency-Key makes one happen once', async () => {
+    const u = await h.user();
+    expect((await h.gw.core.platform.key()).topups).toBe('free');
+    const first = await u.api('/v1/topup', { body: { amount: 7 }, headers: { 'idempotency-key': 'free-once' } });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ balance_base_units: 120_000_000, topup: { status: 'completed', amount_base_units: 70_000_000, paid_with: null, note: 'free' } });
+    const replay = await u.api('/v1/topup', { body: { amount: 7 }, headers: { 'idempotency-key': 'free-once' } });
+    expect(replay).toMatchObject({ status: 200, body: first.body });
+    const other = await u.api('/v1/topup', { body: { amount: 8 }, headers: { 'idempotency-key': 'free-once' } });
+    expect(other).toMatchObject({ status: 409, body: { error: 'idempotency key reused with a different request' } });
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(120_000_000);
+    const topups = ((await u.api('/v1/transactions')).body as any[]).filter((t) => t.type === 'topup' && t.note !== 'signup');
+    expect(topups).toHaveLength(1);
+    expect(topups[0].note).toMatch(/^free:/);
+  });
+
+  it('two concurrent top-ups with one key credit once', async () => {
+    const u = await h.user();
+    const both = await Promise.all([1, 2].map(() => u.api('/v1/topup', { body: { amount: 3 }, headers: { 'idempotency-key': 'race' } })));
+    expect(both.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(1);
+    for (const r of both) if (r.status !== 200) expect(r).toMatchObject({ status: 409, body: { error: 'a request with this idempotency key is still in progress' } });
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(80_000_000);
+  });
+});
+
+describe('a testnet-configured gateway (on the devnet)', () => {
+  let s: Stack;
+  const chain = () => createAccounts(resolveNetwork({ network: 'local', devnetUrl: s.devnet.url, env: {} }));
+  beforeAll(async () => {
+    const devnet = await startDevnetForSettlement();
+    s = await startStack({ devnet, env: testnetOnDevnet(devnet) });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.close();
+    await s?.devnet.close();
+  });
+
+  async function walletReady(address: string) {
+    for (let i = 0; i < 200; i++) {
+      const b = await chain().balances(address);
+      if (b.exists && b.usdc !== null) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`wallet ${address} was never set up`);
+  }
+
+  it('sets a new wallet up on chain from sign-up, with no request asking for it, and says so until it is ready', async () => {
+    const u = await s.user();
+    const me = await u.api('/v1/me');
+    expect(me.body.custodial_wallet).toBe(u.wallet);
+    expect(['provisioning', 'ok']).toContain(me.body.wallet_status);
+    // Only /v1/me and the chain are looked at: nothing else asks for the wallet.
+    await walletReady(u.wallet);
+    expect((await chain().balances(u.wallet)).usdc).toBe(0n);
+    expect((await u.api('/v1/me')).body.wallet_status).toBe('ok');
+    expect((await s.gw.core.db.query('SELECT wallet_ready_at FROM gw_users WHERE id = $1', [u.id])).rows[0].wallet_ready_at).not.toBeNull();
+  });
+
+  it('moves the top-up in USDC from the wallet to the treasury and credits exactly that, once per Idempotency-Key', async () => {
+    expect(s.gw.core.platform.key()).toMatchObject({ network: 'testnet', topups: 'wallet' });
+    const u = await s.user();
+    await walletReady(u.wallet);
+    const treasury = s.gw.core.treasuryAddress;
+    const usdc = async (a: string) => (await chain().balances(a)).usdc ?? 0n;
+
+    // Nothing in the wallet: 402 with what is there and how to fund it; nothing moves.
+    const credits0 = (await u.api('/v1/balance')).body.balance_base_units as number;
+    const treasury0 = await usdc(treasury);
+    const poor = await u.api('/v1/topup', { body: { amount: 5 } });
+    expect(poor.status).toBe(402);
+    expect(poor.body.error).toContain('insufficient USDC in your wallet: 0 USDC there, 5 needed');
+    expect(poor.body.error).toContain(u.wallet);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(credits0);
+    expect(await usdc(treasury)).toBe(treasury0);
+
+    await s.devnet.friendbot(u.wallet, 10n * USDC);
+    const wallet1 = await usdc(u.wallet);
+    expect(wallet1).toBe(10n * USDC);
+    const paid = await u.api('/v1/topup', { body: { amount: 3.5 }, headers: { 'idempotency-key': 'paid-1' } });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    expect(paid.body.topup).toMatchObject({ status: 'completed', paid_with: 'wallet', amount_base_units: 35_000_000 });
+    expect(paid.body.topup.tx_signature).toMatch(/^[0-9a-f]{64}$/);
+    expect(paid.body.topup.explorer_url).toBe(`${s.devnet.url}/explorer/local/tx/${paid.body.topup.tx_signature}`);
+    expect(paid.body.balance_base_units).toBe(credits0 + 35_000_000);
+    // Exact to the base unit on chain.
+    expect(await usdc(u.wallet)).toBe(wallet1 - 35_000_000n);
+    expect(await usdc(treasury)).toBe(treasury0 + 35_000_000n);
+
+    // Replay: the same answer, nothing moves again; another amount under the key: 409.
+    const replay = await u.api('/v1/topup', { body: { amount: 3.5 }, headers: { 'idempotency-key': 'paid-1' } });
+    expect(replay).toMatchObject({ status: 200, body: paid.body });
+    expect((await u.api('/v1/topup', { body: { amount: 4 }, headers: { 'idempotency-key': 'paid-1' } })).status).toBe(409);
+    expect(await usdc(u.wallet)).toBe(wallet1 - 35_000_000n);
+    expect(await usdc(treasury)).toBe(treasury0 + 35_000_000n);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(credits0 + 35_000_000);
+
+    // More than the wallet holds: refused, nothing moves.
+    const over = await u.api('/v1/topup', { body: { amount: 7 } });
+    expect(over.status).toBe(402);
+    expect(over.body.error).toContain('6.5 USDC there, 7 needed');
+    expect(await usdc(u.wallet)).toBe(wallet1 - 35_000_000n);
+
+    // The transaction list shows the on-chain payment.
+    const txs = (await u.api('/v1/transactions')).body as any[];
+    const topup = txs.find((t) => t.type === 'topup' && t.tx_signature === paid.body.topup.tx_signature);
+    expect(topup).toMatchObject({ status: 'completed', paid_with: 'wallet', amount_base_units: 35_000_000, explorer_url: paid.body.topup.explorer_url });
+    expect(txs.filter((t) => t.type === 'topup' && t.note !== 'signup')).toHaveLength(1);
+    expect((await s.gw.core.ledger.verify()).ok).toBe(true);
+  });
+
+  it('gives the configured sign-up credit', async () => {
+    const u = await s.user();
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(50_000_000);
+  });
+});
+
+describe('the sign-up credit setting', () => {
+  it('FAREBOX_SIGNUP_CREDIT=0 opens accounts with nothing, and a free top-up still works', async () => {
+    const h = await startHarness('pglite', { env: { FAREBOX_SIGNUP_CREDIT: '0' } });
+    try {
+      const u = await h.user();
+      expect((await u.api('/v1/balance')).body.balance_base_units).toBe(0);
+      expect(((await u.api('/v1/transactions')).body as any[]).filter((t) => t.type === 'topup')).toEqual([]);
+      expect((await u.api('/v1/topup', { body: { amount: 1.25 } })).body.balance_base_units).toBe(12_500_000);
+      expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+    } finally {
+      await h.close();
+    }
+  });
+});
