@@ -1,9 +1,22 @@
 #!/usr/bin/env node
 // `farebox-gateway`: starts the gateway (PGlite or DATABASE_URL, the embedded
 // devnet on the local network) and prints where everything is.
-import { startGateway } from './server.js';
+import { ConfigError } from '@farebox/protocol';
+import { startGateway, type RunningGateway } from './server.js';
 
-const gw = await startGateway();
+// Everything the gateway writes (database, keystore, cursors, devnet state) is
+// for this user only: files 0600, directories 0700.
+process.umask(0o077);
+
+let gw: RunningGateway;
+try {
+  gw = await startGateway();
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  // Every problem at once, one per line (docs/production.md says what each setting is for).
+  console.error(`farebox-gateway: refusing to start, the configuration is unsafe or invalid:\n${err.problems.map((p) => `  - ${p}`).join('\n')}`);
+  process.exit(1);
+}
 const key = gw.core.platform.key();
 console.log(`Farebox gateway   ${gw.url}`);
 console.log(`  health          ${gw.url}/health`);

@@ -68,7 +68,7 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     await walletReady(u.wallet);
     expect((await chain().balances(u.wallet)).usdc).toBe(0n);
     expect((await u.api('/v1/me')).body.wallet_status).toBe('ok');
-    expect((await s.gw.core.db.query('SELECT wallet_ready_at FROM gw_users WHERE id = $1', [u.id])).rows[0].wallet_ready_at).not.toBeNull();
+    expect((await s.gw.core.db.query('SELECT wallet_ready_at FROM gw_users WHERE id = $1', [u.id])).rows[0]!.wallet_ready_at).not.toBeNull();
   });
 
   it('moves the top-up in USDC from the wallet to the treasury and credits exactly that, once per Idempotency-Key', async () => {

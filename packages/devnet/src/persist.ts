@@ -19,7 +19,7 @@ export class DataDir {
     readonly dir: string,
     private readonly chain: Chain,
   ) {
-    mkdirSync(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.statePath = join(dir, 'state.json');
     this.logPath = join(dir, 'txlog.jsonl');
   }
@@ -66,7 +66,7 @@ export class DataDir {
   append(txs: TxRecord[], events: (t: TxRecord) => EventRecord[]): void {
     if (!txs.length) return;
     const lines = txs.map((t) => JSON.stringify({ tx: { ...t, feeCharged: t.feeCharged.toString() }, events: events(t) })).join('\n');
-    appendFileSync(this.logPath, `${lines}\n`);
+    appendFileSync(this.logPath, `${lines}\n`, { mode: 0o600 });
   }
 
   scheduleSave(): void {
@@ -91,7 +91,7 @@ export class DataDir {
     });
     const state = { version: 1, latest: c.latest, genesis: c.genesis, accounts, data: [...c.data.values()], nonces: [...c.nonces] };
     const tmp = `${this.statePath}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(state));
+    writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
     renameSync(tmp, this.statePath);
   }
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { attachToCatalog, createEmbedder, createSearchIndex, type CatalogAttachment, type SearchIndex } from '@farebox/discovery';
 import { Ledger, migrate, migrateLedger, openDatabase, parseTopupAmount, type Database } from '@farebox/ledger';
-import { amountFields, PLATFORM_FEE_PCT, toJsonInteger, toUsd, type Ed25519Signer } from '@farebox/protocol';
+import { amountFields, ConfigError, PLATFORM_FEE_PCT, toJsonInteger, toUsd, type Ed25519Signer } from '@farebox/protocol';
 import {
   createAccounts as createStellarAccounts,
   createCatalogMirror,
@@ -31,7 +31,7 @@ import { createWalletPath } from './wallet-path.js';
 import { createTopups } from './topups.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
 import { createOperator, type Operator } from './operator/index.js';
-import type { SettlementConfigOptions } from './settlement/config.js';
+import { resolveSettlementConfig, type SettlementConfigOptions } from './settlement/config.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
 import { GatewayError } from './errors.js';
 import { toGatewayError, translated } from './ledger-errors.js';
@@ -93,15 +93,42 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
 }
 
 /**
+ * Validates every setting before anything starts (the gateway's own, the
+ * settlement network's and settlement's) and reports every problem together.
+ */
+function checkConfiguration(options: CreateGatewayOptions, env: Record<string, string | undefined>): GatewayConfig {
+  const problems: string[] = [];
+  const collect = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      return undefined;
+    }
+  };
+  const config = collect(() => resolveGatewayConfig({ ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) }));
+  // When the gateway's own settings are wrong, the others are still checked (against the named network).
+  const named = options.network ?? env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK;
+  const networkName = config?.network ?? (named === 'testnet' || named === 'mainnet' ? named : 'local');
+  const devnetUrl = config?.devnetUrl ?? 'http://127.0.0.1/devnet';
+  collect(() => resolveNetwork({ network: networkName, devnetUrl, env }));
+  collect(() => resolveSettlementConfig(options.settlement ?? {}, env, networkName, devnetUrl));
+  if (!config || problems.length) throw new ConfigError(problems);
+  return config;
+}
+
+/**
  * Builds the gateway: database (PGlite or PostgreSQL) with migrations, the
  * ledger, wallets, the platform keys, the settlement network adapters, the
  * catalog mirror and search, and the operations the HTTP host exposes.
  */
 export async function createGateway(options: CreateGatewayOptions = {}) {
-  const config: GatewayConfig = resolveGatewayConfig({ ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
   const env = options.env ?? process.env;
+  const config: GatewayConfig = checkConfiguration(options, env);
   const log = options.log ?? ((m: string, e?: unknown) => console.error(`[farebox] ${m}`, e ?? ''));
-  await mkdir(config.dataDir, { recursive: true });
+  // Keys, wallets and the database live here: readable by this user only (docs/production.md).
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
   const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
   await migrateLedger(db);

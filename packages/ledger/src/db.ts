@@ -1,5 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import { chmod, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import pg from 'pg';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { LedgerError, sqlState } from './errors.js';
@@ -134,6 +136,7 @@ async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promis
   let lite: PGlite | undefined;
   try {
     lite = await PGlite.create(dataDir);
+    if (!inMemory) await ownerOnly(dataDir);
     if (options.schema) {
       await lite.exec(`CREATE SCHEMA IF NOT EXISTS "${options.schema}"; SET search_path TO "${options.schema}"`);
     }
@@ -155,6 +158,21 @@ async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promis
       lock?.release();
     }
   });
+}
+
+/**
+ * PGlite writes its data directory with the modes of its in-memory file
+ * system (0666/0777): the ledger is for the gateway user only, so the tree is
+ * made 0600/0700 once it is opened (files PGlite adds later follow the
+ * process umask, which the gateway host sets to 077).
+ */
+async function ownerOnly(dir: string): Promise<void> {
+  await chmod(dir, 0o700);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await ownerOnly(path);
+    else if (entry.isFile()) await chmod(path, 0o600);
+  }
 }
 
 async function createSchema(pool: pg.Pool, schema: string): Promise<void> {

@@ -48,13 +48,13 @@ function readLock(path: string): LockContent | undefined {
  * dead process on this host is taken over; a live holder gives `LOCKED`.
  */
 export function acquireDirectoryLock(dataDir: string): DirectoryLock {
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LOCK_FILE_NAME);
   const mine: LockContent = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
   for (let attempt = 0; attempt < 5; attempt++) {
     let fd: number;
     try {
-      fd = openSync(path, 'wx', 0o644);
+      fd = openSync(path, 'wx', 0o600);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = readLock(path);

@@ -78,9 +78,9 @@ export class FileCursorStore implements CursorStore {
     return this.state;
   }
   private async write(): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true });
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
     const tmp = `${this.path}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(this.state ?? {}));
+    await writeFile(tmp, JSON.stringify(this.state ?? {}), { mode: 0o600 });
     await rename(tmp, this.path);
   }
   async load() {
