@@ -343,11 +343,21 @@ export function apiSuite(kind: DbKind) {
       expect((await fetch(`${h.url}/v1/agents/noted/manifest`)).status).toBe(401);
     });
 
-    it('finds a service by keyword search right after it is registered', async () => {
-      await h.publish('geocoder', { price: '0.02' });
-      const r = await alice.api('/v1/agents?q=geocoder');
-      expect(r.body[0]?.service).toBe('geocoder');
+    it('finds a service by keyword search as soon as its registration through the API returns, and not after its removal', async () => {
+      const pub = await h.user();
+      expect((await pub.api('/v1/publisher/activate', { body: { name: 'Geo Co' } })).status).toBe(200);
+      const svc = await h.serve('geocoder', { price: '0.02', ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
+      const created = await pub.api('/v1/agents', { body: { service: 'geocoder', pricePerCallLamports: 200_000, endpoint: svc.endpoint, description: 'turns street addresses into coordinates' } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      // No waiting: the answer returns once this gateway has indexed the confirmed registration.
+      expect((await alice.api('/v1/agents?q=geocoder')).body[0]?.service).toBe('geocoder');
+      expect((await alice.api('/v1/agents?q=street coordinates')).body[0]?.service).toBe('geocoder');
       expect((await alice.api('/v1/agents?q=zzqqxxnonsense')).body).toEqual([]);
+      const updated = await pub.api('/v1/agents/geocoder', { method: 'PUT', body: { description: 'finds places on a map' } });
+      expect(updated.status).toBe(200);
+      expect((await alice.api('/v1/agents?q=map places')).body[0]?.service).toBe('geocoder');
+      expect((await pub.api('/v1/agents/geocoder', { method: 'DELETE' })).status).toBe(200);
+      expect((await alice.api('/v1/agents?q=geocoder')).body.map((x: { service: string }) => x.service)).not.toContain('geocoder');
     });
 
     it('lets a publisher register, update and remove a service signed by its wallet, and refuses SSRF endpoints', async () => {

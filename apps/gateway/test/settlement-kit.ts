@@ -145,7 +145,7 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
       return { endpoint: `${listening.url}/` };
     },
     async fundWallet(user, amount) {
-      // GET /v1/wallet provisions the wallet (friendbot + USDC trustline) in the background.
+      // The wallet is set up (friendbot + USDC trustline) by a background job from sign-up.
       for (let i = 0; i < 100 && (await chain.balances(user.wallet)).usdc === null; i++) {
         await user.api('/v1/wallet');
         await new Promise((r) => setTimeout(r, 100));

@@ -279,6 +279,13 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     return agent;
   }
 
+  /** Confirms a service this gateway just changed on chain and waits until search shows the change. */
+  async function confirmed(service: string): Promise<RegistryAgent | undefined> {
+    const agent = await translated(() => mirror.confirm(service));
+    await attachment?.idle();
+    return agent;
+  }
+
   function requirePublisher(user: User) {
     if (!user.isPublisher) throw new GatewayError('FORBIDDEN', 'activate publishing first (POST /v1/publisher/activate)');
   }
@@ -429,8 +436,8 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
            ON CONFLICT (service) DO UPDATE SET user_id = EXCLUDED.user_id, owner_wallet = EXCLUDED.owner_wallet, tx_hash = EXCLUDED.tx_hash, created_at = now(), removed_at = NULL`,
           [input.service, user.id, user.walletAddress, txHash],
         );
-        await mirror.syncOnce().catch(() => 0);
-        const agent = mirror.get(input.service) ?? (await translated(() => registry.getAgent(input.service)));
+        // Searchable on this gateway as soon as the answer returns; the chain event confirms it again later.
+        const agent = await confirmed(input.service);
         if (!agent) throw new GatewayError('UPSTREAM', 'registration not visible on chain yet');
         return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
       },
@@ -449,8 +456,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
             ...(input.description !== undefined ? { description: input.description } : {}),
           }),
         );
-        await mirror.syncOnce().catch(() => 0);
-        const agent = await translated(() => registry.getAgent(service));
+        const agent = await confirmed(service);
         if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
         return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
       },
@@ -459,7 +465,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
         await ownedAgent(user, service);
         const { txHash } = await translated(() => registry.deregister(walletSigner(wallets, user.walletAddress), service));
         await db.query('UPDATE gw_services SET removed_at = now() WHERE service = $1 AND user_id = $2', [service, user.id]);
-        await mirror.syncOnce().catch(() => 0);
+        await confirmed(service).catch(() => undefined);
         return { service, removed: true, txHash, explorerUrl: network.explorer.tx(txHash) };
       },
     },

@@ -32,8 +32,16 @@ export interface CatalogMirrorOptions {
 export interface CatalogMirror {
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Reads every new event once, confirms the touched services, returns the number of events read. */
+  /**
+   * Reads every new event once, confirms the touched services, returns the number of events read.
+   * Called while a sync is running, it runs another one after it, so events emitted before the call are read.
+   */
   syncOnce(): Promise<number>;
+  /**
+   * Confirms one service now from the registry (`get_agent`) and applies the change, as an event
+   * for it would: what a registration made through this process must show at once.
+   */
+  confirm(service: string): Promise<RegistryAgent | undefined>;
   list(): RegistryAgent[];
   get(service: string): RegistryAgent | undefined;
   /** Resolves after the first successful sync. */
@@ -120,6 +128,7 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
   let running = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let inFlight: Promise<number> | undefined;
+  let queued: Promise<number> | undefined;
   let failures = 0;
   let resolveReady!: () => void;
   const readyPromise = new Promise<void>((r) => (resolveReady = r));
@@ -166,8 +175,18 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
   }
 
   function syncOnce(): Promise<number> {
-    if (!inFlight) inFlight = sync().finally(() => (inFlight = undefined));
-    return inFlight;
+    if (!inFlight) {
+      inFlight = sync().finally(() => (inFlight = undefined));
+      return inFlight;
+    }
+    // A sync that started earlier may have read its page before the caller's event: one more after it.
+    queued ??= inFlight
+      .catch(() => 0)
+      .then(() => {
+        queued = undefined;
+        return syncOnce();
+      });
+    return queued;
   }
 
   function schedule(delay: number) {
@@ -197,6 +216,11 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
       await inFlight?.catch(() => undefined);
     },
     syncOnce,
+    async confirm(service: string) {
+      await confirm(service);
+      await persistServices();
+      return agents.get(service);
+    },
     list: () => [...agents.values()].sort((a, b) => a.service.localeCompare(b.service)),
     get: (service) => agents.get(service),
     ready: () => readyPromise,
