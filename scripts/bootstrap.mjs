@@ -4,7 +4,8 @@
 // registry through npx when it is not installed, dependencies are installed
 // from the lockfile, and the workspace is built when needed.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,8 +31,49 @@ function setup() {
   }
 }
 
+// What a build reads: every package's and app's sources and build settings,
+// the lockfile and the shared TypeScript settings (tests and build output are
+// not inputs).
+const SKIP = new Set(['node_modules', 'dist', 'test', '.farebox', '.turbo', 'coverage']);
+function inputs(dir, out) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (SKIP.has(entry.name) || entry.name.startsWith('.')) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) inputs(path, out);
+    else if (entry.isFile()) out.push(path);
+  }
+  return out;
+}
+
+/** A hash of everything the build reads: the same stamp means the same build output. */
+function sourceStamp() {
+  const files = ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'tsconfig.base.json', 'tsconfig.json'].map((f) => join(root, f));
+  for (const group of ['packages', 'apps']) {
+    for (const pkg of readdirSync(join(root, group), { withFileTypes: true })) {
+      if (pkg.isDirectory()) inputs(join(root, group, pkg.name), files);
+    }
+  }
+  const hash = createHash('sha256');
+  for (const file of files.sort()) {
+    if (!existsSync(file)) continue;
+    hash.update(file.slice(root.length)).update('\0').update(readFileSync(file)).update('\0');
+  }
+  return hash.digest('hex');
+}
+
+const STAMP = join(root, 'node_modules', '.cache', 'farebox-build-stamp');
+
+/** Builds the workspace, unless nothing it reads changed since the last build (`FAREBOX_FORCE_BUILD=1` builds anyway). */
 function build() {
+  const stamp = sourceStamp();
+  const built = existsSync(join(root, 'apps', 'gateway', 'dist', 'main.js'));
+  if (built && process.env.FAREBOX_FORCE_BUILD !== '1' && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stamp) {
+    console.log('build is up to date (no source changed since the last one)');
+    return;
+  }
   pnpm(['run', 'build']);
+  mkdirSync(dirname(STAMP), { recursive: true });
+  writeFileSync(STAMP, stamp);
 }
 
 switch (task) {

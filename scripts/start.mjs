@@ -5,6 +5,7 @@
 // a demo account with an API key, and prints a curl command that makes a paid
 // call. Ctrl-C stops everything.
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -115,9 +116,29 @@ start('gateway', process.execPath, [gatewayMain], {
 await waitFor(`${base}/health`);
 const key = await (await fetch(`${base}/v1/platform/key`)).json();
 
+/** A port nothing listens on now (the kernel picks it). */
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port: p } = s.address();
+      s.close(() => resolvePort(p));
+    });
+  });
+}
+
+// FAREBOX_EXAMPLE_PORTS=4101,4102 pins the examples' ports; by default they take
+// free ones, so two stacks on one machine (another PORT and FAREBOX_DATA_DIR)
+// do not collide. The examples update their registered endpoint when it moves.
+const pinned = (process.env.FAREBOX_EXAMPLE_PORTS ?? '').split(',').map((p) => p.trim()).filter(Boolean).map(Number);
+if (pinned.some((p) => !Number.isInteger(p) || p < 1 || p > 65535)) {
+  console.error('FAREBOX_EXAMPLE_PORTS must be two ports, e.g. 4101,4102');
+  process.exit(2);
+}
 const examples = [
-  { name: 'echo', dir: 'examples/echo', port: 4101 },
-  { name: 'word-count', dir: 'examples/word-count', port: 4102 },
+  { name: 'echo', dir: 'examples/echo', port: pinned[0] ?? (await freePort()) },
+  { name: 'word-count', dir: 'examples/word-count', port: pinned[1] ?? (await freePort()) },
 ];
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
 for (const ex of examples) {
@@ -137,8 +158,10 @@ const auth = { authorization: `Bearer ${demo.apiKey}` };
 const deadline = Date.now() + 90_000;
 for (;;) {
   const list = await json('/v1/agents', { headers: auth });
-  const names = Array.isArray(list.body) ? list.body.map((s) => s.service) : [];
-  if (examples.every((e) => names.includes(e.name))) break;
+  const listed = Array.isArray(list.body) ? list.body : [];
+  const names = listed.map((s) => s.service);
+  // Registered at the address they listen on now (an earlier start may have used other ports).
+  if (examples.every((e) => listed.some((s) => s.service === e.name && s.endpoint === `http://127.0.0.1:${e.port}/`))) break;
   if (Date.now() > deadline) {
     console.error(`the examples did not appear in the catalog (have: ${names.join(', ') || 'none'})`);
     break;
@@ -152,7 +175,7 @@ Farebox is running.
   dashboard   ${base}/
   devnet      ${base}/devnet      (explorer: ${base}/devnet/explorer/local)
   MCP         ${base}/mcp
-  examples    echo http://127.0.0.1:4101/   word-count http://127.0.0.1:4102/
+  examples    ${examples.map((e) => `${e.name} http://127.0.0.1:${e.port}/`).join('   ')}
   demo login  ${demo.email} / ${demo.password}
 
 Make a paid call (5 USD of sign-up credit; echo costs 0.001):
