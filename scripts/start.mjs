@@ -112,6 +112,8 @@ start('gateway', process.execPath, [gatewayMain], {
   PORT: String(port),
   FAREBOX_DATA_DIR: dataDir,
   FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+  // The gateway writes through this script's pipe: readable log lines when a person watches.
+  FAREBOX_LOG_PRETTY: process.env.FAREBOX_LOG_PRETTY ?? String(process.stdout.isTTY === true),
 });
 await waitFor(`${base}/health`);
 const key = await (await fetch(`${base}/v1/platform/key`)).json();

@@ -1,9 +1,10 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { GatewayError, enforceRateLimit, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
 import { mountOperatorRoutes } from './operator-routes.js';
+import { mountOperations, notePrincipal, requestContext, requestIdOf } from './observability.js';
 
 export const SESSION_COOKIE = 'farebox_session';
 export const CSRF_COOKIE = 'farebox_csrf';
@@ -23,13 +24,15 @@ export interface AppOptions {
  * error table.
  */
 export function createApp(core: GatewayCore, options: AppOptions = {}): express.Express {
-  const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
+  const log = options.log ?? legacySink(core.logger, 'error');
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', core.config.trustProxy);
   app.set('json replacer', (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   // API answers are not cached: no SHA-1 of every body (static files keep theirs).
   app.set('etag', false);
+  // X-Request-Id on every answer, one access-log line and the HTTP metrics per request.
+  app.use(requestContext(core));
 
   app.use((_req, res, next) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -152,6 +155,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
         if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
         core.checkOAuthAccess(principal, req.method, req.path);
         principals.set(req, principal);
+        notePrincipal(req, principal);
         next();
       })
       .catch(next);
@@ -168,7 +172,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   v1.post(
     '/call',
     route(async (req, res) => {
-      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost') });
+      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost'), requestId: requestIdOf(req) });
       res.status(result.status).type('application/json').send(result.body);
     }),
   );
@@ -202,6 +206,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
 
   // Open endpoints.
   app.get('/health', route(async (_req, res) => res.json(await core.platform.health())));
+  mountOperations(app, core);
   app.get('/v1/platform/key', (_req, res) => {
     res.json(core.platform.key());
   });

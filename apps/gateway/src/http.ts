@@ -32,6 +32,8 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
   return (err: unknown, _req: Request, res: Response, _next: NextFunction): void => {
     if (res.headersSent) return;
     if (err instanceof GatewayError) {
+      // The access log counts refusals by rule (farebox_rate_limited_total).
+      if (err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string') res.locals.rateLimitRule = err.data.rule;
       for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
       res.status(HTTP_STATUS[err.code]).json({ error: err.message });
       return;

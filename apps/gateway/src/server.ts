@@ -5,6 +5,7 @@ import { createDevnet, type DevnetCore } from '@farebox/devnet';
 import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
 import { createApp } from './app.js';
 import { serveDashboard } from './dashboard.js';
+import { startMetricsServer } from './observability.js';
 
 export interface StartGatewayOptions extends CreateGatewayOptions {
   /** Listen address (default 127.0.0.1; `HOST`). */
@@ -91,6 +92,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
   });
   handler = app;
   await core.start();
+  const metricsServer = await startMetricsServer(core);
 
   return {
     url: baseUrl,
@@ -101,6 +103,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
     async close() {
       server.closeAllConnections?.();
       await new Promise((r) => server.close(r));
+      if (metricsServer) await new Promise((r) => metricsServer.close(r));
       await core.close();
       await devnet?.close();
     },

@@ -5,6 +5,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { createProvider, type ProviderOptions, type ServiceHandler } from '@farebox/provider';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { parseAmount } from '@farebox/protocol';
+import { createLogger } from '@farebox/gateway-core';
 import { startGateway, type RunningGateway } from '../src/index.js';
 
 export type DbKind = 'pglite' | 'postgres';
@@ -20,6 +21,8 @@ export interface Harness {
   serve(name: string, opts: { price: string; ownerWallet: string }): Promise<{ endpoint: string }>;
   /** Registers an arbitrary endpoint (not an SDK service) directly on the registry. */
   registerRaw(name: string, endpoint: string, price: string): Promise<{ owner: string }>;
+  /** Every line the gateway logged so far (JSON). */
+  logs(): readonly string[];
   close(): Promise<void>;
 }
 
@@ -38,6 +41,7 @@ let counter = 0;
 export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<typeof startGateway>[0] = {}): Promise<Harness> {
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-gw-'));
   const schema = kind === 'postgres' ? `gw_test_${process.pid}_${Date.now()}_${counter++}` : undefined;
+  const logLines: string[] = [];
   const gw = await startGateway({
     port: 0,
     // The test services listen on 127.0.0.1.
@@ -51,6 +55,8 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
     callTimeoutMs: 4000,
     rateLimits: { authPerMinute: 1000 },
     env: {},
+    // The access and call log, kept for the tests that read it (JSON lines).
+    logger: createLogger({ level: 'info', destination: { write: (line: string) => void logLines.push(line) } }),
     ...(kind === 'postgres' ? { databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', databaseSchema: schema } : {}),
     ...extra,
   });
@@ -83,6 +89,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   return {
     gw,
     url: gw.url,
+    logs: () => logLines,
     async user() {
       const email = `u${Date.now()}_${counter++}@example.com`;
       const signup = await request('/auth/signup', { body: { email, password: 'correct horse battery' } });

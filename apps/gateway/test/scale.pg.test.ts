@@ -27,6 +27,8 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
           port: 0,
           // The test services listen on 127.0.0.1.
           allowLoopbackEndpoints: true,
+          // Warnings and errors only: the tests read their answers, not the access log.
+          logLevel: 'warn',
           dataDir: await mkdtemp(join(tmpdir(), `farebox-scale-${i}-`)),
           databaseUrl: DATABASE_URL,
           databaseSchema: schema,

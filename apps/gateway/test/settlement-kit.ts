@@ -53,6 +53,8 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
     port: 0,
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
+    // Warnings and errors only: the tests read their answers, not the access log.
+    logLevel: 'warn',
     dataDir,
     embedDevnet: false,
     devnetUrl: devnet.url,

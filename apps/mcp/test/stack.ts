@@ -39,6 +39,8 @@ export async function startStack(): Promise<Stack> {
     port: 0,
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
+    // Warnings and errors only: the tests read their answers, not the access log.
+    logLevel: 'warn',
     dataDir,
     devnetCloseIntervalMs: 'instant',
     devnetInMemory: true,

@@ -33,6 +33,8 @@ beforeAll(async () => {
     port: 0,
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
+    // Warnings and errors only: the tests read their answers, not the access log.
+    logLevel: 'warn',
     dataDir: await mkdtemp(join(tmpdir(), 'farebox-client-gw-')),
     devnetCloseIntervalMs: 'instant',
     devnetInMemory: true,

@@ -10,7 +10,7 @@ import {
   type Ed25519Signer,
 } from '@farebox/protocol';
 import type { Principal } from './auth/accounts.js';
-import { GatewayError } from './errors.js';
+import { GatewayError, HTTP_STATUS } from './errors.js';
 import { checkEndpoint, guardedLookup, type EndpointPolicy } from './security/endpoint-guard.js';
 
 /** The catalog entry a call is priced and paid by: the registry's floor price and owner, never the service's word. */
@@ -65,6 +65,24 @@ export interface CallsOptions {
    * tried once more). Throws `insufficient balance` when nothing covers it.
    */
   onInsufficientCredits?: (input: { principal: Principal; service: CallableService; payload: Record<string, unknown>; amount: bigint; callId: string; steps: TraceStep[] }) => Promise<{ response: CallResponse } | { retry: true }>;
+  /** Called once per call that reached the payment steps: the call's log line and metrics. */
+  onFinished?: (summary: CallSummary) => void;
+}
+
+/** What a finished call reports for logs and metrics (no payload, no result). */
+export interface CallSummary {
+  callId: string;
+  requestId: string | undefined;
+  accountId: string;
+  service: string;
+  amount: bigint;
+  /** `ok`: charged; `refunded`: the service failed and the hold was voided; `refused`: nothing was charged. */
+  outcome: 'ok' | 'refunded' | 'refused';
+  paidWith: 'credit' | 'wallet' | 'none';
+  status: number;
+  totalMs: number;
+  steps: ReadonlyArray<{ name: string; status: TraceStep['status']; durationMs: number }>;
+  error?: string;
 }
 
 const ALLOWED_FIELDS = new Set(['service', 'payload']);
@@ -103,6 +121,12 @@ function validateCallBody(body: unknown): { service: string; payload: Record<str
   const payload = rec.payload ?? {};
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new GatewayError('BAD_REQUEST', 'payload must be an object');
   return { service: rec.service, payload: payload as Record<string, unknown> };
+}
+
+/** What a call's summary needs from its payment: the price charged and whether the wallet paid. */
+interface ChargeContext {
+  amount: bigint;
+  wallet: boolean;
 }
 
 class UpstreamError extends Error {
@@ -146,7 +170,7 @@ export function createCalls(options: CallsOptions) {
     }
   }
 
-  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string): Promise<unknown> {
+  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined): Promise<unknown> {
     const { header } = await signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer);
     let res;
     try {
@@ -154,7 +178,8 @@ export function createCalls(options: CallsOptions) {
         dispatcher,
         method: 'POST',
         body: bodyBytes,
-        headers: { 'content-type': 'application/json', accept: 'application/json', [CERTIFICATE_HEADER]: header, 'farebox-call-id': callId },
+        // X-Request-Id: the caller's request id, for the service's logs (not part of the signed bytes).
+        headers: { 'content-type': 'application/json', accept: 'application/json', [CERTIFICATE_HEADER]: header, 'farebox-call-id': callId, ...(requestId ? { 'x-request-id': requestId } : {}) },
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
         signal: AbortSignal.timeout(options.timeoutMs),
@@ -205,9 +230,50 @@ export function createCalls(options: CallsOptions) {
     return json;
   }
 
-  async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined): Promise<CallResponse> {
+  async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallResponse> {
     const timeline = new Timeline();
     const callId = `call_${randomBytes(12).toString('base64url')}`;
+    const ctx: ChargeContext = { amount: 0n, wallet: false };
+    if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
+    const t0 = performance.now();
+    const finish = (status: number, outcome: CallSummary['outcome'], paidWith: CallSummary['paidWith'], error?: string) =>
+      options.onFinished!({
+        callId,
+        requestId,
+        accountId: principal.user.id,
+        service,
+        amount: ctx.amount,
+        outcome,
+        paidWith,
+        status,
+        totalMs: round(performance.now() - t0),
+        steps: timeline.steps.map((x) => ({ name: x.name, status: x.status, durationMs: x.durationMs })),
+        ...(error ? { error } : {}),
+      });
+    try {
+      const response = await charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
+      const charged = response.status === 200;
+      // A failed wallet payment refunds its escrow itself; a failed credit call voids its hold (`refund`).
+      const refunded = ctx.wallet || timeline.steps.some((x) => x.name === 'refund');
+      finish(response.status, charged ? 'ok' : refunded ? 'refunded' : 'refused', charged ? (ctx.wallet ? 'wallet' : 'credit') : 'none');
+      return response;
+    } catch (err) {
+      finish(err instanceof GatewayError ? HTTP_STATUS[err.code] : 500, 'refused', 'none', (err as Error).message);
+      throw err;
+    }
+  }
+
+  async function charge(
+    principal: Principal,
+    service: string,
+    payload: Record<string, unknown>,
+    maxCost: bigint | undefined,
+    idempotencyKey: string | undefined,
+    requestId: string | undefined,
+    timeline: Timeline,
+    callId: string,
+    ctx: ChargeContext,
+  ): Promise<CallResponse> {
     const svc = await timeline.step('resolve_service', async () => {
       const found = await options.resolveService(service);
       if (!found) throw new GatewayError('NOT_FOUND', 'service not found');
@@ -215,6 +281,7 @@ export function createCalls(options: CallsOptions) {
     }, (s) => ({ service: s.service, owner: s.owner, floor: s.pricePerCall.toString() }));
     const bodyBytes = Buffer.from(JSON.stringify(payload));
     let amount = svc.pricePerCall;
+    ctx.amount = amount;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
     const holdCredits = () => timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
     let holdId: string;
@@ -223,14 +290,17 @@ export function createCalls(options: CallsOptions) {
     } catch (err) {
       if (!(err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE' && options.onInsufficientCredits)) throw err;
       const other = await options.onInsufficientCredits({ principal, service: svc, payload, amount, callId, steps: timeline.steps });
-      if ('response' in other) return other.response;
+      if ('response' in other) {
+        ctx.wallet = true;
+        return other.response;
+      }
       ({ holdId } = await holdCredits());
     }
     let result: unknown;
     try {
       await vetEndpoint(svc.endpoint);
       try {
-        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId), () => ({ endpoint: svc.endpoint }));
+        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId), () => ({ endpoint: svc.endpoint }));
       } catch (err) {
         const quote = err instanceof UpstreamError ? err.quote : undefined;
         const ceiling = [svc.pricePerCall * BigInt(options.maxPriceMultiple), ...(maxCost !== undefined ? [maxCost] : [])].reduce((a, b) => (a < b ? a : b));
@@ -240,8 +310,9 @@ export function createCalls(options: CallsOptions) {
         await timeline.step('void_hold', () => options.credits.void(holdId, 'repriced'));
         holdId = '';
         amount = quote;
+        ctx.amount = amount;
         ({ holdId } = await timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId: `${callId}.2`, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString(), repriced: true })));
-        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId), () => ({ endpoint: svc.endpoint, repriced: true }));
+        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId), () => ({ endpoint: svc.endpoint, repriced: true }));
       }
     } catch (err) {
       if (holdId) await timeline.step('refund', () => options.credits.void(holdId, (err as Error).message.slice(0, 200)));
@@ -274,7 +345,7 @@ export function createCalls(options: CallsOptions) {
 
   return {
     /** `POST /v1/call`. Validation errors throw before anything is charged; service failures answer 500 after the refund. */
-    async call(principal: Principal, body: unknown, opts: { idempotencyKey?: string; maxCost?: string } = {}): Promise<CallResponse> {
+    async call(principal: Principal, body: unknown, opts: { idempotencyKey?: string; maxCost?: string; requestId?: string } = {}): Promise<CallResponse> {
       const { service, payload } = validateCallBody(body);
       let maxCost: bigint | undefined;
       if (opts.maxCost !== undefined) {
@@ -284,9 +355,9 @@ export function createCalls(options: CallsOptions) {
           throw new GatewayError('BAD_REQUEST', 'invalid Farebox-Max-Cost (a USD amount)');
         }
       }
-      if (!opts.idempotencyKey) return run(principal, service, payload, maxCost, undefined);
+      if (!opts.idempotencyKey) return run(principal, service, payload, maxCost, undefined, opts.requestId);
       const requestHash = JSON.stringify([service, payload, opts.maxCost ?? null]);
-      return options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, () => run(principal, service, payload, maxCost, opts.idempotencyKey));
+      return options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, () => run(principal, service, payload, maxCost, opts.idempotencyKey, opts.requestId));
     },
     async close() {
       await dispatcher.close();

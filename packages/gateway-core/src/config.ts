@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '@farebox/protocol';
 import type { RateLimitRule } from './security/rate-limit.js';
+import { LOG_LEVELS, type LogLevel } from './observability/log.js';
 
 export type NetworkName = 'local' | 'testnet' | 'mainnet';
 
@@ -55,6 +56,15 @@ export interface GatewayOptions {
   signupCredit?: string | number;
   /** Mainnet on embedded PGlite (`FAREBOX_ALLOW_EMBEDDED_DB=true`); refused otherwise. */
   allowEmbeddedDb?: boolean;
+  /** Log level (`FAREBOX_LOG_LEVEL`: fatal, error, warn, info, debug, trace or silent; default info). */
+  logLevel?: LogLevel;
+  /**
+   * Bearer token that `GET /metrics` requires (`FAREBOX_METRICS_TOKEN`, at least 16 characters);
+   * without it (and without `metricsAddress`) /metrics is off.
+   */
+  metricsToken?: string;
+  /** A separate `host:port` serving only /metrics, with no token (`FAREBOX_METRICS_ADDR`), e.g. `127.0.0.1:9464`. */
+  metricsAddress?: string;
   /** The host passes its own wallet provider (no keystore key needed from the environment). */
   keystoreKeyProvided?: boolean;
   env?: Record<string, string | undefined>;
@@ -86,6 +96,9 @@ export interface GatewayConfig {
   freeTopups: boolean;
   /** Sign-up credit in base units. */
   signupCredit: bigint;
+  logLevel: LogLevel;
+  metricsToken: string | undefined;
+  metricsAddress: { host: string; port: number } | undefined;
 }
 
 function int(value: string | number | undefined, name: string, problems: string[], min = 1): number | undefined {
@@ -149,6 +162,17 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     if (!m || Number(m[1]) > 1000) problems.push('FAREBOX_SIGNUP_CREDIT must be a USD amount from 0 to 1000 (at most 7 decimals)');
     else signupCredit = BigInt(m[1]!) * 10_000_000n + BigInt((m[2] ?? '').padEnd(7, '0'));
   }
+  const logLevel = (options.logLevel ?? (env.FAREBOX_LOG_LEVEL || 'info')) as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`FAREBOX_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const metricsToken = options.metricsToken ?? (env.FAREBOX_METRICS_TOKEN || undefined);
+  if (metricsToken !== undefined && metricsToken.length < 16) problems.push('FAREBOX_METRICS_TOKEN must be at least 16 characters');
+  let metricsAddress: { host: string; port: number } | undefined;
+  const metricsAddr = options.metricsAddress ?? (env.FAREBOX_METRICS_ADDR || undefined);
+  if (metricsAddr !== undefined) {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(metricsAddr);
+    if (!m || Number(m[2]) > 65535) problems.push('FAREBOX_METRICS_ADDR must be host:port, e.g. 127.0.0.1:9464');
+    else metricsAddress = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  }
   const allowedHosts = new Set<string>();
   if (publicOrigin) allowedHosts.add(new URL(publicOrigin).host.toLowerCase());
   for (const raw of options.allowedHosts ?? (env.FAREBOX_ALLOWED_HOSTS ?? '').split(',')) {
@@ -172,6 +196,9 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   }
   if (problems.length) throw new ConfigError(problems);
   return {
+    logLevel,
+    metricsToken,
+    metricsAddress,
     port,
     allowedHosts: [...allowedHosts],
     allowLoopbackEndpoints,

@@ -21,7 +21,7 @@ import { createAccounts, type Accounts, type Principal, type User } from './auth
 import { CredentialCache } from './auth/credential-cache.js';
 import { RedisInvalidationBus } from './auth/redis-invalidation.js';
 import { safeEqual } from './auth/tokens.js';
-import { createCalls, type CallableService, type CallResponse, type CreditsPort } from './calls.js';
+import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from './calls.js';
 import { createManifests } from './manifests.js';
 import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth, type OAuthOptions } from './oauth/server.js';
@@ -41,6 +41,9 @@ import { RedisRateLimitStore } from './security/redis-rate-limit.js';
 import { DbKeystoreStorage } from './keystore-db.js';
 import { Redis } from 'ioredis';
 import { balanceView, intParam, serviceView, transactionView, type WalletStatus } from './views.js';
+import { createLogger, legacySink, type Logger } from './observability/log.js';
+import { CALL_STEP_METRIC, createMetrics, type Metrics } from './observability/metrics.js';
+import { rpc as StellarRpc } from '@stellar/stellar-sdk';
 
 export const GATEWAY_MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
 
@@ -53,7 +56,9 @@ export interface CreateGatewayOptions extends GatewayOptions {
   database?: Database;
   /** Search index; default hybrid with the model from `FAREBOX_MODEL_DIR`, keyword-only without one. */
   searchIndex?: SearchIndex;
-  /** Log sink for background problems. */
+  /** Structured logger (pino); default JSON lines on stdout at `FAREBOX_LOG_LEVEL` (info). */
+  logger?: Logger;
+  /** Log sink for background problems (default: warnings through `logger`). */
   log?: (message: string, err?: unknown) => void;
   /** OAuth token lifetimes, clock and /mcp origins. */
   oauth?: OAuthOptions;
@@ -126,7 +131,9 @@ function checkConfiguration(options: CreateGatewayOptions, env: Record<string, s
 export async function createGateway(options: CreateGatewayOptions = {}) {
   const env = options.env ?? process.env;
   const config: GatewayConfig = checkConfiguration(options, env);
-  const log = options.log ?? ((m: string, e?: unknown) => console.error(`[farebox] ${m}`, e ?? ''));
+  const logger: Logger = options.logger ?? createLogger({ level: config.logLevel });
+  const log = options.log ?? legacySink(logger);
+  const metrics: Metrics = createMetrics();
   // Keys, wallets and the database live here: readable by this user only (docs/production.md).
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
@@ -149,7 +156,12 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const network: NetworkConfig = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
   const registry: RegistryClient = createRegistryClient(network);
   const chain = createStellarAccounts(network);
-  const settlementLog = (m: string, e?: unknown) => { operator?.noteSettlementFailure(m, e); log(m, e); };
+  const settlementLog = (m: string, e?: unknown) => {
+    operator?.noteSettlementFailure(m, e);
+    metrics.settlementFailures.inc();
+    metrics.settlementLastFailure.set(Date.now() / 1000);
+    logger.warn({ event: 'settlement', err: e }, m);
+  };
   const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog });
   // Test hook (`FAREBOX_TEST_CRASH_AT`): the crash tests kill the process at a named point.
   const crashPoint = (name: string) => {
@@ -189,7 +201,12 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       return { balance: r.balance, posted: r.hold.state === 'posted' };
     }),
     void: (holdId, reason) => translated(async () => ({ balance: (await ledger.void(holdId, reason)).balance })),
-    idempotent: (accountId, key, hash, fn) => translated(async () => (await ledger.withIdempotency<CallResponse>(accountId, key, hash, fn)).response),
+    idempotent: (accountId, key, hash, fn) =>
+      translated(async () => {
+        const r = await ledger.withIdempotency<CallResponse>(accountId, key, hash, fn);
+        if (r.replayed) metrics.idempotencyReplays.inc();
+        return r.response;
+      }),
   };
 
   async function resolveService(name: string): Promise<CallableService | undefined> {
@@ -214,7 +231,24 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const walletPath = settlement.escrow
     ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, topups, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log })
     : undefined;
-  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple, ...(walletPath
+  /** One log line and the metrics of each paid call. */
+  const callFinished = (c: CallSummary) => {
+    metrics.calls.inc({ outcome: c.outcome, paid_with: c.paidWith });
+    metrics.callSteps.observe({ step: 'total' }, c.totalMs / 1000);
+    const stepMs: Record<string, number> = {};
+    for (const st of c.steps) {
+      const name = CALL_STEP_METRIC[st.name];
+      if (name) metrics.callSteps.observe({ step: name }, st.durationMs / 1000);
+      stepMs[st.name] = (stepMs[st.name] ?? 0) + st.durationMs;
+    }
+    if (logger.isLevelEnabled('info')) {
+      logger.info(
+        { event: 'call', reqId: c.requestId, callId: c.callId, accountId: c.accountId, service: c.service, amount: c.amount.toString(), outcome: c.outcome, paidWith: c.paidWith, status: c.status, ms: c.totalMs, steps: stepMs, ...(c.error ? { error: c.error } : {}) },
+        'call',
+      );
+    }
+  };
+  const calls = createCalls({ credits: spending.wrapCredits(credits), resolveService, signer: certificateSigner, policy, timeoutMs: config.callTimeoutMs, maxPriceMultiple: config.maxPriceMultiple, onFinished: callFinished, ...(walletPath
       ? {
           onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200),
         }
@@ -296,11 +330,60 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   topupReconciler.unref();
 
   const reaper = setInterval(() => {
-    ledger.reapExpiredHolds().catch((err) => log('reaper failed', err));
+    ledger
+      .reapExpiredHolds()
+      .then(({ voided }) => {
+        if (!voided.length) return;
+        metrics.reaperVoided.inc(voided.length);
+        logger.warn({ event: 'reaper', voided: voided.length, holds: voided.slice(0, 20) }, 'reaper returned holds left by a crash or a hung call');
+      })
+      .catch((err) => log('reaper failed', err));
   }, Math.min(10_000, config.holdTimeoutMs));
   reaper.unref();
 
   const startedAt = Date.now();
+  const rpc = new StellarRpc.Server(network.rpcUrl, { allowHttp: network.allowHttp });
+  /** The network's latest ledger, asked at most every 2 s (readiness and metrics share it). */
+  let latestLedger: { at: number; value: Promise<number> } | undefined;
+  const networkLedger = (): Promise<number> => {
+    if (!latestLedger || Date.now() - latestLedger.at > 2_000) {
+      const value = rpc.getLatestLedger().then((r) => r.sequence);
+      value.catch(() => (latestLedger = undefined));
+      latestLedger = { at: Date.now(), value };
+    }
+    return latestLedger.value;
+  };
+  const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+    Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms).unref())]);
+  metrics.observe({
+    async holds() {
+      const { rows } = await db.query<{ n: string; age: string | null }>(`SELECT count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age FROM holds WHERE state = 'pending'`);
+      return { pending: Number(rows[0]?.n ?? 0), oldestAgeSeconds: Number(rows[0]?.age ?? 0) };
+    },
+    async settlementCycles() {
+      const { rows } = await db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM settlement_cycles GROUP BY state');
+      return rows.map((r) => ({ state: r.state, count: Number(r.n) }));
+    },
+    async treasury() {
+      const [b, owed] = await Promise.all([
+        withTimeout(chain.balances(treasuryAddress), 2_000, 'horizon'),
+        db.query<{ owed: string }>(
+          `SELECT COALESCE(sum(e.gross), 0) AS owed FROM earnings e
+             LEFT JOIN settlement_cycles c ON c.id = e.cycle_id LEFT JOIN funding_batches f ON f.id = e.funding_batch_id
+            WHERE (c.id IS NULL OR c.state NOT IN ('released', 'swept', 'done')) AND (f.id IS NULL OR f.state <> 'confirmed')`,
+        ),
+      ]);
+      return { balance: b.usdc ?? 0n, owed: BigInt(owed.rows[0]?.owed ?? 0) };
+    },
+    async mirror() {
+      const m = mirror.status();
+      const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
+      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
+    },
+    search: () => searchIndex.status(),
+    pool: () => ({ total: db.pool.totalCount, idle: db.pool.idleCount, waiting: db.pool.waitingCount }),
+    redis: () => (redis ? (redis.status === 'ready' ? 'ready' : 'down') : 'none'),
+  });
   let mirrorStarted: Promise<void> | undefined;
 
   const core = {
@@ -318,6 +401,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     accounts,
     safeEqual,
     settlement,
+    /** Structured logger and Prometheus metrics (observability/). */
+    logger,
+    metrics,
     /** Operator tools: disputes, treasury, settlement health, revenue, audit (operator/index.ts). */
     operator,
 
@@ -546,6 +632,52 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           feePct: PLATFORM_FEE_PCT,
           topups: topups.mode,
         };
+      },
+      /**
+       * `GET /health/ready`: whether this gateway can serve traffic. Each
+       * dependency is asked (database, Redis when configured, the network's
+       * RPC, the catalog mirror); any that is not usable makes it not ready,
+       * with the reason.
+       */
+      async ready(): Promise<{ ready: boolean; reasons: string[]; checks: Record<string, string> }> {
+        const checks: Record<string, string> = {};
+        const reasons: string[] = [];
+        const check = async (name: string, fn: () => Promise<string>) => {
+          try {
+            checks[name] = await withTimeout(fn(), 2_000, name);
+          } catch (err) {
+            checks[name] = 'down';
+            reasons.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        };
+        await Promise.all([
+          check('database', async () => {
+            await db.query('SELECT 1');
+            return 'ok';
+          }),
+          ...(redis
+            ? [
+                check('redis', async () => {
+                  if (redis!.status !== 'ready') throw new Error(`connection ${redis!.status}`);
+                  await redis!.ping();
+                  return 'ok';
+                }),
+              ]
+            : []),
+          check('rpc', async () => `ledger ${await networkLedger()}`),
+        ]);
+        const m = mirror.status();
+        const staleAfterMs = 60_000;
+        if (m.lastSyncAt === null) {
+          checks.catalog = 'down';
+          reasons.push(`catalog: not synced yet${m.lastError ? ` (${m.lastError})` : ''}`);
+        } else if (Date.now() - m.lastSyncAt > staleAfterMs) {
+          checks.catalog = 'down';
+          reasons.push(`catalog: last synced ${Math.round((Date.now() - m.lastSyncAt) / 1000)} s ago${m.lastError ? ` (${m.lastError})` : ''}`);
+        } else {
+          checks.catalog = m.syncedLedger === null ? 'ok' : `ledger ${m.syncedLedger}`;
+        }
+        return { ready: reasons.length === 0, reasons, checks };
       },
       async health() {
         let database = true;

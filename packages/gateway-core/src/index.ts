@@ -33,6 +33,14 @@ export type { Settlement, SettlementEngine, SettlementSettings, SettlementConfig
 export { createStepRunner, txHashOf } from './settlement/onchain.js';
 export type { PendingTx, ChainProbe, TxStatus, StepOutcome, StepRunner } from './settlement/onchain.js';
 export { DbKeystoreStorage } from './keystore-db.js';
+export { createLogger, legacySink, LOG_LEVELS } from './observability/log.js';
+export type { Logger, LoggerOptions, LogLevel } from './observability/log.js';
+export { createMetrics, CALL_STEP_METRIC } from './observability/metrics.js';
+export type { Metrics, MetricSources } from './observability/metrics.js';
+export { createTopups } from './topups.js';
+export type { Topups, TopupMode, TopupView } from './topups.js';
+export { createWalletProvisioning } from './wallet-provisioning.js';
+export type { WalletProvisioning } from './wallet-provisioning.js';
 export { createWalletPath } from './wallet-path.js';
 export type { WalletPath, WalletPathOptions, ShortfallInput, ShortfallOutcome } from './wallet-path.js';
 export { createOperator, resolveOperatorConfig, money, createDisputes, disputeView, verifyDisputeProof, DISPUTE_PROOF_DATA_NAME, DISPUTE_PROOF_MAX_WINDOW_S, grantOperator, revokeOperator, listOperators, isOperatorEmail, parseOperatorList, normalizeEmail, writeAudit, listAudit } from './operator/index.js';

@@ -19,5 +19,5 @@ export { REGISTRY_ERRORS, REGISTRY_LIMITS } from './contract-errors.js';
 export { createAccounts, decimalToUnits, unitsToDecimal } from './accounts.js';
 export type { Accounts, AccountBalances } from './accounts.js';
 export { createCatalogMirror, FileCursorStore, MemoryCursorStore } from './mirror.js';
-export type { CatalogMirror, CatalogMirrorOptions, CatalogChange, CursorStore } from './mirror.js';
+export type { CatalogMirror, CatalogMirrorOptions, CatalogMirrorStatus, CatalogChange, CursorStore } from './mirror.js';
 export { resultCodesFromXdr, txCodeName, opCodeName } from './results.js';

@@ -46,6 +46,18 @@ export interface CatalogMirror {
   get(service: string): RegistryAgent | undefined;
   /** Resolves after the first successful sync. */
   ready(): Promise<void>;
+  /** How far the mirror has read: for health checks and metrics. */
+  status(): CatalogMirrorStatus;
+}
+
+export interface CatalogMirrorStatus {
+  /** The network's latest ledger as of the last successful sync (every event up to it is applied); null before the first. */
+  syncedLedger: number | null;
+  /** When the last sync succeeded (ms since the epoch); null before the first. */
+  lastSyncAt: number | null;
+  /** Syncs failed in a row since the last success. */
+  failures: number;
+  lastError: string | null;
 }
 
 /** A cursor store in memory (tests, short-lived processes). */
@@ -130,6 +142,9 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
   let inFlight: Promise<number> | undefined;
   let queued: Promise<number> | undefined;
   let failures = 0;
+  let syncedLedger: number | null = null;
+  let lastSyncAt: number | null = null;
+  let lastError: string | null = null;
   let resolveReady!: () => void;
   const readyPromise = new Promise<void>((r) => (resolveReady = r));
 
@@ -156,8 +171,10 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
     }
     let cursor = await cursorStore.load();
     let total = 0;
+    let latest: number | null = null;
     for (;;) {
       const page = await registry.events(cursor ? { cursor, limit: 200 } : { limit: 200 });
+      latest = page.latestLedger;
       // Confirm each touched service once, in first-seen order; only then move the cursor.
       const touched = [...new Set(page.events.map((e) => e.service))];
       for (const service of touched) await confirm(service);
@@ -170,6 +187,9 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
       if (page.events.length < 200) break;
     }
     failures = 0;
+    if (latest !== null) syncedLedger = latest;
+    lastSyncAt = Date.now();
+    lastError = null;
     resolveReady();
     return total;
   }
@@ -197,6 +217,7 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
         schedule(pollMs);
       } catch (e) {
         failures++;
+        lastError = e instanceof Error ? e.message : String(e);
         opts.onError?.(e);
         schedule(Math.min(maxBackoff, pollMs * 2 ** Math.min(failures, 10)));
       }
@@ -216,6 +237,7 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
       await inFlight?.catch(() => undefined);
     },
     syncOnce,
+    status: () => ({ syncedLedger, lastSyncAt, failures, lastError }),
     async confirm(service: string) {
       await confirm(service);
       await persistServices();

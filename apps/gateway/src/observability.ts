@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { Express, NextFunction, Request, Response } from 'express';
+import { safeEqual, type GatewayCore, type Principal } from '@farebox/gateway-core';
+
+/** `X-Request-Id` a caller may send: 1 to 128 visible characters of a safe set (anything else is replaced). */
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+const requestIds = new WeakMap<Request, string>();
+const principals = new WeakMap<Request, Principal>();
+
+/** The request's id: the caller's `X-Request-Id` when well-formed, else one made here. */
+export function requestIdOf(req: Request): string {
+  return requestIds.get(req) ?? '';
+}
+
+/** Tells the access log who made the request (set once authenticated). */
+export function notePrincipal(req: Request, principal: Principal): void {
+  principals.set(req, principal);
+}
+
+/** The route template a request matched (`/v1/agents/:service`), never the raw path with its ids and query. */
+function routeOf(req: Request): string {
+  const path = req.route?.path;
+  if (typeof path === 'string') return `${req.baseUrl}${path}`;
+  return 'unmatched';
+}
+
+/**
+ * Request ids and the access log: every answer carries `X-Request-Id`, and
+ * each request writes one JSON line (request id, method, route template,
+ * status, duration, principal kind and account id; never a credential, a
+ * cookie, a body or a query string) and its HTTP metrics.
+ */
+export function requestContext(core: GatewayCore) {
+  const { logger, metrics } = core;
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const sent = req.headers['x-request-id'];
+    const id = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+    requestIds.set(req, id);
+    res.setHeader('X-Request-Id', id);
+    const t0 = performance.now();
+    res.once('finish', () => {
+      const ms = performance.now() - t0;
+      const route = routeOf(req);
+      metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
+      metrics.httpDuration.observe({ route, method: req.method }, ms / 1000);
+      const refusedBy = res.locals.rateLimitRule;
+      if (typeof refusedBy === 'string') metrics.rateLimited.inc({ rule: refusedBy });
+      if (!logger.isLevelEnabled('info')) return;
+      const p = principals.get(req);
+      logger.info(
+        {
+          event: 'request',
+          reqId: id,
+          method: req.method,
+          route,
+          status: res.statusCode,
+          ms: Math.round(ms * 100) / 100,
+          ip: req.ip,
+          ...(p ? { principal: p.via, accountId: p.user.id, ...(p.clientId ? { clientId: p.clientId } : {}) } : {}),
+          ...(typeof refusedBy === 'string' ? { rateLimit: refusedBy } : {}),
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+/**
+ * `GET /health/ready` (503 with the reasons when a dependency is not usable)
+ * and, when configured, `GET /metrics` behind `FAREBOX_METRICS_TOKEN`.
+ */
+export function mountOperations(app: Express, core: GatewayCore): void {
+  app.get('/health/ready', (_req, res, next) => {
+    core.platform.ready().then((r) => {
+      res.status(r.ready ? 200 : 503).json(r);
+    }, next);
+  });
+  const token = core.config.metricsToken;
+  app.get('/metrics', (req, res, next) => {
+    if (!token) {
+      res.status(404).json({ error: 'not found' });
+      return;
+    }
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m || !safeEqual(m[1]!, token)) {
+      res.status(401).setHeader('WWW-Authenticate', 'Bearer realm="metrics"').json({ error: 'metrics need the bearer token (FAREBOX_METRICS_TOKEN)' });
+      return;
+    }
+    core.metrics.registry.metrics().then((text) => {
+      res.type(core.metrics.registry.contentType).send(text);
+    }, next);
+  });
+}
+
+/** `FAREBOX_METRICS_ADDR`: /metrics alone on its own address (no token: keep it on a private interface). */
+export async function startMetricsServer(core: GatewayCore): Promise<Server | undefined> {
+  const address = core.config.metricsAddress;
+  if (!address) return undefined;
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+      return;
+    }
+    core.metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': core.metrics.registry.contentType }).end(text),
+      (err: unknown) => {
+        core.logger.error({ err }, 'metrics scrape failed');
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal error"}');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => resolve());
+  });
+  return server;
+}
