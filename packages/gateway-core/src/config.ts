@@ -65,6 +65,8 @@ export interface GatewayOptions {
   metricsToken?: string;
   /** A separate `host:port` serving only /metrics, with no token (`FAREBOX_METRICS_ADDR`), e.g. `127.0.0.1:9464`. */
   metricsAddress?: string;
+  /** `/health/ready` fails when the catalog mirror has not read the registry for this long (`FAREBOX_CATALOG_STALE_MS`, default 60,000). */
+  catalogStaleMs?: number;
   /** The host passes its own wallet provider (no keystore key needed from the environment). */
   keystoreKeyProvided?: boolean;
   env?: Record<string, string | undefined>;
@@ -99,6 +101,7 @@ export interface GatewayConfig {
   logLevel: LogLevel;
   metricsToken: string | undefined;
   metricsAddress: { host: string; port: number } | undefined;
+  catalogStaleMs: number;
 }
 
 function int(value: string | number | undefined, name: string, problems: string[], min = 1): number | undefined {
@@ -173,6 +176,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     if (!m || Number(m[2]) > 65535) problems.push('FAREBOX_METRICS_ADDR must be host:port, e.g. 127.0.0.1:9464');
     else metricsAddress = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
+  const catalogStaleMs = int(options.catalogStaleMs ?? env.FAREBOX_CATALOG_STALE_MS, 'FAREBOX_CATALOG_STALE_MS', problems) ?? 60_000;
   const allowedHosts = new Set<string>();
   if (publicOrigin) allowedHosts.add(new URL(publicOrigin).host.toLowerCase());
   for (const raw of options.allowedHosts ?? (env.FAREBOX_ALLOWED_HOSTS ?? '').split(',')) {
@@ -199,6 +203,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     logLevel,
     metricsToken,
     metricsAddress,
+    catalogStaleMs,
     port,
     allowedHosts: [...allowedHosts],
     allowLoopbackEndpoints,

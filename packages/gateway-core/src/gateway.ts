@@ -667,7 +667,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
           check('rpc', async () => `ledger ${await networkLedger()}`),
         ]);
         const m = mirror.status();
-        const staleAfterMs = 60_000;
+        const staleAfterMs = config.catalogStaleMs;
         if (m.lastSyncAt === null) {
           checks.catalog = 'down';
           reasons.push(`catalog: not synced yet${m.lastError ? ` (${m.lastError})` : ''}`);
