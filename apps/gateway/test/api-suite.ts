@@ -348,7 +348,7 @@ export function apiSuite(kind: DbKind) {
       expect((await pub.api('/v1/publisher/activate', { body: { name: 'Geo Co' } })).status).toBe(200);
       const svc = await h.serve('geocoder', { price: '0.02', ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
       const created = await pub.api('/v1/agents', { body: { service: 'geocoder', pricePerCallLamports: 200_000, endpoint: svc.endpoint, description: 'turns street addresses into coordinates' } });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.status, JSON.stringify(created.body) + h.logs().filter((l) => l.includes('"level":"error"') || l.includes('"level":"warn"')).join('\n')).toBe(201);
       // No waiting: the answer returns once this gateway has indexed the confirmed registration.
       expect((await alice.api('/v1/agents?q=geocoder')).body[0]?.service).toBe('geocoder');
       expect((await alice.api('/v1/agents?q=street coordinates')).body[0]?.service).toBe('geocoder');
@@ -417,6 +417,22 @@ export function apiSuite(kind: DbKind) {
       expect(r.status).toBe(200);
       expect(r.body.calls).toBeGreaterThan(0);
       expect(r.body.revenue_base_units).toBeGreaterThan(0);
+    });
+  });
+
+  describe('logs of the whole suite', () => {
+    it('are JSON lines, every request with its id, and none holds a secret the suite created', () => {
+      const lines = h.logs();
+      expect(lines.length).toBeGreaterThan(100);
+      const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+      const requests = entries.filter((e) => e.event === 'request');
+      expect(requests.length).toBeGreaterThan(100);
+      for (const r of requests) expect(r.reqId).toEqual(expect.stringMatching(/\S/));
+      expect(entries.filter((e) => e.event === 'call').length).toBeGreaterThan(50);
+      const secrets = h.secrets();
+      expect(secrets.length).toBeGreaterThan(10);
+      const text = lines.join('\n');
+      for (const secret of secrets) expect(text.includes(secret), `a log line holds ${secret.slice(0, 12)}…`).toBe(false);
     });
   });
 }

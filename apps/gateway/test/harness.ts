@@ -23,6 +23,8 @@ export interface Harness {
   registerRaw(name: string, endpoint: string, price: string): Promise<{ owner: string }>;
   /** Every line the gateway logged so far (JSON). */
   logs(): readonly string[];
+  /** Every secret the harness created: API keys, session and CSRF cookies, passwords. */
+  secrets(): readonly string[];
   close(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-gw-'));
   const schema = kind === 'postgres' ? `gw_test_${process.pid}_${Date.now()}_${counter++}` : undefined;
   const logLines: string[] = [];
+  const secrets = new Set<string>(['correct horse battery']);
   const gw = await startGateway({
     port: 0,
     // The test services listen on 127.0.0.1.
@@ -90,6 +93,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
     gw,
     url: gw.url,
     logs: () => logLines,
+    secrets: () => [...secrets],
     async user() {
       const email = `u${Date.now()}_${counter++}@example.com`;
       const signup = await request('/auth/signup', { body: { email, password: 'correct horse battery' } });
@@ -99,6 +103,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
       const created = await request('/v1/api-keys', { body: { name: 'test' }, headers: { cookie, 'x-csrf-token': csrf } });
       if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(created.body)}`);
       const key = created.body.key as string;
+      for (const s of [key, csrf, ...cookie.split('; ').map((c) => c.slice(c.indexOf('=') + 1))]) secrets.add(s);
       return {
         id: signup.body.id,
         email,

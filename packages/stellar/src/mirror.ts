@@ -83,7 +83,13 @@ export class FileCursorStore implements CursorStore {
   private state: { cursor?: string; services?: string[] } | undefined;
   constructor(readonly path: string) {}
 
-  private async read(): Promise<{ cursor?: string; services?: string[] }> {
+  private reading: Promise<{ cursor?: string; services?: string[] }> | undefined;
+  /** Reads the file once; every caller then shares the same state object. */
+  private read(): Promise<{ cursor?: string; services?: string[] }> {
+    this.reading ??= this.readFile();
+    return this.reading;
+  }
+  private async readFile(): Promise<{ cursor?: string; services?: string[] }> {
     if (this.state) return this.state;
     try {
       const parsed: unknown = JSON.parse(await readFile(this.path, 'utf8'));
@@ -92,16 +98,25 @@ export class FileCursorStore implements CursorStore {
       if (typeof obj.cursor === 'string') this.state.cursor = obj.cursor;
       if (Array.isArray(obj.services)) this.state.services = obj.services.filter((s): s is string => typeof s === 'string');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.reading = undefined;
+        throw e;
+      }
       this.state = {};
     }
     return this.state;
   }
-  private async write(): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
-    const tmp = `${this.path}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(this.state ?? {}), { mode: 0o600 });
-    await rename(tmp, this.path);
+  private writing: Promise<void> = Promise.resolve();
+  /** One write at a time (a confirmation and a sync may save together), each the latest state. */
+  private write(): Promise<void> {
+    const next = this.writing.catch(() => undefined).then(async () => {
+      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+      const tmp = `${this.path}.${process.pid}.tmp`;
+      await writeFile(tmp, JSON.stringify(this.state ?? {}), { mode: 0o600 });
+      await rename(tmp, this.path);
+    });
+    this.writing = next;
+    return next;
   }
   async load() {
     return (await this.read()).cursor;
