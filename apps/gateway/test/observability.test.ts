@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,6 +132,16 @@ describe('metrics', () => {
     expect(after).toMatch(/farebox_db_pool_connections\{state="total"\} \d+/);
     expect(after).toMatch(/farebox_treasury_usdc_base_units \d+/);
     expect(after).toMatch(/farebox_catalog_lag_ledgers \d+/);
+  });
+
+  it('include every metric that docs/operations.md and the sample Grafana dashboard use', async () => {
+    const text = await (await scrape()).text();
+    const exposed = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    const docs = await Promise.all(['operations.md', 'grafana-dashboard.json'].map((f) => readFile(new URL(`../../../docs/${f}`, import.meta.url), 'utf8')));
+    const named = new Set(docs.flatMap((d) => [...d.matchAll(/farebox_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))).filter((n) => n !== 'farebox_process_'));
+    expect(named.size).toBeGreaterThan(20);
+    expect([...named].filter((n) => !exposed.has(n))).toEqual([]);
+    JSON.parse(docs[1]!);
   });
 });
 

@@ -324,9 +324,16 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     if (!user.isPublisher) throw new GatewayError('FORBIDDEN', 'activate publishing first (POST /v1/publisher/activate)');
   }
 
-  const topupReconciler = setInterval(() => {
-    topups.reconcile().catch((err) => log('top-up reconciliation failed', err));
-  }, 30_000);
+  const reconcileTopups = () =>
+    topups
+      .reconcile()
+      .then(({ credited, failed }) => {
+        if (credited) metrics.topupsReconciled.inc({ result: 'credited' }, credited);
+        if (failed) metrics.topupsReconciled.inc({ result: 'failed' }, failed);
+        if (credited || failed) logger.warn({ event: 'topup-reconcile', credited, failed }, 'wallet top-ups settled by reconciliation');
+      })
+      .catch((err) => log('top-up reconciliation failed', err));
+  const topupReconciler = setInterval(reconcileTopups, 30_000);
   topupReconciler.unref();
 
   const reaper = setInterval(() => {
@@ -418,7 +425,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
       await mirrorStarted;
       if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       provisioning.start();
-      topups.reconcile().catch((err) => log('top-up reconciliation failed', err));
+      void reconcileTopups();
       settlement.start();
       operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
