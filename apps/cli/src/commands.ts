@@ -509,7 +509,9 @@ export async function runDev(ctx: Context, opts: { port?: string; cwd?: string }
   }
   if (opts.port !== undefined && !/^\d{1,5}$/.test(opts.port)) throw new CliError('USAGE', '--port must be a port number');
   ctx.log(`Starting the local stack (${found.description})...`);
-  const child = spawn(found.command, found.args, { stdio: 'inherit', env: { ...process.env, ...(opts.port ? { PORT: opts.port } : {}) } });
+  // A local stack calls the developer's services on localhost (never the gateway's own port; refused on mainnet).
+  const env = { ...process.env, FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true', ...(opts.port ? { PORT: opts.port } : {}) };
+  const child = spawn(found.command, found.args, { stdio: 'inherit', env });
   const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));

@@ -137,11 +137,16 @@ const keystoreKey = randomBytes(32).toString('hex');
 function waitLine(child: ChildProcess, re: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d) => {
+    const onData = (d: Buffer) => {
       out += d;
       const m = re.exec(out);
-      if (m) resolve(m[1]!);
-    });
+      if (!m) return;
+      resolve(m[1]!);
+      // From here on the gateway's log lines are read and dropped, as a log shipper would.
+      child.stdout!.off('data', onData);
+      child.stdout!.on('data', () => undefined);
+    };
+    child.stdout!.on('data', onData);
     child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
   });
 }
@@ -164,7 +169,7 @@ for (let i = 0; i < 100; i++) {
 }
 const devnetUrl = `http://127.0.0.1:${devnetPort}`;
 
-async function startInstance(): Promise<string> {
+async function startInstance(logLevel = 'info'): Promise<string> {
   const port = await freePort();
   const extra = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
   const child = spawn(process.execPath, [...extra, '--conditions=@farebox/source', '--import', 'tsx', main], {
@@ -174,6 +179,10 @@ async function startInstance(): Promise<string> {
       FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-bench-')),
       FAREBOX_DEVNET_URL: devnetUrl,
       FAREBOX_KEYSTORE_KEY: keystoreKey,
+      // JSON logs to the pipe (info: a line per request and per call), as deployed.
+      FAREBOX_LOG_LEVEL: logLevel,
+      // The no-op service listens on 127.0.0.1.
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
       FAREBOX_AUTH_RATE_LIMIT: '1000',
       FAREBOX_ACCOUNT_RATE_LIMIT: '10000000',
       ...(redisUp ? { FAREBOX_REDIS_URL: 'redis://127.0.0.1:6379' } : {}),
@@ -231,6 +240,16 @@ try {
   const hot = await load(pools[0]!, '/v1/call', () => ({ authorization: `Bearer ${keys[0]}` }), callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
   const directLoad = await load(direct, '/', () => ({}), () => '{}', CONCURRENCY, DURATION_MS);
 
+  // The same load on a gateway logging warnings only: what the access and call log cost.
+  const quietUrl = await startInstance('warn');
+  await waitCatalog(quietUrl);
+  const quietPool = new Pool(quietUrl, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
+  await load(quietPool, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
+  const quietRuns: Array<Awaited<ReturnType<typeof load>>> = [];
+  for (let r = 0; r < ROUNDS; r++) quietRuns.push(await load(quietPool, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS));
+  const quiet = [...quietRuns].sort((a, b) => a.rps - b.rps)[Math.floor(quietRuns.length / 2)]!;
+  await quietPool.close();
+
   const second = await startInstance();
   await waitCatalog(second);
   pools.push(new Pool(second, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 }));
@@ -243,6 +262,7 @@ try {
   console.log(`  steps p50           ${seqGw.stepP50.map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; the rest is authentication, rate limit and HTTP`);
   console.log(`one gateway         ${one.rps.toFixed(0)} calls/s median of ${ROUNDS} runs (${runs.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${runs.reduce((a, r) => a + r.errors, 0)} errors) (target >= 800)`);
   console.log(`  CPU ms per call     ${cpuOne}`);
+  console.log(`logging             info ${one.rps.toFixed(0)} calls/s vs warn only ${quiet.rps.toFixed(0)} calls/s (${quietRuns.map((r) => r.rps.toFixed(0)).join(', ')}): ratio info/warn ${(one.rps / quiet.rps).toFixed(2)} (target >= 0.90)`);
   console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);
   console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors), ratio hot/spread ${(hot.rps / one.rps).toFixed(2)}`);
   console.log(`direct              ${directLoad.rps.toFixed(0)} req/s (p50 ${f(directLoad.p50)} ms, p99 ${f(directLoad.p99)} ms); ratio gateway/direct ${(one.rps / directLoad.rps).toFixed(3)}`);

@@ -30,6 +30,9 @@ function startGatewayProcess(dataDir: string, port: number): Promise<{ child: Ch
       FAREBOX_CALL_TIMEOUT_MS: '20000',
       FAREBOX_HOLD_TIMEOUT_MS: '25000',
       FAREBOX_AUTH_RATE_LIMIT: '100',
+      // The test's services listen on 127.0.0.1; warnings only in the output it reads.
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+      FAREBOX_LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

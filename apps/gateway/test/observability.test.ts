@@ -117,6 +117,10 @@ describe('metrics', () => {
     expect((await u.api('/v1/call', { body: { service: 'metered-down', payload: {} } })).status).toBe(500);
     for (let i = 0; i < 5; i++) await fetch(`${s.url}/v1/me`);
     await s.gw.core.settlement.settle(owner);
+    // One log line per settlement step of that publisher's cycle, to done.
+    const steps = logged().filter((e) => e.event === 'settlement' && e.owner === owner);
+    expect(steps.map((e) => e.to)).toEqual(expect.arrayContaining(['closing', 'deployed', 'funded', 'released', 'done']));
+    expect(steps.find((e) => e.to === 'deployed')?.txHash).toMatch(/^[0-9a-f]{64}$/);
 
     const after = await (await scrape()).text();
     const delta = (series: string) => value(after, series) - value(before, series);

@@ -39,6 +39,9 @@ function startChild(crashAt?: string): Promise<{ child: ChildProcess; url: strin
       FAREBOX_FUNDING_INTERVAL: '1h',
       FAREBOX_SETTLEMENT_INTERVAL: '1h',
       FAREBOX_AUTH_RATE_LIMIT: '1000',
+      // The test's service listens on 127.0.0.1; warnings only in the output it reads.
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+      FAREBOX_LOG_LEVEL: 'warn',
       ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -31,7 +31,7 @@ const children: ChildProcess[] = [];
 
 function startChild(crashAt?: string): Promise<{ url: string; exited: Promise<number | null> }> {
   const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
-    env: { PATH: process.env.PATH, PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', ...env, ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}) },
+    env: { PATH: process.env.PATH, PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env, ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -162,7 +162,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
     metrics.settlementLastFailure.set(Date.now() / 1000);
     logger.warn({ event: 'settlement', err: e }, m);
   };
-  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog });
+  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury: walletSigner(wallets, treasuryAddress), ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog, onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
   // Test hook (`FAREBOX_TEST_CRASH_AT`): the crash tests kill the process at a named point.
   const crashPoint = (name: string) => {
     if (settlement.settings.crashAt === name) process.kill(process.pid, 'SIGKILL');

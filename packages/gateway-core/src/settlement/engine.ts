@@ -1,5 +1,5 @@
 import { PLATFORM_FEE_PCT, splitFee } from '@farebox/protocol';
-import type { Ledger, SettlementCycle } from '@farebox/ledger';
+import type { Ledger, SettlementCycle, CycleState } from '@farebox/ledger';
 import type { EscrowClient } from '@farebox/escrow';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import type { Database } from '@farebox/ledger';
@@ -22,6 +22,8 @@ export interface SettlementEngineOptions {
   /** Makes sure the treasury holds `amount` USDC before funding (devnet: mints it). */
   ensureTreasuryFunds?(amount: bigint): Promise<void>;
   log?(message: string, err?: unknown): void;
+  /** Each state change of a cycle, once it is recorded (the settlement log lines). */
+  onStep?(step: { cycleId: string; owner: string; from: CycleState; to: CycleState; txHash?: string }): void;
   /**
    * Test hook (`FAREBOX_TEST_CRASH_AT`): the process kills itself with
    * SIGKILL at this named point: `signed:<step>` (intent persisted, not
@@ -53,6 +55,12 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
     if (o.crashAt && (name === o.crashAt || name.startsWith(`${o.crashAt}:`))) process.kill(process.pid, 'SIGKILL');
   };
   const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint });
+  /** `ledger.advance`, reporting each applied state change. */
+  const advance: typeof ledger.advance = async (cycleId, from, to, data) => {
+    const r = await ledger.advance(cycleId, from, to, data);
+    if (r.applied) o.onStep?.({ cycleId, owner: r.cycle.publisherOwner, from, to, ...(data?.txHash ? { txHash: data.txHash } : {}) });
+    return r;
+  };
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> | undefined;
   let stopped = false;
@@ -143,23 +151,23 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
       switch (c.state) {
         case 'open':
           await fundOpen(c);
-          c = (await ledger.advance(c.id, 'open', 'closing')).cycle;
+          c = (await advance(c.id, 'open', 'closing')).cycle;
           break;
         case 'closing': {
           await ledger.claimEarnings(c.id);
           c = await ledger.getCycle(c.id);
           if (c.calls === 0) {
-            c = (await ledger.advance(c.id, 'closing', 'done')).cycle;
+            c = (await advance(c.id, 'closing', 'done')).cycle;
             break;
           }
           c = await deploy(c);
           const deployTx = txOf(c, 'deploy');
-          c = (await ledger.advance(c.id, 'closing', 'deployed', { escrowId: c.escrowId!, ...(deployTx ? { txHash: deployTx, explorerUrl: network.explorer.tx(deployTx) } : {}) })).cycle;
+          c = (await advance(c.id, 'closing', 'deployed', { escrowId: c.escrowId!, ...(deployTx ? { txHash: deployTx, explorerUrl: network.explorer.tx(deployTx) } : {}) })).cycle;
           break;
         }
         case 'deployed':
           c = await fundAll(c);
-          c = (await ledger.advance(c.id, 'deployed', 'funded')).cycle;
+          c = (await advance(c.id, 'deployed', 'funded')).cycle;
           crashPoint('recorded:funded');
           break;
         case 'funded': {
@@ -175,7 +183,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
           const out = await onChain(c, 'release', () => escrow.releaseFunds({ contractId: id, releaseSigner: treasury.publicKey }));
           const { fee, net } = splitFee(c.funded);
           c = (
-            await ledger.advance(c.id, 'funded', 'released', {
+            await advance(c.id, 'funded', 'released', {
               txHash: out.hash,
               explorerUrl: network.explorer.tx(out.hash),
               data: { releaseTx: out.hash, pending: null, payout: { gross: c.funded.toString(), fee: fee.toString(), net: net.toString(), receiver: c.publisherOwner } },
@@ -198,7 +206,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
           const releaseTx = txOf(c, 'release');
           const confirm = sweepTx ?? releaseTx;
           c = (
-            await ledger.advance(c.id, 'released', 'swept', {
+            await advance(c.id, 'released', 'swept', {
               ...(confirm ? { txHash: confirm, explorerUrl: network.explorer.tx(confirm) } : {}),
               data: { ...(sweepTx ? { sweepTx, swept: state.balance.toString() } : {}), verified: { escrowBalance: '0', released: true, at: new Date().toISOString() }, pending: null },
             })
@@ -206,7 +214,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
           break;
         }
         case 'swept':
-          c = (await ledger.advance(c.id, 'swept', 'done')).cycle;
+          c = (await advance(c.id, 'swept', 'done')).cycle;
           break;
         case 'done':
         case 'failed':

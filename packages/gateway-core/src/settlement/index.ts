@@ -3,7 +3,7 @@ import type { Database, Ledger } from '@farebox/ledger';
 import { createAccounts as createStellarAccounts, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
 import { resolveSettlementConfig, type SettlementConfigOptions, type SettlementSettings } from './config.js';
-import { createSettlementEngine, type SettlementEngine } from './engine.js';
+import { createSettlementEngine, type SettlementEngine, type SettlementEngineOptions } from './engine.js';
 import { createChainProbe, type ChainProbe } from './onchain.js';
 import { settlementView } from './view.js';
 
@@ -17,6 +17,8 @@ export interface CreateSettlementOptions {
   options?: SettlementConfigOptions;
   env: Record<string, string | undefined>;
   log(message: string, err?: unknown): void;
+  /** Each recorded state change of a cycle (the settlement log lines). */
+  onStep?: SettlementEngineOptions['onStep'];
 }
 
 /** Devnet USDC minted into the treasury when it runs short (local network only). */
@@ -60,6 +62,7 @@ export function createSettlement(o: CreateSettlementOptions) {
         fundingIntervalMs: settings.fundingIntervalMs,
         ensureTreasuryFunds,
         log: o.log,
+        ...(o.onStep ? { onStep: o.onStep } : {}),
         ...(settings.crashAt ? { crashAt: settings.crashAt } : {}),
       })
     : undefined;
