@@ -306,6 +306,115 @@ describe(`OAuth 2.1 authorization server on ${kind} (RFC 9700 points, spending l
     expect((await call('echo')).status).toBe(200);
   });
 
+  // The connection (the user's grant to a client) is the source of truth: its scopes, its daily limit and its revocation apply to every token at once.
+  const grantKit = async () => {
+    const user = await h.user();
+    const c = await rawClient(h.url);
+    const as = (token: string) => (path: string, init: { method?: string; body?: unknown } = {}) => user.api(path, { ...init, headers: { authorization: `Bearer ${token}` } });
+    return { user, c, as };
+  };
+  const ALL = 'agents:read agents:call account:read';
+  const NO_ACCOUNT = 'this connection was not granted the account:read scope';
+
+  it('narrows the tokens already issued when the user re-authorises with fewer scopes and a lower daily limit; disconnecting then kills both tokens', async () => {
+    const { user: frank, c, as } = await grantKit();
+    const { tokens: old } = await c.authorize(frank);
+    expect(old.scope).toBe(ALL);
+    const oldApi = as(old.access_token);
+    expect((await oldApi('/v1/balance')).status).toBe(200);
+    expect((await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 1 } } })).status).toBe(200);
+    const balanceTool = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_balance', arguments: {} } };
+    const toolResult = async (token: string) => ((await (await mcp(token, balanceTool)).json()) as { result: { isError?: boolean; content: Array<{ text: string }> } }).result;
+    expect((await toolResult(old.access_token)).isError).toBeFalsy();
+
+    // The user re-authorises the same client without account:read and with a daily limit of $0.025.
+    const { tokens: narrow } = await c.authorize(frank, { scope: 'agents:read agents:call', dailyLimitUsd: '0.025' });
+    expect(narrow.scope).toBe('agents:read agents:call');
+    const narrowBalance = await as(narrow.access_token)('/v1/balance');
+    expect({ status: narrowBalance.status, error: narrowBalance.body.error }).toEqual({ status: 403, error: NO_ACCOUNT });
+    // The old access token: refused on the removed scope with the very answer a token issued narrow gets, on /v1 and through MCP ...
+    const oldBalance = await oldApi('/v1/balance');
+    expect(oldBalance.status).toBe(403);
+    expect(oldBalance.body).toEqual(narrowBalance.body);
+    expect(await toolResult(old.access_token)).toMatchObject({ isError: true, content: [{ text: NO_ACCOUNT }] });
+    // ... allowed on the scopes kept, within the lowered daily limit ($0.01 spent already: one more call of $0.01).
+    expect((await oldApi('/v1/agents')).status).toBe(200);
+    expect((await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 2 } } })).status).toBe(200);
+    const over = await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 3 } } });
+    expect(over.status).toBe(403);
+    expect(over.body.error).toBe('daily spending limit reached: this connection may spend $0.025 per day (UTC), has spent $0.02 today, and this call costs $0.01');
+
+    // The old refresh token cannot get the removed scope back, and a refresh answers the narrowed scope.
+    const widen = await c.token({ grant_type: 'refresh_token', refresh_token: old.refresh_token, scope: 'account:read' });
+    expect(widen.body).toEqual({ error: 'invalid_scope', error_description: 'scope exceeds what was granted' });
+    const refreshed = await c.token({ grant_type: 'refresh_token', refresh_token: old.refresh_token });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body.scope).toBe('agents:read agents:call');
+    expect((await as(refreshed.body.access_token)('/v1/balance')).body.error).toBe(NO_ACCOUNT);
+    // A retry inside the grace window answers the same pair with the same narrowed scope.
+    const retry = await c.token({ grant_type: 'refresh_token', refresh_token: old.refresh_token });
+    expect(retry.body).toMatchObject({ access_token: refreshed.body.access_token, refresh_token: refreshed.body.refresh_token, scope: 'agents:read agents:call' });
+
+    // Disconnecting kills every access and refresh token of the connection at once: 401 invalid_token on /v1 and /mcp, invalid_grant on refresh.
+    const [conn] = (await frank.api('/v1/oauth/connections')).body;
+    expect((await frank.api(`/v1/oauth/connections/${conn.id}`, { method: 'DELETE' })).status).toBe(200);
+    for (const token of [old.access_token, refreshed.body.access_token, narrow.access_token]) {
+      const v1 = await as(token)('/v1/agents');
+      expect(v1.status).toBe(401);
+      expect(v1.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+      const m = await mcp(token);
+      expect(m.status).toBe(401);
+      expect(m.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+    }
+    for (const token of [refreshed.body.refresh_token, narrow.refresh_token]) {
+      expect((await c.token({ grant_type: 'refresh_token', refresh_token: token })).body).toEqual({ error: 'invalid_grant', error_description: 'refresh token revoked' });
+    }
+  });
+
+  it('widens the tokens of the connection when the user re-authorises with more scopes, except where the client narrowed a token itself; a narrowing racing a refresh still binds the new token', async () => {
+    const { user: gina, c, as } = await grantKit();
+    const { tokens: first } = await c.authorize(gina, { scope: 'agents:read agents:call' });
+    expect(first.scope).toBe('agents:read agents:call');
+    expect((await as(first.access_token)('/v1/balance')).body.error).toBe(NO_ACCOUNT);
+    // The client narrows one family itself at a refresh; it keeps asking for less on the next refresh.
+    const { tokens: second } = await c.authorize(gina, { scope: 'agents:read agents:call' });
+    const down = await c.token({ grant_type: 'refresh_token', refresh_token: second.refresh_token, scope: 'agents:read' });
+    expect(down.body.scope).toBe('agents:read');
+    expect((await as(down.body.access_token)('/v1/call', { body: { service: 'echo', payload: {} } })).body.error).toBe('this connection was not granted the agents:call scope');
+
+    // Re-authorising with more: every token of the connection carries the granted set, the old access and refresh tokens included.
+    await c.authorize(gina, { scope: ALL });
+    expect((await as(first.access_token)('/v1/balance')).status).toBe(200);
+    const wide = await c.token({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
+    expect(wide.body.scope).toBe(ALL);
+    expect((await as(wide.body.access_token)('/v1/balance')).status).toBe(200);
+    // The family the client narrowed stays within what it asked for.
+    expect((await as(down.body.access_token)('/v1/balance')).body.error).toBe(NO_ACCOUNT);
+    const downAgain = await c.token({ grant_type: 'refresh_token', refresh_token: down.body.refresh_token });
+    expect(downAgain.body.scope).toBe('agents:read');
+
+    // A narrowing that races a refresh: whatever the order, the new pair cannot use the removed scopes.
+    const [raced] = await Promise.all([c.token({ grant_type: 'refresh_token', refresh_token: wide.body.refresh_token }), c.authorize(gina, { scope: 'agents:read' })]);
+    expect(raced.status).toBe(200);
+    expect((await as(raced.body.access_token)('/v1/call', { body: { service: 'echo', payload: {} } })).body.error).toBe('this connection was not granted the agents:call scope');
+    expect((await as(raced.body.access_token)('/v1/agents')).status).toBe(200);
+    expect((await c.token({ grant_type: 'refresh_token', refresh_token: raced.body.refresh_token })).body.scope).toBe('agents:read');
+
+    // A code issued under an earlier consent gives tokens with the connection's scopes when it is redeemed.
+    const p = pkce();
+    const { redirect } = await consent(h.url, c.authorizeUrl({ code_challenge: p.challenge, code_challenge_method: 'S256', scope: ALL }), gina);
+    await c.authorize(gina, { scope: 'account:read' });
+    const late = await c.token({ grant_type: 'authorization_code', code: redirect.searchParams.get('code')!, redirect_uri: c.redirectUri, code_verifier: p.verifier });
+    expect(late.body.scope).toBe('account:read');
+    expect((await as(late.body.access_token)('/v1/agents')).body.error).toBe('this connection was not granted the agents:read scope');
+    // The family the client narrowed to agents:read has nothing left: refused on every route, and its refresh is invalid_grant.
+    expect((await as(downAgain.body.access_token)('/v1/agents')).body.error).toBe('this connection was not granted the agents:read scope');
+    expect((await c.token({ grant_type: 'refresh_token', refresh_token: downAgain.body.refresh_token })).body).toEqual({
+      error: 'invalid_grant',
+      error_description: 'the connection no longer grants any scope this token was narrowed to; authorize again',
+    });
+  });
+
   it('protects the consent screen: clickjacking headers, CSRF on the consent post, sign-in form without a session, deny redirects with access_denied', async () => {
     const c = await rawClient(h.url, { client_name: '<script>alert(1)</script>' });
     const p = pkce();

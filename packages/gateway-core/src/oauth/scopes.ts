@@ -22,6 +22,18 @@ export function parseScopes(value: string | undefined): OAuthScope[] | undefined
   return SUPPORTED_SCOPES.filter((s) => parts.includes(s));
 }
 
+/**
+ * The scopes a token may use now: those its connection grants (the source of
+ * truth, read on every use), cut down to the token's own set when its client
+ * narrowed it at a refresh (`own`; NULL follows the connection). In the order
+ * of {@link SUPPORTED_SCOPES}; empty when nothing is left.
+ */
+export function tokenScopes(granted: string, own: string | null): OAuthScope[] {
+  const grant = granted.split(' ');
+  const asked = own === null ? undefined : own.split(' ');
+  return SUPPORTED_SCOPES.filter((s) => grant.includes(s) && (asked === undefined || asked.includes(s)));
+}
+
 /** Which /v1 requests an OAuth access token may make, and the scope each needs. Everything else is refused. */
 const V1_ACCESS: Array<{ method: string; path: RegExp; scope: OAuthScope }> = [
   { method: 'GET', path: /^\/agents\/?$/, scope: 'agents:read' },

@@ -7,7 +7,7 @@ import { prepared, type Database } from '@farebox/ledger';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
 import { matchRedirectUri, redirectUriProblem } from './redirects.js';
-import { OAUTH_SCOPES, parseScopes, SUPPORTED_SCOPES, type OAuthScope } from './scopes.js';
+import { OAUTH_SCOPES, parseScopes, SUPPORTED_SCOPES, tokenScopes, type OAuthScope } from './scopes.js';
 
 /** Lifetimes and the clock of the authorization server (tests shorten or move them). */
 export interface OAuthOptions {
@@ -59,9 +59,10 @@ const CODE_PREFIX = 'fbo_ac_';
 const DAY_MS = 24 * 3600 * 1000;
 
 // Every request with an OAuth access token runs it: prepared once per connection.
+// The connection (the grant) is joined: its scopes and its revocation apply to every token at once.
 const OAUTH_TOKEN_LOOKUP = prepared(
   'gw_oauth_token_lookup',
-  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, t.resource, c.last_used_at
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, c.scopes AS grant_scopes, t.resource, c.last_used_at
      FROM gw_oauth_tokens t
      JOIN gw_oauth_connections c ON c.id = t.connection_id
      JOIN gw_users u ON u.id = c.user_id
@@ -275,7 +276,13 @@ export function createOAuth(options: CreateOAuthOptions) {
     await db.query('UPDATE gw_oauth_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL', [familyId, new Date(now())]);
   }
 
-  type Grant = { familyId: string; connectionId: string; clientId: string; scopes: string; resource: string };
+  /**
+   * What a new pair is issued for. `scopes` is stored on the tokens: NULL makes
+   * them follow the connection's scopes, a set is what the client narrowed them
+   * to (still cut down by the connection). `answer` is the `scope` the response
+   * states: what the tokens may use now.
+   */
+  type Grant = { familyId: string; connectionId: string; clientId: string; scopes: string | null; answer: string; resource: string };
 
   async function issuePair(tx: Db, grant: Grant): Promise<TokenResponse> {
     const access = `${ACCESS_PREFIX}${randomToken()}`;
@@ -285,7 +292,7 @@ export function createOAuth(options: CreateOAuthOptions) {
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
     await tx.query(insert, [hashToken(access), 'access', grant.familyId, grant.connectionId, grant.clientId, grant.scopes, grant.resource, new Date(t + accessTtl), new Date(t)]);
     await tx.query(insert, [hashToken(refresh), 'refresh', grant.familyId, grant.connectionId, grant.clientId, grant.scopes, grant.resource, new Date(t + refreshTtl), new Date(t)]);
-    return { access_token: access, token_type: 'Bearer', expires_in: Math.floor(accessTtl / 1000), refresh_token: refresh, scope: grant.scopes };
+    return { access_token: access, token_type: 'Bearer', expires_in: Math.floor(accessTtl / 1000), refresh_token: refresh, scope: grant.answer };
   }
 
   function checkResourceParam(body: Record<string, unknown>, granted: string) {
@@ -293,9 +300,10 @@ export function createOAuth(options: CreateOAuthOptions) {
     if (r !== undefined && r !== granted) throw oauthError('invalid_target', `this grant is for the resource ${granted}`);
   }
 
-  async function liveConnection(connectionId: string): Promise<boolean> {
-    const { rows } = await db.query('SELECT 1 FROM gw_oauth_connections WHERE id = $1 AND revoked_at IS NULL', [connectionId]);
-    return rows.length > 0;
+  /** The scopes a live connection grants now; undefined once disconnected. */
+  async function liveConnectionScopes(connectionId: string): Promise<string | undefined> {
+    const { rows } = await db.query<{ scopes: string }>('SELECT scopes FROM gw_oauth_connections WHERE id = $1 AND revoked_at IS NULL', [connectionId]);
+    return rows[0]?.scopes;
   }
 
   async function codeGrant(body: Record<string, unknown>, client: OAuthClient): Promise<TokenResponse> {
@@ -326,12 +334,28 @@ export function createOAuth(options: CreateOAuthOptions) {
     if (redirectUri !== row.redirect_uri) throw oauthError('invalid_grant', 'redirect_uri does not match the one of the authorization request');
     if (!safeEqual(s256(verifier), row.code_challenge)) throw oauthError('invalid_grant', 'code_verifier does not match the code_challenge');
     checkResourceParam(body, row.resource);
-    if (!(await liveConnection(row.connection_id))) throw oauthError('invalid_grant', 'the connection was disconnected');
-    return db.transaction((tx) => issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes: row.scopes, resource: row.resource }));
+    const granted = await liveConnectionScopes(row.connection_id);
+    if (granted === undefined) throw oauthError('invalid_grant', 'the connection was disconnected');
+    // The tokens follow the connection (a later consent for this client may have changed it since this code was issued).
+    const answer = tokenScopes(granted, null).join(' ');
+    return db.transaction((tx) => issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes: null, answer, resource: row.resource }));
   }
 
-  type TokenRow = { token_hash: string; family_id: string; connection_id: string; client_id: string; scopes: string; resource: string; expires_at: Date | string; rotated_at: Date | string | null; successor: string | null; revoked_at: Date | string | null; connection_revoked: Date | string | null };
-  type Successor = { access: string; refresh: string; scopes: string };
+  type TokenRow = {
+    token_hash: string;
+    family_id: string;
+    connection_id: string;
+    client_id: string;
+    scopes: string | null;
+    grant_scopes: string;
+    resource: string;
+    expires_at: Date | string;
+    rotated_at: Date | string | null;
+    successor: string | null;
+    revoked_at: Date | string | null;
+    connection_revoked: Date | string | null;
+  };
+  type Successor = { access: string; refresh: string };
 
   async function refreshGrant(body: Record<string, unknown>, client: OAuthClient): Promise<TokenResponse> {
     const token = param(body, 'refresh_token');
@@ -340,7 +364,7 @@ export function createOAuth(options: CreateOAuthOptions) {
     const read = async () =>
       (
         await db.query<TokenRow>(
-          `SELECT t.token_hash, t.family_id, t.connection_id, t.client_id, t.scopes, t.resource, t.expires_at, t.rotated_at, t.successor, t.revoked_at, c.revoked_at AS connection_revoked
+          `SELECT t.token_hash, t.family_id, t.connection_id, t.client_id, t.scopes, c.scopes AS grant_scopes, t.resource, t.expires_at, t.rotated_at, t.successor, t.revoked_at, c.revoked_at AS connection_revoked
              FROM gw_oauth_tokens t JOIN gw_oauth_connections c ON c.id = t.connection_id
             WHERE t.token_hash = $1 AND t.kind = 'refresh'`,
           [hash],
@@ -351,18 +375,23 @@ export function createOAuth(options: CreateOAuthOptions) {
     if (row.revoked_at || row.connection_revoked) throw oauthError('invalid_grant', 'refresh token revoked');
     if (new Date(row.expires_at).getTime() <= now()) throw oauthError('invalid_grant', 'refresh token expired');
     checkResourceParam(body, row.resource);
-    const granted = row.scopes.split(' ');
+    // What this token may use now: the connection's scopes (narrowed or widened by a later consent), within what its client narrowed it to.
+    const granted = tokenScopes(row.grant_scopes, row.scopes);
     const asked = param(body, 'scope');
     let scopes = row.scopes;
-    if (asked !== undefined) {
+    let answer = granted;
+    if (asked !== undefined && asked.trim() !== '') {
       const parsed = parseScopes(asked);
       if (!parsed || !parsed.every((s) => granted.includes(s))) throw oauthError('invalid_scope', 'scope exceeds what was granted');
-      scopes = parsed.join(' ');
+      // Asking for everything the connection grants keeps following the connection.
+      if (!(row.scopes === null && parsed.length === granted.length)) scopes = parsed.join(' ');
+      answer = parsed;
     }
+    if (answer.length === 0) throw oauthError('invalid_grant', 'the connection no longer grants any scope this token was narrowed to; authorize again');
     if (!row.rotated_at) {
       const rotated = await db.transaction(async (tx) => {
-        const pair = await issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes, resource: row.resource });
-        const sealed = seal(token, { access: pair.access_token, refresh: pair.refresh_token, scopes } satisfies Successor);
+        const pair = await issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes, answer: answer.join(' '), resource: row.resource });
+        const sealed = seal(token, { access: pair.access_token, refresh: pair.refresh_token } satisfies Successor);
         const upd = await tx.query('UPDATE gw_oauth_tokens SET rotated_at = $2, successor = $3 WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL', [hash, new Date(now()), sealed]);
         if (!upd.rowCount) throw new RotationRace();
         return pair;
@@ -377,8 +406,10 @@ export function createOAuth(options: CreateOAuthOptions) {
     if (again?.rotated_at && again.successor && !again.revoked_at && now() - new Date(again.rotated_at).getTime() <= grace) {
       const successor = unseal<Successor>(token, again.successor);
       if (successor) {
-        const { rows } = await db.query<{ kind: string; expires_at: Date | string }>(
-          `SELECT kind, expires_at FROM gw_oauth_tokens WHERE token_hash = ANY($1::text[]) AND revoked_at IS NULL AND (kind = 'access' OR rotated_at IS NULL)`,
+        const { rows } = await db.query<{ kind: string; expires_at: Date | string; scopes: string | null; grant_scopes: string }>(
+          `SELECT t.kind, t.expires_at, t.scopes, c.scopes AS grant_scopes
+             FROM gw_oauth_tokens t JOIN gw_oauth_connections c ON c.id = t.connection_id
+            WHERE t.token_hash = ANY($1::text[]) AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND (t.kind = 'access' OR t.rotated_at IS NULL)`,
           [[hashToken(successor.access), hashToken(successor.refresh)]],
         );
         const access = rows.find((r) => r.kind === 'access');
@@ -388,7 +419,8 @@ export function createOAuth(options: CreateOAuthOptions) {
             token_type: 'Bearer',
             expires_in: Math.max(0, Math.floor((new Date(access.expires_at).getTime() - now()) / 1000)),
             refresh_token: successor.refresh,
-            scope: successor.scopes,
+            // What the pair may use now, as a first answer would say it.
+            scope: tokenScopes(access.grant_scopes, access.scopes).join(' '),
           };
         }
       }
@@ -615,7 +647,8 @@ export function createOAuth(options: CreateOAuthOptions) {
         created_at: Date | string;
         connection_id: string;
         client_id: string;
-        scopes: string;
+        scopes: string | null;
+        grant_scopes: string;
         resource: string;
         last_used_at: Date | string | null;
       }>(
@@ -632,7 +665,7 @@ export function createOAuth(options: CreateOAuthOptions) {
         via: 'oauth',
         credentialId: row.connection_id,
         clientId: row.client_id,
-        scopes: row.scopes.split(' '),
+        scopes: tokenScopes(row.grant_scopes, row.scopes),
       };
     },
 
