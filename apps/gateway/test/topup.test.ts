@@ -129,6 +129,37 @@ describe('a testnet-configured gateway (on the devnet)', () => {
   });
 });
 
+describe('a network without a friendbot (as on mainnet)', () => {
+  it('creates each new wallet from the treasury (2 XLM: reserves and fees) and sets its trustline, once the treasury is funded', async () => {
+    const devnet = await startDevnetForSettlement();
+    const s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: 'none' }) });
+    try {
+      const chain = createAccounts(resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} }));
+      expect(s.gw.core.network.friendbotUrl).toBeUndefined();
+      const u = await s.user();
+      expect((await u.api('/v1/me')).body.wallet_status).toBe('provisioning');
+      // The treasury has nothing yet: the job retries until the operator funds it.
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await chain.balances(u.wallet)).exists).toBe(false);
+      await devnet.friendbot(s.gw.core.treasuryAddress);
+      const treasuryXlm = (await chain.balances(s.gw.core.treasuryAddress)).xlm;
+      let b = await chain.balances(u.wallet);
+      for (let i = 0; i < 300 && !(b.exists && b.usdc !== null); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        b = await chain.balances(u.wallet);
+      }
+      expect(b.usdc).toBe(0n);
+      // 2 XLM from the treasury, less the trustline transaction's fee.
+      expect(b.xlm).toBe(20_000_000n - 100n);
+      expect((await chain.balances(s.gw.core.treasuryAddress)).xlm).toBe(treasuryXlm - 20_000_000n - 100n);
+      expect((await u.api('/v1/me')).body.wallet_status).toBe('ok');
+    } finally {
+      await s.close();
+      await devnet.close();
+    }
+  }, 60_000);
+});
+
 describe('the sign-up credit setting', () => {
   it('FAREBOX_SIGNUP_CREDIT=0 opens accounts with nothing, and a free top-up still works', async () => {
     const h = await startHarness('pglite', { env: { FAREBOX_SIGNUP_CREDIT: '0' } });

@@ -42,7 +42,10 @@ export function createWalletProvisioning(o: WalletProvisioningOptions) {
     const state = await o.chain.balances(address);
     if (!state.exists) {
       if (o.network.friendbotUrl) await o.chain.fund(address);
-      else await o.chain.createAccount(o.treasury, address, o.startingXlm);
+      else
+        await o.chain.createAccount(o.treasury, address, o.startingXlm).catch((err: unknown) => {
+          throw new Error(`the treasury ${o.treasury.publicKey} could not create the wallet (it pays each new wallet's XLM reserve: fund it with XLM): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        });
     }
     if (state.usdc === null) await o.chain.ensureUsdcTrustline(walletSigner(o.wallets, address));
   }
