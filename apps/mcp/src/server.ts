@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -38,6 +39,7 @@ export function oauthFetch(session: OAuthSession, base: typeof fetch = fetch): F
     const send = (token: string) => {
       const headers = new Headers(init.headers);
       headers.set('authorization', `Bearer ${token}`);
+      if (!headers.has('x-request-id')) headers.set('x-request-id', randomUUID());
       return base(url, { ...init, headers });
     };
     const token = await session.accessToken();
@@ -50,12 +52,15 @@ export function oauthFetch(session: OAuthSession, base: typeof fetch = fetch): F
 
 /** API-key mode: the tools over the REST API, shaped like the remote `/mcp` answers. */
 function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: string, doFetch: typeof fetch): void {
-  async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | unknown[] | undefined }> {
+  async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | unknown[] | undefined; requestId: string }> {
+    // Each request carries its own id: the gateway's logs (and the service's, for a call) are found by it.
+    const sent = randomUUID();
     const res = await doFetch(`${config.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json', 'x-request-id': sent, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
+    const requestId = res.headers.get('x-request-id') ?? sent;
     const text = await res.text();
     let json: Record<string, unknown> | unknown[] | undefined;
     try {
@@ -63,12 +68,12 @@ function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: str
     } catch {
       json = undefined;
     }
-    return { status: res.status, json };
+    return { status: res.status, json, requestId };
   }
-  const errorOf = (r: { status: number; json: unknown }) => {
+  const errorOf = (r: { status: number; json: unknown; requestId: string }) => {
     const body = r.json && typeof r.json === 'object' && !Array.isArray(r.json) ? (r.json as Record<string, unknown>) : {};
     const message = typeof body.error === 'string' ? body.error : `the gateway answered HTTP ${r.status}`;
-    return fail(message, { status: r.status, ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}) });
+    return fail(`${message} (request id ${r.requestId})`, { status: r.status, requestId: r.requestId, ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}) });
   };
   const guard = (fn: () => Promise<ToolResult>) =>
     fn().catch((e: unknown) => fail(`cannot reach the Farebox gateway at ${config.url}: ${e instanceof Error ? e.message : String(e)}`));

@@ -72,7 +72,9 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
 
     const unknown = await a.client.callTool({ name: 'call_agent', arguments: { service: 'no-such-service', payload: {} } });
     expect(unknown.isError).toBe(true);
-    expect(text(unknown)).toBe('service not found');
+    // The gateway's error, with the id of the request it answered (its logs carry the same id).
+    expect(text(unknown)).toMatch(/^service not found \(request id [0-9a-f-]{36}\)$/);
+    expect(sc<{ requestId: string }>(unknown).requestId).toBe(/request id (\S+)\)/.exec(text(unknown))![1]);
     expect(await credits(alice)).toBe(before - 100_000);
 
     expect(a.stderr()).not.toMatch(/authorize\?/);
@@ -86,7 +88,7 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     const a = await adapter({ FAREBOX_API_KEY: bob.key, FAREBOX_TOKEN_PATH: join(dir, 'bob.json') });
     const r = await a.client.callTool({ name: 'get_balance', arguments: {} });
     expect(r.isError).toBe(true);
-    expect(text(r)).toBe('invalid credential');
+    expect(text(r)).toMatch(/^invalid credential \(request id [0-9a-f-]{36}\)$/);
   });
 
   it('signs in through the browser on first use (URL on stderr, no browser available), stores the token 0600, bridges the same tools to /mcp, and pays', async () => {
