@@ -123,6 +123,7 @@ export function apiSuite(kind: DbKind) {
       ['a string that is not a number', 'ten'],
       ['more than 7 decimals', 0.00000001],
       ['a missing amount', undefined],
+      ['a numeric string (amount is a JSON number)', '5'],
     ])('refuses %s with the spec message and changes nothing', async (_label, amount) => {
       const before = await credits(alice);
       const r = await alice.api('/v1/topup', { body: amount === undefined ? {} : { amount } });
@@ -215,6 +216,8 @@ export function apiSuite(kind: DbKind) {
       expect(extra.status).toBe(400);
       expect(extra.body.error).toMatch(/^unknown field: price/);
       expect((await alice.api('/v1/call', { body: { service: 'echo', payload: [1] } })).status).toBe(400);
+      // No payload is not an empty one: refused, nothing sent, nothing charged.
+      expect(await alice.api('/v1/call', { body: { service: 'echo' } })).toMatchObject({ status: 400, body: { error: "payload required (a JSON object: the service's input, {} for none)" } });
       expect((await alice.api('/v1/call', { body: '{"service":' })).status).toBe(400);
       expect(await credits(alice)).toBe(before);
     });

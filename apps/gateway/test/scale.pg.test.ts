@@ -126,7 +126,7 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     const revoked = await fetch(`${a.url}/v1/api-keys/${id}`, { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf_token } });
     expect(revoked.status).toBe(200);
     expect(await until(async () => (await fetch(`${b.url}/v1/me`, { headers: auth })).status === 401)).toBe(true);
-    const call = await fetch(`${b.url}/v1/call`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ service: 'shared' }) });
+    const call = await fetch(`${b.url}/v1/call`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ service: 'shared', payload: {} }) });
     expect(call.status).toBe(401);
   });
 });

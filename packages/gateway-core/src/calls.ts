@@ -118,7 +118,9 @@ function validateCallBody(body: unknown): { service: string; payload: Record<str
   if (rec.service === undefined || rec.service === null || rec.service === '') throw new GatewayError('BAD_REQUEST', 'service required');
   if (typeof rec.service !== 'string') throw new GatewayError('BAD_REQUEST', 'service must be a string');
   if (rec.service.length > 32) throw new GatewayError('BAD_REQUEST', 'service name too long (max 32)');
-  const payload = rec.payload ?? {};
+  // The spec's body is { service, payload: object }: a call without a payload is refused, not sent as {}.
+  if (rec.payload === undefined) throw new GatewayError('BAD_REQUEST', 'payload required (a JSON object: the service\'s input, {} for none)');
+  const payload = rec.payload;
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new GatewayError('BAD_REQUEST', 'payload must be an object');
   return { service: rec.service, payload: payload as Record<string, unknown> };
 }

@@ -474,6 +474,8 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
        */
       async topup(user: User, body: unknown, idempotencyKey?: string) {
         const { amount } = parse(TopupSchema, body);
+        // `amount` is a JSON number (the spec's type): "5" is refused like any other bad amount.
+        if (typeof amount !== 'number') throw new GatewayError('BAD_REQUEST', 'invalid amount (must be 0 < n <= 1000)');
         const units = await translated(async () => parseTopupAmount(amount));
         return topups.topup(user, units, idempotencyKey, async (topup) => ({ ...(await balanceOf(user)), topup }));
       },
