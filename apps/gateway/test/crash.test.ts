@@ -1,51 +1,29 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createRegistryClient, keypairSigner, resolveNetwork } from '@farebox/stellar';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, spawnGateway } from './process-kit.js';
 
 const CALLS = 12;
 const PRICE = 3_000_000;
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-function startGatewayProcess(dataDir: string, port: number): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(port),
-      FAREBOX_DATA_DIR: dataDir,
-      FAREBOX_CALL_TIMEOUT_MS: '20000',
-      FAREBOX_HOLD_TIMEOUT_MS: '25000',
-      FAREBOX_AUTH_RATE_LIMIT: '100',
-      // The test's services listen on 127.0.0.1; warnings only in the output it reads.
-      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
-      FAREBOX_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+async function startGatewayProcess(dataDir: string, port: number): Promise<{ child: ChildProcess; url: string }> {
+  const gw = spawnGateway({
+    PORT: String(port),
+    FAREBOX_DATA_DIR: dataDir,
+    FAREBOX_CALL_TIMEOUT_MS: '20000',
+    FAREBOX_HOLD_TIMEOUT_MS: '25000',
+    FAREBOX_AUTH_RATE_LIMIT: '100',
+    // The test's services listen on 127.0.0.1; warnings only in the output it reads.
+    FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+    FAREBOX_LOG_LEVEL: 'warn',
   });
-  let out = '';
-  child.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /Farebox gateway\s+(\S+)/.exec(out);
-      if (m) resolve({ child, url: m[1]! });
-    });
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${out}`)));
-  });
+  return { child: gw.child, url: await gw.started };
 }
 
 describe('a gateway killed with calls in flight', () => {

@@ -1,37 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, stat } from 'node:fs/promises';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-// The gateway as an operator runs it: `farebox-gateway` (src/main.ts) in its own process.
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-function run(env: Record<string, string>, until?: RegExp) {
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const ready = until
-    ? new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', () => until.test(out) && resolve());
-        child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}${err}`)));
-      })
-    : Promise.resolve();
-  return { child, exited, ready, output: () => ({ out, err }) };
-}
+import { freePort, spawnGateway } from './process-kit.js';
 
 async function walk(dir: string): Promise<Array<{ path: string; mode: number; dir: boolean }>> {
   const out: Array<{ path: string; mode: number; dir: boolean }> = [];
@@ -47,9 +18,9 @@ async function walk(dir: string): Promise<Array<{ path: string; mode: number; di
 describe('farebox-gateway on mainnet settings', () => {
   it('refuses to start on an unsafe configuration and names every problem at once', async () => {
     const dataDir = join(await mkdtemp(join(tmpdir(), 'farebox-prod-')), 'data');
-    const p = run({ PORT: String(await freePort()), FAREBOX_DATA_DIR: dataDir, FAREBOX_NETWORK: 'mainnet', FAREBOX_FREE_TOPUPS: 'true', FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' });
+    const p = spawnGateway({ PORT: String(await freePort()), FAREBOX_DATA_DIR: dataDir, FAREBOX_NETWORK: 'mainnet', FAREBOX_FREE_TOPUPS: 'true', FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' });
     expect(await p.exited).toBe(1);
-    const { err } = p.output();
+    const err = p.output();
     expect(err).toContain('refusing to start');
     expect(err).not.toContain('TRUSTLESS_WORK_URL');
     for (const needle of ['DATABASE_URL', 'https FAREBOX_BASE_URL', 'FAREBOX_FREE_TOPUPS=true is refused', 'FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused', 'FAREBOX_SIGNUP_CREDIT', 'FAREBOX_KEYSTORE_KEY']) {
@@ -63,9 +34,9 @@ describe('farebox-gateway on mainnet settings', () => {
 describe('the data directory', () => {
   it('holds only files readable by the gateway user (0600) in directories only it can enter (0700)', async () => {
     const dataDir = join(await mkdtemp(join(tmpdir(), 'farebox-perm-')), 'data');
-    const p = run({ PORT: String(await freePort()), FAREBOX_DATA_DIR: dataDir, FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' }, /Farebox gateway\s+\S+/);
+    const p = spawnGateway({ PORT: String(await freePort()), FAREBOX_DATA_DIR: dataDir, FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' });
     try {
-      await p.ready;
+      await p.started;
       const entries = [{ path: dataDir, mode: (await stat(dataDir)).mode & 0o777, dir: true }, ...(await walk(dataDir))];
       // The database, the keystore and the catalog cursor are all there.
       expect(entries.some((e) => e.path.endsWith('farebox.lock'))).toBe(true);

@@ -1,26 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Devnet } from '@farebox/devnet';
 import { createProvider } from '@farebox/provider';
 import { splitFee } from '@farebox/protocol';
 import { createAccounts, createRegistryClient, resolveNetwork } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, spawnGateway } from './process-kit.js';
 import { startDevnetForSettlement } from './settlement-kit.js';
 
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const PRICE = 1_234_567n;
-
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 let devnet: Devnet;
 let dataDir: string;
@@ -28,36 +18,22 @@ let port: number;
 const children: ChildProcess[] = [];
 const closers: Array<() => Promise<void>> = [];
 
-function startChild(crashAt?: string): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(port),
-      FAREBOX_DATA_DIR: dataDir,
-      FAREBOX_DEVNET_URL: devnet.url,
-      FAREBOX_ESCROW_BUDGET: '100000/1000',
-      FAREBOX_FUNDING_INTERVAL: '1h',
-      FAREBOX_SETTLEMENT_INTERVAL: '1h',
-      FAREBOX_AUTH_RATE_LIMIT: '1000',
-      // The test's service listens on 127.0.0.1; warnings only in the output it reads.
-      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
-      FAREBOX_LOG_LEVEL: 'warn',
-      ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+async function startChild(crashAt?: string): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+  const gw = spawnGateway({
+    PORT: String(port),
+    FAREBOX_DATA_DIR: dataDir,
+    FAREBOX_DEVNET_URL: devnet.url,
+    FAREBOX_ESCROW_BUDGET: '100000/1000',
+    FAREBOX_FUNDING_INTERVAL: '1h',
+    FAREBOX_SETTLEMENT_INTERVAL: '1h',
+    FAREBOX_AUTH_RATE_LIMIT: '1000',
+    // The test's service listens on 127.0.0.1; warnings only in the output it reads.
+    FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+    FAREBOX_LOG_LEVEL: 'warn',
+    ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}),
   });
-  children.push(child);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  let out = '';
-  child.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /Farebox gateway\s+(\S+)/.exec(out);
-      if (m) resolve({ child, url: m[1]!, exited });
-    });
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${out}`)));
-  });
+  children.push(gw.child);
+  return { child: gw.child, url: await gw.started, exited: gw.exited };
 }
 
 async function api(url: string, key: string | undefined, path: string, body?: unknown, extra: Record<string, string> = {}) {

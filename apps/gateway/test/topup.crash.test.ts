@@ -1,27 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Devnet } from '@farebox/devnet';
 import { createAccounts, resolveNetwork } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, spawnGateway } from './process-kit.js';
 import { startDevnetForSettlement } from './settlement-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
 
 // A testnet-configured gateway (paid top-ups) killed with SIGKILL between the
 // moment its top-up payment is on chain and the moment it is credited.
-
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 let devnet: Devnet;
 let dataDir: string;
@@ -29,23 +18,10 @@ let port: number;
 let env: Record<string, string>;
 const children: ChildProcess[] = [];
 
-function startChild(crashAt?: string): Promise<{ url: string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', main], {
-    env: { PATH: process.env.PATH, PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env, ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  let out = '';
-  child.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /Farebox gateway\s+(\S+)/.exec(out);
-      if (m) resolve({ url: m[1]!, exited });
-    });
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${out}`)));
-  });
+async function startChild(crashAt?: string): Promise<{ url: string; exited: Promise<number | null> }> {
+  const gw = spawnGateway({ PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env, ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}) });
+  children.push(gw.child);
+  return { url: await gw.started, exited: gw.exited };
 }
 
 async function api(url: string, key: string | undefined, path: string, body?: unknown, extra: Record<string, string> = {}) {

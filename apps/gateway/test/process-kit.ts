@@ -1,0 +1,43 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/** `farebox-gateway` as an operator runs it (src/main.ts through tsx, the workspace's sources). */
+export const GATEWAY_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+/** A port nothing listens on now. */
+export async function freePort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code once the process is gone. */
+  exited: Promise<number | null>;
+  /** Resolves with the gateway's URL from its banner (rejects if it exits first). */
+  started: Promise<string>;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+}
+
+/** Starts the gateway in its own process with exactly `env` (and PATH). */
+export function spawnGateway(env: Record<string, string>): GatewayProcess {
+  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', GATEWAY_MAIN], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stderr!.on('data', (d) => (out += d));
+  child.stdout!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const started = new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', () => {
+      const m = /Farebox gateway\s+(\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${out}`)));
+  });
+  started.catch(() => undefined);
+  return { child, exited, started, output: () => out };
+}
