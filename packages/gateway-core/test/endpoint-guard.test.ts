@@ -46,3 +46,41 @@ describe('checkEndpoint', () => {
     expect(classifyAddress('not-an-ip')).toBe('blocked');
   });
 });
+
+describe('IPv6 forms that carry an IPv4 address', () => {
+  // Each form, carrying loopback (127.0.0.1) and the cloud metadata address (169.254.169.254).
+  const forms: Array<[string, string, string]> = [
+    ['IPv4-compatible (hex)', '::7f00:1', '::a9fe:a9fe'],
+    ['IPv4-compatible (dotted)', '::127.0.0.1', '::169.254.169.254'],
+    ['IPv4-mapped', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe'],
+    ['IPv4-translated', '::ffff:0:7f00:1', '::ffff:0:169.254.169.254'],
+    ['NAT64 well-known', '64:ff9b::7f00:1', '64:ff9b::169.254.169.254'],
+    ['NAT64 local-use', '64:ff9b:1::7f00:1', '64:ff9b:1::a9fe:a9fe'],
+    ['6to4', '2002:7f00:1::', '2002:a9fe:a9fe::1'],
+    ['Teredo (server)', '2001:0:7f00:1::f7f7:f7f7', '2001:0:a9fe:a9fe::f7f7:f7f7'],
+    ['Teredo (client, obfuscated)', '2001:0:808:808::80ff:fffe', '2001:0:808:808::5601:5601'],
+  ];
+  it.each(forms)('%s is judged by the IPv4 it carries', async (_label, loop, metadata) => {
+    expect(classifyAddress(loop)).toBe('loopback');
+    expect(classifyAddress(metadata)).toBe('blocked');
+    await expect(checkEndpoint(`https://[${loop}]/`, strict, resolvesTo())).rejects.toThrow('endpoint resolves to a private or reserved address');
+    await expect(checkEndpoint(`https://[${metadata}]/`, local, resolvesTo())).rejects.toThrow('endpoint resolves to a private or reserved address');
+  });
+
+  it('leaves ordinary public IPv6 addresses public and ::1 loopback', () => {
+    expect(classifyAddress('2606:4700:4700::1111')).toBe('public');
+    expect(classifyAddress('2a00:1450:4001:80b::200e')).toBe('public');
+    expect(classifyAddress('::1')).toBe('loopback');
+    expect(classifyAddress('2002:808:808::1')).toBe('public');
+    expect(classifyAddress('fe80::1%eth0')).toBe('blocked');
+  });
+
+  it('refuses the gateway itself even where loopback is allowed: its port on any loopback form, and its public origin', async () => {
+    const self = { allowLoopback: true, ownPorts: [8787], ownOrigin: 'https://farebox.example' };
+    for (const url of ['http://127.0.0.1:8787/auth/signup', 'http://localhost:8787/', 'http://[::1]:8787/', 'http://2130706433:8787/', 'http://0177.0.0.1:8787/', 'http://127.1:8787/', 'http://[::ffff:127.0.0.1]:8787/']) {
+      await expect(checkEndpoint(url, self, resolvesTo('127.0.0.1')), url).rejects.toThrow('endpoint is the gateway itself');
+    }
+    await expect(checkEndpoint('https://farebox.example/x', self, resolvesTo('93.184.216.34'))).rejects.toThrow('endpoint is the gateway itself');
+    await expect(checkEndpoint('http://127.0.0.1:4101/', self, resolvesTo())).resolves.toBeInstanceOf(URL);
+  });
+});

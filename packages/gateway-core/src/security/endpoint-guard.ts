@@ -9,8 +9,15 @@ import { GatewayError } from '../errors.js';
  * (`guardedLookup`), so DNS rebinding to a private address fails at connect.
  */
 export interface EndpointPolicy {
-  /** Local mode (the devnet): plain http and loopback hosts are allowed; private and metadata addresses still are not. */
+  /**
+   * Loopback hosts (and plain http to them) are allowed (`FAREBOX_ALLOW_LOOPBACK_ENDPOINTS`, the local
+   * stack's example services); private and metadata addresses never are.
+   */
   allowLoopback: boolean;
+  /** The gateway's own ports: a loopback endpoint on one of them is the gateway itself, refused even when loopback is allowed. */
+  ownPorts?: readonly number[];
+  /** The gateway's own public origin (`https://farebox.example`): never an endpoint. */
+  ownOrigin?: string;
 }
 
 const blocked = new BlockList();
@@ -44,24 +51,62 @@ loopback.addAddress('::1', 'ipv6');
 
 const METADATA_HOSTS = new Set(['metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal']);
 
-/** An IPv4 address embedded in an IPv6 one (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96), if any. */
-function embeddedIpv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const hi = parseInt(hex[1]!, 16);
-    const lo = parseInt(hex[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** The 16 bytes of an IPv6 address in any textual form (`::`, embedded dotted quad, zone id), or undefined. */
+export function parseIpv6(text: string): Uint8Array | undefined {
+  let t = text.toLowerCase().replace(/^\[|\]$/g, '');
+  const zone = t.indexOf('%');
+  if (zone >= 0) t = t.slice(0, zone);
+  if (isIP(t) !== 6) return undefined;
+  const last = t.lastIndexOf(':');
+  if (t.indexOf('.', last) >= 0) {
+    // An embedded dotted quad becomes its two 16-bit words.
+    const q = t.slice(last + 1).split('.').map(Number);
+    t = `${t.slice(0, last + 1)}${((q[0]! << 8) | q[1]!).toString(16)}:${((q[2]! << 8) | q[3]!).toString(16)}`;
   }
-  return undefined;
+  const halves = t.split('::');
+  const words = (x: string) => (x === '' ? [] : x.split(':').map((w) => parseInt(w, 16)));
+  const left = words(halves[0]!);
+  const right = halves.length > 1 ? words(halves[1]!) : [];
+  const all = halves.length > 1 ? [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right] : left;
+  if (all.length !== 8 || all.some((w) => !(w >= 0 && w <= 0xffff))) return undefined;
+  const bytes = new Uint8Array(16);
+  all.forEach((w, i) => {
+    bytes[2 * i] = w >> 8;
+    bytes[2 * i + 1] = w & 255;
+  });
+  return bytes;
+}
+
+const v4 = (b: Uint8Array, at: number, xor = 0) => [0, 1, 2, 3].map((i) => (b[at + i]! ^ xor) & 255).join('.');
+const zeros = (b: Uint8Array, from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+
+/**
+ * The IPv4 addresses an IPv6 address carries, judged in its place:
+ * IPv4-compatible `::a.b.c.d`, mapped `::ffff:a.b.c.d`, translated
+ * `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, 6to4
+ * `2002::/16`, Teredo `2001::/32` (server and obfuscated client).
+ */
+export function embeddedIpv4(address: string): string[] {
+  const b = parseIpv6(address);
+  if (!b) return [];
+  const word = (i: number) => (b[2 * i]! << 8) | b[2 * i + 1]!;
+  if (zeros(b, 0, 12) && !zeros(b, 12, 16) && !(zeros(b, 12, 15) && b[15] === 1)) return [v4(b, 12)]; // ::a.b.c.d (not ::1)
+  if (zeros(b, 0, 10) && word(5) === 0xffff) return [v4(b, 12)]; // ::ffff:a.b.c.d
+  if (zeros(b, 0, 8) && word(4) === 0xffff && word(5) === 0) return [v4(b, 12)]; // ::ffff:0:a.b.c.d
+  if (word(0) === 0x64 && word(1) === 0xff9b && (zeros(b, 4, 12) || word(2) === 1)) return [v4(b, 12)]; // NAT64 well-known and local-use
+  if (word(0) === 0x2002) return [v4(b, 2)]; // 6to4
+  if (word(0) === 0x2001 && word(1) === 0) return [v4(b, 4), v4(b, 12, 0xff)]; // Teredo server, client
+  return [];
 }
 
 /** 'public', 'loopback' or 'blocked' for one IP address. */
 export function classifyAddress(address: string): 'public' | 'loopback' | 'blocked' {
-  const v4 = embeddedIpv4(address);
-  if (v4) return classifyAddress(v4);
+  const carried = embeddedIpv4(address);
+  if (carried.length) {
+    const kinds = carried.map((a) => classifyAddress(a));
+    // Translated forms reach the IPv4 they carry: judged as it (the worst of them for Teredo).
+    return kinds.includes('blocked') ? 'blocked' : kinds.includes('loopback') ? 'loopback' : 'public';
+  }
   const family = isIP(address);
   if (family === 0) return 'blocked';
   const type = family === 4 ? 'ipv4' : 'ipv6';
@@ -114,6 +159,9 @@ export async function checkEndpoint(endpoint: string, policy: EndpointPolicy, lo
   for (const address of addresses) {
     if (!allowed(address, policy)) refuse('endpoint resolves to a private or reserved address');
   }
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  if (policy.ownOrigin && url.origin === policy.ownOrigin) refuse('endpoint is the gateway itself');
+  if (policy.ownPorts?.includes(port) && addresses.some((a) => classifyAddress(a) === 'loopback')) refuse('endpoint is the gateway itself');
   if (url.protocol === 'http:') {
     const allLoopback = addresses.every((a) => classifyAddress(a) === 'loopback');
     if (!(policy.allowLoopback && allLoopback)) refuse('endpoint must use https');
