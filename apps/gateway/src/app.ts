@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { jsonBody } from './body.js';
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
@@ -40,7 +41,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     next();
   });
 
-  const json = express.json({ limit: '1mb', strict: false });
+  const json = jsonBody({ limit: '1mb', strict: false });
   const form = express.urlencoded({ extended: false, limit: '64kb' });
   const body = [json, form];
 

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
+import { isMalformedUrl, JSON_TOO_DEEP, MALFORMED_URL } from './body.js';
 
 /** Wraps an async route so a rejection reaches the error handler. */
 export const route =
@@ -41,6 +42,14 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
     const e = err as { type?: string; status?: number; expose?: boolean };
     if (e?.type === 'entity.parse.failed') {
       res.status(400).json({ error: 'invalid JSON body' });
+      return;
+    }
+    if (e?.type === 'entity.too.deep') {
+      res.status(400).json({ error: JSON_TOO_DEEP });
+      return;
+    }
+    if (isMalformedUrl(err)) {
+      res.status(400).json({ error: MALFORMED_URL });
       return;
     }
     if (e?.type === 'entity.too.large') {

@@ -1,6 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { JSON_TOO_DEEP, jsonBody } from './body.js';
 import { enforceRateLimit, GatewayError, MCP_TOOLS, runMcpTool, type GatewayCore, type Principal } from '@farebox/gateway-core';
 
 export interface McpRoutesOptions {
@@ -33,7 +34,7 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
   const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
   const oauth = core.oauth;
   const router = express.Router();
-  const json = express.json({ limit: '1mb' });
+  const json = jsonBody({ limit: '1mb' });
 
   const challenge = (error?: { code: string; description: string }) =>
     error ? `Bearer error="${error.code}", error_description="${error.description}", resource_metadata="${oauth.resourceMetadataUrl}"` : `Bearer resource_metadata="${oauth.resourceMetadataUrl}"`;
@@ -92,6 +93,7 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       const e = err as { type?: string };
       if (e?.type === 'entity.parse.failed') return rpcError(res, 400, 'parse error: invalid JSON');
       if (e?.type === 'entity.too.large') return rpcError(res, 413, 'request body too large');
+      if (e?.type === 'entity.too.deep') return rpcError(res, 400, JSON_TOO_DEEP);
       log('mcp request failed', err);
       if (!res.headersSent) return rpcError(res, 500, 'internal error');
       next(err);

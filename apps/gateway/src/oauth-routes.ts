@@ -1,6 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { formatAmount } from '@farebox/protocol';
+import { isMalformedUrl, JSON_TOO_DEEP, jsonBody, MALFORMED_URL } from './body.js';
 import { readCookies } from './http.js';
 
 export interface OAuthRoutesOptions {
@@ -46,7 +47,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
   const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
-  const json = express.json({ limit: '64kb' });
+  const json = jsonBody({ limit: '64kb' });
 
   /** Public, cookie-less endpoints may be called from browser-based clients. */
   const cors = (req: Request, res: Response, next: () => void) => {
@@ -72,6 +73,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         }
         const e = err as { type?: string };
         if (e?.type === 'entity.parse.failed') return void res.status(400).json({ error: 'invalid_request', error_description: 'invalid request body' });
+        if (e?.type === 'entity.too.deep') return void res.status(400).json({ error: 'invalid_request', error_description: JSON_TOO_DEEP });
+        if (isMalformedUrl(err)) return void res.status(400).json({ error: 'invalid_request', error_description: MALFORMED_URL });
         if (e?.type === 'entity.too.large') return void res.status(413).json({ error: 'invalid_request', error_description: 'request body too large' });
         log('oauth endpoint failed', err);
         res.status(500).json({ error: 'server_error', error_description: 'internal error' });

@@ -68,4 +68,64 @@ describe('fuzzing every JSON endpoint', () => {
       expect((await u.api(path, { method: 'POST', body: JSON.stringify({ x: 'y'.repeat(1_100_000) }) })).status).toBe(413);
     }
   });
+
+  const nested = (depth: number, leaf = '1') => '['.repeat(depth) + leaf + ']'.repeat(depth);
+  const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+
+  it('refuses JSON nested deeper than 64 on every JSON route with 400 before anything is held, and takes 64', async () => {
+    // (/mcp parses bodies with the same parser once an OAuth token is accepted; an API key is refused before it.)
+    const routes: Array<{ method: string; path: string; headers?: Record<string, string>; wrap: (inner: string) => string }> = [
+      ...endpoints.map((e) => ({ method: e.method, path: e.path, wrap: (inner: string) => `{"${e.keys[0]}":${inner}}` })),
+      { method: 'POST', path: '/v1/call', wrap: (inner) => `{"service":"echo","payload":{"x":${inner}}}` },
+      { method: 'POST', path: '/register', wrap: (inner) => `{"client_name":"x","redirect_uris":${inner}}` },
+    ];
+    for (const r of routes) {
+      // Registration bodies are limited to 64 KiB: 100,000 levels are refused as too large there.
+      for (const inner of [nested(5_000), deepObject(5_000), ...(r.path === '/register' ? [] : [nested(100_000)])]) {
+        const before = await snapshot();
+        const res = await u.api(r.path, { method: r.method, body: r.wrap(inner), ...(r.headers ? { headers: r.headers } : {}) });
+        expect(res.status, `${r.method} ${r.path}`).toBe(400);
+        expect(JSON.stringify(res.body), `${r.method} ${r.path}`).toContain('JSON nested too deeply (max depth 64)');
+        expect(await snapshot()).toBe(before);
+      }
+    }
+    // Strings that look like brackets do not count; 62 levels inside the payload are served and charged as usual.
+    const ok = await u.api('/v1/call', { body: `{"service":"echo","payload":{"s":"${'['.repeat(500)}","x":${nested(62)}}}` });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+  }, 120_000);
+
+  it('answers huge arrays and malformed percent-encoding in any path without a 500, and changes nothing', async () => {
+    const huge = JSON.stringify(Array.from({ length: 150_000 }, (_, i) => i));
+    for (const e of endpoints) {
+      const before = await snapshot();
+      const res = await u.api(e.path, { method: e.method, body: `{"${e.keys[0]}":${huge}}` });
+      expect(res.status, e.path).toBeGreaterThanOrEqual(400);
+      expect(res.status, e.path).toBeLessThan(500);
+      expect(await snapshot()).toBe(before);
+    }
+    const bad = ['%E0%A4%A', '%', '%zz', '%C0%80x', '%ED%A0%80'];
+    const paths = [
+      ['GET', '/v1/agents/{}/manifest'],
+      ['PUT', '/v1/agents/{}'],
+      ['DELETE', '/v1/agents/{}'],
+      ['DELETE', '/v1/api-keys/{}'],
+      ['DELETE', '/v1/oauth/connections/{}'],
+      ['GET', '/v1/operator/disputes/{}'],
+      ['POST', '/v1/operator/disputes/{}/resolve'],
+      ['GET', '/v1/{}'],
+      ['GET', '/authorize/{}'],
+      ['GET', '/{}'],
+      ['GET', '/devnet/{}'],
+    ];
+    for (const [method, template] of paths) {
+      for (const seg of bad) {
+        const before = await snapshot();
+        const res = await u.api(template!.replace('{}', seg), { method: method!, ...(method === 'GET' || method === 'DELETE' ? {} : { body: '{}' }) });
+        expect(res.status, `${method} ${template} ${seg}`).toBeLessThan(500);
+        if (template!.startsWith('/v1/')) expect(res.status, `${method} ${template} ${seg}`).toBeGreaterThanOrEqual(400);
+        expect(await snapshot()).toBe(before);
+      }
+    }
+    expect(await u.api('/v1/agents/%E0%A4%A/manifest')).toMatchObject({ status: 400, body: { error: 'malformed percent-encoding in the URL' } });
+  }, 120_000);
 });
