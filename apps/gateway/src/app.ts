@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { jsonBody } from './body.js';
+import { browserPolicy } from './browser-policy.js';
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
@@ -54,24 +55,15 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     res.cookie(CSRF_COOKIE, session.csrfToken, { ...cookieBase(req), httpOnly: false, expires: session.expiresAt });
   }
 
-  /** A form post gets a redirect to a same-origin path only; JSON gets JSON. */
-  function safeRedirect(target: unknown): string {
-    if (typeof target !== 'string' || !target.startsWith('/') || target.startsWith('//') || target.startsWith('/\\')) return '/';
-    try {
-      const u = new URL(target, 'http://gateway.invalid');
-      return u.origin === 'http://gateway.invalid' ? `${u.pathname}${u.search}${u.hash}` : '/';
-    } catch {
-      return '/';
-    }
-  }
+  const browser = browserPolicy(core.config);
+  const safeRedirect = browser.safeRedirect;
 
   const isForm = (req: Request) => (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
 
-  function checkOrigin(req: Request) {
-    const origin = req.headers.origin;
-    if (origin && origin !== 'null' && origin !== core.config.publicOrigin && origin !== `${req.protocol}://${req.headers.host}`) {
-      throw new GatewayError('CSRF', 'cross-origin request refused');
-    }
+  /** A cookie route: the Host must be ours and the Origin ours (or absent: not a browser). */
+  function checkBrowser(req: Request) {
+    browser.checkHost(req);
+    browser.checkOrigin(req);
   }
 
   // ---- accounts -----------------------------------------------------------
@@ -79,7 +71,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     '/auth/signup',
     ...body,
     route(async (req, res) => {
-      checkOrigin(req);
+      checkBrowser(req);
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.auth, req.ip ?? 'unknown');
       const { user, session } = await core.accounts.signup(req.body);
       setSession(req, res, session);
@@ -92,7 +84,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     '/auth/login',
     ...body,
     route(async (req, res) => {
-      checkOrigin(req);
+      checkBrowser(req);
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.auth, req.ip ?? 'unknown');
       const { user, session } = await core.accounts.login(req.body);
       setSession(req, res, session);
@@ -105,7 +97,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     '/auth/logout',
     ...body,
     route(async (req, res) => {
-      checkOrigin(req);
+      checkBrowser(req);
       const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
       if (token) {
         const principal = await core.accounts.fromSession(token);
@@ -136,13 +128,14 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
       return principal;
     }
     const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
+    if (token) browser.checkHost(req);
     const principal = token ? await core.accounts.fromSession(token) : undefined;
     if (!principal) {
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, req.ip ?? 'unknown');
       throw new GatewayError('UNAUTHENTICATED', token ? 'session expired' : 'authentication required', undefined, { 'WWW-Authenticate': 'Bearer' });
     }
     if (UNSAFE.has(req.method)) {
-      checkOrigin(req);
+      browser.checkOrigin(req);
       verifyCsrf(req, principal);
     }
     return principal;

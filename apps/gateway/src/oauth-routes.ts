@@ -2,6 +2,7 @@ import express, { type Request, type Response } from 'express';
 import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { formatAmount } from '@farebox/protocol';
 import { isMalformedUrl, JSON_TOO_DEEP, jsonBody, MALFORMED_URL } from './body.js';
+import { browserPolicy } from './browser-policy.js';
 import { readCookies } from './http.js';
 
 export interface OAuthRoutesOptions {
@@ -43,9 +44,21 @@ const hidden = (name: string, value: string | undefined) => (value === undefined
  * `/revoke` (RFC 7009). The protocol lives in the core (`core.oauth`).
  */
 export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): express.Router {
+  const browser = browserPolicy(core.config);
   const oauth = core.oauth;
   const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
   const router = express.Router();
+  // The authorization server answers only for the gateway's own host names (DNS rebinding).
+  router.use(['/authorize', '/token', '/register', '/revoke', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource'], (req, res, next) => {
+    try {
+      browser.checkHost(req);
+      next();
+    } catch (err) {
+      if (req.baseUrl.startsWith('/authorize')) return errorPage(res, (err as Error).message, 403);
+      res.status(403).json({ error: 'invalid_request', error_description: (err as Error).message });
+    }
+  });
+
   const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
   const json = jsonBody({ limit: '64kb' });
 
@@ -227,8 +240,11 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
   router.post('/authorize', form, (req, res, next) => {
     (async () => {
       const input = (req.body ?? {}) as Record<string, unknown>;
-      const origin = req.headers.origin;
-      if (origin !== undefined && origin !== core.config.publicOrigin && origin !== `${req.protocol}://${req.headers.host}`) return errorPage(res, 'cross-origin request refused', 403);
+      try {
+        browser.checkOrigin(req);
+      } catch (err) {
+        return errorPage(res, (err as Error).message, 403);
+      }
       const principal = await session(req);
       if (!principal) return errorPage(res, 'your session expired; start connecting again from the app', 401);
       const sent = input._csrf;
