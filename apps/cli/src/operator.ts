@@ -114,7 +114,7 @@ export async function runOperatorGrant(ctx: Context, email: string, opts: { data
       throw new CliError('USAGE', e instanceof Error ? e.message : String(e));
     }
   });
-  return result(r, r.granted ? `${r.email} is now an operator` : `${r.email} was already an operator`);
+  return result(r, r.granted ? `${r.email} (${r.account_id}) is now an operator` : `${r.email} (${r.account_id}) was already an operator`);
 }
 
 export async function runOperatorRevoke(ctx: Context, email: string, opts: { dataDir?: string; databaseUrl?: string }): Promise<CommandResult> {
@@ -124,8 +124,8 @@ export async function runOperatorRevoke(ctx: Context, email: string, opts: { dat
 
 export async function runOperatorList(ctx: Context, opts: { dataDir?: string; databaseUrl?: string }): Promise<CommandResult> {
   const list = await withDatabase(ctx, opts, (db, core) => core.listOperators(db));
-  const data = list.map((o) => ({ email: o.email, granted_by: o.grantedBy, granted_at: o.grantedAt.toISOString() }));
-  return result(data, `${table(data, ['email', 'granted_by', 'granted_at'])}\n(FAREBOX_OPERATORS adds operators by configuration)`);
+  const data = list.map((o) => ({ account_id: o.accountId, email: o.email, granted_by: o.grantedBy, granted_at: o.grantedAt.toISOString() }));
+  return result(data, `${table(data, ['account_id', 'email', 'granted_by', 'granted_at'])}\n(FAREBOX_OPERATORS adds operators by account id, in configuration)`);
 }
 
 export async function runOperatorDisputes(ctx: Context, opts: { state?: string }): Promise<CommandResult> {
@@ -201,8 +201,8 @@ export function registerOperatorCommands(program: Command, act: Act): void {
 
   const op = program.command('operator').description('operator tools: disputes, treasury, settlements, revenue, audit log');
   const db = (cmd: Command) => cmd.option('--data-dir <path>', 'gateway data directory (embedded database; default FAREBOX_DATA_DIR or ./.farebox)').option('--database-url <url>', 'PostgreSQL URL (default DATABASE_URL)');
-  db(op.command('grant <email>').description('make an account an operator (writes the gateway database directly)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorGrant(ctx, email, o))());
-  db(op.command('revoke <email>').description('take the operator role back (database grant)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorRevoke(ctx, email, o))());
+  db(op.command('grant <account>').description('make an existing account (e-mail or acct_ id) an operator (writes the gateway database directly)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorGrant(ctx, email, o))());
+  db(op.command('revoke <account>').description('take the operator role back (database grant; e-mail or acct_ id)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorRevoke(ctx, email, o))());
   db(op.command('list').description('operators granted in the database')).action((o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorList(ctx, o))());
   op.command('disputes').description('disputes on direct escrows').option('--state <state>', 'open (default), resolved or all').action((o: { state?: string }) => act((ctx) => runOperatorDisputes(ctx, o))());
   op.command('resolve <escrowId>')

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { grantOperator } from '@farebox/gateway-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from './settlement-kit.js';
 import { USDC, fundedNotServed, newCaller } from './dispute-kit.js';
@@ -27,7 +28,7 @@ async function farebox(args: string[], env: Record<string, string> = {}): Promis
 let s: Stack;
 let opKey: string;
 beforeAll(async () => {
-  s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off', FAREBOX_OPERATORS: OPERATOR } });
+  s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off' } });
   await s.publish('cli-down', '0.5', () => {
     throw new Error('down');
   });
@@ -35,6 +36,8 @@ beforeAll(async () => {
   const signup = (await res.json()) as { csrf_token: string };
   const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
   opKey = (await s.request('/v1/api-keys', { body: { name: 'cli' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } })).body.key;
+  // The role goes to the account once it exists (the `farebox operator grant` path).
+  await grantOperator(s.gw.core.db, OPERATOR, 'cli:test');
 }, 60_000);
 afterAll(async () => {
   await s?.close();

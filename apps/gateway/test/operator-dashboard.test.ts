@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { grantOperator } from '@farebox/gateway-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardDir } from '../src/index.js';
 import { startStack, type Stack } from './settlement-kit.js';
@@ -38,7 +39,7 @@ describe('the operator section of the dashboard in Chromium', () => {
     if (!dist) throw new Error('@farebox/dashboard is not installed: run pnpm install');
     if (!builtWithOperator(dist)) execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(here, '..', '..', '..'), stdio: 'inherit' });
     await mkdir(SHOTS, { recursive: true });
-    s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off', FAREBOX_OPERATORS: OPERATOR }, gateway: { dashboard: dist } });
+    s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off' }, gateway: { dashboard: dist } });
     owner = (await s.publish('opui-down', '0.5', () => { throw new Error('down'); })).owner;
     await s.publish('opui-ok', '0.02');
     // Some credit calls settled on chain, and two open disputes.
@@ -80,6 +81,8 @@ describe('the operator section of the dashboard in Chromium', () => {
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign up' }).click();
     await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor();
+    // The operator gets the role once the account exists (the `farebox operator grant` path).
+    if (email === OPERATOR) await grantOperator(s.gw.core.db, email, 'cli:test');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Operator' }).click();
     await page.getByRole('heading', { level: 1, name: 'Operator' }).waitFor();
   }

@@ -23,11 +23,12 @@ async function account(email: string): Promise<Api> {
 }
 
 beforeAll(async () => {
-  s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off', FAREBOX_OPERATORS: ` ${OPERATOR.toUpperCase()} ` } });
+  s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off' } });
   down = await s.publish('ops-down', '0.5', () => {
     throw new Error('upstream down');
   });
   op = await account(OPERATOR);
+  await grantOperator(s.gw.core.db, OPERATOR, 'cli:test');
   otherEmail = `someone${process.pid}@farebox.test`;
   other = await account(otherEmail);
 }, 60_000);
@@ -114,6 +115,45 @@ describe('operator: disputes', () => {
     expect((await late('/v1/operator/treasury')).status).toBe(200);
     expect(await late('/v1/operator/whoami')).toMatchObject({ body: { operator: true } });
   });
+});
+
+describe('the operator role cannot be claimed', () => {
+  it('refuses to start when FAREBOX_OPERATORS names e-mail addresses, naming each', async () => {
+    const err = await startStack({ devnet: s.devnet, env: { FAREBOX_OPERATORS: 'ops@example.com, OPS2@example.com' } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as { problems: string[] }).problems.filter((p) => p.startsWith('FAREBOX_OPERATORS'))).toEqual([
+      'FAREBOX_OPERATORS: "ops@example.com" is an e-mail address; operators are named by account id (acct_…, the id of /v1/me), or granted with `farebox operator grant` once they have an account',
+      'FAREBOX_OPERATORS: "OPS2@example.com" is an e-mail address; operators are named by account id (acct_…, the id of /v1/me), or granted with `farebox operator grant` once they have an account',
+    ]);
+  });
+
+  it('refuses a grant to an address with no account, so signing up with it later (any case) gives no role', async () => {
+    const email = `future-ops${process.pid}@farebox.test`;
+    await expect(grantOperator(s.gw.core.db, email, 'cli:test')).rejects.toThrow(/^no account ".*": the operator signs up first/);
+    const claimer = await account(email.toUpperCase());
+    expect(await claimer('/v1/operator/treasury')).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+    expect(await claimer('/v1/operator/whoami')).toMatchObject({ body: { operator: false } });
+    const { rows } = await s.gw.core.db.query<{ outcome: string }>(`SELECT outcome FROM gw_audit_log WHERE action = 'treasury.view' AND actor = $1`, [email.toUpperCase()]);
+    expect(rows.map((r) => r.outcome)).toEqual(['denied']);
+  });
+
+  it('grants it by account id from configuration', async () => {
+    const { mkdtemp } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dataDir = await mkdtemp(join(tmpdir(), 'farebox-ops-id-'));
+    let other = await startStack({ devnet: s.devnet, dataDir });
+    const u = await other.user();
+    await other.gw.close();
+    other = await startStack({ devnet: s.devnet, dataDir, env: { FAREBOX_OPERATORS: u.id } });
+    try {
+      const res = await other.request('/v1/operator/whoami', { headers: { authorization: `Bearer ${u.key}` } });
+      expect(res.body).toMatchObject({ operator: true });
+      expect((await other.request('/v1/operator/treasury', { headers: { authorization: `Bearer ${u.key}` } })).status).toBe(200);
+    } finally {
+      await other.gw.close();
+    }
+  }, 60_000);
 });
 
 describe('operator: treasury, settlements and revenue', () => {

@@ -43,5 +43,5 @@ export { createWalletProvisioning } from './wallet-provisioning.js';
 export type { WalletProvisioning } from './wallet-provisioning.js';
 export { createWalletPath } from './wallet-path.js';
 export type { WalletPath, WalletPathOptions, ShortfallInput, ShortfallOutcome } from './wallet-path.js';
-export { createOperator, resolveOperatorConfig, money, createDisputes, disputeView, verifyDisputeProof, DISPUTE_PROOF_DATA_NAME, DISPUTE_PROOF_MAX_WINDOW_S, grantOperator, revokeOperator, listOperators, isOperatorEmail, parseOperatorList, normalizeEmail, writeAudit, listAudit } from './operator/index.js';
+export { createOperator, resolveOperatorConfig, money, createDisputes, disputeView, verifyDisputeProof, DISPUTE_PROOF_DATA_NAME, DISPUTE_PROOF_MAX_WINDOW_S, grantOperator, revokeOperator, listOperators, isOperatorAccount, parseOperatorList, normalizeEmail, writeAudit, listAudit } from './operator/index.js';
 export type { Operator, OperatorSettings, CreateOperatorOptions, Decision, Disputes, Dispute, AuditEntry, AuditInput } from './operator/index.js';

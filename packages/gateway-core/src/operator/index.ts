@@ -11,10 +11,10 @@ import { settlementView } from '../settlement/view.js';
 import { intParam } from '../views.js';
 import { listAudit, writeAudit } from './audit.js';
 import { createDisputes, disputeView, type Decision, type Disputes } from './disputes.js';
-import { isOperatorEmail, parseOperatorList } from './roles.js';
+import { isOperatorAccount, parseOperatorList } from './roles.js';
 
 export interface OperatorSettings {
-  /** Emails with the operator role by configuration (`FAREBOX_OPERATORS`). */
+  /** Account ids with the operator role by configuration (`FAREBOX_OPERATORS`). */
   operators: Set<string>;
   /** `FAREBOX_DISPUTE_AUTO_REFUND_MINUTES` (default 30; `off` disables): never-served escrows older than this are refunded in full. */
   autoRefundAfterMs: number | null;
@@ -24,7 +24,7 @@ export interface OperatorSettings {
 
 /** Validates the operator settings once; every problem is reported together. */
 export function resolveOperatorConfig(env: Record<string, string | undefined>): OperatorSettings {
-  const { emails, problems } = parseOperatorList(env.FAREBOX_OPERATORS);
+  const { accounts, problems } = parseOperatorList(env.FAREBOX_OPERATORS);
   let autoRefundAfterMs: number | null = 30 * 60_000;
   const auto = env.FAREBOX_DISPUTE_AUTO_REFUND_MINUTES;
   if (auto !== undefined && auto !== '') {
@@ -34,7 +34,7 @@ export function resolveOperatorConfig(env: Record<string, string | undefined>): 
   }
   const disputeIntervalMs = parseDuration(env.FAREBOX_DISPUTE_INTERVAL ?? '60s', 'FAREBOX_DISPUTE_INTERVAL', problems) ?? 0;
   if (problems.length) throw new ConfigError(problems);
-  return { operators: emails, autoRefundAfterMs, disputeIntervalMs };
+  return { operators: accounts, autoRefundAfterMs, disputeIntervalMs };
 }
 
 export interface CreateOperatorOptions {
@@ -97,7 +97,7 @@ export function createOperator(o: CreateOperatorOptions) {
   };
 
   async function isOperator(user: User): Promise<boolean> {
-    return isOperatorEmail(db, settings.operators, user.email);
+    return isOperatorAccount(db, settings.operators, user.id);
   }
 
   /** Refuses (403) anyone but an operator; the refused attempt is audited. */
@@ -328,6 +328,6 @@ export { createDisputes, disputeView };
 export type { Decision, Disputes };
 export type { Dispute } from './disputes.js';
 export { verifyDisputeProof, DISPUTE_PROOF_DATA_NAME, DISPUTE_PROOF_MAX_WINDOW_S } from './proof.js';
-export { grantOperator, revokeOperator, listOperators, isOperatorEmail, parseOperatorList, normalizeEmail } from './roles.js';
+export { grantOperator, revokeOperator, listOperators, isOperatorAccount, parseOperatorList, normalizeEmail } from './roles.js';
 export { writeAudit, listAudit } from './audit.js';
 export type { AuditEntry, AuditInput } from './audit.js';
