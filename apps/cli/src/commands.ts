@@ -31,7 +31,7 @@ export async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {
   } catch (e) {
     if (e instanceof GatewayApiError) {
       const hint = e.status === 403 && /OAuth access token/.test(e.message) ? ' (signed in through the browser: this needs `farebox login --api-key`)' : '';
-      throw new CliError('GATEWAY', `${e.message}${hint}`, { status: e.status, body: e.body });
+      throw new CliError('GATEWAY', `${e.message}${hint}`, { status: e.status, body: e.body, ...(e.requestId ? { requestId: e.requestId } : {}) });
     }
     if (e instanceof ClientError) throw new CliError('GATEWAY', e.message, { code: e.code, ...e.data });
     throw e;
@@ -77,7 +77,7 @@ export async function runWhoami(ctx: Context): Promise<CommandResult> {
       ['account', me.id],
       ['gateway', ctx.url],
       ['signed in with', ctx.credential?.kind === 'oauth' ? 'browser (OAuth)' : 'API key'],
-      ['wallet', me.custodial_wallet],
+      ['wallet', me.wallet_status === 'provisioning' ? `${me.custodial_wallet} (still being set up on chain: wait a moment before sending USDC to it)` : me.custodial_wallet],
       ['publisher', me.is_publisher ? (me.publisher_name ?? 'yes') : 'no'],
       ['balance', usd(me.total_usd)],
     ]),
@@ -93,16 +93,40 @@ export async function runBalance(ctx: Context): Promise<CommandResult> {
       ['credits', `${usd(b.balance_usd)} (${b.balance_base_units} base units)`],
       ['wallet', `${usd(b.wallet_usd)} (${b.wallet_base_units} base units)`],
       ['total', usd(b.total_usd)],
+      ...(b.wallet_status === 'provisioning' ? ([['note', 'your wallet is still being set up on chain: wait a moment before sending USDC to it']] as Array<[string, string]>) : []),
     ]),
   );
 }
 
-export async function runTopup(ctx: Context, amount: string): Promise<CommandResult> {
+/**
+ * `farebox topup <usd>`: paid in USDC from the account's wallet where the
+ * network says so (progress on stderr, the payment's explorer link at the
+ * end), else free test credits. One Idempotency-Key per top-up (given, or
+ * made here); a request that got no answer is asked once more with the same
+ * key, so it pays once.
+ */
+export async function runTopup(ctx: Context, amount: string, opts: { idempotencyKey?: string } = {}): Promise<CommandResult> {
   const n = Number(amount);
   if (!/^\d+(\.\d+)?$/.test(amount.trim()) || !Number.isFinite(n) || n <= 0 || n > 1000) throw new CliError('USAGE', `amount must be a number of USD, 0 < amount <= 1000 (got ${JSON.stringify(amount)})`);
+  const key = opts.idempotencyKey ?? `topup-${randomBytes(12).toString('base64url')}`;
+  if (key.length === 0 || key.length > 255) throw new CliError('USAGE', '--idempotency-key must be 1 to 255 characters');
   const gw = await ctx.gateway();
-  const b = await gatewayCall(() => gw.topup(n));
-  return result(b, `Added ${usd(n)}. Credits now ${usd(b.balance_usd)}.`);
+  const mode = (await gatewayCall(() => gw.platform.key())).topups;
+  if (mode === 'wallet') ctx.log(`Paying ${n} USDC from your wallet to the platform; waiting for the settlement network to confirm...`);
+  const b = await gatewayCall(async () => {
+    try {
+      return await gw.topup(n, { idempotencyKey: key });
+    } catch (e) {
+      if (!(e instanceof ClientError) || e.code !== 'NETWORK') throw e;
+      ctx.log(`No answer (${e.message}); asking again with the same Idempotency-Key ${key} (it pays once)...`);
+      return gw.topup(n, { idempotencyKey: key });
+    }
+  });
+  const t = b.topup;
+  if (t.paid_with === 'wallet') {
+    return result(b, `Paid ${t.amount_usd} USDC from your wallet. Credits now ${usd(b.balance_usd)}.\n  payment   ${t.tx_signature ?? ''}\n  explorer  ${t.explorer_url ?? '(not yet)'}`);
+  }
+  return result(b, `Added ${usd(n)} of free test credits. Credits now ${usd(b.balance_usd)}.`);
 }
 
 export async function runTransactions(ctx: Context, opts: { limit?: string }): Promise<CommandResult> {

@@ -55,8 +55,10 @@ export function buildProgram(io: ProgramIO = {}): Command {
   }
   function fail(e: unknown) {
     if (e instanceof CliError) {
-      if (globals().json) err(`${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}) })}\n`);
-      else err(`farebox: ${e.message}${typeof e.data.status === 'number' ? ` (HTTP ${e.data.status})` : ''}\n`);
+      // The request id finds the gateway's log lines for this request.
+      const requestId = typeof e.data.requestId === 'string' ? e.data.requestId : undefined;
+      if (globals().json) err(`${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}), ...(requestId ? { requestId } : {}) })}\n`);
+      else err(`farebox: ${e.message}${typeof e.data.status === 'number' ? ` (HTTP ${e.data.status}${requestId ? `, request id ${requestId}` : ''})` : ''}\n`);
       setExit(e.exitCode);
       return;
     }
@@ -75,7 +77,11 @@ export function buildProgram(io: ProgramIO = {}): Command {
   program.command('logout').description('forget the stored credential').action(() => act((ctx) => c.runLogout(ctx))());
   program.command('whoami').description('the signed-in account').action(() => act((ctx) => c.runWhoami(ctx))());
   program.command('balance').description('credits and wallet balance').action(() => act((ctx) => c.runBalance(ctx))());
-  program.command('topup <usd>').description('add credits (USD, up to 1000)').action((amount: string) => act((ctx) => c.runTopup(ctx, amount))());
+  program
+    .command('topup <usd>')
+    .description('add credits (USD, up to 1000): paid in USDC from your wallet, or free test credits on the devnet')
+    .option('--idempotency-key <key>', 'make the top-up once whatever happens to the request (default: a new key, reused on a retry)')
+    .action((amount: string, o: { idempotencyKey?: string }) => act((ctx) => c.runTopup(ctx, amount, o))());
   program
     .command('search [query]')
     .description('search the catalog (free text, any language); without a query, list every service')

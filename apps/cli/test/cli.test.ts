@@ -82,7 +82,8 @@ describe('the built farebox binary against a running local stack', () => {
     expect(badJson.stderr).toContain('is not valid JSON');
     const unknown = await farebox(['call', 'no-such-service', '{}', '--json'], { env: e });
     expect(unknown.code).toBe(1);
-    expect(json(unknown.stderr)).toMatchObject({ error: 'service not found', code: 'GATEWAY', status: 404 });
+    expect(json(unknown.stderr)).toMatchObject({ error: 'service not found', code: 'GATEWAY', status: 404, requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect((await farebox(['call', 'no-such-service', '{}'], { env: e })).stderr).toMatch(/^farebox: service not found \(HTTP 404, request id [0-9a-f-]{36}\)$/m);
     const topup = await farebox(['topup', '-3'], { env: e });
     expect(topup.code).toBe(2);
     expect(json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before);

@@ -76,7 +76,33 @@ export interface Balance {
   wallet_usd: number;
   total_base_units: number;
   total_usd: number;
-  wallet_status?: 'ok' | 'not_provisioned' | 'unavailable';
+  wallet_status?: WalletStatus;
+}
+
+/** `provisioning`: the wallet is still being created on chain (USDC sent to it now would fail). */
+export type WalletStatus = 'ok' | 'provisioning' | 'unavailable';
+
+/** The Transaction item of a top-up (`topup` in the answer of `POST /v1/topup`). */
+export interface Topup {
+  id: string;
+  amount_base_units: number;
+  amount_usd: number;
+  tx_signature: string | null;
+  explorer_url: string | null;
+  status: 'completed' | 'pending' | 'failed';
+  paid_with: 'wallet' | null;
+  note: string | null;
+}
+
+export interface TopupResult extends Balance {
+  topup: Topup;
+}
+
+/** What `GET /v1/platform/key` says about the network (the part the dashboard uses). */
+export interface PlatformInfo {
+  network: string;
+  /** `wallet`: top-ups are paid in USDC from the account's wallet; `free`: unpaid test credits. */
+  topups: 'wallet' | 'free';
 }
 
 export interface Wallet {
@@ -161,6 +187,7 @@ export interface OAuthConnection {
 export interface Overview {
   publisher_name: string | null;
   payout_wallet: string;
+  wallet_status?: WalletStatus;
   fee: { pct: number };
   calls: number;
   earned_base_units: number;

@@ -1,3 +1,9 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccounts, resolveNetwork } from '@farebox/stellar';
 import { startHarness, type Harness } from './harness.js';
@@ -5,6 +11,10 @@ import { startDevnetForSettlement, startStack, type Stack } from './settlement-k
 import { testnetOnDevnet } from './testnet-kit.js';
 
 const USDC = 10_000_000n;
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+/** The real `farebox` command (from source). */
+const CLI = join(here, '..', '..', 'cli', 'src', 'cli.ts');
 
 describe('free top-ups (the local network)', () => {
   let h: Harness;
@@ -122,6 +132,39 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     expect(txs.filter((t) => t.type === 'topup' && t.note !== 'signup')).toHaveLength(1);
     expect((await s.gw.core.ledger.verify()).ok).toBe(true);
   });
+
+  it('farebox topup pays from the wallet with progress and the explorer link, and a retried key pays once', async () => {
+    const u = await s.user();
+    await walletReady(u.wallet);
+    await s.devnet.friendbot(u.wallet, 5n * USDC);
+    const usdc = async (a: string) => (await chain().balances(a)).usdc ?? 0n;
+    const cli = async (args: string[]) => {
+      try {
+        const r = await run('pnpm', ['exec', 'tsx', '--conditions', '@farebox/source', CLI, '--url', s.url, ...args], {
+          cwd: join(here, '..'),
+          env: { ...process.env, FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')), FAREBOX_API_KEY: u.key },
+          timeout: 60_000,
+        });
+        return { code: 0, stdout: r.stdout, stderr: r.stderr };
+      } catch (e) {
+        const x = e as { code?: number; stdout?: string; stderr?: string };
+        return { code: typeof x.code === 'number' ? x.code : 1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
+      }
+    };
+    const first = await cli(['topup', '2', '--idempotency-key', 'cli-k1']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toContain('Paying 2 USDC from your wallet to the platform; waiting for the settlement network to confirm...');
+    expect(first.stdout).toMatch(/^Paid 2 USDC from your wallet\. Credits now \$7\.00\./);
+    expect(first.stdout).toMatch(new RegExp(`explorer  ${s.devnet.url}/explorer/local/tx/[0-9a-f]{64}`));
+    expect(await usdc(u.wallet)).toBe(3n * USDC);
+    const again = await cli(['topup', '2', '--idempotency-key', 'cli-k1']);
+    expect(again.code).toBe(0);
+    expect(await usdc(u.wallet)).toBe(3n * USDC);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(70_000_000);
+    const poor = await cli(['topup', '9']);
+    expect(poor.code).not.toBe(0);
+    expect(poor.stderr).toMatch(/insufficient USDC in your wallet: 3 USDC there, 9 needed.*\(HTTP 402, request id [0-9a-f-]{36}\)/s);
+  }, 120_000);
 
   it('gives the configured sign-up credit', async () => {
     const u = await s.user();

@@ -73,10 +73,13 @@ export class GatewayApiError extends ClientError {
   readonly status: number;
   /** The parsed error body (e.g. a failed call's `callId` and `trace`). */
   readonly body: unknown;
+  /** The request's `X-Request-Id`: the gateway's log lines for it carry the same id (`reqId`). */
+  readonly requestId: string | undefined;
 
-  constructor(status: number, message: string, body?: unknown) {
-    super('GATEWAY_API', message, { status, serverMessage: message });
+  constructor(status: number, message: string, body?: unknown, requestId?: string) {
+    super('GATEWAY_API', message, { status, serverMessage: message, ...(requestId ? { requestId } : {}) });
     this.status = status;
     this.body = body;
+    this.requestId = requestId;
   }
 }

@@ -4,6 +4,9 @@ import { ClientError, GatewayApiError } from './errors.js';
 /** Base-unit integers as the gateway sends them (JSON numbers within 2^53). */
 const units = z.number().int();
 
+/** A request id (runtime-neutral: WebCrypto where there is one). */
+const randomId = (): string => globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+
 const BalanceSchema = z.looseObject({
   asset: z.string(),
   base_unit_name: z.string(),
@@ -13,6 +16,21 @@ const BalanceSchema = z.looseObject({
   wallet_usd: z.number(),
   total_base_units: units,
   total_usd: z.number(),
+  /** `provisioning` while the wallet is still being created on chain (USDC sent to it now would fail). */
+  wallet_status: z.enum(['ok', 'provisioning', 'unavailable']).optional(),
+});
+
+const TopupResultSchema = BalanceSchema.extend({
+  topup: z.looseObject({
+    id: z.string(),
+    amount_base_units: units,
+    amount_usd: z.number(),
+    tx_signature: z.string().nullable(),
+    explorer_url: z.string().nullable(),
+    status: z.enum(['completed', 'pending', 'failed']),
+    paid_with: z.literal('wallet').nullable(),
+    note: z.string().nullable(),
+  }),
 });
 
 const MeSchema = BalanceSchema.extend({
@@ -82,11 +100,18 @@ const SettlementSchema = z.looseObject({ id: z.string(), fee: z.looseObject({ pc
 const AnalyticsPointSchema = z.looseObject({ day: z.string(), calls: z.number(), earned_base_units: units, earned_asset: z.number(), earned_usd: z.number() });
 const RemovedSchema = z.looseObject({ service: z.string(), removed: z.boolean() });
 const StatsSchema = z.looseObject({});
-const PlatformKeySchema = z.looseObject({ publicKey: z.string(), network: z.string(), treasury: z.string() });
+const PlatformKeySchema = z.looseObject({
+  publicKey: z.string(),
+  network: z.string(),
+  treasury: z.string(),
+  /** `wallet`: top-ups are paid in USDC from the account's wallet; `free`: unpaid test credits. */
+  topups: z.enum(['wallet', 'free']).optional(),
+});
 const HealthSchema = z.looseObject({ ok: z.boolean(), service: z.string() });
 const ErrorSchema = z.looseObject({ error: z.string() });
 
 export type GatewayBalance = z.infer<typeof BalanceSchema>;
+export type GatewayTopupResult = z.infer<typeof TopupResultSchema>;
 export type GatewayAccount = z.infer<typeof MeSchema>;
 export type GatewayWallet = z.infer<typeof WalletSchema>;
 export type GatewayService = z.infer<typeof ServiceSchema>;
@@ -135,7 +160,8 @@ export interface GatewayClient {
   balance(): Promise<GatewayBalance>;
   wallet(): Promise<GatewayWallet>;
   /** Adds credits: `amount` in USD, 0 < amount <= 1000. Returns the new balance. */
-  topup(amount: number, options?: { idempotencyKey?: string }): Promise<GatewayBalance>;
+  /** Adds credits: paid on chain from the account's wallet (or free on a test network); the new balance and the top-up. */
+  topup(amount: number, options?: { idempotencyKey?: string }): Promise<GatewayTopupResult>;
   call(service: string, payload: Record<string, unknown>, options?: { idempotencyKey?: string; maxCost?: number | string }): Promise<GatewayCallResult>;
   transactions(options?: { limit?: number }): Promise<GatewayTransaction[]>;
   agents: {
@@ -215,7 +241,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     if (!init.open && !credential) throw new ClientError('CONFIG', `${method} ${path} needs a credential: pass apiKey or accessToken`);
     const url = new URL(`${base}${path}`);
     for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
+    // Every request has an id of its own; the gateway echoes it and logs it as `reqId`.
+    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': randomId(), ...init.headers };
     if (credential) headers.authorization = `Bearer ${credential}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
@@ -239,7 +266,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }
     if (!res.ok) {
       const err = ErrorSchema.safeParse(json);
-      throw new GatewayApiError(res.status, err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, json);
+      throw new GatewayApiError(res.status, err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, json, res.headers.get('x-request-id') ?? headers['x-request-id']);
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
@@ -258,7 +285,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     balance: () => send(BalanceSchema, 'GET', '/v1/balance'),
     wallet: () => send(WalletSchema, 'GET', '/v1/wallet'),
     topup: (amount, opts = {}) =>
-      send(BalanceSchema, 'POST', '/v1/topup', { body: { amount }, ...(opts.idempotencyKey ? { headers: { 'idempotency-key': opts.idempotencyKey } } : {}) }),
+      send(TopupResultSchema, 'POST', '/v1/topup', { body: { amount }, ...(opts.idempotencyKey ? { headers: { 'idempotency-key': opts.idempotencyKey } } : {}) }),
     call: (service, payload, opts = {}) => {
       const headers: Record<string, string> = {};
       if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;

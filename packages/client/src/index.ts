@@ -19,6 +19,7 @@ export type {
   UpdateServiceInput,
   GatewayAccount,
   GatewayBalance,
+  GatewayTopupResult,
   GatewayWallet,
   GatewayService,
   GatewayRegisteredService,

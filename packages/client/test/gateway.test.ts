@@ -94,6 +94,9 @@ describe('the gateway REST client against a running gateway', () => {
     expect(err).toBeInstanceOf(ClientError);
     expect((err as GatewayApiError).status).toBe(400);
     expect((err as GatewayApiError).message).toBe('invalid amount (must be 0 < n <= 1000)');
+    // The id the client sent, echoed by the gateway and logged there as reqId.
+    expect((err as GatewayApiError).requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect((err as GatewayApiError).data.requestId).toBe((err as GatewayApiError).requestId);
 
     const bad = createGatewayClient({ baseUrl: gw.url, apiKey: 'sk_live_not_a_key' });
     const unauth = await bad.balance().catch((e: unknown) => e);

@@ -67,6 +67,7 @@ export type {
   UpdateServiceInput,
   GatewayAccount,
   GatewayBalance,
+  GatewayTopupResult,
   GatewayWallet,
   GatewayService,
   GatewayRegisteredService,

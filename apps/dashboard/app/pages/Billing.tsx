@@ -1,20 +1,35 @@
-import { useState, type FormEvent } from 'react';
-import { api, errorMessage, newIdempotencyKey, type Account, type Balance, type Wallet } from '../api.js';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { api, errorMessage, newIdempotencyKey, type Account, type Balance, type PlatformInfo, type Topup, type TopupResult, type Wallet } from '../api.js';
 import { checkTopup, CREDITS_CAP_USD, TOPUP_MAX_USD } from '../format.js';
 import { CopyButton, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useLoad } from '../ui.js';
 
 const WALLET_STATUS: Record<string, string> = {
-  not_provisioned: 'The wallet is being set up (USDC trustline); its balance appears in a moment.',
+  provisioning: 'Your wallet is being set up on the settlement network (account and USDC trustline). Wait until this note is gone before sending USDC to it; it takes a few seconds.',
   unavailable: 'The settlement network did not answer; the wallet balance shown may be out of date.',
 };
 
 export function BillingPage({ me }: { me: Account }) {
   const balance = useLoad(() => api<Balance>('/v1/balance'));
   const wallet = useLoad(() => api<Wallet>('/v1/wallet'));
+  const platform = useLoad(() => api<PlatformInfo>('/v1/platform/key'));
+  const paid = platform.data?.topups === 'wallet';
   const [amount, setAmount] = useState('');
   const [error, setError] = useState<string>();
-  const [done, setDone] = useState<string>();
+  const [done, setDone] = useState<{ text: string; topup?: Topup }>();
   const [busy, setBusy] = useState(false);
+  // One Idempotency-Key per intended top-up: a retry of the same amount after an error reuses it, so it never pays twice.
+  const attempt = useRef<{ amount: number; key: string } | undefined>(undefined);
+
+  // A wallet still being set up is asked about again until it is ready.
+  const provisioning = wallet.data?.status === 'provisioning';
+  useEffect(() => {
+    if (!provisioning) return;
+    const t = setInterval(() => {
+      wallet.reload();
+      balance.reload();
+    }, 2000);
+    return () => clearInterval(t);
+  }, [provisioning]);
 
   const topup = async (e: FormEvent) => {
     e.preventDefault();
@@ -22,12 +37,19 @@ export function BillingPage({ me }: { me: Account }) {
     setDone(undefined);
     const checked = checkTopup(amount, balance.data?.balance_usd);
     if ('error' in checked) return setError(checked.error);
+    if (attempt.current?.amount !== checked.amount) attempt.current = { amount: checked.amount, key: newIdempotencyKey() };
     setBusy(true);
     try {
-      await api<Balance>('/v1/topup', { body: { amount: checked.amount }, headers: { 'idempotency-key': newIdempotencyKey() } });
-      setDone(`Added $${checked.amount} to your credits.`);
+      const r = await api<TopupResult>('/v1/topup', { body: { amount: checked.amount }, headers: { 'idempotency-key': attempt.current.key } });
+      attempt.current = undefined;
+      setDone(
+        r.topup.paid_with === 'wallet'
+          ? { text: `Paid ${r.topup.amount_usd} USDC from your wallet: added $${r.topup.amount_usd} to your credits.`, topup: r.topup }
+          : { text: `Added $${checked.amount} to your credits.` },
+      );
       setAmount('');
       balance.reload();
+      wallet.reload();
     } catch (err) {
       setError(errorMessage(err));
     } finally {
@@ -70,15 +92,25 @@ export function BillingPage({ me }: { me: Account }) {
                 value={amount}
                 onChange={(e) => setAmount(e.target.value)}
               />
-              <button type="submit" disabled={busy}>
-                {busy ? 'Adding…' : 'Add credits'}
+              <button type="submit" disabled={busy || (paid && provisioning)}>
+                {busy ? (paid ? 'Paying…' : 'Adding…') : paid ? 'Pay from wallet' : 'Add credits'}
               </button>
             </div>
             <p id="topup-hint" className="hint">
+              {paid
+                ? `Paid in USDC from your wallet below (${wallet.data ? `${wallet.data.asset_amount} USDC there` : 'its balance is loading'}) to the platform on the settlement network, and credited once the network confirms it. `
+                : platform.data
+                  ? 'Free test credits on this network: nothing is paid. '
+                  : ''}
               More than $0 and at most ${TOPUP_MAX_USD.toLocaleString('en-US')} per top-up; credits are capped at ${CREDITS_CAP_USD.toLocaleString('en-US')}.
             </p>
+            {busy && paid ? <Notice>Paying {amount} USDC from your wallet… waiting for the settlement network to confirm the payment (a few seconds).</Notice> : null}
             <ErrorBox error={error} />
-            {done ? <Notice>{done}</Notice> : null}
+            {done ? (
+              <Notice>
+                {done.text} {done.topup ? <ExplorerLink href={done.topup.explorer_url} label="Payment on explorer" /> : null}
+              </Notice>
+            ) : null}
           </form>
         </section>
         <section className="card" aria-labelledby="wallet-title">

@@ -87,6 +87,7 @@ function PublisherHome({ me }: { me: Account }) {
             <p className="small-text muted">
               Payouts go to <code>{o.payout_wallet}</code>.
             </p>
+            {o.wallet_status === 'provisioning' ? <Notice>This wallet is still being set up on the settlement network (account and USDC trustline); payouts and USDC sent to it wait until it is ready, in a few seconds.</Notice> : null}
           </>
         ) : null}
       </section>
