@@ -67,6 +67,7 @@ export interface Account {
   created_at: string;
   balance_base_units: number;
   balance_usd: number;
+  wallet_status?: WalletStatus;
 }
 
 export interface Balance {
@@ -85,6 +86,7 @@ export type WalletStatus = 'ok' | 'provisioning' | 'unavailable';
 /** The Transaction item of a top-up (`topup` in the answer of `POST /v1/topup`). */
 export interface Topup {
   id: string;
+  type: 'topup';
   amount_base_units: number;
   amount_usd: number;
   tx_signature: string | null;
@@ -92,6 +94,7 @@ export interface Topup {
   status: 'completed' | 'pending' | 'failed';
   paid_with: 'wallet' | null;
   note: string | null;
+  created_at: string;
 }
 
 export interface TopupResult extends Balance {
@@ -108,9 +111,11 @@ export interface PlatformInfo {
 export interface Wallet {
   pubkey: string;
   asset: string;
+  /** The USDC issuer on this network (what to send). */
+  asset_issuer?: string;
   base_units: number;
   asset_amount: number;
-  status?: string;
+  status?: WalletStatus;
   explorer_url?: string;
   master_wallet: string;
 }
@@ -160,8 +165,11 @@ export interface Transaction {
   service: string | null;
   tx_signature: string | null;
   explorer_url: string | null;
+  /** `completed`; `pending` (a top-up on its way: `tx_signature` is the submitted payment; a call held); `failed` (a top-up the network refused: the reason in `note`); `refunded`. */
   status: string;
+  /** `wallet` for a top-up paid from the wallet. */
   paid_with?: string | null;
+  /** `signup` for the sign-up credit, `free...` for free top-ups, a failed top-up's reason. */
   note?: string | null;
   created_at: string;
 }

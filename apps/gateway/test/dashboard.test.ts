@@ -113,7 +113,9 @@ describe('the web dashboard in a real browser', () => {
     expect(await text(page.getByTestId('credits'))).toBe('$5.00');
     await page.getByLabel('Top up (USD)').fill('12.5');
     await page.getByRole('button', { name: 'Add credits' }).click();
-    await page.getByText('Added $12.5 to your credits.').waitFor();
+    // The local network's top-ups are free test credits, and the page says so.
+    await page.getByText('Added $12.5 to your credits. These are free test credits: nothing was paid.').waitFor();
+    await page.getByText('Free test credits on this network: nothing is paid.').waitFor();
     await page.getByTestId('credits').getByText('$17.50').waitFor();
     await shot('03-billing');
   });
@@ -189,7 +191,7 @@ describe('the web dashboard in a real browser', () => {
     const body = (await rows.allInnerTexts()).slice(1);
     expect(body).toHaveLength(3);
     expect(body[0]).toMatch(/Call[\s\S]*echo[\s\S]*−\$0\.01[\s\S]*completed/i);
-    expect(body[1]).toMatch(/Top-up[\s\S]*\+\$12\.50[\s\S]*completed/i);
+    expect(body[1]).toMatch(/Free top-up[\s\S]*\+\$12\.50[\s\S]*completed/i);
     expect(body[2]).toMatch(/Sign-up credit[\s\S]*\+\$5\.00/);
     await shot('07-transactions');
   });

@@ -7,6 +7,13 @@ const units = z.number().int();
 /** A request id (runtime-neutral: WebCrypto where there is one). */
 const randomId = (): string => globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 
+/**
+ * The wallet's state: `ok`; `provisioning` while a new account's wallet is
+ * still being created on chain (account, USDC trustline), when USDC sent to
+ * it would fail; `unavailable` when the settlement network did not answer.
+ */
+const WalletStatusSchema = z.enum(['ok', 'provisioning', 'unavailable']);
+
 const BalanceSchema = z.looseObject({
   asset: z.string(),
   base_unit_name: z.string(),
@@ -17,12 +24,14 @@ const BalanceSchema = z.looseObject({
   total_base_units: units,
   total_usd: z.number(),
   /** `provisioning` while the wallet is still being created on chain (USDC sent to it now would fail). */
-  wallet_status: z.enum(['ok', 'provisioning', 'unavailable']).optional(),
+  wallet_status: WalletStatusSchema.optional(),
 });
 
 const TopupResultSchema = BalanceSchema.extend({
+  /** The top-up (a Transaction item): `paid_with: 'wallet'` with the on-chain payment, or `null` for free test credits. */
   topup: z.looseObject({
     id: z.string(),
+    type: z.literal('topup'),
     amount_base_units: units,
     amount_usd: z.number(),
     tx_signature: z.string().nullable(),
@@ -30,6 +39,7 @@ const TopupResultSchema = BalanceSchema.extend({
     status: z.enum(['completed', 'pending', 'failed']),
     paid_with: z.literal('wallet').nullable(),
     note: z.string().nullable(),
+    created_at: z.string(),
   }),
 });
 
@@ -48,6 +58,9 @@ const WalletSchema = z.looseObject({
   base_units: units,
   asset_amount: z.number(),
   master_wallet: z.string(),
+  asset_issuer: z.string().optional(),
+  explorer_url: z.string().optional(),
+  status: WalletStatusSchema.optional(),
 });
 
 const ServiceSchema = z.looseObject({
@@ -80,12 +93,21 @@ const CallResultSchema = z.looseObject({
 });
 
 const TransactionSchema = z.looseObject({
+  id: z.string().optional(),
   type: z.string(),
   amount_lamports: units,
+  amount_base_units: units.optional(),
+  amount_usd: z.number().optional(),
   service: z.string().nullable().optional(),
+  /** A paid top-up's payment (also while `pending`: the submitted hash). */
   tx_signature: z.string().nullable().optional(),
   explorer_url: z.string().nullable().optional(),
+  /** `completed`, `pending` (a top-up on its way, a call held), `failed` (the reason in `note`), `refunded`. */
   status: z.string(),
+  /** `wallet` for a top-up paid from the wallet (and calls paid from it), `credit` for calls paid with credits. */
+  paid_with: z.string().nullable().optional(),
+  /** `signup`, `free...` for free top-ups, a failed payment's reason. */
+  note: z.string().nullable().optional(),
   created_at: z.string(),
 });
 
@@ -94,8 +116,8 @@ const CreatedApiKeySchema = ApiKeySchema.extend({ key: z.string().startsWith('sk
 const RevokedSchema = z.looseObject({ id: z.string(), revoked: z.boolean() });
 const ConnectionSchema = z.looseObject({ id: z.string() });
 
-const ActivatedSchema = z.looseObject({ is_publisher: z.literal(true), publisher_name: z.string() });
-const OverviewSchema = z.looseObject({ calls: z.number(), services: z.array(ServiceSchema) });
+const ActivatedSchema = z.looseObject({ is_publisher: z.literal(true), publisher_name: z.string(), wallet_status: WalletStatusSchema.optional() });
+const OverviewSchema = z.looseObject({ calls: z.number(), services: z.array(ServiceSchema), payout_wallet: z.string().optional(), wallet_status: WalletStatusSchema.optional() });
 const SettlementSchema = z.looseObject({ id: z.string(), fee: z.looseObject({ pct: z.number() }) });
 const AnalyticsPointSchema = z.looseObject({ day: z.string(), calls: z.number(), earned_base_units: units, earned_asset: z.number(), earned_usd: z.number() });
 const RemovedSchema = z.looseObject({ service: z.string(), removed: z.boolean() });
@@ -110,6 +132,7 @@ const PlatformKeySchema = z.looseObject({
 const HealthSchema = z.looseObject({ ok: z.boolean(), service: z.string() });
 const ErrorSchema = z.looseObject({ error: z.string() });
 
+export type GatewayWalletStatus = z.infer<typeof WalletStatusSchema>;
 export type GatewayBalance = z.infer<typeof BalanceSchema>;
 export type GatewayTopupResult = z.infer<typeof TopupResultSchema>;
 export type GatewayAccount = z.infer<typeof MeSchema>;
@@ -159,8 +182,13 @@ export interface GatewayClient {
   me(): Promise<GatewayAccount>;
   balance(): Promise<GatewayBalance>;
   wallet(): Promise<GatewayWallet>;
-  /** Adds credits: `amount` in USD, 0 < amount <= 1000. Returns the new balance. */
-  /** Adds credits: paid on chain from the account's wallet (or free on a test network); the new balance and the top-up. */
+  /**
+   * Adds credits, `amount` in USD (0 < amount <= 1000): paid in USDC from the
+   * account's wallet where `platform.key().topups` is `wallet` (the answer
+   * comes once the network confirmed the payment), else free test credits.
+   * Answers the new balance and the top-up. Pass an `idempotencyKey` and reuse
+   * it when retrying: the top-up then happens once.
+   */
   topup(amount: number, options?: { idempotencyKey?: string }): Promise<GatewayTopupResult>;
   call(service: string, payload: Record<string, unknown>, options?: { idempotencyKey?: string; maxCost?: number | string }): Promise<GatewayCallResult>;
   transactions(options?: { limit?: number }): Promise<GatewayTransaction[]>;
@@ -183,7 +211,7 @@ export interface GatewayClient {
     revoke(id: string): Promise<unknown>;
   };
   publisher: {
-    activate(name: string): Promise<{ is_publisher: true; publisher_name: string; [k: string]: unknown }>;
+    activate(name: string): Promise<{ is_publisher: true; publisher_name: string; wallet_status?: GatewayWalletStatus; [k: string]: unknown }>;
     overview(): Promise<GatewayPublisherOverview>;
     settlements(options?: { limit?: number }): Promise<GatewaySettlement[]>;
     analytics(options?: { days?: number }): Promise<GatewayAnalyticsPoint[]>;

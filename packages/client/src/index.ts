@@ -20,6 +20,7 @@ export type {
   GatewayAccount,
   GatewayBalance,
   GatewayTopupResult,
+  GatewayWalletStatus,
   GatewayWallet,
   GatewayService,
   GatewayRegisteredService,

@@ -83,9 +83,17 @@ describe('the gateway REST client against a running gateway', () => {
     const me = await api.me();
     expect(me.custodial_wallet).toMatch(/^G/);
     expect(me.balance_base_units).toBe(50_000_000);
-    const after = await api.topup(10);
+    const after = await api.topup(10, { idempotencyKey: 'client-topup-1' });
     expect(after.balance_usd).toBe(15);
+    // The local network's top-ups are free test credits: no payment, no explorer link.
+    expect(after.topup).toMatchObject({ type: 'topup', amount_base_units: 100_000_000, amount_usd: 10, status: 'completed', paid_with: null, tx_signature: null, explorer_url: null });
+    expect((await api.platform.key()).topups).toBe('free');
+    // The same key again: the first answer, credited once.
+    expect((await api.topup(10, { idempotencyKey: 'client-topup-1' })).topup.id).toBe(after.topup.id);
     expect((await api.balance()).balance_base_units).toBe(150_000_000);
+    expect(['ok', 'provisioning']).toContain((await api.wallet()).status);
+    const [latest] = await api.transactions({ limit: 1 });
+    expect(latest).toMatchObject({ type: 'topup', amount_lamports: 100_000_000, status: 'completed', paid_with: null, note: expect.stringMatching(/^free/) });
   });
 
   it('turns gateway errors into GatewayApiError with the status and the gateway message', async () => {

@@ -68,6 +68,7 @@ export type {
   GatewayAccount,
   GatewayBalance,
   GatewayTopupResult,
+  GatewayWalletStatus,
   GatewayWallet,
   GatewayService,
   GatewayRegisteredService,

@@ -1,62 +1,87 @@
-import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, errorMessage, newIdempotencyKey, type Account, type Balance, type PlatformInfo, type Topup, type TopupResult, type Wallet } from '../api.js';
+import { useRef, useState, type FormEvent } from 'react';
+import { api, ApiError, errorMessage, newIdempotencyKey, type Account, type Balance, type PlatformInfo, type Topup, type TopupResult, type Wallet } from '../api.js';
 import { checkTopup, CREDITS_CAP_USD, TOPUP_MAX_USD } from '../format.js';
-import { CopyButton, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useLoad } from '../ui.js';
+import { CopyButton, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 
 const WALLET_STATUS: Record<string, string> = {
   provisioning: 'Your wallet is being set up on the settlement network (account and USDC trustline). Wait until this note is gone before sending USDC to it; it takes a few seconds.',
   unavailable: 'The settlement network did not answer; the wallet balance shown may be out of date.',
 };
 
+/** The wallet to fund in the gateway's 402 message (`... issuer G... ) to G...; no memo needed`). */
+const FUND_ADDRESS = /\bto (G[A-Z2-7]{55})\b/;
+
+interface TopupError {
+  message: string;
+  /** Not enough USDC in the wallet: the address to send USDC to. */
+  fund?: string;
+}
+
 export function BillingPage({ me }: { me: Account }) {
   const balance = useLoad(() => api<Balance>('/v1/balance'));
   const wallet = useLoad(() => api<Wallet>('/v1/wallet'));
   const platform = useLoad(() => api<PlatformInfo>('/v1/platform/key'));
   const paid = platform.data?.topups === 'wallet';
+  const address = wallet.data?.pubkey ?? me.custodial_wallet;
   const [amount, setAmount] = useState('');
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<TopupError>();
   const [done, setDone] = useState<{ text: string; topup?: Topup }>();
-  const [busy, setBusy] = useState(false);
+  // The amount on its way (shown while the request runs).
+  const [paying, setPaying] = useState<number>();
+  // The last top-up got no clear answer: paying again with the same amount finds out (same key).
+  const [unsure, setUnsure] = useState(false);
   // One Idempotency-Key per intended top-up: a retry of the same amount after an error reuses it, so it never pays twice.
   const attempt = useRef<{ amount: number; key: string } | undefined>(undefined);
+  // A double click sends one request.
+  const inFlight = useRef(false);
 
   // A wallet still being set up is asked about again until it is ready.
   const provisioning = wallet.data?.status === 'provisioning';
-  useEffect(() => {
+  useEvery(2000, () => {
     if (!provisioning) return;
-    const t = setInterval(() => {
-      wallet.reload();
-      balance.reload();
-    }, 2000);
-    return () => clearInterval(t);
-  }, [provisioning]);
+    wallet.reload();
+    balance.reload();
+  });
 
   const topup = async (e: FormEvent) => {
     e.preventDefault();
+    if (inFlight.current) return;
     setError(undefined);
     setDone(undefined);
     const checked = checkTopup(amount, balance.data?.balance_usd);
-    if ('error' in checked) return setError(checked.error);
+    if ('error' in checked) return setError({ message: checked.error });
     if (attempt.current?.amount !== checked.amount) attempt.current = { amount: checked.amount, key: newIdempotencyKey() };
-    setBusy(true);
+    const key = attempt.current.key;
+    inFlight.current = true;
+    setPaying(checked.amount);
     try {
-      const r = await api<TopupResult>('/v1/topup', { body: { amount: checked.amount }, headers: { 'idempotency-key': attempt.current.key } });
+      const r = await api<TopupResult>('/v1/topup', { body: { amount: checked.amount }, headers: { 'idempotency-key': key } });
       attempt.current = undefined;
+      setUnsure(false);
       setDone(
         r.topup.paid_with === 'wallet'
           ? { text: `Paid ${r.topup.amount_usd} USDC from your wallet: added $${r.topup.amount_usd} to your credits.`, topup: r.topup }
-          : { text: `Added $${checked.amount} to your credits.` },
+          : { text: `Added $${checked.amount} to your credits. These are free test credits: nothing was paid.` },
       );
       setAmount('');
+    } catch (err) {
+      const status = err instanceof ApiError ? err.status : 0;
+      const message = errorMessage(err);
+      // A refusal the gateway recorded under this key (nothing was charged): trying again is a new top-up, with a new key.
+      const settled = /nothing was charged/.test(message);
+      if (settled) attempt.current = undefined;
+      // No answer, or paid and not confirmed yet: the same key finds out what happened without paying twice.
+      setUnsure(paid && !settled && (status === 0 || (status >= 500 && status !== 503) || (status === 409 && /in progress/.test(message))));
+      setError({ message, ...(status === 402 ? { fund: FUND_ADDRESS.exec(message)?.[1] ?? address } : {}) });
+    } finally {
+      inFlight.current = false;
+      setPaying(undefined);
       balance.reload();
       wallet.reload();
-    } catch (err) {
-      setError(errorMessage(err));
-    } finally {
-      setBusy(false);
     }
   };
 
+  const busy = paying !== undefined;
   return (
     <section aria-labelledby="billing-title">
       <h1 id="billing-title">Billing</h1>
@@ -103,9 +128,29 @@ export function BillingPage({ me }: { me: Account }) {
                   ? 'Free test credits on this network: nothing is paid. '
                   : ''}
               More than $0 and at most ${TOPUP_MAX_USD.toLocaleString('en-US')} per top-up; credits are capped at ${CREDITS_CAP_USD.toLocaleString('en-US')}.
+              {paid && provisioning ? ' Top-ups open once your wallet is set up.' : ''}
             </p>
-            {busy && paid ? <Notice>Paying {amount} USDC from your wallet… waiting for the settlement network to confirm the payment (a few seconds).</Notice> : null}
-            <ErrorBox error={error} />
+            {busy && paid ? <Loading label={`Paying ${paying} USDC from your wallet… waiting for Stellar to confirm the payment (usually a few seconds).`} /> : null}
+            {error?.fund ? (
+              <div className="error" role="alert">
+                <div>{error.message}</div>
+                <div className="field-label">Send USDC to your wallet</div>
+                <div className="address-row">
+                  <code className="address" data-testid="fund-address">
+                    {error.fund}
+                  </code>
+                  <CopyButton text={error.fund} label="Copy wallet address" />
+                </div>
+                <p className="small-text">Once it has arrived (the wallet balance on this page shows it), pay again.</p>
+              </div>
+            ) : (
+              <ErrorBox error={error?.message} />
+            )}
+            {unsure ? (
+              <Notice>
+                This payment may still be on its way. Press “Pay from wallet” again with the same amount to find out: the same top-up is checked, never paid twice.
+              </Notice>
+            ) : null}
             {done ? (
               <Notice>
                 {done.text} {done.topup ? <ExplorerLink href={done.topup.explorer_url} label="Payment on explorer" /> : null}
@@ -115,21 +160,33 @@ export function BillingPage({ me }: { me: Account }) {
         </section>
         <section className="card" aria-labelledby="wallet-title">
           <h2 id="wallet-title">Wallet</h2>
-          <p className="muted">Your own USDC account on the settlement network. Funding it does not add credits; publishers are paid here.</p>
+          <p className="muted">
+            {paid
+              ? 'Your own USDC account on the settlement network. Top-ups are paid from it: send USDC to this address (no memo needed), then top up. Publishers are paid here too.'
+              : 'Your own USDC account on the settlement network. Funding it does not add credits; publishers are paid here.'}
+          </p>
           {wallet.loading && !wallet.data ? <Loading label="Loading wallet…" /> : null}
           <ErrorBox title="Wallet unavailable" error={wallet.error} />
           <div className="field-label">Address</div>
           <div className="address-row">
             <code className="address" data-testid="wallet-address">
-              {wallet.data?.pubkey ?? me.custodial_wallet}
+              {address}
             </code>
-            <CopyButton text={wallet.data?.pubkey ?? me.custodial_wallet} label="Copy address" />
+            <CopyButton text={address} label="Copy address" />
           </div>
           {wallet.data ? (
             <>
+              {paid && wallet.data.asset_issuer ? (
+                <p className="small-text muted">
+                  USDC issued by <code>{wallet.data.asset_issuer}</code>
+                  {platform.data ? ` on ${platform.data.network}` : ''}.
+                </p>
+              ) : null}
               <div className="stats">
                 <Stat label="On-chain balance" hint={wallet.data.asset}>
-                  <Units units={wallet.data.base_units} />
+                  <span data-testid="wallet-balance">
+                    <Units units={wallet.data.base_units} />
+                  </span>
                 </Stat>
               </div>
               {wallet.data.status && WALLET_STATUS[wallet.data.status] ? <Notice>{WALLET_STATUS[wallet.data.status]}</Notice> : null}

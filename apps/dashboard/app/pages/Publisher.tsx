@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api, errorMessage, type Account, type AnalyticsPoint, type Overview, type Service, type Settlement } from '../api.js';
 import { formatBaseUnits, formatDate, formatUsd, parseUsdc, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
-import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useLoad } from '../ui.js';
+import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 import { EarningsChart } from '../Chart.js';
 
 export function PublisherPage({ me, onChanged }: { me: Account; onChanged: () => Promise<void> }) {
@@ -55,6 +55,10 @@ function PublisherHome({ me }: { me: Account }) {
     mine.reload();
   };
   const o = overview.data;
+  // A payout wallet still being set up is asked about again until it is ready.
+  useEvery(2000, () => {
+    if (o?.wallet_status === 'provisioning') overview.reload();
+  });
   return (
     <section aria-labelledby="pub-title">
       <div className="title-row">
@@ -85,9 +89,11 @@ function PublisherHome({ me }: { me: Account }) {
               </Stat>
             </div>
             <p className="small-text muted">
-              Payouts go to <code>{o.payout_wallet}</code>.
+              Payouts go to <code data-testid="payout-wallet">{o.payout_wallet}</code>.
             </p>
-            {o.wallet_status === 'provisioning' ? <Notice>This wallet is still being set up on the settlement network (account and USDC trustline); payouts and USDC sent to it wait until it is ready, in a few seconds.</Notice> : null}
+            {o.wallet_status === 'provisioning' ? (
+              <Notice>This wallet is still being set up on the settlement network (account and USDC trustline): wait until this note is gone before sending USDC to it; it takes a few seconds.</Notice>
+            ) : null}
           </>
         ) : null}
       </section>

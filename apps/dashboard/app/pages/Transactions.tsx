@@ -1,9 +1,35 @@
 import { api, type Transaction } from '../api.js';
 import { formatDate, shorten } from '../format.js';
-import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Units, useLoad } from '../ui.js';
+import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Units, useEvery, useLoad } from '../ui.js';
+
+/** What kind of credit a top-up row is. */
+function topupKind(t: Transaction): string {
+  if (t.note === 'signup') return 'Sign-up credit';
+  if (t.paid_with === 'wallet') return 'Top-up from wallet';
+  if (t.note?.startsWith('free')) return 'Free top-up';
+  return 'Top-up';
+}
+
+/** The On chain cell: the payment's explorer link, a top-up still on its way, or why it failed. */
+function OnChain({ t }: { t: Transaction }) {
+  if (t.explorer_url) return <ExplorerLink href={t.explorer_url} label={t.tx_signature ? shorten(t.tx_signature) : 'Explorer'} />;
+  if (t.type === 'topup' && t.status === 'pending') {
+    return (
+      <span className="small-text">
+        Waiting for the network to confirm{t.tx_signature ? <> payment <code title={t.tx_signature}>{shorten(t.tx_signature)}</code></> : null}; credited once it does
+      </span>
+    );
+  }
+  if (t.type === 'topup' && t.status === 'failed') return <span className="small-text">{t.note ?? 'not applied'}; nothing was charged</span>;
+  return <span className="muted">{t.type === 'call' && t.status === 'completed' ? 'in the next settlement' : '—'}</span>;
+}
 
 export function TransactionsPage() {
   const txs = useLoad(() => api<Transaction[]>('/v1/transactions?limit=100'));
+  // A top-up on its way is followed until the network has it.
+  useEvery(3000, () => {
+    if (txs.data?.some((t) => t.type === 'topup' && t.status === 'pending')) txs.reload();
+  });
   return (
     <section aria-labelledby="tx-title">
       <div className="title-row">
@@ -36,18 +62,20 @@ export function TransactionsPage() {
               {txs.data.map((t) => (
                 <tr key={t.id}>
                   <td data-label="When">{formatDate(t.created_at)}</td>
-                  <td data-label="Type">{t.type === 'topup' ? (t.note === 'signup' ? 'Sign-up credit' : 'Top-up') : 'Call'}</td>
+                  <td data-label="Type">{t.type === 'topup' ? topupKind(t) : 'Call'}</td>
                   <td data-label="Service">{t.service ?? <span className="muted">—</span>}</td>
-                  <td data-label="Amount" className={`num ${t.type === 'topup' ? 'plus' : 'minus'}`}>
+                  <td data-label="Amount" className={`num ${t.type === 'topup' ? (t.status === 'completed' ? 'plus' : '') : 'minus'}`}>
                     <span>
-                      {t.type === 'topup' ? '+' : '−'}
+                      {t.type === 'topup' ? (t.status === 'completed' ? '+' : '') : '−'}
                       <Units units={t.amount_base_units} />
                     </span>
                   </td>
                   <td data-label="Status">
                     <Badge status={t.status} />
                   </td>
-                  <td data-label="On chain">{t.explorer_url ? <ExplorerLink href={t.explorer_url} label={t.tx_signature ? shorten(t.tx_signature) : 'Explorer'} /> : <span className="muted">{t.type === 'call' && t.status === 'completed' ? 'in the next settlement' : '—'}</span>}</td>
+                  <td data-label="On chain">
+                    <OnChain t={t} />
+                  </td>
                 </tr>
               ))}
             </tbody>
