@@ -119,7 +119,8 @@ export async function runOperatorGrant(ctx: Context, email: string, opts: { data
 
 export async function runOperatorRevoke(ctx: Context, email: string, opts: { dataDir?: string; databaseUrl?: string }): Promise<CommandResult> {
   const r = await withDatabase(ctx, opts, (db, core) => core.revokeOperator(db, email, cliActor()));
-  return result(r, r.revoked ? `${r.email} is no longer an operator` : `${r.email} was not an operator (by grant; FAREBOX_OPERATORS is configuration)`);
+  const who = r.account_id ? `${r.email} (${r.account_id})` : `${r.email} (no such account)`;
+  return result(r, r.revoked ? `${who} is no longer an operator` : `${who} was not an operator (by grant; FAREBOX_OPERATORS is configuration)`);
 }
 
 export async function runOperatorList(ctx: Context, opts: { dataDir?: string; databaseUrl?: string }): Promise<CommandResult> {

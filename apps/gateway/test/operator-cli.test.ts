@@ -33,11 +33,11 @@ beforeAll(async () => {
     throw new Error('down');
   });
   const res = await fetch(`${s.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: OPERATOR, password: 'correct horse battery' }) });
-  const signup = (await res.json()) as { csrf_token: string };
+  const signup = (await res.json()) as { id: string; csrf_token: string };
   const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
   opKey = (await s.request('/v1/api-keys', { body: { name: 'cli' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } })).body.key;
-  // The role goes to the account once it exists (the `farebox operator grant` path).
-  await grantOperator(s.gw.core.db, OPERATOR, 'cli:test');
+  // The role goes to the account once it exists, by its id (what `farebox operator grant` stores; the command itself is tested below).
+  await grantOperator(s.gw.core.db, signup.id, 'cli:test');
 }, 60_000);
 afterAll(async () => {
   await s?.close();
@@ -73,4 +73,53 @@ describe('the farebox command: disputes and operator tools', () => {
     const audit = await farebox(['--url', s.url, '--json', 'operator', 'audit'], env);
     expect(JSON.parse(audit.stdout)[0]).toMatchObject({ action: 'treasury.view', outcome: 'denied' });
   }, 120_000);
+});
+
+describe('farebox operator grant, list and revoke (the gateway database, existing accounts only)', () => {
+  it('refuses an address with no account and stores nothing, so a later sign-up with it (any case) gets no role; grants, lists and revokes an account by e-mail or id', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'farebox-opcli-'));
+    const db = ['--data-dir', dataDir];
+    const local = { DATABASE_URL: '' };
+    let st = await startStack({ devnet: s.devnet, dataDir });
+    const ops = await st.user();
+    const opsEmail = (await ops.api('/v1/me')).body.email as string;
+    // The embedded database takes one process: the gateway stops while the CLI writes.
+    await st.gw.close();
+
+    const future = `future-cli${process.pid}@farebox.test`;
+    const refused = await farebox(['operator', 'grant', future, ...db], local);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`no account "${future}": the operator signs up first, then gets the role (it is never granted to an address with no account)`);
+
+    const granted = await farebox(['operator', 'grant', opsEmail.toUpperCase(), ...db], local);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(granted.stdout.trim()).toBe(`${opsEmail} (${ops.id}) is now an operator`);
+    const listed = await farebox(['--json', 'operator', 'list', ...db], local);
+    expect(JSON.parse(listed.stdout)).toEqual([{ account_id: ops.id, email: opsEmail, granted_by: expect.stringMatching(/^cli/), granted_at: expect.any(String) }]);
+
+    st = await startStack({ devnet: s.devnet, dataDir });
+    try {
+      const as = (key: string, path: string) => st.request(path, { headers: { authorization: `Bearer ${key}` } });
+      expect((await as(ops.key, '/v1/operator/whoami')).body).toMatchObject({ operator: true });
+      expect((await as(ops.key, '/v1/operator/treasury')).status).toBe(200);
+      const res = await fetch(`${st.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: future.toUpperCase(), password: 'correct horse battery' }) });
+      expect(res.status).toBe(201);
+      const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+      expect(await st.request('/v1/operator/treasury', { headers: { cookie } })).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+      expect(await st.request('/v1/operator/whoami', { headers: { cookie } })).toMatchObject({ body: { operator: false } });
+      const audit = (await as(ops.key, '/v1/operator/audit')).body as Array<{ actor: string; action: string; target: string; outcome: string }>;
+      expect(audit.filter((e) => e.action.startsWith('operator.') || e.actor === future.toUpperCase()).map(({ action, target, outcome }) => ({ action, target, outcome }))).toEqual([
+        { action: 'treasury.view', target: null, outcome: 'denied' },
+        { action: 'operator.grant', target: ops.id, outcome: 'ok' },
+        { action: 'operator.grant', target: future, outcome: 'failed' },
+      ]);
+    } finally {
+      await st.gw.close();
+    }
+
+    const revoked = await farebox(['operator', 'revoke', ops.id, ...db], local);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout.trim()).toBe(`${opsEmail} (${ops.id}) is no longer an operator`);
+    expect(JSON.parse((await farebox(['--json', 'operator', 'list', ...db], local)).stdout)).toEqual([]);
+  }, 180_000);
 });

@@ -1,6 +1,11 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitFee } from '@farebox/protocol';
-import { grantOperator } from '@farebox/gateway-core';
+import { grantOperator, revokeOperator } from '@farebox/gateway-core';
 import { startStack, type Stack } from './settlement-kit.js';
 import { USDC, fundedNotServed, newCaller } from './dispute-kit.js';
 
@@ -28,7 +33,8 @@ beforeAll(async () => {
     throw new Error('upstream down');
   });
   op = await account(OPERATOR);
-  await grantOperator(s.gw.core.db, OPERATOR, 'cli:test');
+  // The operator signs up first, then gets the role by account id (what `farebox operator grant` stores).
+  await grantOperator(s.gw.core.db, (await op('/v1/me')).body.id, 'cli:test');
   otherEmail = `someone${process.pid}@farebox.test`;
   other = await account(otherEmail);
 }, 60_000);
@@ -118,42 +124,127 @@ describe('operator: disputes', () => {
 });
 
 describe('the operator role cannot be claimed', () => {
-  it('refuses to start when FAREBOX_OPERATORS names e-mail addresses, naming each', async () => {
-    const err = await startStack({ devnet: s.devnet, env: { FAREBOX_OPERATORS: 'ops@example.com, OPS2@example.com' } }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect((err as { problems: string[] }).problems.filter((p) => p.startsWith('FAREBOX_OPERATORS'))).toEqual([
+  const OPERATOR_ROUTES: Array<[string, { method?: string; body?: unknown }?]> = [
+    ['/v1/operator/disputes'],
+    ['/v1/operator/treasury'],
+    ['/v1/operator/settlements'],
+    ['/v1/operator/revenue'],
+    ['/v1/operator/audit'],
+    ['/v1/operator/disputes/CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC/resolve', { body: { action: 'refund' } }],
+    ['/v1/operator/settlements/1/retry', { method: 'POST' }],
+  ];
+  const deniedFor = async (actor: string) =>
+    (await s.gw.core.db.query<{ action: string; outcome: string }>(`SELECT action, outcome FROM gw_audit_log WHERE actor = $1 ORDER BY id`, [actor])).rows;
+
+  it('refuses to start when FAREBOX_OPERATORS names e-mail addresses (or anything but account ids), naming each with every other problem, before opening anything', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'farebox-ops-conf-'));
+    const err = await startStack({ devnet: s.devnet, dataDir, env: { FAREBOX_OPERATORS: 'ops@example.com, OPS2@example.com acct_x', FAREBOX_METRICS_TOKEN: 'short' } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ConfigError' });
+    expect((err as { problems: string[] }).problems).toEqual([
+      'FAREBOX_METRICS_TOKEN must be at least 16 characters',
       'FAREBOX_OPERATORS: "ops@example.com" is an e-mail address; operators are named by account id (acct_…, the id of /v1/me), or granted with `farebox operator grant` once they have an account',
       'FAREBOX_OPERATORS: "OPS2@example.com" is an e-mail address; operators are named by account id (acct_…, the id of /v1/me), or granted with `farebox operator grant` once they have an account',
+      'FAREBOX_OPERATORS: "acct_x" is not an account id (acct_…)',
     ]);
+    expect((err as Error).message).toContain('"ops@example.com" is an e-mail address');
+    // Refused at start: no database was opened, so nobody could sign up with that address.
+    expect(existsSync(join(dataDir, 'db'))).toBe(false);
   });
 
-  it('refuses a grant to an address with no account, so signing up with it later (any case) gives no role', async () => {
+  it('refuses a grant to an address with no account, so signing up with it later (any case) gives no role: 403 on every operator route, each audited as denied', async () => {
     const email = `future-ops${process.pid}@farebox.test`;
-    await expect(grantOperator(s.gw.core.db, email, 'cli:test')).rejects.toThrow(/^no account ".*": the operator signs up first/);
+    const grant = await grantOperator(s.gw.core.db, email, 'cli:test').then(
+      () => 'granted',
+      (e: unknown) => (e as Error).message,
+    );
     const claimer = await account(email.toUpperCase());
-    expect(await claimer('/v1/operator/treasury')).toMatchObject({ status: 403, body: { error: 'operator role required' } });
-    expect(await claimer('/v1/operator/whoami')).toMatchObject({ body: { operator: false } });
-    const { rows } = await s.gw.core.db.query<{ outcome: string }>(`SELECT outcome FROM gw_audit_log WHERE action = 'treasury.view' AND actor = $1`, [email.toUpperCase()]);
-    expect(rows.map((r) => r.outcome)).toEqual(['denied']);
+    for (const [path, init] of OPERATOR_ROUTES) {
+      expect(await claimer(path, init), path).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+    }
+    expect(await claimer('/v1/operator/whoami')).toMatchObject({ status: 200, body: { operator: false } });
+    expect(await deniedFor(email.toUpperCase())).toEqual(
+      ['dispute.list', 'treasury.view', 'settlement.list', 'revenue.view', 'audit.view', 'dispute.resolve', 'settlement.retry'].map((action) => ({ action, outcome: 'denied' })),
+    );
+    // The grant was refused with the reason, and only the refusal was kept.
+    expect(grant).toBe(`no account "${email}": the operator signs up first, then gets the role (it is never granted to an address with no account)`);
+    expect((await s.gw.core.db.query(`SELECT g.account_id FROM gw_operator_grants g JOIN gw_users u ON u.id = g.account_id WHERE u.email_normalized = $1`, [email])).rows).toEqual([]);
+    expect((await s.gw.core.db.query(`SELECT target, outcome FROM gw_audit_log WHERE action = 'operator.grant' AND target = $1`, [email])).rows).toEqual([{ target: email, outcome: 'failed' }]);
   });
 
-  it('grants it by account id from configuration', async () => {
-    const { mkdtemp } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
+  it('grants it by account id from configuration, to that account only', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'farebox-ops-id-'));
-    let other = await startStack({ devnet: s.devnet, dataDir });
-    const u = await other.user();
-    await other.gw.close();
-    other = await startStack({ devnet: s.devnet, dataDir, env: { FAREBOX_OPERATORS: u.id } });
+    let st = await startStack({ devnet: s.devnet, dataDir });
+    const u = await st.user();
+    const stranger = await st.user();
+    await st.gw.close();
+    st = await startStack({ devnet: s.devnet, dataDir, env: { FAREBOX_OPERATORS: `${u.id}` } });
     try {
-      const res = await other.request('/v1/operator/whoami', { headers: { authorization: `Bearer ${u.key}` } });
-      expect(res.body).toMatchObject({ operator: true });
-      expect((await other.request('/v1/operator/treasury', { headers: { authorization: `Bearer ${u.key}` } })).status).toBe(200);
+      const as = (key: string, path: string) => st.request(path, { headers: { authorization: `Bearer ${key}` } });
+      expect((await as(u.key, '/v1/operator/whoami')).body).toMatchObject({ operator: true });
+      expect((await as(u.key, '/v1/operator/treasury')).status).toBe(200);
+      expect(await as(stranger.key, '/v1/operator/treasury')).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+      expect((await as(stranger.key, '/v1/operator/whoami')).body).toMatchObject({ operator: false });
+      expect((await st.gw.core.db.query(`SELECT actor_id, action, outcome FROM gw_audit_log WHERE outcome = 'denied'`)).rows).toEqual([
+        { actor_id: stranger.id, action: 'treasury.view', outcome: 'denied' },
+      ]);
     } finally {
-      await other.gw.close();
+      await st.gw.close();
     }
   }, 60_000);
+
+  it('moves e-mail grants of an older database to the accounts that own the address, and drops the rest: a later sign-up with a dropped address (any case) gets nothing', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'farebox-ops-migrate-'));
+    let st = await startStack({ devnet: s.devnet, dataDir });
+    const owner = await st.user();
+    const ownerEmail = (await owner.api('/v1/me')).body.email as string;
+    const unclaimed = `claim-me${process.pid}@farebox.test`;
+    // The database as schema 6 left it: operators granted by e-mail, one with no account yet.
+    const gwMigrations = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', 'packages', 'gateway-core', 'migrations');
+    const schema4 = readFileSync(join(gwMigrations, '0004_operator.sql'), 'utf8');
+    const createOld = /CREATE TABLE gw_operators \([^;]*\);/.exec(schema4)![0];
+    await st.gw.core.db.query('DROP TABLE gw_operator_grants');
+    await st.gw.core.db.query(createOld);
+    await st.gw.core.db.query(`INSERT INTO gw_operators (email_normalized, granted_by) VALUES ($1, 'cli:old'), ($2, 'cli:old')`, [ownerEmail.toLowerCase(), unclaimed]);
+    await st.gw.core.db.query(`DELETE FROM farebox_migrations WHERE namespace = 'gateway' AND version = 7`);
+    await st.gw.close();
+
+    st = await startStack({ devnet: s.devnet, dataDir });
+    try {
+      const as = (key: string, path: string) => st.request(path, { headers: { authorization: `Bearer ${key}` } });
+      expect((await st.gw.core.db.query(`SELECT account_id, granted_by FROM gw_operator_grants`)).rows).toEqual([{ account_id: owner.id, granted_by: 'cli:old' }]);
+      expect((await as(owner.key, '/v1/operator/whoami')).body).toMatchObject({ operator: true });
+      expect((await as(owner.key, '/v1/operator/treasury')).status).toBe(200);
+
+      const res = await fetch(`${st.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: unclaimed.toUpperCase(), password: 'correct horse battery' }) });
+      expect(res.status).toBe(201);
+      const signup = (await res.json()) as { csrf_token: string };
+      const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+      const claimer = await st.request('/v1/operator/treasury', { headers: { cookie } });
+      expect(claimer).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+      const resolve = await st.request('/v1/operator/disputes/CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC/resolve', { body: { action: 'refund' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } });
+      expect(resolve).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+      expect((await st.gw.core.db.query(`SELECT action, outcome FROM gw_audit_log WHERE actor = $1 ORDER BY id`, [unclaimed.toUpperCase()])).rows).toEqual([
+        { action: 'treasury.view', outcome: 'denied' },
+        { action: 'dispute.resolve', outcome: 'denied' },
+      ]);
+    } finally {
+      await st.gw.close();
+    }
+  }, 60_000);
+
+  it('takes the role back by account id (the CLI revoke path), at once', async () => {
+    const email = `revoked${process.pid}@farebox.test`;
+    const api = await account(email);
+    const id = (await api('/v1/me')).body.id as string;
+    expect(await grantOperator(s.gw.core.db, id, 'cli:test')).toEqual({ account_id: id, email, granted: true });
+    expect((await api('/v1/operator/treasury')).status).toBe(200);
+    expect(await revokeOperator(s.gw.core.db, id, 'cli:test')).toEqual({ account_id: id, email, revoked: true });
+    expect(await api('/v1/operator/treasury')).toMatchObject({ status: 403, body: { error: 'operator role required' } });
+    expect((await s.gw.core.db.query(`SELECT action, outcome FROM gw_audit_log WHERE target = $1 AND action LIKE 'operator.%' ORDER BY id`, [id])).rows).toEqual([
+      { action: 'operator.grant', outcome: 'ok' },
+      { action: 'operator.revoke', outcome: 'ok' },
+    ]);
+  });
 });
 
 describe('operator: treasury, settlements and revenue', () => {

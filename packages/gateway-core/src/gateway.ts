@@ -30,7 +30,7 @@ import { createSettlement } from './settlement/index.js';
 import { createWalletPath } from './wallet-path.js';
 import { createTopups } from './topups.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
-import { createOperator, type Operator } from './operator/index.js';
+import { createOperator, resolveOperatorConfig, type Operator } from './operator/index.js';
 import { resolveSettlementConfig, type SettlementConfigOptions } from './settlement/config.js';
 import { resolveGatewayConfig, type GatewayConfig, type GatewayOptions } from './config.js';
 import { GatewayError } from './errors.js';
@@ -99,7 +99,8 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
 
 /**
  * Validates every setting before anything starts (the gateway's own, the
- * settlement network's and settlement's) and reports every problem together.
+ * settlement network's, settlement's and the operators') and reports every
+ * problem together.
  */
 function checkConfiguration(options: CreateGatewayOptions, env: Record<string, string | undefined>): GatewayConfig {
   const problems: string[] = [];
@@ -119,6 +120,7 @@ function checkConfiguration(options: CreateGatewayOptions, env: Record<string, s
   const devnetUrl = config?.devnetUrl ?? 'http://127.0.0.1/devnet';
   collect(() => resolveNetwork({ network: networkName, devnetUrl, env }));
   collect(() => resolveSettlementConfig(options.settlement ?? {}, env, networkName, devnetUrl));
+  collect(() => resolveOperatorConfig(env));
   if (!config || problems.length) throw new ConfigError(problems);
   return config;
 }

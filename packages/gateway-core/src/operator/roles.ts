@@ -44,6 +44,8 @@ async function accountOf(db: Db, who: string): Promise<{ id: string; email: stri
 export async function grantOperator(db: Db, who: string, grantedBy: string): Promise<{ account_id: string; email: string; granted: boolean }> {
   const account = await accountOf(db, who);
   if (!account) {
+    // Nothing is granted; the refused attempt is still audited.
+    await writeAudit(db, { actor: grantedBy, action: 'operator.grant', target: who.trim(), outcome: 'failed', detail: { reason: 'no such account' } });
     throw new GatewayError('NOT_FOUND', `no account ${JSON.stringify(who.trim())}: the operator signs up first, then gets the role (it is never granted to an address with no account)`);
   }
   const { rows } = await db.query('INSERT INTO gw_operator_grants (account_id, granted_by) VALUES ($1, $2) ON CONFLICT (account_id) DO NOTHING RETURNING account_id', [account.id, grantedBy]);
