@@ -77,7 +77,7 @@ export async function runWhoami(ctx: Context): Promise<CommandResult> {
       ['account', me.id],
       ['gateway', ctx.url],
       ['signed in with', ctx.credential?.kind === 'oauth' ? 'browser (OAuth)' : 'API key'],
-      ['wallet', me.wallet_status === 'provisioning' ? `${me.custodial_wallet} (still being set up on chain: wait a moment before sending USDC to it)` : me.custodial_wallet],
+      ['wallet', me.wallet_status === 'provisioning' ? `${me.custodial_wallet} (${walletNote(me.wallet_status)})` : me.custodial_wallet],
       ['publisher', me.is_publisher ? (me.publisher_name ?? 'yes') : 'no'],
       ['balance', usd(me.total_usd)],
     ]),
@@ -93,40 +93,97 @@ export async function runBalance(ctx: Context): Promise<CommandResult> {
       ['credits', `${usd(b.balance_usd)} (${b.balance_base_units} base units)`],
       ['wallet', `${usd(b.wallet_usd)} (${b.wallet_base_units} base units)`],
       ['total', usd(b.total_usd)],
-      ...(b.wallet_status === 'provisioning' ? ([['note', 'your wallet is still being set up on chain: wait a moment before sending USDC to it']] as Array<[string, string]>) : []),
+      ['note', walletNote(b.wallet_status) === undefined ? undefined : `your wallet is ${walletNote(b.wallet_status)}`],
     ]),
   );
 }
 
+/** How long `farebox topup` waits for an earlier attempt with the same key (the gateway leases a top-up's key for 3 minutes). */
+const TOPUP_WAIT_MS = 180_000;
+/** Network errors after which `farebox topup` asks again with the same key. */
+const TOPUP_NETWORK_RETRIES = 3;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /**
  * `farebox topup <usd>`: paid in USDC from the account's wallet where the
- * network says so (progress on stderr, the payment's explorer link at the
- * end), else free test credits. One Idempotency-Key per top-up (given, or
- * made here); a request that got no answer is asked once more with the same
- * key, so it pays once.
+ * gateway says so (`topups: 'wallet'`: progress on stderr, the payment's
+ * explorer link at the end), else free test credits. One Idempotency-Key per
+ * top-up (given, or made here): a request that got no answer is asked again
+ * with the same key, and an attempt still in progress is waited for, so it
+ * pays once. A top-up whose fate is unknown names the command that finds
+ * out without paying twice.
  */
 export async function runTopup(ctx: Context, amount: string, opts: { idempotencyKey?: string } = {}): Promise<CommandResult> {
   const n = Number(amount);
   if (!/^\d+(\.\d+)?$/.test(amount.trim()) || !Number.isFinite(n) || n <= 0 || n > 1000) throw new CliError('USAGE', `amount must be a number of USD, 0 < amount <= 1000 (got ${JSON.stringify(amount)})`);
   const key = opts.idempotencyKey ?? `topup-${randomBytes(12).toString('base64url')}`;
   if (key.length === 0 || key.length > 255) throw new CliError('USAGE', '--idempotency-key must be 1 to 255 characters');
+  // Progress is for people: with --json, stderr carries only the JSON error (if any).
+  const say = (line: string) => {
+    if (!ctx.json) ctx.log(line);
+  };
   const gw = await ctx.gateway();
   const mode = (await gatewayCall(() => gw.platform.key())).topups;
-  if (mode === 'wallet') ctx.log(`Paying ${n} USDC from your wallet to the platform; waiting for the settlement network to confirm...`);
-  const b = await gatewayCall(async () => {
-    try {
-      return await gw.topup(n, { idempotencyKey: key });
-    } catch (e) {
-      if (!(e instanceof ClientError) || e.code !== 'NETWORK') throw e;
-      ctx.log(`No answer (${e.message}); asking again with the same Idempotency-Key ${key} (it pays once)...`);
-      return gw.topup(n, { idempotencyKey: key });
+  if (mode === 'wallet') say(`Paying ${n} USDC from your wallet to the platform; waiting for the settlement network to confirm...`);
+  const check = `farebox topup ${amount.trim()} --idempotency-key ${key}`;
+  const started = Date.now();
+  let networkRetries = 0;
+  let waited = false;
+  let b: Awaited<ReturnType<typeof gw.topup>>;
+  try {
+    b = await gatewayCall(async () => {
+      for (;;) {
+        try {
+          return await gw.topup(n, { idempotencyKey: key });
+        } catch (e) {
+          const network = e instanceof ClientError && !(e instanceof GatewayApiError) && e.code === 'NETWORK';
+          const inProgress = e instanceof GatewayApiError && e.status === 409 && /in progress/.test(e.message);
+          if (Date.now() - started > TOPUP_WAIT_MS || !(inProgress || (network && networkRetries < TOPUP_NETWORK_RETRIES))) throw e;
+          if (network) {
+            networkRetries++;
+            say(`No answer (${e.message}); asking again with the same Idempotency-Key ${key} (it pays once)...`);
+            await sleep(500 * 2 ** networkRetries);
+          } else {
+            if (!waited) say(`An earlier attempt with the Idempotency-Key ${key} is still being processed; waiting for its answer...`);
+            waited = true;
+            await sleep(2000);
+          }
+        }
+      }
+    });
+  } catch (e) {
+    // Paid or not is unknown (no answer, or submitted and not confirmed yet): the same key tells, and never pays twice.
+    const status = e instanceof CliError && typeof e.data.status === 'number' ? e.data.status : undefined;
+    const refused = status !== undefined && ((status >= 400 && status < 500 && !(status === 409 && /in progress/.test((e as Error).message))) || status === 503);
+    const unknown = e instanceof CliError && !refused && !/nothing was charged/.test(e.message);
+    if (e instanceof CliError && unknown) {
+      throw new CliError(e.code, `${e.message}. To see what became of this top-up without paying twice, run: ${check}`, { ...e.data, idempotencyKey: key });
     }
-  });
+    if (e instanceof CliError) throw new CliError(e.code, e.message, { ...e.data, idempotencyKey: key });
+    throw e;
+  }
   const t = b.topup;
   if (t.paid_with === 'wallet') {
-    return result(b, `Paid ${t.amount_usd} USDC from your wallet. Credits now ${usd(b.balance_usd)}.\n  payment   ${t.tx_signature ?? ''}\n  explorer  ${t.explorer_url ?? '(not yet)'}`);
+    const state = t.status === 'completed' ? `Paid ${t.amount_usd} USDC from your wallet.` : `Top-up of ${t.amount_usd} USDC from your wallet: ${t.status}${t.note ? ` (${t.note})` : ''}.`;
+    return result(b, `${state} Credits now ${usd(b.balance_usd)}.\n  payment   ${t.tx_signature ?? '(none)'}\n  explorer  ${t.explorer_url ?? '(not yet)'}`);
   }
-  return result(b, `Added ${usd(n)} of free test credits. Credits now ${usd(b.balance_usd)}.`);
+  return result(b, `Added ${usd(n)} of free test credits (nothing was paid). Credits now ${usd(b.balance_usd)}.`);
+}
+
+/** A note on a wallet that cannot take USDC yet, or whose balance is not known. */
+function walletNote(status: string | undefined): string | undefined {
+  if (status === 'provisioning') return 'still being set up on chain (account and USDC trustline): wait a moment before sending USDC to it';
+  if (status === 'unavailable') return 'the settlement network did not answer: the wallet balance may be out of date';
+  return undefined;
+}
+
+/** What kind of top-up a Transaction item is. */
+function topupKind(t: { note?: string | null; paid_with?: string | null }): string {
+  if (t.note === 'signup') return 'sign-up credit';
+  if (t.paid_with === 'wallet') return 'topup (wallet)';
+  if (typeof t.note === 'string' && t.note.startsWith('free')) return 'topup (free)';
+  return 'topup';
 }
 
 export async function runTransactions(ctx: Context, opts: { limit?: string }): Promise<CommandResult> {
@@ -139,13 +196,14 @@ export async function runTransactions(ctx: Context, opts: { limit?: string }): P
     table(
       txs.map((t) => ({
         when: t.created_at.replace('T', ' ').slice(0, 19),
-        type: t.type,
-        service: t.service ?? (typeof t.note === 'string' ? t.note : ''),
+        type: t.type === 'topup' ? topupKind(t) : t.type,
+        service: t.service ?? '',
         amount: usd(typeof t.amount_usd === 'number' ? t.amount_usd : t.amount_lamports / 1e7),
         status: t.status,
-        explorer: t.explorer_url ?? '',
+        // A paid top-up's payment: its explorer link, the submitted hash while it waits for the network, or why it failed.
+        'on chain': t.explorer_url ?? (t.status === 'failed' && t.note ? `failed: ${t.note}` : t.status === 'pending' && t.tx_signature ? `submitted ${t.tx_signature}` : ''),
       })),
-      ['when', 'type', 'service', 'amount', 'status', 'explorer'],
+      ['when', 'type', 'service', 'amount', 'status', 'on chain'],
     ),
   );
 }
@@ -357,7 +415,8 @@ function priceUnits(price: string): number {
 export async function runPublisherActivate(ctx: Context, name: string): Promise<CommandResult> {
   const gw = await ctx.gateway();
   const r = await gatewayCall(() => gw.publisher.activate(name));
-  return result(r, `Publisher "${r.publisher_name}" is active${typeof r.payout_wallet === 'string' ? `; payouts go to ${r.payout_wallet}` : ''}.`);
+  const note = walletNote(r.wallet_status);
+  return result(r, `Publisher "${r.publisher_name}" is active${typeof r.payout_wallet === 'string' ? `; payouts go to ${r.payout_wallet}` : ''}.${note ? `\nThe wallet is ${note}.` : ''}`);
 }
 
 export async function runPublisherRegister(ctx: Context, opts: { service: string; price: string; endpoint: string; description: string }): Promise<CommandResult> {
@@ -394,7 +453,7 @@ export async function runPublisherOverview(ctx: Context): Promise<CommandResult>
     [
       pairs([
         ['publisher', typeof o.publisher_name === 'string' ? o.publisher_name : undefined],
-        ['payout wallet', typeof o.payout_wallet === 'string' ? o.payout_wallet : undefined],
+        ['payout wallet', typeof o.payout_wallet === 'string' ? `${o.payout_wallet}${o.wallet_status === 'provisioning' ? ` (${walletNote(o.wallet_status)})` : ''}` : undefined],
         ['calls', o.calls],
         ['earned (net)', usd(n('earned_usd'))],
         ['pending payout', usd(n('pending_usd'))],

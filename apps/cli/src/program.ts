@@ -57,7 +57,9 @@ export function buildProgram(io: ProgramIO = {}): Command {
     if (e instanceof CliError) {
       // The request id finds the gateway's log lines for this request.
       const requestId = typeof e.data.requestId === 'string' ? e.data.requestId : undefined;
-      if (globals().json) err(`${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}), ...(requestId ? { requestId } : {}) })}\n`);
+      // A top-up's key: asking again with it never pays twice.
+      const idempotencyKey = typeof e.data.idempotencyKey === 'string' ? e.data.idempotencyKey : undefined;
+      if (globals().json) err(`${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}) })}\n`);
       else err(`farebox: ${e.message}${typeof e.data.status === 'number' ? ` (HTTP ${e.data.status}${requestId ? `, request id ${requestId}` : ''})` : ''}\n`);
       setExit(e.exitCode);
       return;
@@ -80,7 +82,7 @@ export function buildProgram(io: ProgramIO = {}): Command {
   program
     .command('topup <usd>')
     .description('add credits (USD, up to 1000): paid in USDC from your wallet, or free test credits on the devnet')
-    .option('--idempotency-key <key>', 'make the top-up once whatever happens to the request (default: a new key, reused on a retry)')
+    .option('--idempotency-key <key>', 'the top-up happens once per key: running the command again with the same key shows the first answer instead of paying again (default: a new key, reused when the request is retried)')
     .action((amount: string, o: { idempotencyKey?: string }) => act((ctx) => c.runTopup(ctx, amount, o))());
   program
     .command('search [query]')

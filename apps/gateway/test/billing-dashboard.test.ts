@@ -1,8 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +8,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccounts, resolveNetwork } from '@farebox/stellar';
 import { dashboardDir } from '../src/index.js';
+import { createGate, startHttpProxy, type HttpProxy } from './http-proxy-kit.js';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
 
@@ -24,46 +23,11 @@ function builtWithPaidTopups(dist: string): boolean {
   return readdirSync(assets).some((f) => f.endsWith('.js') && readFileSync(join(assets, f), 'utf8').includes('Copy wallet address'));
 }
 
-/**
- * The devnet's friendbot behind a gate: while it is closed, a new wallet's
- * set-up (which starts with the friendbot) waits, so the dashboard's
- * "being set up" state lasts as long as the test needs to look at it.
- */
-async function gatedFriendbot(target: string): Promise<{ url: string; close(): void; open(): void; shut(): void; held(): number }> {
-  let release: (() => void) | undefined;
-  let gate: Promise<void> | undefined;
-  let held = 0;
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      if (gate) {
-        held++;
-        await gate;
-      }
-      const upstream = await fetch(`${target}${(req.url ?? '').replace(/^[^?]*/, '')}`);
-      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
-      res.end(await upstream.text());
-    })().catch((err: unknown) => {
-      res.writeHead(502).end(String(err));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/friendbot`,
-    close: () => server.close(),
-    shut() {
-      gate = new Promise((r) => (release = r));
-    },
-    open() {
-      gate = undefined;
-      release?.();
-    },
-    held: () => held,
-  };
-}
-
 describe('Billing on a testnet-configured gateway, in Chromium', () => {
   let s: Stack;
-  let friendbot: Awaited<ReturnType<typeof gatedFriendbot>>;
+  /** The devnet's friendbot behind a gate: while it is shut, a new wallet's set-up (which starts with the friendbot) waits. */
+  const friendbot = createGate();
+  let friendbotProxy: HttpProxy;
   let context: BrowserContext;
   let page: Page;
   let profile: string;
@@ -74,8 +38,9 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     if (!dist) throw new Error('@farebox/dashboard is not installed: run pnpm install');
     if (!builtWithPaidTopups(dist)) execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(here, '..', '..', '..'), stdio: 'inherit' });
     const devnet = await startDevnetForSettlement();
-    friendbot = await gatedFriendbot(resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} }).friendbotUrl!);
-    s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: friendbot.url }), gateway: { dashboard: dist } });
+    const real = new URL(resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} }).friendbotUrl!);
+    friendbotProxy = await startHttpProxy(real.origin, () => friendbot.pass());
+    s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: `${friendbotProxy.url}${real.pathname}` }), gateway: { dashboard: dist } });
     // The treasury is set up at start (through the friendbot, open until now).
     const chain = createAccounts(s.gw.core.network);
     for (let i = 0; i < 200 && !(await chain.balances(s.gw.core.treasuryAddress)).exists; i++) await new Promise((r) => setTimeout(r, 100));
@@ -93,10 +58,10 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
 
   afterAll(async () => {
     await context?.close();
-    friendbot?.open();
+    friendbot.open();
     await s?.close();
     await s?.devnet.close();
-    friendbot?.close();
+    await friendbotProxy?.close();
     if (profile) await rm(profile, { recursive: true, force: true });
   });
 
@@ -120,7 +85,7 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     await page.getByText('Wait until this note is gone before sending USDC to it').waitFor();
     expect(await page.getByRole('button', { name: 'Pay from wallet' }).isDisabled()).toBe(true);
     await page.getByText('Top-ups open once your wallet is set up.').waitFor();
-    expect(friendbot.held()).toBeGreaterThan(0);
+    expect(friendbot.held).toBeGreaterThan(0);
     expect((await fetch(`${s.url}/v1/platform/key`).then((r) => r.json())).topups).toBe('wallet');
 
     // The publisher page shows the same wallet (as the payout wallet) and says the same.
