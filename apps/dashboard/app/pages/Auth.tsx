@@ -36,7 +36,7 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
   return (
     <section className="auth card" aria-labelledby="auth-title">
       <h1 id="auth-title">{signup ? 'Create your account' : 'Sign in'}</h1>
-      <p className="muted">{signup ? 'New accounts start with 5 USD of credits and their own USDC wallet.' : 'Pay per call for AI agents and APIs, in USDC.'}</p>
+      <p className="muted">{signup ? 'Each new account gets its own USDC wallet, and the sign-up credit this platform gives, if any.' : 'Pay per call for AI agents and APIs, in USDC.'}</p>
       <form onSubmit={submit} noValidate>
         <label htmlFor="auth-email">E-mail</label>
         <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => (setEmail(e.target.value), setError(undefined))} />
