@@ -166,6 +166,31 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     expect(poor.stderr).toMatch(/insufficient USDC in your wallet: 3 USDC there, 9 needed.*\(HTTP 402, request id [0-9a-f-]{36}\)/s);
   }, 120_000);
 
+  it('a retry of a top-up that was paid but not yet confirmed finishes it, instead of refusing it for the USDC already sent', async () => {
+    const { Asset, BASE_FEE, Horizon, Operation, TransactionBuilder } = await import('@stellar/stellar-sdk');
+    const u = await s.user();
+    await walletReady(u.wallet);
+    await s.devnet.friendbot(u.wallet, 4n * USDC);
+    const net = s.gw.core.network;
+    // What an attempt cut off after submitting leaves: the record, the signed payment and its hash, the USDC gone.
+    const record = await s.gw.core.ledger.recordWalletPayment(u.id, { kind: 'topup', callId: 'topup:key:cut-off', amount: 4n * USDC });
+    const horizon = new Horizon.Server(net.horizonUrl, { allowHttp: true });
+    const tx = new TransactionBuilder(await horizon.loadAccount(u.wallet), { fee: BASE_FEE, networkPassphrase: net.passphrase })
+      .addOperation(Operation.payment({ destination: s.gw.core.treasuryAddress, asset: new Asset('USDC', net.usdc.issuer), amount: '4' }))
+      .setTimeout(120)
+      .build();
+    const signed = await s.gw.core.wallets.sign(u.wallet, tx.toXDR(), net.passphrase);
+    const hash = TransactionBuilder.fromXDR(signed, net.passphrase).hash().toString('hex');
+    await s.gw.core.ledger.noteWalletPayment(record.id, { data: { hash, xdr: signed } });
+    await horizon.submitTransaction(TransactionBuilder.fromXDR(signed, net.passphrase));
+    expect((await chain().balances(u.wallet)).usdc).toBe(0n);
+    const before = (await u.api('/v1/balance')).body.balance_base_units as number;
+    const retry = await u.api('/v1/topup', { body: { amount: 4 }, headers: { 'idempotency-key': 'cut-off' } });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(200);
+    expect(retry.body.topup).toMatchObject({ status: 'completed', tx_signature: hash });
+    expect(retry.body.balance_base_units).toBe(before + 40_000_000);
+  });
+
   it('gives the configured sign-up credit', async () => {
     const u = await s.user();
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(50_000_000);

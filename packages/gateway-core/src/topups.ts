@@ -181,7 +181,10 @@ export function createTopups(o: TopupsOptions) {
   }
 
   async function run(account: TopupAccount, amount: bigint, reference: string): Promise<TopupView> {
-    await precheck(account, amount);
+    // A retry of a paid top-up already under way (submitted, not confirmed; or cut off by a crash) finishes
+    // that payment: the wallet has paid already, so checking its balance or the cap again would refuse it wrongly.
+    const started = o.mode === 'wallet' && (await o.ledger.db.query(`SELECT 1 FROM wallet_payments WHERE account_id = $1 AND call_id = $2 AND kind = 'topup'`, [account.id, reference])).rows.length > 0;
+    if (!started) await precheck(account, amount);
     if (o.mode === 'free') {
       await translated(() => o.ledger.topup(account.id, amount, { reference: `free:${reference}`, once: true }));
       return {
