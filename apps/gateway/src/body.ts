@@ -30,11 +30,19 @@ export function jsonTooDeep(buf: Uint8Array, max = MAX_JSON_DEPTH): boolean {
   return false;
 }
 
-/** `express.json` with the depth limit: a deeper body fails with `type: 'entity.too.deep'` (answered 400). */
+export const JSON_NOT_UTF8 = 'JSON bodies must be UTF-8';
+
+/**
+ * `express.json` with the depth limit: a deeper body fails with `type: 'entity.too.deep'` (answered 400).
+ * The scan reads the bytes as UTF-8, where no byte of a multi-byte character is a quote or a bracket, so
+ * JSON is taken in UTF-8 only (RFC 8259 8.1): in UTF-16 a character such as U+2200 carries a quote byte and
+ * would hide the nesting after it.
+ */
 export function jsonBody(options: { limit: string; strict?: boolean }): express.RequestHandler {
   return express.json({
     ...options,
-    verify: (_req: IncomingMessage, _res, buf: Buffer) => {
+    verify: (_req: IncomingMessage, _res, buf: Buffer, encoding: string) => {
+      if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error(JSON_NOT_UTF8), { status: 415, type: 'charset.unsupported' });
       if (jsonTooDeep(buf)) throw Object.assign(new Error(JSON_TOO_DEEP), { status: 400, type: 'entity.too.deep' });
     },
   });
@@ -43,4 +51,28 @@ export function jsonBody(options: { limit: string; strict?: boolean }): express.
 /** True for the error a route raises on a path parameter that is not valid percent-encoding. */
 export function isMalformedUrl(err: unknown): boolean {
   return err instanceof URIError || (err instanceof Error && /^Failed to decode param/.test(err.message));
+}
+
+/**
+ * The answer to input the parsers refused (a body or a path), or undefined for any other error:
+ * every route's error handler uses it, so no such input reaches a 500.
+ */
+export function inputError(err: unknown): { status: number; message: string } | undefined {
+  const e = err as { type?: string; status?: number; expose?: boolean; message?: string } | undefined;
+  switch (e?.type) {
+    case 'entity.parse.failed':
+      return { status: 400, message: 'invalid JSON body' };
+    case 'entity.too.deep':
+      return { status: 400, message: JSON_TOO_DEEP };
+    case 'entity.too.large':
+      return { status: 413, message: 'request body too large' };
+    case 'charset.unsupported':
+      return { status: 415, message: e.message === JSON_NOT_UTF8 ? JSON_NOT_UTF8 : 'unsupported body encoding' };
+    case 'encoding.unsupported':
+      return { status: 415, message: 'unsupported body encoding' };
+  }
+  if (isMalformedUrl(err)) return { status: 400, message: MALFORMED_URL };
+  // Any other refusal of the body parsers (an aborted or mis-sized body, too many parameters): its own 4xx.
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose && typeof e.type === 'string') return { status: e.status, message: e.message ?? 'bad request' };
+  return undefined;
 }

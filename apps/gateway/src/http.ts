@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
-import { isMalformedUrl, JSON_TOO_DEEP, MALFORMED_URL } from './body.js';
+import { inputError } from './body.js';
 
 /** Wraps an async route so a rejection reaches the error handler. */
 export const route =
@@ -39,27 +39,12 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
       res.status(HTTP_STATUS[err.code]).json({ error: err.message });
       return;
     }
+    const bad = inputError(err);
+    if (bad) {
+      res.status(bad.status).json({ error: bad.message });
+      return;
+    }
     const e = err as { type?: string; status?: number; expose?: boolean };
-    if (e?.type === 'entity.parse.failed') {
-      res.status(400).json({ error: 'invalid JSON body' });
-      return;
-    }
-    if (e?.type === 'entity.too.deep') {
-      res.status(400).json({ error: JSON_TOO_DEEP });
-      return;
-    }
-    if (isMalformedUrl(err)) {
-      res.status(400).json({ error: MALFORMED_URL });
-      return;
-    }
-    if (e?.type === 'entity.too.large') {
-      res.status(413).json({ error: 'request body too large' });
-      return;
-    }
-    if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported') {
-      res.status(415).json({ error: 'unsupported body encoding' });
-      return;
-    }
     if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
       res.status(e.status).json({ error: (err as Error).message });
       return;

@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { JSON_TOO_DEEP, jsonBody } from './body.js';
+import { inputError, jsonBody } from './body.js';
 import { enforceRateLimit, GatewayError, MCP_TOOLS, runMcpTool, type GatewayCore, type Principal } from '@farebox/gateway-core';
 
 export interface McpRoutesOptions {
@@ -92,8 +92,8 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       }
       const e = err as { type?: string };
       if (e?.type === 'entity.parse.failed') return rpcError(res, 400, 'parse error: invalid JSON');
-      if (e?.type === 'entity.too.large') return rpcError(res, 413, 'request body too large');
-      if (e?.type === 'entity.too.deep') return rpcError(res, 400, JSON_TOO_DEEP);
+      const bad = inputError(err);
+      if (bad) return rpcError(res, bad.status, bad.message);
       log('mcp request failed', err);
       if (!res.headersSent) return rpcError(res, 500, 'internal error');
       next(err);

@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { formatAmount } from '@farebox/protocol';
-import { isMalformedUrl, JSON_TOO_DEEP, jsonBody, MALFORMED_URL } from './body.js';
+import { inputError, jsonBody } from './body.js';
 import { browserPolicy } from './browser-policy.js';
 import { readCookies } from './http.js';
 
@@ -86,9 +86,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         }
         const e = err as { type?: string };
         if (e?.type === 'entity.parse.failed') return void res.status(400).json({ error: 'invalid_request', error_description: 'invalid request body' });
-        if (e?.type === 'entity.too.deep') return void res.status(400).json({ error: 'invalid_request', error_description: JSON_TOO_DEEP });
-        if (isMalformedUrl(err)) return void res.status(400).json({ error: 'invalid_request', error_description: MALFORMED_URL });
-        if (e?.type === 'entity.too.large') return void res.status(413).json({ error: 'invalid_request', error_description: 'request body too large' });
+        const bad = inputError(err);
+        if (bad) return void res.status(bad.status).json({ error: 'invalid_request', error_description: bad.message });
         log('oauth endpoint failed', err);
         res.status(500).json({ error: 'server_error', error_description: 'internal error' });
       });

@@ -1,5 +1,6 @@
 import express, { type Request } from 'express';
 import { enforceRateLimit, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { jsonBody } from './body.js';
 import { route } from './http.js';
 
 export interface OperatorRoutesInput {
@@ -18,7 +19,7 @@ export interface OperatorRoutesInput {
  */
 export function mountOperatorRoutes({ app, v1, core, who }: OperatorRoutesInput): void {
   const op = core.operator;
-  const json = express.json({ limit: '16kb', strict: true });
+  const json = jsonBody({ limit: '16kb', strict: true });
   const limited = (req: Request) => enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, req.ip ?? 'unknown');
 
   app.post(

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type TestUser } from './harness.js';
+import { rawClient } from './oauth-browser.js';
 
 // Bodies that look like the real ones with wrong types, extra keys, huge or
 // odd values, plus arbitrary JSON.
@@ -72,16 +73,26 @@ describe('fuzzing every JSON endpoint', () => {
   const nested = (depth: number, leaf = '1') => '['.repeat(depth) + leaf + ']'.repeat(depth);
   const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 
+  /** An OAuth access token for `u` (/mcp parses its body once the token is accepted; an API key is refused before). */
+  async function mcpHeaders() {
+    const { tokens } = await (await rawClient(h.url)).authorize(u);
+    return { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+  }
+  const mcpCall = (payload: string) => `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_agent","arguments":{"service":"echo","payload":${payload}}}}`;
+
   it('refuses JSON nested deeper than 64 on every JSON route with 400 before anything is held, and takes 64', async () => {
-    // (/mcp parses bodies with the same parser once an OAuth token is accepted; an API key is refused before it.)
-    const routes: Array<{ method: string; path: string; headers?: Record<string, string>; wrap: (inner: string) => string }> = [
+    const mcp = await mcpHeaders();
+    const routes: Array<{ method: string; path: string; headers?: Record<string, string>; wrap: (inner: string) => string; limitKb?: number }> = [
       ...endpoints.map((e) => ({ method: e.method, path: e.path, wrap: (inner: string) => `{"${e.keys[0]}":${inner}}` })),
       { method: 'POST', path: '/v1/call', wrap: (inner) => `{"service":"echo","payload":{"x":${inner}}}` },
-      { method: 'POST', path: '/register', wrap: (inner) => `{"client_name":"x","redirect_uris":${inner}}` },
+      { method: 'POST', path: '/register', wrap: (inner) => `{"client_name":"x","redirect_uris":${inner}}`, limitKb: 64 },
+      { method: 'POST', path: '/v1/disputes', wrap: (inner) => `{"escrowId":${inner}}`, limitKb: 16 },
+      { method: 'POST', path: '/mcp', headers: mcp, wrap: mcpCall },
     ];
     for (const r of routes) {
-      // Registration bodies are limited to 64 KiB: 100,000 levels are refused as too large there.
-      for (const inner of [nested(5_000), deepObject(5_000), ...(r.path === '/register' ? [] : [nested(100_000)])]) {
+      // Smaller body limits (registration 64 KiB, disputes 16 KiB) get depths that fit in them.
+      const inners = [nested(5_000), r.limitKb === 16 ? deepObject(2_000) : deepObject(5_000), ...(r.limitKb ? [] : [nested(100_000)])];
+      for (const inner of inners) {
         const before = await snapshot();
         const res = await u.api(r.path, { method: r.method, body: r.wrap(inner), ...(r.headers ? { headers: r.headers } : {}) });
         expect(res.status, `${r.method} ${r.path}`).toBe(400);
@@ -89,9 +100,41 @@ describe('fuzzing every JSON endpoint', () => {
         expect(await snapshot()).toBe(before);
       }
     }
-    // Strings that look like brackets do not count; 62 levels inside the payload are served and charged as usual.
-    const ok = await u.api('/v1/call', { body: `{"service":"echo","payload":{"s":"${'['.repeat(500)}","x":${nested(62)}}}` });
+    // Strings that look like brackets do not count; 62 levels inside the payload (UTF-8, said or not) are served and charged as usual.
+    const ok = await u.api('/v1/call', { body: `{"service":"echo","payload":{"s":"${'['.repeat(500)}","x":${nested(62)}}}`, headers: { 'content-type': 'application/json; charset=UTF-8' } });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+  }, 120_000);
+
+  it('judges the nesting of a body in any charset (UTF-16 cannot hide it), and no charset or content encoding answers 500', async () => {
+    const mcp = await mcpHeaders();
+    // In UTF-16LE "\u2200" is the bytes 00 22: a byte scan that took them for a quote would skip the nesting after it.
+    const hidden = (depth: number) => `{"s":"\u2200","x":${nested(depth)}}`;
+    const routes: Array<{ path: string; headers: Record<string, string>; body: string }> = [
+      { path: '/v1/call', headers: { authorization: `Bearer ${u.key}` }, body: `{"service":"echo","payload":${hidden(5_000)}}` },
+      { path: '/v1/api-keys', headers: { authorization: `Bearer ${u.key}` }, body: `{"name":${hidden(5_000)}}` },
+      { path: '/auth/login', headers: {}, body: `{"email":${hidden(5_000)},"password":"x"}` },
+      { path: '/register', headers: {}, body: `{"client_name":"x","redirect_uris":${hidden(5_000)}}` },
+      { path: '/v1/disputes', headers: {}, body: `{"escrowId":${hidden(3_000)}}` },
+      { path: '/mcp', headers: mcp, body: mcpCall(hidden(5_000)) },
+    ];
+    const utf16be = (text: string) => Buffer.from(text, 'utf16le').swap16();
+    for (const r of routes) {
+      const bodies: Array<[string, Record<string, string>, Uint8Array]> = [
+        ['utf-16le', { 'content-type': 'application/json; charset=utf-16le' }, Buffer.from(r.body, 'utf16le')],
+        ['utf-16', { 'content-type': 'application/json; charset=utf-16' }, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(r.body, 'utf16le')])],
+        ['utf-16be', { 'content-type': 'application/json; charset=utf-16be' }, utf16be(r.body)],
+        ['latin1', { 'content-type': 'application/json; charset=latin1' }, Buffer.from(r.body, 'latin1')],
+        ['an unknown content encoding', { 'content-type': 'application/json', 'content-encoding': 'x-unknown' }, Buffer.from(r.body)],
+      ];
+      for (const [label, headers, bytes] of bodies) {
+        const before = await snapshot();
+        const res = await fetch(`${h.url}${r.path}`, { method: 'POST', headers: { ...r.headers, ...headers }, body: new Uint8Array(bytes) });
+        const text = await res.text();
+        expect(res.status, `${r.path} ${label}: ${text}`).toBe(415);
+        expect(text, `${r.path} ${label}`).toMatch(/UTF-8|unsupported/);
+        expect(await snapshot(), `${r.path} ${label}`).toBe(before);
+      }
+    }
   }, 120_000);
 
   it('answers huge arrays and malformed percent-encoding in any path without a 500, and changes nothing', async () => {
@@ -104,25 +147,44 @@ describe('fuzzing every JSON endpoint', () => {
       expect(await snapshot()).toBe(before);
     }
     const bad = ['%E0%A4%A', '%', '%zz', '%C0%80x', '%ED%A0%80'];
-    const paths = [
+    // Every route with a path parameter: 400 with the reason.
+    const withParams = [
       ['GET', '/v1/agents/{}/manifest'],
       ['PUT', '/v1/agents/{}'],
       ['DELETE', '/v1/agents/{}'],
       ['DELETE', '/v1/api-keys/{}'],
       ['DELETE', '/v1/oauth/connections/{}'],
-      ['GET', '/v1/operator/disputes/{}'],
+      ['GET', '/v1/disputes/{}'],
       ['POST', '/v1/operator/disputes/{}/resolve'],
-      ['GET', '/v1/{}'],
-      ['GET', '/authorize/{}'],
-      ['GET', '/{}'],
-      ['GET', '/devnet/{}'],
+      ['POST', '/v1/operator/settlements/{}/retry'],
     ];
-    for (const [method, template] of paths) {
+    // Everything else (no such route, the OAuth pages, the dashboard, the devnet, MCP): no 500.
+    const others = [
+      ['GET', '/v1/operator/disputes/{}'],
+      ['GET', '/v1/{}'],
+      ['POST', '/v1/{}'],
+      ['GET', '/authorize/{}'],
+      ['GET', '/authorize?client_id={}'],
+      ['POST', '/token/{}'],
+      ['POST', '/register/{}'],
+      ['GET', '/.well-known/{}'],
+      ['POST', '/mcp/{}'],
+      ['GET', '/auth/{}'],
+      ['POST', '/auth/login/{}'],
+      ['GET', '/{}'],
+      ['GET', '/{}/index.html'],
+      ['GET', '/devnet/{}'],
+      ['GET', '/metrics/{}'],
+      ['GET', '/health/{}'],
+    ];
+    for (const [method, template] of [...withParams, ...others]) {
       for (const seg of bad) {
         const before = await snapshot();
         const res = await u.api(template!.replace('{}', seg), { method: method!, ...(method === 'GET' || method === 'DELETE' ? {} : { body: '{}' }) });
         expect(res.status, `${method} ${template} ${seg}`).toBeLessThan(500);
-        if (template!.startsWith('/v1/')) expect(res.status, `${method} ${template} ${seg}`).toBeGreaterThanOrEqual(400);
+        if (withParams.some(([m, t]) => m === method && t === template)) {
+          expect(res, `${method} ${template} ${seg}`).toMatchObject({ status: 400, body: { error: 'malformed percent-encoding in the URL' } });
+        } else if (template!.startsWith('/v1/')) expect(res.status, `${method} ${template} ${seg}`).toBeGreaterThanOrEqual(400);
         expect(await snapshot()).toBe(before);
       }
     }
