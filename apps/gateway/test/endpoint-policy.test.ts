@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
+import { freePort } from './process-kit.js';
 
 async function publisher(h: Harness) {
   const pub = await h.user();
@@ -18,7 +19,9 @@ describe('a gateway without FAREBOX_ALLOW_LOOPBACK_ENDPOINTS (the default)', () 
     const pub = await publisher(h);
     const svc = await h.serve('edge-svc', { price: '0.01', ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
     const port = new URL(svc.endpoint).port;
-    for (const host of ['127.0.0.1', 'localhost', '[::1]', '2130706433', '0177.0.0.1', '127.1', '[::7f00:1]', '[::127.0.0.1]', '[::ffff:0:7f00:1]', '[64:ff9b:1::7f00:1]', '[2002:7f00:1::]', '[::a9fe:a9fe]', '[64:ff9b::169.254.169.254]']) {
+    const loopbackForms = ['127.0.0.1', 'localhost', '[::1]', '2130706433', '0177.0.0.1', '127.1', '[::7f00:1]', '[::127.0.0.1]', '[::ffff:127.0.0.1]', '[::ffff:0:7f00:1]', '[64:ff9b::7f00:1]', '[64:ff9b:1::7f00:1]', '[64:ff9b:1:0:7f:0:100:0]', '[2002:7f00:1::]', '[2001:0:7f00:1::f7f7:f7f7]', '[2001:0:808:808::80ff:fffe]'];
+    const metadataForms = ['169.254.169.254', '[::a9fe:a9fe]', '[::169.254.169.254]', '[::ffff:a9fe:a9fe]', '[::ffff:0:a9fe:a9fe]', '[64:ff9b::169.254.169.254]', '[64:ff9b:1::a9fe:a9fe]', '[64:ff9b:1:a9fe:a9:fe00:808:808]', '[2002:a9fe:a9fe::1]', '[2001:0:a9fe:a9fe::f7f7:f7f7]', '[2001:0:808:808::5601:5601]'];
+    for (const host of [...loopbackForms, ...metadataForms]) {
       for (const scheme of ['http', 'https']) {
         const r = await pub.api('/v1/agents', { body: { service: 'edge-svc', pricePerCallLamports: 1000, endpoint: `${scheme}://${host}:${port}/`, description: 'loopback' } });
         expect(r.status, `${scheme}://${host}`).toBe(400);
@@ -51,8 +54,10 @@ describe('a gateway without FAREBOX_ALLOW_LOOPBACK_ENDPOINTS (the default)', () 
 
 describe('a gateway that allows loopback endpoints (the local stack)', () => {
   let h: Harness;
+  let metricsPort: number;
   beforeAll(async () => {
-    h = await startHarness('pglite');
+    metricsPort = await freePort();
+    h = await startHarness('pglite', { metricsAddress: `127.0.0.1:${metricsPort}` });
   }, 60_000);
   afterAll(() => h?.close());
 
@@ -72,5 +77,15 @@ describe('a gateway that allows loopback endpoints (the local stack)', () => {
     expect(r).toMatchObject({ status: 500, body: { error: 'service endpoint refused: endpoint is the gateway itself' } });
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before);
     expect((await u.api('/v1/platform/stats')).body.accounts).toBe(accounts);
+  });
+
+  it('refuses the port of its metrics listener (FAREBOX_METRICS_ADDR answers without a token)', async () => {
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+    const pub = await publisher(h);
+    for (const host of ['127.0.0.1', 'localhost']) {
+      const r = await pub.api('/v1/agents', { body: { service: 'scrape', pricePerCallLamports: 1000, endpoint: `http://${host}:${metricsPort}/metrics`, description: 'metrics' } });
+      expect(r, host).toMatchObject({ status: 400, body: { error: 'endpoint is the gateway itself' } });
+    }
+    expect((await pub.api('/v1/agents/mine')).body).toEqual([]);
   });
 });

@@ -1,4 +1,6 @@
-import { splitFee } from '@farebox/protocol';
+import { Keypair } from '@stellar/stellar-sdk';
+import { parseAmount, splitFee } from '@farebox/protocol';
+import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawClient } from './oauth-browser.js';
 import type { TestUser } from './harness.js';
@@ -47,6 +49,22 @@ describe('the wallet path', () => {
     await expect.poll(() => s.usdc(owner), { timeout: 10_000 }).toBe(ownerBefore + splitFee(PRICE).net);
     const txs = (await user.api('/v1/transactions')).body;
     expect(txs[0]).toMatchObject({ type: 'call', service, paid_with: 'wallet', status: 'completed', explorer_url: r.body.explorerUrl });
+  }, 120_000);
+
+  it('does not pay a service planted on the gateway itself (its own port on loopback): refused before anything is recorded, nothing moves, no account is made', async () => {
+    const name = `self-${process.pid % 100000}`;
+    const kp = Keypair.random();
+    await s.devnet.friendbot(kp.publicKey());
+    await createRegistryClient(s.gw.core.network).register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount('0.1'), endpoint: `http://127.0.0.1:${s.gw.port}/auth/signup`, description: 'the gateway itself' });
+    await s.gw.core.mirror.syncOnce();
+    const user = await s.user();
+    await drainCredits(user, 0n);
+    await s.fundWallet(user, 10_000_000n);
+    const state = async () => ({ wallet: await s.usdc(user.wallet), txs: s.devnet.stats().transactions, history: (await user.api('/v1/transactions')).body, accounts: (await user.api('/v1/platform/stats')).body.accounts });
+    const before = await state();
+    const r = await user.api('/v1/call', { body: { service: name, payload: { email: 'planted@example.com', password: 'planted password' } } });
+    expect(r).toMatchObject({ status: 500, body: { error: 'service endpoint refused: endpoint is the gateway itself' } });
+    expect(await state()).toEqual(before);
   }, 120_000);
 
   it('answers insufficient balance when neither credits nor wallet nor both together cover the call, and nothing moves', async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import {
   CERTIFICATE_HEADER,
   costObject,
@@ -11,7 +11,7 @@ import {
 } from '@farebox/protocol';
 import type { Principal } from './auth/accounts.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
-import { checkEndpoint, guardedLookup, type EndpointPolicy } from './security/endpoint-guard.js';
+import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
 
 /** The catalog entry a call is priced and paid by: the registry's floor price and owner, never the service's word. */
 export interface CallableService {
@@ -147,8 +147,8 @@ class UpstreamError extends Error {
  * accepted from the service's 402 quote only upward and within limits.
  */
 export function createCalls(options: CallsOptions) {
-  const dispatcher = new Agent({
-    connect: { lookup: guardedLookup(options.policy) as never },
+  // Every connection is checked again (addresses and port), whatever DNS answered when the endpoint was vetted.
+  const dispatcher = guardedDispatcher(options.policy, {
     keepAliveTimeout: 10_000,
     connections: 256,
     pipelining: 1,

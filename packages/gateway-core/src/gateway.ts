@@ -172,7 +172,9 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
   const operator: Operator = createOperator({ db, ledger, network, settlement, treasury: walletSigner(wallets, treasuryAddress), env, log });
   // Registered endpoints never reach the gateway itself: its listening port and public origin are refused.
   const publicPort = Number(new URL(config.publicOrigin).port || (config.publicOrigin.startsWith('https:') ? 443 : 80));
-  const policy: EndpointPolicy = { allowLoopback: config.allowLoopbackEndpoints, ownPorts: [...new Set([config.port, publicPort])], ownOrigin: config.publicOrigin };
+  // (The metrics listener, FAREBOX_METRICS_ADDR, answers without a token: its port is the gateway's too.)
+  const ownPorts = [config.port, publicPort, ...(config.metricsAddress ? [config.metricsAddress.port] : [])];
+  const policy: EndpointPolicy = { allowLoopback: config.allowLoopbackEndpoints, ownPorts: [...new Set(ownPorts)], ownOrigin: config.publicOrigin };
   // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
   let redis: Redis | undefined;
   let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();

@@ -13,7 +13,7 @@ export { hashPassword, verifyPassword } from './auth/passwords.js';
 export { API_KEY_PREFIX, generateApiKey, isWellFormedApiKey, hashToken, randomToken, safeEqual } from './auth/tokens.js';
 export { createCalls, CALL_MODES } from './calls.js';
 export type { CallableService, CreditsPort, CallResponse, TraceStep, CallsOptions } from './calls.js';
-export { checkEndpoint, classifyAddress, guardedLookup } from './security/endpoint-guard.js';
+export { checkEndpoint, classifyAddress, guardedDispatcher, guardedFetch, guardedLookup } from './security/endpoint-guard.js';
 export type { EndpointPolicy } from './security/endpoint-guard.js';
 export { MemoryRateLimitStore, enforceRateLimit } from './security/rate-limit.js';
 export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';

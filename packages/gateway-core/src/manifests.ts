@@ -1,7 +1,7 @@
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { ManifestSchema, manifestUrl, type Manifest } from '@farebox/protocol';
 import { GatewayError } from './errors.js';
-import { checkEndpoint, guardedLookup, type EndpointPolicy } from './security/endpoint-guard.js';
+import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
 
 /** What a caller may want to know before paying, from the service's own `/manifest`. */
 export interface ManifestView {
@@ -36,7 +36,7 @@ export function createManifests(options: ManifestsOptions) {
   const maxBytes = options.maxBytes ?? 64 * 1024;
   const ttlMs = options.ttlMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
-  const dispatcher = new Agent({ connect: { lookup: guardedLookup(options.policy) as never }, keepAliveTimeout: 5_000, connections: 16 });
+  const dispatcher = guardedDispatcher(options.policy, { keepAliveTimeout: 5_000, connections: 16 });
   const cache = new Map<string, { view: ManifestView; until: number }>();
 
   async function fetchManifest(url: string): Promise<Manifest> {

@@ -8,7 +8,7 @@ import type { Principal } from './auth/accounts.js';
 import type { CallableService, CallResponse, TraceStep } from './calls.js';
 import { CALL_MODES } from './calls.js';
 import { GatewayError } from './errors.js';
-import { checkEndpoint, type EndpointPolicy } from './security/endpoint-guard.js';
+import { checkEndpoint, guardedFetch, type EndpointPolicy } from './security/endpoint-guard.js';
 import type { Topups } from './topups.js';
 
 /** What the credit path hands over when credits do not cover a call. */
@@ -62,14 +62,22 @@ const step = (name: string, started: number, status: TraceStep['status'], detail
  */
 export function createWalletPath(o: WalletPathOptions) {
   const log = o.log ?? (() => undefined);
+  // The service is called through the endpoint policy on every connection (addresses and port), as on the credit path.
+  const fetchGuarded = guardedFetch(o.policy, { keepAliveTimeout: 10_000 });
 
   async function payFromWallet(input: ShortfallInput, walletUnits: bigint): Promise<CallResponse> {
     const { principal, service: svc } = input;
     const user = principal.user;
+    // A refused endpoint is refused before anything is recorded (the credit path's answer).
+    try {
+      await checkEndpoint(svc.endpoint, o.policy);
+    } catch (err) {
+      throw new GatewayError('UPSTREAM', `service endpoint refused: ${(err as Error).message}`);
+    }
     const record = await o.ledger.recordWalletPayment(user.id, { kind: 'call', callId: input.callId, amount: input.amount, service: svc.service, publisherOwner: svc.owner });
     const started = Date.now();
-    await checkEndpoint(svc.endpoint, o.policy);
     const client = createClient({
+      fetch: fetchGuarded,
       network: o.network,
       signer: walletSigner(o.wallets, user.walletAddress),
       escrow: o.escrow,

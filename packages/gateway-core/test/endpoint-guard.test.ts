@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { checkEndpoint, classifyAddress } from '../src/security/endpoint-guard.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkEndpoint, classifyAddress, guardedDispatcher, guardedFetch } from '../src/security/endpoint-guard.js';
 
 const resolvesTo = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 const strict = { allowLoopback: false };
@@ -67,6 +70,20 @@ describe('IPv6 forms that carry an IPv4 address', () => {
     await expect(checkEndpoint(`https://[${metadata}]/`, local, resolvesTo())).rejects.toThrow('endpoint resolves to a private or reserved address');
   });
 
+  it('judges NAT64 local-use addresses at every place RFC 6052 can put the IPv4 (/48, /56, /64, /96)', async () => {
+    // 127.0.0.1 at the /64 place (bits 72-103), 169.254.169.254 at the /48 place: their last 32 bits read as a public 1.0.0.0 and 8.8.8.8.
+    for (const address of ['64:ff9b:1:0:7f:0:100:0', '64:ff9b:1:a9fe:a9:fe00:808:808', '64:ff9b:1:7f:0:1:0:0']) {
+      expect(classifyAddress(address), address).not.toBe('public');
+      await expect(checkEndpoint(`https://[${address}]/`, strict, resolvesTo())).rejects.toThrow('endpoint resolves to a private or reserved address');
+    }
+    expect(classifyAddress('64:ff9b:1:a9fe:a9:fe00:808:808')).toBe('blocked');
+  });
+
+  it('refuses the other reserved IPv6 ranges (site-local, the 3fff::/20 documentation block)', () => {
+    expect(classifyAddress('fec0::1')).toBe('blocked');
+    expect(classifyAddress('3fff:1::1')).toBe('blocked');
+  });
+
   it('leaves ordinary public IPv6 addresses public and ::1 loopback', () => {
     expect(classifyAddress('2606:4700:4700::1111')).toBe('public');
     expect(classifyAddress('2a00:1450:4001:80b::200e')).toBe('public');
@@ -81,6 +98,79 @@ describe('IPv6 forms that carry an IPv4 address', () => {
       await expect(checkEndpoint(url, self, resolvesTo('127.0.0.1')), url).rejects.toThrow('endpoint is the gateway itself');
     }
     await expect(checkEndpoint('https://farebox.example/x', self, resolvesTo('93.184.216.34'))).rejects.toThrow('endpoint is the gateway itself');
+    await expect(checkEndpoint('https://FAREBOX.example.:443/x', self, resolvesTo('93.184.216.34'))).rejects.toThrow('endpoint is the gateway itself');
     await expect(checkEndpoint('http://127.0.0.1:4101/', self, resolvesTo())).resolves.toBeInstanceOf(URL);
+  });
+});
+
+describe('every connection is checked again (DNS can change after the check)', () => {
+  // Two real services on 127.0.0.1: one stands for the gateway itself (its own port), one for a local example service.
+  const hits = { self: 0, other: 0 };
+  let self: Server;
+  let other: Server;
+  let selfPort: number;
+  let otherPort: number;
+  const listen = async (name: keyof typeof hits) => {
+    const server = createServer((_req, res) => {
+      hits[name]++;
+      res.end('{"ok":true}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return server;
+  };
+  beforeAll(async () => {
+    self = await listen('self');
+    other = await listen('other');
+    selfPort = (self.address() as AddressInfo).port;
+    otherPort = (other.address() as AddressInfo).port;
+  });
+  afterAll(() => {
+    self.close();
+    other.close();
+  });
+
+  const failure = async (p: Promise<unknown>) => {
+    try {
+      await p;
+    } catch (err) {
+      const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+      return `${e.cause?.code ?? e.code}: ${e.cause?.message ?? e.message}`;
+    }
+    return 'connected';
+  };
+
+  it('the dispatcher refuses loopback on the gateway\'s own port by name or by address, where loopback is allowed, and nothing reaches it', async () => {
+    const policy = { allowLoopback: true, ownPorts: [selfPort] };
+    const dispatcher = guardedDispatcher(policy);
+    for (const host of ['localhost', '127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]']) {
+      expect(await failure(request(`http://${host}:${selfPort}/auth/signup`, { dispatcher, method: 'POST', body: '{}' })), host).toMatch(/^EFAREBOX_BLOCKED: refusing to connect to .*: is the gateway itself$/);
+    }
+    expect(hits.self).toBe(0);
+    // Another loopback port is a local example service: allowed.
+    const res = await request(`http://localhost:${otherPort}/`, { dispatcher });
+    expect(await res.body.json()).toEqual({ ok: true });
+    expect(hits.other).toBe(1);
+    await dispatcher.close();
+  });
+
+  it('the dispatcher refuses loopback entirely where it is not allowed', async () => {
+    const dispatcher = guardedDispatcher({ allowLoopback: false });
+    for (const host of ['localhost', '127.0.0.1', '[::ffff:127.0.0.1]']) {
+      expect(await failure(request(`http://${host}:${otherPort}/`, { dispatcher })), host).toMatch(/^EFAREBOX_BLOCKED: refusing to connect to .*: resolves to a private or reserved address$/);
+    }
+    expect(hits.other).toBe(1);
+    await dispatcher.close();
+  });
+
+  it('the fetch (the wallet path\'s client) applies the same rules', async () => {
+    const guarded = guardedFetch({ allowLoopback: true, ownPorts: [selfPort] });
+    expect(await failure(guarded(`http://localhost:${selfPort}/auth/signup`, { method: 'POST', body: '{}' }))).toMatch(/^EFAREBOX_BLOCKED: /);
+    expect(await failure(guarded(`http://127.0.0.1:${selfPort}/`))).toMatch(/^EFAREBOX_BLOCKED: /);
+    expect(hits.self).toBe(0);
+    const res = await guarded(`http://127.0.0.1:${otherPort}/`);
+    expect(await res.json()).toEqual({ ok: true });
+    const strictFetch = guardedFetch({ allowLoopback: false });
+    expect(await failure(strictFetch(`http://localhost:${otherPort}/`))).toMatch(/^EFAREBOX_BLOCKED: /);
+    expect(hits.other).toBe(2);
   });
 });

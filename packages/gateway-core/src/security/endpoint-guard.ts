@@ -1,12 +1,15 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { GatewayError } from '../errors.js';
 
 /**
  * Registered endpoints are called by the gateway on users' behalf, so they
  * must never reach the gateway's own network (SSRF). The check runs twice:
  * when an endpoint is registered (a clear 400), and on every connection
- * (`guardedLookup`), so DNS rebinding to a private address fails at connect.
+ * (`guardedDispatcher`, `guardedFetch`: the addresses and the port at
+ * connect), so DNS rebinding to a private address, or to loopback on the
+ * gateway's own port, fails at connect.
  */
 export interface EndpointPolicy {
   /**
@@ -40,8 +43,10 @@ for (const [net, prefix] of [
   ['::', 128],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
   ['2001:db8::', 32],
+  ['3fff::', 20],
   ['100::', 64],
 ] as const) blocked.addSubnet(net, prefix, 'ipv6');
 
@@ -78,7 +83,15 @@ export function parseIpv6(text: string): Uint8Array | undefined {
 }
 
 const v4 = (b: Uint8Array, at: number, xor = 0) => [0, 1, 2, 3].map((i) => (b[at + i]! ^ xor) & 255).join('.');
+const v4At = (b: Uint8Array, at: readonly number[]) => at.map((i) => b[i]!).join('.');
 const zeros = (b: Uint8Array, from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+/** Where RFC 6052 puts the IPv4 address for a /48, /56, /64 and /96 NAT64 prefix (bits 64-71 are skipped). */
+const NAT64_PLACES = [
+  [6, 7, 9, 10],
+  [7, 9, 10, 11],
+  [9, 10, 11, 12],
+  [12, 13, 14, 15],
+] as const;
 
 /**
  * The IPv4 addresses an IPv6 address carries, judged in its place:
@@ -93,7 +106,15 @@ export function embeddedIpv4(address: string): string[] {
   if (zeros(b, 0, 12) && !zeros(b, 12, 16) && !(zeros(b, 12, 15) && b[15] === 1)) return [v4(b, 12)]; // ::a.b.c.d (not ::1)
   if (zeros(b, 0, 10) && word(5) === 0xffff) return [v4(b, 12)]; // ::ffff:a.b.c.d
   if (zeros(b, 0, 8) && word(4) === 0xffff && word(5) === 0) return [v4(b, 12)]; // ::ffff:0:a.b.c.d
-  if (word(0) === 0x64 && word(1) === 0xff9b && (zeros(b, 4, 12) || word(2) === 1)) return [v4(b, 12)]; // NAT64 well-known and local-use
+  if (word(0) === 0x64 && word(1) === 0xff9b && zeros(b, 4, 12)) return [v4(b, 12)]; // NAT64 well-known (/96 only)
+  if (word(0) === 0x64 && word(1) === 0xff9b && word(2) === 1) {
+    // NAT64 local-use 64:ff9b:1::/48 (RFC 8215) takes any RFC 6052 prefix length: every place an IPv4 can sit is judged,
+    // the worst wins. A place that reads as 0.0.0.0/8 (the zero padding of the other forms; no translator reaches it) is
+    // left out unless nothing else is there.
+    const places = [...new Set(NAT64_PLACES.map((at) => v4At(b, at)))];
+    const carried = places.filter((a) => !a.startsWith('0.'));
+    return carried.length ? carried : places;
+  }
   if (word(0) === 0x2002) return [v4(b, 2)]; // 6to4
   if (word(0) === 0x2001 && word(1) === 0) return [v4(b, 4), v4(b, 12, 0xff)]; // Teredo server, client
   return [];
@@ -122,6 +143,28 @@ function refuse(message: string): never {
 function allowed(address: string, policy: EndpointPolicy): boolean {
   const kind = classifyAddress(address);
   return kind === 'public' || (kind === 'loopback' && policy.allowLoopback);
+}
+
+const PRIVATE = 'endpoint resolves to a private or reserved address';
+const ITSELF = 'endpoint is the gateway itself';
+
+/** Why a connection to `address`:`port` is refused under the policy, or undefined when it is allowed. */
+function refusal(address: string, port: number, policy: EndpointPolicy): string | undefined {
+  if (!allowed(address, policy)) return PRIVATE;
+  if (policy.ownPorts?.includes(port) && classifyAddress(address) === 'loopback') return ITSELF;
+  return undefined;
+}
+
+function blockedError(hostname: string, reason: string): NodeJS.ErrnoException {
+  const e: NodeJS.ErrnoException = new Error(`refusing to connect to ${hostname}: ${reason.replace(/^endpoint /, '')}`);
+  e.code = 'EFAREBOX_BLOCKED';
+  return e;
+}
+
+/** A URL's origin without the root dot of its host (`https://farebox.example.` is `https://farebox.example`). */
+function originOf(url: URL): string {
+  const host = url.host.replace(/\.(?=:\d+$|$)/, '');
+  return `${url.protocol}//${host}`;
 }
 
 type Lookup = (hostname: string) => Promise<LookupAddress[]>;
@@ -156,12 +199,15 @@ export async function checkEndpoint(endpoint: string, policy: EndpointPolicy, lo
     }
     if (addresses.length === 0) refuse('endpoint host does not resolve');
   }
-  for (const address of addresses) {
-    if (!allowed(address, policy)) refuse('endpoint resolves to a private or reserved address');
-  }
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-  if (policy.ownOrigin && url.origin === policy.ownOrigin) refuse('endpoint is the gateway itself');
-  if (policy.ownPorts?.includes(port) && addresses.some((a) => classifyAddress(a) === 'loopback')) refuse('endpoint is the gateway itself');
+  for (const address of addresses) {
+    if (!allowed(address, policy)) refuse(PRIVATE);
+  }
+  if (policy.ownOrigin && originOf(url) === originOf(new URL(policy.ownOrigin))) refuse(ITSELF);
+  for (const address of addresses) {
+    const reason = refusal(address, port, policy);
+    if (reason) refuse(reason);
+  }
   if (url.protocol === 'http:') {
     const allLoopback = addresses.every((a) => classifyAddress(a) === 'loopback');
     if (!(policy.allowLoopback && allLoopback)) refuse('endpoint must use https');
@@ -170,10 +216,11 @@ export async function checkEndpoint(endpoint: string, policy: EndpointPolicy, lo
 }
 
 /**
- * A `lookup` for undici's `connect` option (and node:net) that refuses
- * addresses outside the policy at connection time.
+ * A `lookup` for node:net that refuses addresses outside the policy at
+ * connection time; given the port it connects to, also loopback on one of
+ * the gateway's own ports.
  */
-export function guardedLookup(policy: EndpointPolicy) {
+export function guardedLookup(policy: EndpointPolicy, port?: number) {
   return (
     hostname: string,
     options: { all?: boolean; family?: number } | undefined,
@@ -181,15 +228,44 @@ export function guardedLookup(policy: EndpointPolicy) {
   ): void => {
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
-      const ok = addresses.filter((a) => allowed(a.address, policy));
-      if (ok.length === 0 || ok.length !== addresses.length) {
-        const e: NodeJS.ErrnoException = new Error(`refusing to connect to ${hostname}: private or reserved address`);
-        e.code = 'EFAREBOX_BLOCKED';
-        return callback(e, '', 0);
-      }
-      if (options?.all) return callback(null, ok);
-      const first = ok[0]!;
+      // One refused address refuses the host: a rebinding answer mixes a public address with the target.
+      const reasons = addresses.map((a) => (port === undefined ? (allowed(a.address, policy) ? undefined : PRIVATE) : refusal(a.address, port, policy)));
+      const reason = addresses.length === 0 ? PRIVATE : reasons.find((r) => r !== undefined);
+      if (reason) return callback(blockedError(hostname, reason), '', 0);
+      if (options?.all) return callback(null, addresses);
+      const first = addresses[0]!;
       callback(null, first.address, first.family);
     });
   };
+}
+
+/**
+ * An undici connector that applies the policy to every connection: an IP
+ * literal is judged before connecting (node:net does not look it up), a host
+ * name by the addresses it resolves to at that moment, both with the port.
+ */
+export function guardedConnector(policy: EndpointPolicy): buildConnector.connector {
+  const byPort = new Map<number, buildConnector.connector>();
+  return (options, callback) => {
+    const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) {
+      const reason = refusal(host, port, policy);
+      if (reason) return callback(blockedError(host, reason), null);
+    }
+    let connect = byPort.get(port);
+    if (!connect) byPort.set(port, (connect = buildConnector({ lookup: guardedLookup(policy, port) as never })));
+    connect(options, callback);
+  };
+}
+
+/** An undici dispatcher whose every connection goes through {@link guardedConnector}. */
+export function guardedDispatcher(policy: EndpointPolicy, options: Omit<Agent.Options, 'connect'> = {}): Agent {
+  return new Agent({ ...options, connect: guardedConnector(policy) });
+}
+
+/** A `fetch` whose every connection goes through {@link guardedConnector} (for code that takes a fetch, such as the client SDK). */
+export function guardedFetch(policy: EndpointPolicy, options: Omit<Agent.Options, 'connect'> = {}): typeof fetch {
+  const dispatcher = guardedDispatcher(policy, options);
+  return ((input: Parameters<typeof fetch>[0], init?: RequestInit) => undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 }
