@@ -17,13 +17,22 @@ export interface BrowserPolicy {
 }
 
 export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allowedHosts'>): BrowserPolicy {
-  const hosts = new Set(config.allowedHosts.map((h) => h.toLowerCase()));
-  const scheme = new URL(config.publicOrigin).protocol;
+  const publicUrl = new URL(config.publicOrigin);
+  const scheme = publicUrl.protocol;
+  // `host:443` is `host` to an https origin (`:80` to an http one): browsers never send the default port.
+  const defaultPort = scheme === 'https:' ? ':443' : ':80';
+  const canonical = (host: string) => {
+    const h = host.toLowerCase();
+    return h.endsWith(defaultPort) ? h.slice(0, -defaultPort.length) : h;
+  };
+  const hosts = new Set([publicUrl.host, ...config.allowedHosts].map(canonical));
+  // Only the public origin and the allowed hosts under the public origin's scheme: never `http://{Host}`.
   const origins = new Set([config.publicOrigin, ...[...hosts].map((h) => `${scheme}//${h}`)]);
   return {
     checkHost(req) {
-      const host = (req.headers.host ?? '').toLowerCase();
-      if (!hosts.has(host)) throw new GatewayError('FORBIDDEN', `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${[...hosts].join(', ')} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`);
+      const host = canonical(req.headers.host ?? '');
+      // The message names the public host only (other allowed names may be internal).
+      if (!hosts.has(host)) throw new GatewayError('FORBIDDEN', `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${publicUrl.host} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`);
     },
     checkOrigin(req) {
       const origin = req.headers.origin;

@@ -6,13 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from './harness.js';
+import { startHarness, type Harness, type TestUser } from './harness.js';
+import { pkce, rawClient } from './oauth-browser.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+/** A second name the gateway answers for (FAREBOX_ALLOWED_HOSTS). */
+const ALIAS = 'farebox-alias.test';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness('pglite');
+  h = await startHarness('pglite', { allowedHosts: [ALIAS] });
 }, 60_000);
 afterAll(() => h?.close());
 
@@ -32,42 +35,137 @@ function raw(path: string, init: { method?: string; headers?: Record<string, str
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+const JSON_BODY = { 'content-type': 'application/json' };
+const PASSWORD = 'correct horse battery';
+let fresh = 0;
+const freshEmail = () => `fresh${Date.now()}_${fresh++}@example.com`;
+
+/** Whether e-mail and password sign in on the gateway's own host (401 when no such account). */
+async function canSignIn(email: string): Promise<boolean> {
+  const r = await raw('/auth/login', { method: 'POST', headers: JSON_BODY, body: JSON.stringify({ email, password: PASSWORD }) });
+  if (r.status !== 200 && r.status !== 401) throw new Error(`sign-in answered ${r.status} ${r.body}`);
+  return r.status === 200;
+}
+
+/** The session still works (sign-out was refused). */
+const sessionAlive = async (u: TestUser) => (await raw('/v1/me', { headers: { cookie: u.cookie } })).status === 200;
+
+/** A real authorization request: the consent form's fields, as the consent page carries them. */
+async function consentForm(u: TestUser): Promise<{ fields: Record<string, string>; clientId: string; authorize: URL }> {
+  const client = await rawClient(h.url);
+  const p = pkce();
+  const authorize = client.authorizeUrl({ code_challenge: p.challenge, code_challenge_method: 'S256' });
+  const page = await raw(`${authorize.pathname}${authorize.search}`, { headers: { cookie: u.cookie } });
+  if (page.status !== 200) throw new Error(`consent page answered ${page.status}`);
+  const fields: Record<string, string> = {};
+  for (const m of page.body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[m[1]!] = m[2]!.replace(/&amp;/g, '&');
+  return { fields: { ...fields, decision: 'allow', daily_limit_usd: '' }, clientId: client.client.client_id, authorize };
+}
+
+const connectedClients = async (u: TestUser) => ((await u.api('/v1/oauth/connections')).body as Array<{ client_id: string }>).map((c) => c.client_id);
 
 describe('cookie routes', () => {
-  it('refuse Origin: null (a sandboxed frame) on sign-up, sign-in, sign-out and session writes, and set no cookie', async () => {
+  it('refuse Origin: null (a sandboxed frame) on sign-up, sign-in, sign-out, session writes and the OAuth consent', async () => {
     const u = await h.user();
-    for (const path of ['/auth/login', '/auth/signup']) {
-      const r = await raw(path, { method: 'POST', headers: { ...FORM, origin: 'null' }, body: form({ email: u.email, password: 'correct horse battery', next: '/' }) });
-      expect(r.status, path).toBe(403);
-      expect(JSON.parse(r.body)).toEqual({ error: 'cross-origin request refused' });
-      expect(r.headers['set-cookie'], path).toBeUndefined();
-    }
-    expect((await raw('/auth/logout', { method: 'POST', headers: { origin: 'null', cookie: u.cookie } })).status).toBe(403);
-    const write = await raw('/v1/api-keys', { method: 'POST', headers: { origin: 'null', cookie: u.cookie, 'x-csrf-token': u.csrf, 'content-type': 'application/json' }, body: '{"name":"framed"}' });
+    const framed = { ...FORM, origin: 'null' };
+
+    const login = await raw('/auth/login', { method: 'POST', headers: framed, body: form({ email: u.email, password: PASSWORD, next: '/' }) });
+    expect(login.status).toBe(403);
+    expect(JSON.parse(login.body)).toEqual({ error: 'cross-origin request refused' });
+    expect(login.headers['set-cookie']).toBeUndefined();
+    expect(login.headers.location).toBeUndefined();
+
+    const email = freshEmail();
+    const signup = await raw('/auth/signup', { method: 'POST', headers: framed, body: form({ email, password: PASSWORD, next: '/' }) });
+    expect(signup.status).toBe(403);
+    expect(JSON.parse(signup.body)).toEqual({ error: 'cross-origin request refused' });
+    expect(signup.headers['set-cookie']).toBeUndefined();
+    expect(await canSignIn(email), 'no account was made').toBe(false);
+
+    const logout = await raw('/auth/logout', { method: 'POST', headers: { origin: 'null', cookie: u.cookie } });
+    expect(logout.status).toBe(403);
+    expect(await sessionAlive(u), 'the session was not ended').toBe(true);
+
+    const write = await raw('/v1/api-keys', { method: 'POST', headers: { ...JSON_BODY, origin: 'null', cookie: u.cookie, 'x-csrf-token': u.csrf }, body: '{"name":"framed"}' });
     expect(write.status).toBe(403);
+    expect(JSON.parse(write.body)).toEqual({ error: 'cross-origin request refused' });
     expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('framed');
-    // The OAuth consent form too.
-    const consent = await raw('/authorize', { method: 'POST', headers: { ...FORM, origin: 'null', cookie: u.cookie }, body: form({ _csrf: u.csrf, decision: 'allow' }) });
+
+    // The OAuth consent: a valid form, posted from an opaque origin, grants nothing.
+    const { fields, clientId } = await consentForm(u);
+    const consent = await raw('/authorize', { method: 'POST', headers: { ...framed, cookie: u.cookie }, body: form(fields) });
     expect(consent.status).toBe(403);
     expect(consent.body).toContain('cross-origin request refused');
+    expect(consent.headers.location).toBeUndefined();
+    expect(await connectedClients(u)).not.toContain(clientId);
+    // The same form from the gateway's own origin is granted (the refusal was the Origin, nothing else).
+    const own = await raw('/authorize', { method: 'POST', headers: { ...FORM, origin: h.url, cookie: u.cookie }, body: form(fields) });
+    expect(own.status).toBe(303);
+    expect(new URL(own.headers.location as string).searchParams.get('code')).toBeTruthy();
   });
 
   it('refuse a Host that is not the gateway’s, even with a matching Origin (DNS rebinding), on cookie and OAuth routes', async () => {
     const u = await h.user();
     const port = new URL(h.url).port;
     const evil = { host: `rebound.example:${port}`, origin: `http://rebound.example:${port}` };
-    const login = await raw('/auth/login', { method: 'POST', headers: { ...evil, 'content-type': 'application/json' }, body: JSON.stringify({ email: u.email, password: 'correct horse battery' }) });
+    const unknownHost = new RegExp(`^unknown host "rebound\\.example:${port}": this gateway answers for 127\\.0\\.0\\.1:${port} `);
+
+    const login = await raw('/auth/login', { method: 'POST', headers: { ...evil, ...JSON_BODY }, body: JSON.stringify({ email: u.email, password: PASSWORD }) });
     expect(login.status).toBe(403);
-    expect(JSON.parse(login.body).error).toMatch(/^unknown host "rebound.example:\d+"/);
+    expect(JSON.parse(login.body).error).toMatch(unknownHost);
     expect(login.headers['set-cookie']).toBeUndefined();
-    expect((await raw('/v1/me', { headers: { host: evil.host, cookie: u.cookie } })).status).toBe(403);
-    for (const path of ['/.well-known/oauth-authorization-server', '/authorize?client_id=x', '/token']) {
-      expect((await raw(path, { method: path === '/token' ? 'POST' : 'GET', headers: { host: evil.host } })).status, path).toBe(403);
+
+    const email = freshEmail();
+    const signup = await raw('/auth/signup', { method: 'POST', headers: { ...evil, ...FORM }, body: form({ email, password: PASSWORD, next: '/' }) });
+    expect(signup.status).toBe(403);
+    expect(JSON.parse(signup.body).error).toMatch(unknownHost);
+    expect(signup.headers['set-cookie']).toBeUndefined();
+    expect(await canSignIn(email), 'no account was made').toBe(false);
+
+    expect((await raw('/auth/logout', { method: 'POST', headers: { ...evil, cookie: u.cookie } })).status).toBe(403);
+    expect(await sessionAlive(u), 'the session was not ended').toBe(true);
+
+    const read = await raw('/v1/me', { headers: { host: evil.host, cookie: u.cookie } });
+    expect(read.status).toBe(403);
+    expect(read.body).not.toContain(u.email);
+    const write = await raw('/v1/api-keys', { method: 'POST', headers: { ...evil, ...JSON_BODY, cookie: u.cookie, 'x-csrf-token': u.csrf }, body: '{"name":"rebound"}' });
+    expect(write.status).toBe(403);
+    expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('rebound');
+
+    // The OAuth authorization server: no consent page, no grant, no metadata, no tokens under a foreign name.
+    const { fields, clientId, authorize } = await consentForm(u);
+    const page = await raw(`${authorize.pathname}${authorize.search}`, { headers: { host: evil.host, cookie: u.cookie } });
+    expect(page.status).toBe(403);
+    expect(page.body).toContain('unknown host');
+    expect(page.body).not.toContain(u.email);
+    const consent = await raw('/authorize', { method: 'POST', headers: { ...evil, ...FORM, cookie: u.cookie }, body: form(fields) });
+    expect(consent.status).toBe(403);
+    expect(consent.headers.location).toBeUndefined();
+    expect(await connectedClients(u)).not.toContain(clientId);
+    for (const [method, path] of [
+      ['GET', '/.well-known/oauth-authorization-server'],
+      ['GET', '/.well-known/oauth-protected-resource/mcp'],
+      ['POST', '/token'],
+      ['POST', '/register'],
+      ['POST', '/revoke'],
+    ] as const) {
+      const r = await raw(path, { method, headers: { host: evil.host } });
+      expect(r.status, path).toBe(403);
+      expect(JSON.parse(r.body).error_description, path).toMatch(unknownHost);
     }
+
     // An API key is no ambient credential: any Host.
     expect((await raw('/v1/me', { headers: { host: evil.host, authorization: `Bearer ${u.key}` } })).status).toBe(200);
-    // The gateway's own host works.
+    // The gateway's own host works, and so does a name of FAREBOX_ALLOWED_HOSTS with its origin under the public scheme.
     expect((await raw('/v1/me', { headers: { cookie: u.cookie } })).status).toBe(200);
+    const alias = await raw('/auth/login', { method: 'POST', headers: { host: ALIAS, origin: `http://${ALIAS}`, ...JSON_BODY }, body: JSON.stringify({ email: u.email, password: PASSWORD }) });
+    expect(alias.status).toBe(200);
+    expect(alias.headers['set-cookie']).toBeDefined();
+    // `name:80` is `name` to an http origin.
+    expect((await raw('/v1/me', { headers: { host: `${ALIAS.toUpperCase()}:80`, cookie: u.cookie } })).status).toBe(200);
+    const otherScheme = await raw('/auth/login', { method: 'POST', headers: { host: ALIAS, origin: `https://${ALIAS}`, ...JSON_BODY }, body: JSON.stringify({ email: u.email, password: PASSWORD }) });
+    expect(otherScheme.status).toBe(403);
+    expect(JSON.parse(otherScheme.body)).toEqual({ error: 'cross-origin request refused' });
   });
 
   it('follow `next` only to a same-origin path, parsed as the browser will read it', async () => {
@@ -75,29 +173,56 @@ describe('cookie routes', () => {
     const cases: Array<[string, string]> = [
       ['/.//evil.example', '/'],
       ['/x/../\\evil', '/'],
+      ['/..//evil.example', '/'],
+      ['/x/..//evil.example', '/'],
       ['//evil.example/', '/'],
       ['/\\evil.example', '/'],
+      ['/\\/evil.example', '/'],
+      ['\\\\evil.example', '/'],
       ['/\t/evil.example', '/'],
       ['/\n/evil.example', '/'],
+      ['/\r\n/evil.example', '/'],
+      ['\t//evil.example', '/'],
+      [' //evil.example', '/'],
       ['https://evil.example/', '/'],
       ['https:evil.example', '/'],
+      ['https:/evil.example', '/'],
+      ['http:\\\\evil.example', '/'],
       ['javascript:alert(1)', '/'],
+      ['JaVaScRiPt:alert(1)', '/'],
+      ['data:text/html,<script>alert(1)</script>', '/'],
+      ['evil.example', '/'],
+      ['', '/'],
       ['/%2F%2Fevil.example', '/%2F%2Fevil.example'],
+      ['/%5C%5Cevil.example', '/%5C%5Cevil.example'],
       ['/transactions?page=2#top', '/transactions?page=2#top'],
       ['/a/../b', '/b'],
+      ['/authorize?response_type=code&client_id=c1&state=a%20b', '/authorize?response_type=code&client_id=c1&state=a%20b'],
     ];
-    for (const [next, location] of cases) {
-      const r = await raw('/auth/login', { method: 'POST', headers: FORM, body: form({ email: u.email, password: 'correct horse battery', next }) });
-      expect(r.status, JSON.stringify(next)).toBe(303);
-      expect(r.headers.location, JSON.stringify(next)).toBe(location);
+    const got: Record<string, unknown> = {};
+    for (const [next] of cases) {
+      const r = await raw('/auth/login', { method: 'POST', headers: FORM, body: form({ email: u.email, password: PASSWORD, next }) });
+      got[next] = r.status === 303 ? r.headers.location : r.status;
+    }
+    expect(got).toEqual(Object.fromEntries(cases));
+    // Sign-up follows the same rule.
+    for (const [next, location] of [['/.//evil.example', '/'], ['/x/../\\evil', '/'], ['/billing', '/billing']]) {
+      const r = await raw('/auth/signup', { method: 'POST', headers: FORM, body: form({ email: freshEmail(), password: PASSWORD, next: next! }) });
+      expect(r.status, next).toBe(303);
+      expect(r.headers.location, next).toBe(location);
     }
   });
 });
 
 describe('login CSRF from a sandboxed iframe, in Chromium', () => {
+  // The attacker's site: another origin (localhost, another port) than the gateway (127.0.0.1).
   let attacker: Server;
+  let attackPage = '';
   beforeAll(async () => {
-    attacker = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>attacker</h1>'));
+    attacker = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(req.url === '/evil' ? attackPage : '<h1>attacker landing page</h1>');
+    });
     await new Promise<void>((r) => attacker.listen(0, '127.0.0.1', r));
   });
   afterAll(() => new Promise((r) => attacker?.close(r)));
@@ -105,13 +230,13 @@ describe('login CSRF from a sandboxed iframe, in Chromium', () => {
   it('is refused: the victim is not signed in as the attacker and stays off the attacker’s page', async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: apt-get install -y chromium chromium-driver`);
     const mallory = await h.user();
-    const attackerPort = (attacker.address() as AddressInfo).port;
-    const landing = `http://localhost:${attackerPort}/landed`;
-    // Attacker page (another origin): a sandboxed frame posts the attacker's credentials to the gateway at the top level.
+    const attackerSite = `http://localhost:${(attacker.address() as AddressInfo).port}`;
+    // A sandboxed frame (opaque origin: the browser sends `Origin: null`) posts the attacker's
+    // credentials to the gateway at the top level, with a `next` that leads back to the attacker.
     const frame = `<form id="f" method="post" action="${h.url}/auth/login" target="_top">
-      <input name="email" value="${mallory.email}"><input name="password" value="correct horse battery">
-      <input name="next" value="/.//localhost:${attackerPort}/landed"></form><script>document.getElementById('f').submit()</script>`;
-    const page = `<iframe sandbox="allow-forms allow-scripts allow-top-navigation" srcdoc="${frame.replace(/"/g, '&quot;')}"></iframe>`;
+      <input name="email" value="${mallory.email}"><input name="password" value="${PASSWORD}">
+      <input name="next" value="/.//${new URL(attackerSite).host}/landed"></form><script>document.getElementById('f').submit()</script>`;
+    attackPage = `<h1>cute cats</h1><iframe sandbox="allow-forms allow-scripts allow-top-navigation" srcdoc="${frame.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"></iframe>`;
     const profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -120,17 +245,23 @@ describe('login CSRF from a sandboxed iframe, in Chromium', () => {
     });
     try {
       const tab = await context.newPage();
-      await tab.route(`http://localhost:${attackerPort}/evil`, (route) => route.fulfill({ contentType: 'text/html', body: page }));
       const answered = tab.waitForResponse((r) => r.url() === `${h.url}/auth/login`);
-      await tab.goto(`http://localhost:${attackerPort}/evil`);
+      await tab.goto(`${attackerSite}/evil`);
       const response = await answered;
-      expect(response.request().headers()['origin']).toBe('null');
-      expect(response.status()).toBe(403);
-      // The top-level navigation commits: on the gateway's refusal, not on the attacker's landing page.
-      await tab.waitForURL((u) => !u.pathname.endsWith('/evil'), { timeout: 10_000 });
-      expect(tab.url()).not.toBe(landing);
-      expect(tab.url(), tab.url()).toContain(new URL(h.url).host);
-      expect((await context.cookies(h.url)).map((c) => c.name)).not.toContain('farebox_session');
+      // The top-level navigation commits somewhere other than the attack page.
+      await tab.waitForURL((u) => u.pathname !== '/evil', { timeout: 10_000 });
+      await tab.waitForLoadState('load');
+      const session = (await context.cookies(h.url)).find((c) => c.name === 'farebox_session');
+      const me = session ? await raw('/v1/me', { headers: { cookie: `farebox_session=${session.value}` } }) : undefined;
+      const outcome = {
+        origin: response.request().headers()['origin'],
+        status: response.status(),
+        landedOn: tab.url(),
+        shows: (await tab.textContent('body'))?.trim().slice(0, 200),
+        signedInAs: me?.status === 200 ? JSON.parse(me.body).email : null,
+      };
+      // Before: 303 to //localhost:<port>/landed, the attacker's page, signed in as mallory.
+      expect(outcome).toEqual({ origin: 'null', status: 403, landedOn: `${h.url}/auth/login`, shows: '{"error":"cross-origin request refused"}', signedInAs: null });
     } finally {
       await context.close();
     }
