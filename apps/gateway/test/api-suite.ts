@@ -43,7 +43,14 @@ export function apiSuite(kind: DbKind) {
       expect(me.body).toMatchObject({ id: alice.id, email: alice.email, is_publisher: false, publisher_name: null });
       expect(me.body.custodial_wallet).toMatch(/^G[A-Z2-7]{55}$/);
       const b = await alice.api('/v1/balance');
-      expect(b.body).toMatchObject({ asset: 'USDC', base_unit_name: 'stroops', balance_base_units: 50_000_000, balance_lamports: 50_000_000, balance_usd: 5, total_base_units: 50_000_000 });
+      expect(b.body).toMatchObject({ asset: 'USDC', base_unit_name: 'stroops', balance_base_units: 50_000_000, balance_lamports: 50_000_000, balance_sol: 50_000_000, balance_usd: 5, total_base_units: 50_000_000, total_sol: 50_000_000 });
+      // The spec's Versioning rule 2: every legacy *_lamports and *_sol twin carries the base units of its *_base_units field.
+      for (const body of [b.body, me.body]) {
+        for (const [key, value] of Object.entries(body)) {
+          const twin = /^(.*)_(lamports|sol)$/.exec(key);
+          if (twin) expect([key, value]).toEqual([key, body[`${twin[1]}_base_units`]]);
+        }
+      }
       // Signing in again does not give a second credit.
       const login = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: alice.email, password: 'correct horse battery' }) });
       expect(login.status).toBe(200);
@@ -395,10 +402,10 @@ export function apiSuite(kind: DbKind) {
       const caller = await h.user();
       for (let i = 0; i < 3; i++) expect((await caller.api('/v1/call', { body: { service: 'paid2', payload: {} } })).status).toBe(200);
       const o = await pub.api('/v1/publisher/overview');
-      expect(o.body).toMatchObject({ calls: 3, earned_base_units: 2_850_000, gross_base_units: 3_000_000, fee_base_units: 150_000, pending_base_units: 2_850_000, settled_base_units: 0, fee: { pct: 5 } });
+      expect(o.body).toMatchObject({ calls: 3, earned_sol: 2_850_000, earned_base_units: 2_850_000, gross_base_units: 3_000_000, fee_base_units: 150_000, pending_base_units: 2_850_000, settled_base_units: 0, fee: { pct: 5 } });
       const a = await pub.api('/v1/publisher/analytics?days=7');
       expect(a.body).toHaveLength(7);
-      expect(a.body.at(-1)).toMatchObject({ calls: 3, earned_base_units: 2_850_000, earned_usd: 0.285 });
+      expect(a.body.at(-1)).toMatchObject({ calls: 3, earned_base_units: 2_850_000, earned_lamports: 2_850_000, earned_sol: 2_850_000, earned_usd: 0.285 });
       expect((await pub.api('/v1/publisher/analytics?days=91')).status).toBe(400);
       expect((await pub.api('/v1/publisher/analytics?days=0')).status).toBe(400);
       expect((await pub.api('/v1/publisher/settlements?limit=201')).status).toBe(400);

@@ -608,7 +608,7 @@ export async function createGateway(options: CreateGatewayOptions = {}) {
         requirePublisher(user);
         const n = intParam(days, 'days', 1, 90, 30);
         const points = await ledger.publisherAnalytics(user.walletAddress, n);
-        return points.map((p) => ({ day: p.day, calls: p.calls, earned_base_units: toJsonInteger(p.earned), earned_lamports: toJsonInteger(p.earned), earned_asset: toUsd(p.earned), earned_sol: toUsd(p.earned), earned_usd: toUsd(p.earned) }));
+        return points.map((p) => ({ day: p.day, calls: p.calls, earned_base_units: toJsonInteger(p.earned), earned_lamports: toJsonInteger(p.earned), earned_asset: toUsd(p.earned), earned_sol: toJsonInteger(p.earned), earned_usd: toUsd(p.earned) }));
       },
       async settle(user: User) {
         requirePublisher(user);

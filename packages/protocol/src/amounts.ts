@@ -113,14 +113,15 @@ export function parseBaseUnits(input: unknown): bigint {
 
 /**
  * The amount fields the API returns for one quantity, with the legacy twins:
- * `{prefix}_base_units` and `{prefix}_lamports` carry the base units,
- * `{prefix}_asset_amount` and `{prefix}_sol` the same value in USDC, and
- * `{prefix}_usd` the value in USD (1 USDC = 1 USD).
+ * `{prefix}_base_units` and its legacy twins `{prefix}_lamports` and
+ * `{prefix}_sol` carry the base units (the spec's Versioning rule 2),
+ * `{prefix}_asset_amount` the value in USDC, and `{prefix}_usd` the value in
+ * USD (1 USDC = 1 USD).
  *
  * @example
  * amountFields('wallet', 12_500_000n)
  * // { wallet_base_units: 12500000, wallet_lamports: 12500000,
- * //   wallet_asset_amount: 1.25, wallet_sol: 1.25, wallet_usd: 1.25 }
+ * //   wallet_asset_amount: 1.25, wallet_sol: 12500000, wallet_usd: 1.25 }
  */
 export function amountFields<P extends string>(prefix: P, units: bigint): Record<`${P}_base_units` | `${P}_lamports` | `${P}_asset_amount` | `${P}_sol` | `${P}_usd`, number> {
   const n = toJsonInteger(units);
@@ -129,7 +130,7 @@ export function amountFields<P extends string>(prefix: P, units: bigint): Record
     [`${prefix}_base_units`]: n,
     [`${prefix}_lamports`]: n,
     [`${prefix}_asset_amount`]: usd,
-    [`${prefix}_sol`]: usd,
+    [`${prefix}_sol`]: n,
     [`${prefix}_usd`]: usd,
   } as Record<`${P}_base_units` | `${P}_lamports` | `${P}_asset_amount` | `${P}_sol` | `${P}_usd`, number>;
 }

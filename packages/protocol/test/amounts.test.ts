@@ -62,12 +62,12 @@ describe('parseBaseUnits', () => {
 });
 
 describe('amountFields', () => {
-  it('adds the legacy *_lamports and *_sol twins with the same values', () => {
+  it('adds the legacy *_lamports and *_sol twins, both in base units (the spec, Versioning rule 2)', () => {
     expect(amountFields('wallet', 12_500_000n)).toEqual({
       wallet_base_units: 12_500_000,
       wallet_lamports: 12_500_000,
       wallet_asset_amount: 1.25,
-      wallet_sol: 1.25,
+      wallet_sol: 12_500_000,
       wallet_usd: 1.25,
     });
   });

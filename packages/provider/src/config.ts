@@ -77,6 +77,8 @@ export interface ProviderOptions {
   rateLimitPerMinute?: number;
   /** Serve without a registry `contractId`. Local demos only. */
   allowUnverified?: boolean;
+  /** Where warnings go (a configuration that starts but can accept no payment yet). Default `console.warn`. */
+  onWarning?: (message: string) => void;
   /** Where certificate nonces are remembered; default an {@link InMemoryReplayStore}. */
   replayStore?: ReplayStore;
   /**
@@ -126,7 +128,13 @@ export interface ResolvedProviderConfig {
   bodyLimit: number;
   rateLimitPerMinute: number;
   allowUnverified: boolean;
+  /** Problems that do not stop the provider (today: it can accept no payment yet). */
+  warnings: readonly string[];
 }
+
+/** Said at start, on /health and to paid requests when neither payment path is configured. */
+export const NO_PAYMENT_MESSAGE =
+  'no payment can be accepted yet: set platform.publicKey (FAREBOX_PLATFORM_PUBLIC_KEY) to accept platform-signed calls, or trustlessWork.apiKey (TRUSTLESS_WORK_API_KEY) to accept escrow payments; /manifest, registration and bootstrap() work meanwhile';
 
 const NETWORKS: readonly ProviderNetwork[] = ['testnet', 'mainnet', 'local'];
 
@@ -279,10 +287,11 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
   if (options.servedStorePath !== undefined && (typeof options.servedStorePath !== 'string' || options.servedStorePath.trim() === '')) {
     problems.push('servedStorePath must be a file path');
   }
+  const warnings: string[] = [];
   if (platformPick.value === undefined && !escrowEnabled) {
-    problems.push(
-      'no way to get paid: set platform.publicKey (FAREBOX_PLATFORM_PUBLIC_KEY) to accept platform-signed calls, or trustlessWork.apiKey (TRUSTLESS_WORK_API_KEY) to accept escrow payments',
-    );
+    // The spec: without an escrow API key the SDK starts with escrow disabled;
+    // registration and discovery still work. Say loudly that nothing can be paid.
+    warnings.push(NO_PAYMENT_MESSAGE);
   }
 
   const discoveryPick = pick(options.discoveryUrl, env, 'FAREBOX_DISCOVERY_URL', 'BACKEND_URL');
@@ -379,6 +388,7 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     bodyLimit,
     rateLimitPerMinute,
     allowUnverified: options.allowUnverified === true,
+    warnings,
   };
   return {
     config: Object.freeze(config),

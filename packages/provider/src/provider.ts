@@ -17,7 +17,7 @@ import {
 } from '@farebox/protocol';
 import { createRegistryClient, type RegistryClient } from '@farebox/stellar';
 import { bootstrapOnChain, type BootstrapResult } from './bootstrap.js';
-import { resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
+import { NO_PAYMENT_MESSAGE, resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
 import { ProviderError } from './errors.js';
 import { defaultEscrowVerifier } from './escrow-default.js';
 import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type ListeningProvider } from './http.js';
@@ -155,6 +155,9 @@ export function createProvider(options: ProviderOptions): Provider {
     config.contractId === undefined && !config.allowUnverified
       ? `degraded mode: no registry contractId is configured (set the contractId option or STELLAR_CONTRACT_ID), so callers cannot verify this service's owner; refusing to serve paid calls. Pass allowUnverified: true for a local demo only.`
       : undefined;
+  const warn = options.onWarning ?? ((message: string) => console.warn(`farebox provider ${config.service}: ${message}`));
+  for (const message of config.warnings) warn(message);
+  const noPayment = config.platformPublicKey === undefined && !config.escrow.enabled;
 
   function publicEndpoint(headers?: HeadersInput): string {
     if (config.endpoint) return config.endpoint;
@@ -376,6 +379,7 @@ export function createProvider(options: ProviderOptions): Provider {
   async function paidRoute(request: PaidRequest): Promise<ProviderResponse> {
     if (degradedMessage) return fail(503, degradedMessage);
     if (!handler) return fail(503, 'this service has no handler yet: call provider.serve(handler)');
+    if (noPayment) return fail(503, NO_PAYMENT_MESSAGE);
     const raw = typeof request.rawBody === 'string' ? utf8Encoder.encode(request.rawBody) : request.rawBody;
     if (raw && raw.length > config.bodyLimit) return fail(413, `request body too large (limit ${formatLimit(config.bodyLimit)})`);
     const certificate = readHeader(request.headers, CERTIFICATE_HEADER);
@@ -396,11 +400,11 @@ export function createProvider(options: ProviderOptions): Provider {
 
   function health(): ProviderResponse {
     return respond(200, {
-      status: degradedMessage ? 'degraded' : 'ok',
+      status: degradedMessage || noPayment ? 'degraded' : 'ok',
       service: config.service,
       network: config.network,
       verified: config.contractId !== undefined,
-      ...(degradedMessage ? { error: degradedMessage } : {}),
+      ...(degradedMessage ? { error: degradedMessage } : noPayment ? { error: NO_PAYMENT_MESSAGE } : {}),
     });
   }
 

@@ -61,9 +61,24 @@ describe('configuration', () => {
     expect(error.problems).toEqual([expect.stringContaining('platformAddress')]);
   });
 
-  it('refuses a configuration that can accept no payment at all', () => {
-    const error = configError({ ...baseOptions(platform), platform: {} });
-    expect(error.problems[0]).toMatch(/^no way to get paid/);
+  it('starts with no payment path (no platform key, no escrow key): warns once, serves /manifest and says why a paid request cannot be served', async () => {
+    const warnings: string[] = [];
+    const p = createProvider({ ...baseOptions(platform), platform: {}, onWarning: (m) => warnings.push(m) }).serve((payload) => ({ echo: payload }));
+    started.push(p);
+    expect(warnings).toEqual([expect.stringMatching(/^no payment can be accepted yet: set platform.publicKey \(FAREBOX_PLATFORM_PUBLIC_KEY\).*TRUSTLESS_WORK_API_KEY/)]);
+    const { url } = await p.listen(0, '127.0.0.1');
+    const manifest = await fetch(`${url}/manifest`);
+    expect(manifest.status).toBe(200);
+    expect(await manifest.json()).toMatchObject({ service: 'echo', payments: [] });
+    const health = await (await fetch(`${url}/health`)).json();
+    expect(health).toMatchObject({ status: 'degraded', error: warnings[0] });
+    const paid = await post(`${url}/`, '{"a":1}');
+    expect(paid.status).toBe(503);
+    expect(paid.json).toEqual({ error: warnings[0] });
+    // A platform key alone starts without a warning.
+    const quiet: string[] = [];
+    started.push(createProvider({ ...baseOptions(platform), onWarning: (m) => quiet.push(m) }));
+    expect(quiet).toEqual([]);
   });
 
   it('requires https for a public endpoint on testnet but not on the local network', () => {

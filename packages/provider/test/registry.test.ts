@@ -40,6 +40,15 @@ async function signedCall(p: Provider, service: string) {
 }
 
 describe('bootstrap() on the devnet', () => {
+  it('registers a service configured with no payment path yet (no platform key, no escrow API key): escrow disabled, registration works', async () => {
+    const service = freshName();
+    const warnings: string[] = [];
+    const result = await provider(service, { platform: {}, onWarning: (m) => warnings.push(m) }).bootstrap();
+    expect(warnings).toEqual([expect.stringMatching(/^no payment can be accepted yet/)]);
+    expect(result).toMatchObject({ action: 'registered', service, owner: ownerWallet, endpoint });
+    expect(await registry.getAgent(service)).toMatchObject({ owner: ownerWallet, pricePerCall: 10_000n, endpoint });
+  });
+
   it('funds the owner, sets the USDC trustline and registers the service with its price, endpoint and description', async () => {
     const service = freshName();
     const result = await provider(service).bootstrap();
