@@ -5,6 +5,6 @@ import { defineConfig } from 'vitest/config';
 // live in `vitest.services.config.ts` files and run with `pnpm test:services`.
 export default defineConfig({
   test: {
-    projects: ['packages/*/vitest.config.ts', 'apps/*/vitest.config.ts', 'examples/*/vitest.config.ts'],
+    projects: ['packages/*/vitest.config.ts', 'apps/*/vitest.config.ts', 'examples/*/vitest.config.ts', 'tests/vitest.config.ts'],
   },
 });
