@@ -1,3 +1,5 @@
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import * as client from '@farebox/client';
 import * as provider from '@farebox/provider';
 import { expect, it } from 'vitest';
@@ -13,3 +15,38 @@ it('re-exports the same objects, not copies', () => {
   expect(sdk.createClient).toBe(client.createClient);
   expect(sdk.EndpointVerificationError).toBe(client.EndpointVerificationError);
 });
+
+/** Every exported name (values and types) of a module, as the TypeScript checker sees it. */
+function exportedNames(files: string[]): Map<string, string[]> {
+  const root = fileURLToPath(new URL('../../..', import.meta.url));
+  const program = ts.createProgram(files, {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    noEmit: true,
+    customConditions: ['@farebox/source'],
+    baseUrl: root,
+  });
+  const checker = program.getTypeChecker();
+  const out = new Map<string, string[]>();
+  for (const file of files) {
+    const source = program.getSourceFile(file);
+    if (!source) throw new Error(`not in the program: ${file}`);
+    const symbol = checker.getSymbolAtLocation(source);
+    if (!symbol) throw new Error(`not a module: ${file}`);
+    out.set(file, checker.getExportsOfModule(symbol).map((s) => s.getName()).sort());
+  }
+  return out;
+}
+
+it('re-exports every public name and type of @farebox/provider and @farebox/client', () => {
+  const at = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+  const files = [at('../src/index.ts'), at('../../provider/src/index.ts'), at('../../client/src/index.ts')];
+  const names = exportedNames(files);
+  const sdkNames = new Set(names.get(files[0]!));
+  const missing = [...names.get(files[1]!)!, ...names.get(files[2]!)!].filter((n) => !sdkNames.has(n));
+  expect(missing).toEqual([]);
+  // The types callers name most, pinned by name as well.
+  for (const name of ['DisputeResult', 'GatewayClient', 'Provider', 'FareboxClient']) expect(sdkNames).toContain(name);
+}, 60_000);
