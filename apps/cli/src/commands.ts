@@ -7,7 +7,7 @@ import { createClient, createGatewayClient, GatewayApiError, ClientError, type P
 import { encodeStrKey, formatAmount, parseAmount } from '@farebox/protocol';
 import { createAccounts, keypairSigner, resolveNetwork } from '@farebox/stellar';
 import { randomBytes } from 'node:crypto';
-import { writeFileAtomic } from '@farebox/mcp';
+import { writeFileAtomic } from '@farebox/client/oauth';
 import type { Context } from './context.js';
 import { CliError } from './errors.js';
 import { pairs, table, usd } from './format.js';

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createGatewayClient, type GatewayClient } from '@farebox/client';
-import { configDir, createOAuthSession, writeFileAtomic, DEFAULT_GATEWAY_URL, type OAuthSession } from '@farebox/mcp';
+import { configDir, createOAuthSession, writeFileAtomic, DEFAULT_GATEWAY_URL, type OAuthSession } from '@farebox/client/oauth';
 import { z } from 'zod';
 import { CliError } from './errors.js';
 

@@ -1,16 +1,10 @@
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { configDir, DEFAULT_GATEWAY_URL } from '@farebox/client/oauth';
 import { AdapterError } from './errors.js';
 
 /** The package name: the default client name shown on the consent page. */
 export const PACKAGE_NAME = '@farebox/mcp';
 export const PACKAGE_VERSION = '0.1.0';
-
-/**
- * The gateway used when `FAREBOX_URL` is not set: the local stack that
- * `npm start` / `farebox dev` runs. A hosted release sets its public address here.
- */
-export const DEFAULT_GATEWAY_URL = 'http://127.0.0.1:8787';
 
 export interface AdapterConfig {
   /** The gateway's base URL, without a trailing slash. */
@@ -25,16 +19,6 @@ export interface AdapterConfig {
   clientName: string;
   /** `BROWSER=none` turns off opening a browser (the sign-in URL is still printed). */
   openBrowser: boolean;
-}
-
-/**
- * The user's configuration folder for Farebox: `%APPDATA%\farebox` on Windows,
- * else `$XDG_CONFIG_HOME/farebox` or `~/.config/farebox`.
- */
-export function configDir(env: Record<string, string | undefined> = process.env): string {
-  if (process.platform === 'win32' && env.APPDATA) return join(env.APPDATA, 'farebox');
-  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.trim() !== '' ? env.XDG_CONFIG_HOME : join(env.HOME ?? homedir(), '.config');
-  return join(base, 'farebox');
 }
 
 /**

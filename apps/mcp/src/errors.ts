@@ -1,19 +1,11 @@
-/** Every code an {@link AdapterError} may carry. */
+/** Every code an {@link AdapterError} may carry (sign-in failures are `OAuthClientError`s of `@farebox/client/oauth`). */
 export type AdapterErrorCode =
   /** A variable or option is invalid (listed together in the message). */
-  | 'CONFIG'
-  /** The browser sign-in did not complete (denied, timed out, state or issuer mismatch). */
-  | 'SIGN_IN'
-  /** Another adapter held the sign-in lock for too long. */
-  | 'LOCK_TIMEOUT'
-  /** The token file exists but cannot be read or written. */
-  | 'TOKEN_FILE'
-  /** The gateway could not be reached or answered something unusable. */
-  | 'GATEWAY';
+  'CONFIG';
 
 /**
- * The one error class of `@farebox/mcp`: a fixed string `code` and a message
- * meant for the person reading the MCP client's log.
+ * The configuration error of `@farebox/mcp`: a fixed string `code` and a
+ * message meant for the person reading the MCP client's log.
  *
  * @example
  * try { loadAdapterConfig({ FAREBOX_URL: 'ftp://x' }); } catch (e) {

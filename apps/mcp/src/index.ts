@@ -1,13 +1,7 @@
-export { createAdapter, oauthFetch } from './server.js';
+export { createAdapter } from './server.js';
 export type { Adapter, AdapterOptions } from './server.js';
-export { loadAdapterConfig, configDir, DEFAULT_GATEWAY_URL, PACKAGE_NAME } from './config.js';
+export { loadAdapterConfig, PACKAGE_NAME } from './config.js';
 export type { AdapterConfig } from './config.js';
-export { createOAuthSession, openBrowser } from './oauth.js';
-export type { OAuthSession, OAuthSessionOptions } from './oauth.js';
-export { createTokenStore, writeFileAtomic } from './token-store.js';
-export type { TokenStore, StoredCredentials } from './token-store.js';
-export { withFileLock } from './lock.js';
-export type { LockOptions } from './lock.js';
 export { TOOL_DEFINITIONS } from './tools.js';
 export { AdapterError } from './errors.js';
 export type { AdapterErrorCode } from './errors.js';

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { PACKAGE_NAME, PACKAGE_VERSION, type AdapterConfig } from './config.js';
-import { createOAuthSession, type OAuthSession, type OAuthSessionOptions } from './oauth.js';
+import { createOAuthSession, oauthFetch, type OAuthSession, type OAuthSessionOptions } from '@farebox/client/oauth';
 import { INSTRUCTIONS, TOOL_DEFINITIONS } from './tools.js';
 
 export interface AdapterOptions {
@@ -32,23 +31,6 @@ const fail = (message: string, extra: Record<string, unknown> = {}): ToolResult 
   structuredContent: { error: message, ...extra },
   isError: true,
 });
-
-/** Bearer-authenticated fetch that renews the token once when the server refuses it (expired, revoked, refresh failed: sign in again). */
-export function oauthFetch(session: OAuthSession, base: typeof fetch = fetch): FetchLike {
-  return async (url, init = {}) => {
-    const send = (token: string) => {
-      const headers = new Headers(init.headers);
-      headers.set('authorization', `Bearer ${token}`);
-      if (!headers.has('x-request-id')) headers.set('x-request-id', randomUUID());
-      return base(url, { ...init, headers });
-    };
-    const token = await session.accessToken();
-    const res = await send(token);
-    if (res.status !== 401) return res;
-    await res.body?.cancel().catch(() => undefined);
-    return send(await session.accessToken({ rejected: token }));
-  };
-}
 
 /** API-key mode: the tools over the REST API, shaped like the remote `/mcp` answers. */
 function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: string, doFetch: typeof fetch): void {

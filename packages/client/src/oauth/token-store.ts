@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { AdapterError } from './errors.js';
+import { OAuthClientError } from './errors.js';
 
 const TokensSchema = z.looseObject({
   access_token: z.string().min(1),
@@ -26,7 +26,7 @@ const StoredSchema = z.object({
 export type StoredCredentials = z.infer<typeof StoredSchema>;
 
 /**
- * The token file: read fresh on every use (another adapter process may have
+ * The token file: read fresh on every use (another process may have
  * refreshed it), written atomically (temp file, fsync, rename) with mode 0600.
  */
 export interface TokenStore {
@@ -47,7 +47,7 @@ export function createTokenStore(path: string): TokenStore {
         text = await readFile(path, 'utf8');
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, server };
-        throw new AdapterError('TOKEN_FILE', `cannot read the token file ${path}: ${(e as Error).message}`);
+        throw new OAuthClientError('TOKEN_FILE', `cannot read the token file ${path}: ${(e as Error).message}`);
       }
       let json: unknown;
       try {
@@ -90,6 +90,6 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
       throw e;
     });
   } catch (e) {
-    throw new AdapterError('TOKEN_FILE', `cannot write ${path}: ${(e as Error).message}`);
+    throw new OAuthClientError('TOKEN_FILE', `cannot write ${path}: ${(e as Error).message}`);
   }
 }

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { unlinkSync } from 'node:fs';
-import { AdapterError } from './errors.js';
+import { OAuthClientError } from './errors.js';
 
 export interface LockOptions {
   /** Give up waiting after this long (default 15 minutes: a sign-in in the browser can take a while). */
@@ -45,7 +45,7 @@ async function isStale(path: string, staleMs: number): Promise<boolean> {
 
 /**
  * Runs `fn` while holding an exclusive lock file (`O_EXCL` create), so that two
- * adapters started at once do not both sign in or both spend the same refresh
+ * processes started at once do not both sign in or both spend the same refresh
  * token. A lock left by a dead process is taken over.
  */
 export async function withFileLock<T>(path: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
@@ -64,13 +64,13 @@ export async function withFileLock<T>(path: string, fn: () => Promise<T>, option
       }
       break;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new AdapterError('TOKEN_FILE', `cannot create the lock file ${path}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new OAuthClientError('TOKEN_FILE', `cannot create the lock file ${path}: ${(e as Error).message}`);
     }
     if (await isStale(path, staleMs)) {
       await unlink(path).catch(() => undefined);
       continue;
     }
-    if (Date.now() > deadline) throw new AdapterError('LOCK_TIMEOUT', `another Farebox adapter has held ${path} for too long; delete it if no other adapter is running`);
+    if (Date.now() > deadline) throw new OAuthClientError('LOCK_TIMEOUT', `another Farebox program (MCP adapter or CLI) has held ${path} for too long; delete it if none is running`);
     await new Promise((r) => setTimeout(r, pollMs));
   }
   held.add(path);

@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { auth, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { AdapterError } from './errors.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { OAuthClientError } from './errors.js';
 import { withFileLock } from './lock.js';
 import { createTokenStore, type StoredCredentials, type TokenStore } from './token-store.js';
 
@@ -26,7 +27,7 @@ export interface OAuthSessionOptions {
   lock?: { timeoutMs?: number; pollMs?: number };
 }
 
-/** OAuth credentials of one gateway, shared by every adapter process through the token file. */
+/** OAuth credentials of one gateway, shared by every process of the user through the token file. */
 export interface OAuthSession {
   /**
    * A usable access token: the stored one, else a refreshed one, else a new
@@ -79,12 +80,12 @@ async function startCallback(expectedState: string): Promise<{ redirectUrl: stri
     if (error) {
       const description = url.searchParams.get('error_description');
       html(200, page('Not connected', `Farebox was not connected (${escapeHtml(error)}${description ? `: ${escapeHtml(description)}` : ''}). You can close this tab.`));
-      return settle.reject(new AdapterError('SIGN_IN', `sign-in refused: ${error}${description ? ` (${description})` : ''}`));
+      return settle.reject(new OAuthClientError('SIGN_IN', `sign-in refused: ${error}${description ? ` (${description})` : ''}`));
     }
     const value = url.searchParams.get('code');
     if (!value) {
       html(400, page('Sign-in failed', 'The response carries no authorization code.'));
-      return settle.reject(new AdapterError('SIGN_IN', 'the authorization response carries no code'));
+      return settle.reject(new OAuthClientError('SIGN_IN', 'the authorization response carries no code'));
     }
     html(200, page('Connected to Farebox', 'You are signed in. You can close this tab and return to your assistant.'));
     settle.resolve({ code: value, iss: url.searchParams.get('iss') });
@@ -172,7 +173,7 @@ class FileProvider implements OAuthClientProvider {
     this.verifier = v;
   }
   codeVerifier() {
-    if (!this.verifier) throw new AdapterError('SIGN_IN', 'no PKCE verifier for this sign-in');
+    if (!this.verifier) throw new OAuthClientError('SIGN_IN', 'no PKCE verifier for this sign-in');
     return this.verifier;
   }
   async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery') {
@@ -198,9 +199,9 @@ function usable(c: StoredCredentials, rejected: string | undefined, marginMs: nu
 const sameIssuer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 /**
- * OAuth for the adapter: the token file is the source of truth and is re-read
+ * OAuth for a local program: the token file is the source of truth and is re-read
  * on every use; refresh and sign-in run under a lock file, and re-read the file
- * once they hold it, so concurrent adapters sign in once and refresh once.
+ * once they hold it, so concurrent processes sign in once and refresh once.
  *
  * @example
  * const session = createOAuthSession({ mcpUrl: 'https://farebox.example/mcp', tokenPath, clientName: '@farebox/mcp' });
@@ -233,11 +234,11 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
           const result = await auth(provider, { serverUrl });
           if (result === 'AUTHORIZED') {
             const token = usable(provider.credentials, undefined, 0);
-            if (!token) throw new AdapterError('GATEWAY', 'the gateway answered the refresh without a usable access token');
+            if (!token) throw new OAuthClientError('GATEWAY', 'the gateway answered the refresh without a usable access token');
             return token;
           }
           const url = redirectedTo;
-          if (!url) throw new AdapterError('GATEWAY', 'the OAuth flow asked for a sign-in without an authorization URL');
+          if (!url) throw new OAuthClientError('GATEWAY', 'the OAuth flow asked for a sign-in without an authorization URL');
           log('');
           log(`Farebox: sign in to connect ${options.clientName} to ${serverUrl.origin}. Open this address in a browser:`);
           log(`  ${url.href}`);
@@ -245,22 +246,22 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
           if (options.openBrowser !== false) openBrowser(url.href);
           let timer: ReturnType<typeof setTimeout> | undefined;
           const timeout = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new AdapterError('SIGN_IN', `the sign-in was not completed within ${Math.round(signInTimeoutMs / 1000)} s`)), signInTimeoutMs);
+            timer = setTimeout(() => reject(new OAuthClientError('SIGN_IN', `the sign-in was not completed within ${Math.round(signInTimeoutMs / 1000)} s`)), signInTimeoutMs);
           });
           const response = await Promise.race([cb.code, timeout]).finally(() => clearTimeout(timer));
           // RFC 9207: the response names the issuer we started with (mix-up defence).
           const issuer = provider.issuer ?? url.origin;
           if (response.iss !== null && !sameIssuer(response.iss, issuer)) {
-            throw new AdapterError('SIGN_IN', `the authorization response comes from ${response.iss}, not ${issuer}`);
+            throw new OAuthClientError('SIGN_IN', `the authorization response comes from ${response.iss}, not ${issuer}`);
           }
           await auth(provider, { serverUrl, authorizationCode: response.code });
           const token = usable(provider.credentials, undefined, 0);
-          if (!token) throw new AdapterError('GATEWAY', 'the gateway issued no usable access token');
+          if (!token) throw new OAuthClientError('GATEWAY', 'the gateway issued no usable access token');
           log('Farebox: signed in.');
           return token;
         } catch (e) {
-          if (e instanceof AdapterError) throw e;
-          throw new AdapterError('GATEWAY', `Farebox sign-in failed: ${(e as Error).message}`);
+          if (e instanceof OAuthClientError) throw e;
+          throw new OAuthClientError('GATEWAY', `Farebox sign-in failed: ${(e as Error).message}`);
         } finally {
           await cb.close();
         }
@@ -283,5 +284,22 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
     async signOut() {
       await withFileLock(`${options.tokenPath}.lock`, () => store.clear(), options.lock ?? {});
     },
+  };
+}
+
+/** Bearer-authenticated fetch that renews the token once when the server refuses it (expired, revoked, refresh failed: sign in again). */
+export function oauthFetch(session: OAuthSession, base: typeof fetch = fetch): FetchLike {
+  return async (url, init = {}) => {
+    const send = (token: string) => {
+      const headers = new Headers(init.headers);
+      headers.set('authorization', `Bearer ${token}`);
+      if (!headers.has('x-request-id')) headers.set('x-request-id', randomUUID());
+      return base(url, { ...init, headers });
+    };
+    const token = await session.accessToken();
+    const res = await send(token);
+    if (res.status !== 401) return res;
+    await res.body?.cancel().catch(() => undefined);
+    return send(await session.accessToken({ rejected: token }));
   };
 }
