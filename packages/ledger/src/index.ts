@@ -5,12 +5,10 @@ export type { Database, OpenDatabaseOptions, Queryable } from './db.js';
 export { LOCK_FILE_NAME } from './lock.js';
 export { migrate, readMigrations, LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE } from './migrate.js';
 export type { MigrateResult, MigrationFile } from './migrate.js';
+export { Ledger, openLedger, migrateLedger } from './ledger.js';
+export { hashRequest } from './idempotency.js';
+export { parseTopupAmount } from './accounts.js';
 export {
-  Ledger,
-  openLedger,
-  migrateLedger,
-  hashRequest,
-  parseTopupAmount,
   SIGNUP_CREDIT,
   TOPUP_MAX,
   BALANCE_CAP,
@@ -18,7 +16,7 @@ export {
   LEDGER_MESSAGES,
   CYCLE_STATES,
   CYCLE_TRANSITIONS,
-} from './ledger.js';
+} from './types.js';
 export type { BatchOptions } from './batch.js';
 export type {
   AccountBalance,
@@ -53,4 +51,4 @@ export type {
   VerifyReport,
   WalletPayment,
   WalletPaymentInput,
-} from './ledger.js';
+} from './types.js';

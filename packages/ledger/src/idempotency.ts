@@ -1,0 +1,94 @@
+import { createHash } from 'node:crypto';
+import type { Database } from './db.js';
+import { LedgerError } from './errors.js';
+import { positiveInt, sleep, str, text } from './rows.js';
+import type { IdempotencyOptions, IdempotentResult } from './types.js';
+
+// Stripe-style idempotency keys over the idempotency_keys table.
+
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'bigint') return JSON.stringify(value.toString());
+    return JSON.stringify(value) ?? 'null';
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/**
+ * SHA-256 (hex) of a request in canonical JSON (keys sorted), the
+ * `requestHash` of {@link Ledger.withIdempotency}: two bodies with the same
+ * content in another key order hash the same.
+ */
+export function hashRequest(request: unknown): string {
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+export async function withIdempotency<T>(
+  db: Database,
+  accountId: string,
+  key: string,
+  requestHash: string,
+  fn: () => Promise<T>,
+  options: IdempotencyOptions = {},
+): Promise<IdempotentResult<T>> {
+  text(accountId, 'accountId', 128);
+  text(key, 'idempotency key', 255);
+  text(requestHash, 'requestHash', 256);
+  const leaseMs = options.leaseMs === undefined ? 60_000 : positiveInt(options.leaseMs, 'leaseMs', 86_400_000);
+  const waitMs = options.waitMs ?? 0;
+  const started = Date.now();
+  for (;;) {
+    const inserted = await db.query(
+      `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until)
+       VALUES ($1, $2, $3, 'in_progress', now() + make_interval(secs => $4::float8 / 1000))
+       ON CONFLICT (account_id, key) DO NOTHING RETURNING attempt`,
+      [accountId, key, requestHash, leaseMs],
+    );
+    let attempt: number | undefined = inserted.rows[0] ? Number(inserted.rows[0].attempt) : undefined;
+    if (attempt === undefined) {
+      const { rows } = await db.query('SELECT request_hash, state, response FROM idempotency_keys WHERE account_id = $1 AND key = $2', [accountId, key]);
+      const row = rows[0];
+      if (!row) continue; // released by a failed attempt in between: try again
+      if (row.request_hash !== requestHash) {
+        throw new LedgerError('IDEMPOTENCY_MISMATCH', 'idempotency key reused with a different request', { key });
+      }
+      if (row.state === 'completed') return { response: JSON.parse(str(row.response)) as T, replayed: true };
+      const takeover = await db.query(
+        `UPDATE idempotency_keys SET attempt = attempt + 1, locked_until = now() + make_interval(secs => $3::float8 / 1000)
+         WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND locked_until < now() RETURNING attempt`,
+        [accountId, key, leaseMs],
+      );
+      attempt = takeover.rows[0] ? Number(takeover.rows[0].attempt) : undefined;
+      if (attempt === undefined) {
+        if (Date.now() - started < waitMs) {
+          await sleep(Math.min(25, waitMs));
+          continue;
+        }
+        throw new LedgerError('IDEMPOTENCY_IN_PROGRESS', 'a request with this idempotency key is still in progress', { key });
+      }
+    }
+    let response: T;
+    try {
+      response = await fn();
+    } catch (error) {
+      await db.query(`DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND attempt = $3`, [accountId, key, attempt]);
+      throw error;
+    }
+    const stored = JSON.stringify(response) ?? 'null';
+    const done = await db.query(
+      `UPDATE idempotency_keys SET state = 'completed', response = $4, completed_at = now()
+       WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND attempt = $3`,
+      [accountId, key, attempt, stored],
+    );
+    if (done.rowCount === 0) {
+      // Our lease ran out and another attempt finished first: its response is the one on record.
+      const { rows } = await db.query(`SELECT response FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'completed'`, [accountId, key]);
+      if (rows[0]) return { response: JSON.parse(str(rows[0].response)) as T, replayed: true };
+    }
+    return { response, replayed: false };
+  }
+}

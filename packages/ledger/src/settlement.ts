@@ -1,0 +1,193 @@
+import type { Database, Queryable } from './db.js';
+import { LedgerError } from './errors.js';
+import { big, date, dateOrNull, invalid, positiveInt, str, strOrNull, text, toBatch } from './rows.js';
+import { CYCLE_STATES, CYCLE_TRANSITIONS, type AdvanceData, type AdvanceResult, type ClaimResult, type CycleState, type SettlementCycle } from './types.js';
+
+// Settlement cycles: one open cycle per publisher owner, the state machine, claimed earnings.
+
+/** Earnings may be claimed and funding batches prepared in these states. */
+const CLAIMABLE: readonly CycleState[] = ['open', 'closing', 'deployed'];
+
+export async function openCycle(db: Database, publisherOwner: string): Promise<SettlementCycle> {
+  text(publisherOwner, 'publisherOwner');
+  for (let i = 0; i < 10; i++) {
+    const { rows } = await db.query(
+      `INSERT INTO settlement_cycles (publisher_owner) VALUES ($1)
+       ON CONFLICT (publisher_owner) WHERE state = 'open' DO NOTHING RETURNING id`,
+      [publisherOwner],
+    );
+    const created = rows[0];
+    if (created) return getCycle(db, str(created.id));
+    const open = await db.query(`SELECT id FROM settlement_cycles WHERE publisher_owner = $1 AND state = 'open'`, [publisherOwner]);
+    if (open.rows[0]) return getCycle(db, str(open.rows[0].id));
+  }
+  throw new LedgerError('CYCLE_NOT_OPEN', 'could not open a settlement cycle', { publisherOwner });
+}
+
+export async function getCycle(db: Database, cycleId: string): Promise<SettlementCycle> {
+  const id = cycleIdParam(cycleId);
+  const { rows } = await db.query(
+    `SELECT c.*,
+       (SELECT count(*) FROM earnings WHERE cycle_id = c.id) AS calls,
+       (SELECT COALESCE(sum(gross), 0) FROM earnings WHERE cycle_id = c.id) AS gross,
+       (SELECT COALESCE(sum(fee), 0) FROM earnings WHERE cycle_id = c.id) AS fee,
+       (SELECT COALESCE(sum(net), 0) FROM earnings WHERE cycle_id = c.id) AS net
+     FROM settlement_cycles c WHERE c.id = $1`,
+    [id],
+  );
+  const r = rows[0];
+  if (!r) throw new LedgerError('CYCLE_NOT_FOUND', 'settlement cycle not found', { cycleId });
+  const [steps, batches] = await Promise.all([
+    db.query('SELECT * FROM settlement_steps WHERE cycle_id = $1 ORDER BY id', [id]),
+    db.query('SELECT * FROM funding_batches WHERE cycle_id = $1 ORDER BY id', [id]),
+  ]);
+  const fundingBatches = batches.rows.map(toBatch);
+  const gross = big(r.gross);
+  const funded = fundingBatches.filter((b) => b.state === 'confirmed').reduce((s, b) => s + b.amount, 0n);
+  const fundingPrepared = fundingBatches.filter((b) => b.state === 'prepared').reduce((s, b) => s + b.amount, 0n);
+  return {
+    id: str(r.id),
+    publisherOwner: str(r.publisher_owner),
+    state: r.state as CycleState,
+    escrowId: strOrNull(r.escrow_id),
+    error: strOrNull(r.error),
+    data: (r.data ?? {}) as Record<string, unknown>,
+    version: Number(r.version),
+    openedAt: date(r.opened_at),
+    closedAt: dateOrNull(r.closed_at),
+    updatedAt: date(r.updated_at),
+    calls: Number(r.calls),
+    gross,
+    fee: big(r.fee),
+    net: big(r.net),
+    funded,
+    fundingPrepared,
+    unfunded: gross - funded - fundingPrepared,
+    steps: steps.rows.map((s) => ({
+      fromState: s.from_state as CycleState,
+      toState: s.to_state as CycleState,
+      txHash: strOrNull(s.tx_hash),
+      explorerUrl: strOrNull(s.explorer_url),
+      createdAt: date(s.created_at),
+    })),
+    batches: fundingBatches,
+  };
+}
+
+export async function listCycles(db: Database, publisherOwner: string, limit = 50): Promise<SettlementCycle[]> {
+  text(publisherOwner, 'publisherOwner');
+  positiveInt(limit, 'limit', 200);
+  const { rows } = await db.query('SELECT id FROM settlement_cycles WHERE publisher_owner = $1 ORDER BY id DESC LIMIT $2', [publisherOwner, limit]);
+  return Promise.all(rows.map((r) => getCycle(db, str(r.id))));
+}
+
+export async function activeCycles(db: Database, states?: readonly CycleState[]): Promise<SettlementCycle[]> {
+  const wanted = states ?? CYCLE_STATES.filter((s) => s !== 'done' && s !== 'failed');
+  for (const s of wanted) if (!CYCLE_STATES.includes(s)) invalid(`unknown cycle state ${String(s)}`);
+  const { rows } = await db.query('SELECT id FROM settlement_cycles WHERE state = ANY($1::text[]) ORDER BY id', [wanted]);
+  return Promise.all(rows.map((r) => getCycle(db, str(r.id))));
+}
+
+export async function claimEarnings(db: Database, cycleId: string, options: { limit?: number } = {}): Promise<ClaimResult> {
+  const id = cycleIdParam(cycleId);
+  const limit = options.limit === undefined ? 10_000 : positiveInt(options.limit, 'limit', 1_000_000);
+  return db.transaction(async (tx) => {
+    const owner = await lockClaimable(tx, id, cycleId);
+    const { rows } = await tx.query(
+      `UPDATE earnings SET cycle_id = $1
+       WHERE id IN (SELECT id FROM earnings WHERE publisher_owner = $2 AND cycle_id IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+         AND cycle_id IS NULL
+       RETURNING gross, fee, net`,
+      [id, owner, limit],
+    );
+    return rows.reduce<ClaimResult>(
+      (acc, r) => ({ claimed: acc.claimed + 1, gross: acc.gross + big(r.gross), fee: acc.fee + big(r.fee), net: acc.net + big(r.net) }),
+      { claimed: 0, gross: 0n, fee: 0n, net: 0n },
+    );
+  });
+}
+
+export async function advance(db: Database, cycleId: string, from: CycleState, to: CycleState, data: AdvanceData = {}): Promise<AdvanceResult> {
+  const id = cycleIdParam(cycleId);
+  if (!CYCLE_STATES.includes(from) || !CYCLE_STATES.includes(to) || !CYCLE_TRANSITIONS[from].includes(to)) {
+    throw new LedgerError('INVALID_TRANSITION', `a settlement cycle cannot move from ${String(from)} to ${String(to)}`, { cycleId, from, to });
+  }
+  const txHash = data.txHash === undefined ? null : text(data.txHash, 'txHash');
+  const explorerUrl = data.explorerUrl === undefined ? null : text(data.explorerUrl, 'explorerUrl', 2048);
+  const escrowId = data.escrowId === undefined ? null : text(data.escrowId, 'escrowId');
+  const error = data.error === undefined ? null : text(data.error, 'error', 4096);
+  const extra = JSON.stringify(data.data ?? {});
+  const applied = await db.transaction(async (tx) => {
+    const { rows } = await tx.query('SELECT state FROM settlement_cycles WHERE id = $1 FOR UPDATE', [id]);
+    const row = rows[0];
+    if (!row) throw new LedgerError('CYCLE_NOT_FOUND', 'settlement cycle not found', { cycleId });
+    if (row.state !== from) return false;
+    if (to === 'funded') {
+      const open = await tx.query(
+        `SELECT count(*) AS n FROM earnings e LEFT JOIN funding_batches b ON b.id = e.funding_batch_id
+         WHERE e.cycle_id = $1 AND (b.id IS NULL OR b.state <> 'confirmed')`,
+        [id],
+      );
+      if (Number(open.rows[0]?.n ?? 0) > 0) {
+        throw new LedgerError('UNFUNDED_EARNINGS', 'the cycle has claimed earnings without a confirmed funding batch', { cycleId, unfunded: Number(open.rows[0]?.n) });
+      }
+    }
+    if (from === 'closing' && to === 'done') {
+      const any = await tx.query('SELECT 1 FROM earnings WHERE cycle_id = $1 LIMIT 1', [id]);
+      if (any.rows.length > 0) throw new LedgerError('INVALID_TRANSITION', 'only an empty cycle may move from closing to done', { cycleId });
+    }
+    await tx.query(
+      `UPDATE settlement_cycles SET state = $2, version = version + 1, updated_at = now(),
+         closed_at = CASE WHEN $2 = 'closing' THEN now() ELSE closed_at END,
+         escrow_id = COALESCE($3, escrow_id), error = COALESCE($4, error), data = data || $5::jsonb
+       WHERE id = $1`,
+      [id, to, escrowId, error, extra],
+    );
+    await tx.query('INSERT INTO settlement_steps (cycle_id, from_state, to_state, tx_hash, explorer_url) VALUES ($1, $2, $3, $4, $5)', [
+      id,
+      from,
+      to,
+      txHash,
+      explorerUrl,
+    ]);
+    return true;
+  });
+  return { applied, cycle: await getCycle(db, cycleId) };
+}
+
+export async function recordCycleData(db: Database, cycleId: string, input: { escrowId?: string; data?: Record<string, unknown> }): Promise<SettlementCycle> {
+  const id = cycleIdParam(cycleId);
+  const escrowId = input.escrowId === undefined ? null : text(input.escrowId, 'escrowId');
+  const extra = JSON.stringify(input.data ?? {});
+  const { rows } = await db.query(
+    `UPDATE settlement_cycles SET data = data || $2::jsonb, escrow_id = COALESCE($3, escrow_id), version = version + 1, updated_at = now()
+     WHERE id = $1 AND state NOT IN ('done', 'failed') RETURNING id`,
+    [id, extra, escrowId],
+  );
+  if (!rows[0]) {
+    const current = await getCycle(db, cycleId);
+    throw new LedgerError('CYCLE_NOT_OPEN', `the cycle is ${current.state}; its record is final`, { cycleId, state: current.state });
+  }
+  return getCycle(db, cycleId);
+}
+
+export async function unsettledOwners(db: Database, limit = 1000): Promise<string[]> {
+  positiveInt(limit, 'limit', 100_000);
+  const { rows } = await db.query('SELECT DISTINCT publisher_owner FROM earnings WHERE cycle_id IS NULL LIMIT $1', [limit]);
+  return rows.map((r) => str(r.publisher_owner)).sort();
+}
+
+export async function lockClaimable(tx: Queryable, id: string, cycleId: string): Promise<string> {
+  const { rows } = await tx.query('SELECT publisher_owner, state FROM settlement_cycles WHERE id = $1 FOR SHARE', [id]);
+  const row = rows[0];
+  if (!row) throw new LedgerError('CYCLE_NOT_FOUND', 'settlement cycle not found', { cycleId });
+  if (!CLAIMABLE.includes(row.state as CycleState)) {
+    throw new LedgerError('CYCLE_NOT_OPEN', `the cycle is ${String(row.state)}; earnings can no longer be added`, { cycleId, state: row.state });
+  }
+  return str(row.publisher_owner);
+}
+
+export function cycleIdParam(cycleId: string): string {
+  if (!/^\d{1,18}$/.test(String(cycleId))) throw new LedgerError('CYCLE_NOT_FOUND', 'settlement cycle not found', { cycleId });
+  return String(cycleId);
+}

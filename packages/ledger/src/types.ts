@@ -1,0 +1,321 @@
+import { BASE_UNITS_PER_USDC } from '@farebox/protocol';
+import type { BatchOptions } from './batch.js';
+import type { OpenDatabaseOptions } from './db.js';
+
+/** Sign-up credit: 5 USD, given once per account. */
+export const SIGNUP_CREDIT = 5n * BASE_UNITS_PER_USDC;
+/** Largest top-up per request: 1,000 USD. */
+export const TOPUP_MAX = 1_000n * BASE_UNITS_PER_USDC;
+/** Cap on aggregated credits (balance + active holds) reachable by top-ups: 10,000 USD. */
+export const BALANCE_CAP = 10_000n * BASE_UNITS_PER_USDC;
+/** Hold timeout when none is given: the reaper voids a pending hold after it. */
+export const DEFAULT_HOLD_TIMEOUT_MS = 120_000;
+
+/** The spec's messages, exactly. */
+export const LEDGER_MESSAGES = {
+  invalidTopup: 'invalid amount (must be 0 < n <= 1000)',
+  balanceCap: 'balance cap exceeded (max $10000)',
+  insufficientBalance: 'insufficient balance',
+} as const;
+
+export type HoldState = 'pending' | 'posted' | 'voided';
+export type PaidWith = 'credit' | 'wallet';
+/**
+ * Status of a row of the transactions view:
+ * - `pending`: a call's hold is placed and the call is in flight;
+ * - `completed`: a call was posted (charged), or a top-up / sign-up credit was credited;
+ * - `refunded`: a call's hold was voided (the service failed, timed out, or the reaper voided it) and the money is back in credits;
+ * - `failed`: reserved for the wallet path, an on-chain payment that did not go through (nothing was charged).
+ */
+export type TransactionStatus = 'pending' | 'completed' | 'refunded' | 'failed';
+
+export type CycleState = 'open' | 'closing' | 'deployed' | 'funded' | 'released' | 'swept' | 'done' | 'failed';
+export const CYCLE_STATES: readonly CycleState[] = ['open', 'closing', 'deployed', 'funded', 'released', 'swept', 'done', 'failed'];
+
+/** Allowed moves of a settlement cycle; any state but `done` may also move to `failed`. */
+export const CYCLE_TRANSITIONS: Readonly<Record<CycleState, readonly CycleState[]>> = {
+  open: ['closing', 'failed'],
+  closing: ['deployed', 'done', 'failed'],
+  deployed: ['funded', 'failed'],
+  funded: ['released', 'failed'],
+  released: ['swept', 'failed'],
+  swept: ['done', 'failed'],
+  done: [],
+  failed: [],
+};
+
+export interface AccountBalance {
+  accountId: string;
+  /** Spendable credits. */
+  balance: bigint;
+  /** Sum of the account's pending holds. */
+  held: bigint;
+  /** balance + held: what the 10,000 USD cap applies to. */
+  aggregated: bigint;
+}
+
+export interface Hold {
+  id: string;
+  accountId: string;
+  amount: bigint;
+  state: HoldState;
+  callId: string;
+  service: string;
+  idempotencyKey: string | null;
+  paidWith: PaidWith;
+  postedAmount: bigint | null;
+  voidReason: string | null;
+  expiresAt: Date;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+export interface HoldOptions {
+  callId: string;
+  service: string;
+  /** Makes the hold idempotent: a live hold with this key is returned instead of a second debit. */
+  idempotencyKey?: string;
+  /** After this the reaper voids the hold if it is still pending (default {@link DEFAULT_HOLD_TIMEOUT_MS}). */
+  timeoutMs?: number;
+}
+
+export interface HoldResult {
+  hold: Hold;
+  /** Credits after the debit (or now, for a replay). */
+  balance: bigint;
+  /** True when an earlier hold with the same idempotency key was returned. */
+  replayed: boolean;
+}
+
+export interface Earning {
+  id: string;
+  holdId: string;
+  payerAccountId: string;
+  publisherOwner: string;
+  service: string;
+  gross: bigint;
+  fee: bigint;
+  net: bigint;
+  cycleId: string | null;
+  fundingBatchId: string | null;
+  createdAt: Date;
+}
+
+export interface PostOptions {
+  /** The registry owner of the service: who is paid. */
+  publisherOwner: string;
+  service: string;
+  /** Amount charged, at most the held amount; any remainder returns to credits. */
+  gross: bigint;
+}
+
+export interface ResolveResult {
+  hold: Hold;
+  /** False when the hold was already posted or voided: nothing changed, `hold` shows the final state. */
+  applied: boolean;
+  /** Credits after the move. */
+  balance: bigint;
+  /** The publisher earning of a posted hold. */
+  earning: Earning | null;
+}
+
+export interface TopupResult extends AccountBalance {
+  amount: bigint;
+  /** False when a top-up made `once` found its reference already credited (nothing changed). */
+  applied: boolean;
+}
+
+export interface OpenAccountResult extends AccountBalance {
+  /** True when this call created the account (and gave the sign-up credit). */
+  created: boolean;
+}
+
+export interface LedgerTransaction {
+  id: string;
+  type: 'topup' | 'call';
+  amount: bigint;
+  service: string | null;
+  txSignature: string | null;
+  explorerUrl: string | null;
+  status: TransactionStatus;
+  paidWith: PaidWith | null;
+  /** `signup` for the sign-up credit, the top-up reference, or null. */
+  note: string | null;
+  createdAt: Date;
+}
+
+export interface PublisherTotals {
+  publisherOwner: string;
+  calls: number;
+  gross: bigint;
+  fee: bigint;
+  /** Earned, net of the fee. */
+  earned: bigint;
+  /** Net not yet paid out (no cycle, or a cycle before `swept`). */
+  pending: bigint;
+  /** Net paid out (cycle `swept` or `done`). */
+  settled: bigint;
+}
+
+export interface AnalyticsPoint {
+  /** UTC day, YYYY-MM-DD. */
+  day: string;
+  calls: number;
+  gross: bigint;
+  fee: bigint;
+  /** Earned, net of the fee. */
+  earned: bigint;
+}
+
+export interface ServiceStats {
+  service: string;
+  calls: number;
+  gross: bigint;
+  fee: bigint;
+  earned: bigint;
+}
+
+export interface PlatformStats {
+  accounts: number;
+  calls: number;
+  gross: bigint;
+  /** Platform revenue: the fees. */
+  fees: bigint;
+  net: bigint;
+  topups: bigint;
+  signupCredits: bigint;
+  credits: bigint;
+  held: bigint;
+}
+
+export interface SettlementStep {
+  fromState: CycleState;
+  toState: CycleState;
+  txHash: string | null;
+  explorerUrl: string | null;
+  createdAt: Date;
+}
+
+export interface FundingBatch {
+  id: string;
+  cycleId: string;
+  amount: bigint;
+  state: 'prepared' | 'confirmed';
+  txHash: string | null;
+  explorerUrl: string | null;
+  createdAt: Date;
+  confirmedAt: Date | null;
+}
+
+export interface SettlementCycle {
+  id: string;
+  publisherOwner: string;
+  state: CycleState;
+  escrowId: string | null;
+  error: string | null;
+  data: Record<string, unknown>;
+  version: number;
+  openedAt: Date;
+  closedAt: Date | null;
+  updatedAt: Date;
+  /** Claimed earnings: count and gross / fee / net sums (gross is what the escrow must hold). */
+  calls: number;
+  gross: bigint;
+  fee: bigint;
+  net: bigint;
+  /** Confirmed funding so far, and prepared but unconfirmed. */
+  funded: bigint;
+  fundingPrepared: bigint;
+  /** gross - funded - fundingPrepared: claimed earnings in no batch yet. */
+  unfunded: bigint;
+  steps: SettlementStep[];
+  batches: FundingBatch[];
+}
+
+/** A payment from an account's own wallet (the wallet path); see the `wallet_payments` table. */
+export interface WalletPayment {
+  id: string;
+  accountId: string;
+  kind: 'call' | 'topup';
+  callId: string;
+  service: string | null;
+  publisherOwner: string | null;
+  amount: bigint;
+  state: 'pending' | 'completed' | 'failed';
+  escrowId: string | null;
+  txHash: string | null;
+  explorerUrl: string | null;
+  error: string | null;
+  data: Record<string, unknown>;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+export interface WalletPaymentInput {
+  kind: 'call' | 'topup';
+  /** Unique per account and kind: a second record with the same id returns the first. */
+  callId: string;
+  amount: bigint;
+  service?: string;
+  publisherOwner?: string;
+  data?: Record<string, unknown>;
+}
+
+export interface AdvanceData {
+  txHash?: string;
+  explorerUrl?: string;
+  escrowId?: string;
+  error?: string;
+  /** Merged into the cycle's `data` object. */
+  data?: Record<string, unknown>;
+}
+
+export interface AdvanceResult {
+  applied: boolean;
+  cycle: SettlementCycle;
+}
+
+export interface ClaimResult {
+  claimed: number;
+  gross: bigint;
+  fee: bigint;
+  net: bigint;
+}
+
+export interface VerifyMismatch {
+  kind: 'balance' | 'hold' | 'earning' | 'conservation';
+  id: string;
+  expected: string;
+  actual: string;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  accounts: number;
+  holds: number;
+  mismatches: VerifyMismatch[];
+  /** Conservation: credited (sign-ups + top-ups) = credits + held + gross earnings. */
+  totals: { credited: bigint; credits: bigint; held: bigint; earned: bigint };
+}
+
+export interface IdempotencyOptions {
+  /** How long an attempt owns the key before another may take over (crash recovery). Default 60 s. */
+  leaseMs?: number;
+  /** How long a concurrent duplicate waits for the first to finish; 0 (default) refuses at once with IDEMPOTENCY_IN_PROGRESS. */
+  waitMs?: number;
+}
+
+export interface IdempotentResult<T> {
+  response: T;
+  /** True when the stored response of an earlier attempt was returned and `fn` did not run. */
+  replayed: boolean;
+}
+
+export interface LedgerOptions {
+  /** Group commit of holds and posts (default on); `false` sends each alone. */
+  batch?: boolean | BatchOptions;
+  /** Credits a new account starts with (base units, default {@link SIGNUP_CREDIT}; 0 for none). */
+  signupCredit?: bigint;
+}
+
+export type OpenLedgerOptions = OpenDatabaseOptions & LedgerOptions;

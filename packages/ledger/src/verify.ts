@@ -1,0 +1,52 @@
+import type { Database } from './db.js';
+import { big, str, type Row } from './rows.js';
+import type { VerifyMismatch, VerifyReport } from './types.js';
+
+// The audit: balances and holds recomputed from the journal, and conservation.
+
+export async function verify(db: Database): Promise<VerifyReport> {
+  const mismatches: VerifyMismatch[] = [];
+  const balances = await db.query(
+    `SELECT a.id, a.balance, COALESCE(j.total, 0) AS journal
+     FROM accounts a LEFT JOIN (SELECT account_id, sum(delta_balance) AS total FROM journal GROUP BY account_id) j ON j.account_id = a.id
+     WHERE a.balance <> COALESCE(j.total, 0)`,
+  );
+  for (const r of balances.rows) mismatches.push({ kind: 'balance', id: str(r.id), expected: str(r.journal), actual: str(r.balance) });
+  const holds = await db.query(
+    `SELECT h.id, h.state, h.amount, COALESCE(j.held, 0) AS held, j.kinds
+     FROM holds h LEFT JOIN (
+       SELECT hold_id, sum(delta_held) AS held, string_agg(kind, ',' ORDER BY kind) AS kinds FROM journal WHERE hold_id IS NOT NULL GROUP BY hold_id
+     ) j ON j.hold_id = h.id
+     WHERE COALESCE(j.held, 0) <> CASE WHEN h.state = 'pending' THEN h.amount ELSE 0 END
+        OR j.kinds IS DISTINCT FROM CASE h.state WHEN 'pending' THEN 'hold' WHEN 'posted' THEN 'hold,post' ELSE 'hold,void' END`,
+  );
+  for (const r of holds.rows) {
+    mismatches.push({ kind: 'hold', id: str(r.id), expected: `${str(r.state)} (held ${r.state === 'pending' ? str(r.amount) : '0'})`, actual: `journal ${str(r.kinds ?? 'none')} (held ${str(r.held)})` });
+  }
+  const earnings = await db.query(
+    `SELECT h.id, h.state, h.posted_amount, e.gross, j.amount AS journal_gross
+     FROM holds h
+     LEFT JOIN earnings e ON e.hold_id = h.id
+     LEFT JOIN journal j ON j.hold_id = h.id AND j.kind = 'post'
+     WHERE (h.state = 'posted') <> (e.id IS NOT NULL)
+        OR (e.id IS NOT NULL AND (e.gross <> h.posted_amount OR j.amount IS DISTINCT FROM e.gross))`,
+  );
+  for (const r of earnings.rows) {
+    mismatches.push({ kind: 'earning', id: str(r.id), expected: `${str(r.state)} ${str(r.posted_amount ?? '-')}`, actual: `earning ${str(r.gross ?? 'none')} journal ${str(r.journal_gross ?? 'none')}` });
+  }
+  const totals = await db.query(
+    `SELECT
+       (SELECT count(*) FROM accounts) AS accounts,
+       (SELECT count(*) FROM holds) AS holds,
+       (SELECT COALESCE(sum(amount), 0) FROM journal WHERE kind IN ('signup', 'topup')) AS credited,
+       (SELECT COALESCE(sum(balance), 0) FROM accounts) AS credits,
+       (SELECT COALESCE(sum(amount), 0) FROM holds WHERE state = 'pending') AS held,
+       (SELECT COALESCE(sum(gross), 0) FROM earnings) AS earned`,
+  );
+  const t = totals.rows[0] as Row;
+  const sums = { credited: big(t.credited), credits: big(t.credits), held: big(t.held), earned: big(t.earned) };
+  if (sums.credited !== sums.credits + sums.held + sums.earned) {
+    mismatches.push({ kind: 'conservation', id: '*', expected: sums.credited.toString(), actual: (sums.credits + sums.held + sums.earned).toString() });
+  }
+  return { ok: mismatches.length === 0, accounts: Number(t.accounts), holds: Number(t.holds), mismatches, totals: sums };
+}

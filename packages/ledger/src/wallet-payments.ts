@@ -1,0 +1,79 @@
+import type { Database } from './db.js';
+import { LedgerError } from './errors.js';
+import { topupIn } from './accounts.js';
+import { invalid, isUuid, positiveAmount, positiveInt, text, toWalletPayment, type Row } from './rows.js';
+import type { WalletPayment, WalletPaymentInput } from './types.js';
+
+// The wallet path: payments from an account's own wallet, recorded before they are sent.
+
+export async function recordWalletPayment(db: Database, accountId: string, input: WalletPaymentInput): Promise<WalletPayment> {
+  text(accountId, 'accountId', 128);
+  const callId = text(input?.callId, 'callId');
+  if (input.kind !== 'call' && input.kind !== 'topup') invalid('kind must be call or topup', { field: 'kind' });
+  positiveAmount(input.amount, 'amount');
+  const service = input.service === undefined ? null : text(input.service, 'service');
+  const owner = input.publisherOwner === undefined ? null : text(input.publisherOwner, 'publisherOwner');
+  const { rows } = await db.query(
+    `INSERT INTO wallet_payments (account_id, kind, call_id, service, publisher_owner, amount, data)
+     VALUES ($1, $2, $3, $4, $5, $6::bigint, $7::jsonb) ON CONFLICT (account_id, call_id, kind) DO NOTHING RETURNING *`,
+    [accountId, input.kind, callId, service, owner, input.amount.toString(), JSON.stringify(input.data ?? {})],
+  );
+  if (rows[0]) return toWalletPayment(rows[0]);
+  const existing = await db.query('SELECT * FROM wallet_payments WHERE account_id = $1 AND call_id = $2 AND kind = $3', [accountId, callId, input.kind]);
+  return toWalletPayment(existing.rows[0] as Row);
+}
+
+export async function noteWalletPayment(db: Database, paymentId: string, input: { escrowId?: string; data?: Record<string, unknown> }): Promise<WalletPayment> {
+  if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+  const escrowId = input.escrowId === undefined ? null : text(input.escrowId, 'escrowId');
+  const { rows } = await db.query(
+    `UPDATE wallet_payments SET data = data || $2::jsonb, escrow_id = COALESCE($3, escrow_id) WHERE id = $1 AND state = 'pending' RETURNING *`,
+    [paymentId, JSON.stringify(input.data ?? {}), escrowId],
+  );
+  if (rows[0]) return toWalletPayment(rows[0]);
+  return getWalletPayment(db, paymentId);
+}
+
+export async function resolveWalletPayment(db: Database,
+  paymentId: string,
+  outcome: { state: 'completed'; txHash: string; explorerUrl?: string; escrowId?: string } | { state: 'failed'; error: string },
+): Promise<{ applied: boolean; payment: WalletPayment; balance: bigint | null }> {
+  if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query('SELECT * FROM wallet_payments WHERE id = $1 FOR UPDATE', [paymentId]);
+    const row = rows[0];
+    if (!row) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+    const current = toWalletPayment(row);
+    if (current.state !== 'pending') return { applied: false, payment: current, balance: null };
+    let balance: bigint | null = null;
+    let updated: Row[];
+    if (outcome.state === 'completed') {
+      const txHash = text(outcome.txHash, 'txHash');
+      const explorerUrl = outcome.explorerUrl === undefined ? null : text(outcome.explorerUrl, 'explorerUrl', 2048);
+      const escrowId = outcome.escrowId === undefined ? null : text(outcome.escrowId, 'escrowId');
+      // The USDC is in the treasury: it becomes credits whatever happened to the balance meanwhile.
+      if (current.kind === 'topup') balance = (await topupIn(tx, current.accountId, current.amount, `wallet:${txHash}`, false)).balance;
+      ({ rows: updated } = await tx.query(
+        `UPDATE wallet_payments SET state = 'completed', tx_hash = $2, explorer_url = $3, escrow_id = COALESCE($4, escrow_id), resolved_at = now() WHERE id = $1 RETURNING *`,
+        [paymentId, txHash, explorerUrl, escrowId],
+      ));
+    } else {
+      const error = text(outcome.error, 'error', 4096);
+      ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [paymentId, error]));
+    }
+    return { applied: true, payment: toWalletPayment(updated[0] as Row), balance };
+  });
+}
+
+export async function getWalletPayment(db: Database, paymentId: string): Promise<WalletPayment> {
+  if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+  const { rows } = await db.query('SELECT * FROM wallet_payments WHERE id = $1', [paymentId]);
+  if (!rows[0]) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
+  return toWalletPayment(rows[0]);
+}
+
+export async function pendingWalletPayments(db: Database, limit = 100): Promise<WalletPayment[]> {
+  positiveInt(limit, 'limit', 10_000);
+  const { rows } = await db.query(`SELECT * FROM wallet_payments WHERE state = 'pending' ORDER BY created_at LIMIT $1`, [limit]);
+  return rows.map(toWalletPayment);
+}
