@@ -10,10 +10,48 @@ import { GatewayError } from './errors.js';
  */
 export type WalletStatus = 'ok' | 'provisioning' | 'unavailable';
 
+/** An amount in every spelling the API carries (`amountFields` of @farebox/protocol). */
+export type AmountFieldsOf<P extends string> = Record<`${P}_base_units` | `${P}_lamports` | `${P}_asset_amount` | `${P}_sol` | `${P}_usd`, number>;
+
+/** The Balance object (`GET /v1/balance`). */
+export type BalanceView = { asset: 'USDC'; base_unit_name: string; wallet_status: WalletStatus } & AmountFieldsOf<'balance'> & AmountFieldsOf<'wallet'> & AmountFieldsOf<'total'>;
+
+/** A catalog Service item (`GET /v1/agents`). */
+export interface ServiceView {
+  service: string;
+  pricePerCall: number;
+  pricePerCallBaseUnits: number;
+  pricePerCallLamports: number;
+  description: string;
+  endpoint: string;
+  ownerWallet: string;
+  acceptedToken: 'USDC';
+  totalCalls: number;
+  totalEarned: number;
+  createdAt: number;
+  source: 'registry';
+}
+
+/** A Transaction item (`GET /v1/transactions`). */
+export interface TransactionView {
+  id: string;
+  type: LedgerTransaction['type'];
+  amount_lamports: number;
+  amount_base_units: number;
+  amount_usd: number;
+  service: LedgerTransaction['service'];
+  tx_signature: LedgerTransaction['txSignature'];
+  explorer_url: LedgerTransaction['explorerUrl'];
+  status: LedgerTransaction['status'];
+  paid_with: LedgerTransaction['paidWith'];
+  note: LedgerTransaction['note'];
+  created_at: string;
+}
+
 /** The Balance object (`GET /v1/balance`), with the legacy twins. */
-export function balanceView(credits: bigint, wallet: bigint, walletStatus: WalletStatus) {
+export function balanceView(credits: bigint, wallet: bigint, walletStatus: WalletStatus): BalanceView {
   return {
-    asset: 'USDC',
+    asset: 'USDC' as const,
     base_unit_name: BASE_UNIT_NAME,
     ...amountFields('balance', credits),
     ...amountFields('wallet', wallet),
@@ -23,7 +61,7 @@ export function balanceView(credits: bigint, wallet: bigint, walletStatus: Walle
 }
 
 /** A catalog Service item (`GET /v1/agents`). Totals come from the gateway ledger, not the contract's counters. */
-export function serviceView(agent: RegistryAgent, stats?: { calls: number; earned: bigint }) {
+export function serviceView(agent: RegistryAgent, stats?: { calls: number; earned: bigint }): ServiceView {
   return {
     service: agent.service,
     pricePerCall: toUsd(agent.pricePerCall),
@@ -32,16 +70,16 @@ export function serviceView(agent: RegistryAgent, stats?: { calls: number; earne
     description: agent.description,
     endpoint: agent.endpoint,
     ownerWallet: agent.owner,
-    acceptedToken: 'USDC',
+    acceptedToken: 'USDC' as const,
     totalCalls: stats?.calls ?? 0,
     totalEarned: toUsd(stats?.earned ?? 0n),
     createdAt: agent.createdAt,
-    source: 'registry',
+    source: 'registry' as const,
   };
 }
 
 /** A Transaction item (`GET /v1/transactions`). */
-export function transactionView(t: LedgerTransaction) {
+export function transactionView(t: LedgerTransaction): TransactionView {
   return {
     id: t.id,
     type: t.type,

@@ -1,6 +1,34 @@
 import { PLATFORM_FEE_PCT, costObject, splitFee } from '@farebox/protocol';
-import type { SettlementCycle } from '@farebox/ledger';
+import type { CycleState, SettlementCycle } from '@farebox/ledger';
 import type { NetworkConfig } from '@farebox/stellar';
+
+/** An amount as `{ lamports, base_units, usd }`. */
+export interface CostView {
+  lamports: number;
+  base_units: number;
+  usd: number;
+}
+
+/** One settlement batch of `GET /v1/publisher/settlements`. */
+export interface SettlementView {
+  id: string;
+  state: CycleState;
+  escrow_id: string | null;
+  escrow_url: string | null;
+  receiver: string;
+  calls: number;
+  fee: CostView & { pct: number };
+  gross: CostView;
+  net: CostView;
+  funded: CostView;
+  paid: CostView;
+  opened_at: string;
+  closed_at: string | null;
+  settled_at: string | null;
+  error: string | null;
+  transactions: Array<{ step: string; tx_hash: string; explorer_url: string } & Record<string, unknown>>;
+  steps: Array<{ from: CycleState; to: CycleState; tx_hash: string | null; at: string }>;
+}
 
 /**
  * A settlement batch of `GET /v1/publisher/settlements`: one cycle of one
@@ -8,7 +36,7 @@ import type { NetworkConfig } from '@farebox/stellar';
  * funded); `fee` and `net` are what the escrow pays at release on that total:
  * fee = floor(gross x 5 / 100), net = gross - fee.
  */
-export function settlementView(c: SettlementCycle, network: NetworkConfig) {
+export function settlementView(c: SettlementCycle, network: NetworkConfig): SettlementView {
   const { fee, net } = splitFee(c.gross);
   const tx = (step: string, hash: string | null | undefined, extra: Record<string, unknown> = {}) =>
     hash ? [{ step, tx_hash: hash, explorer_url: network.explorer.tx(hash), ...extra }] : [];

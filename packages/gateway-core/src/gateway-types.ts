@@ -1,0 +1,96 @@
+import type { SearchIndex } from '@farebox/discovery';
+import type { Database, Ledger } from '@farebox/ledger';
+import type { CatalogMirror, NetworkConfig, RegistryClient } from '@farebox/stellar';
+import type { LocalKeystore } from '@farebox/wallets';
+import type { Accounts, Principal } from './auth/accounts.js';
+import type { CallResponse } from './calls.js';
+import type { GatewayConfig, GatewayOptions } from './config.js';
+import type { OAuthOptions, OAuthServer } from './oauth/server.js';
+import type { checkOAuthAccess } from './oauth/scopes.js';
+import type { Logger } from './observability/log.js';
+import type { Metrics } from './observability/metrics.js';
+import type { Operator } from './operator/index.js';
+import type { RateLimitStore } from './security/rate-limit.js';
+import type { Settlement } from './settlement/index.js';
+import type { SettlementConfigOptions } from './settlement/config.js';
+import type { AccountService } from './services/account.js';
+import type { CatalogService } from './services/catalog.js';
+import type { PlatformService } from './services/platform.js';
+import type { PublisherService } from './services/publisher.js';
+
+export interface CreateGatewayOptions extends GatewayOptions {
+  /** Wallet provider; default the local encrypted keystore in `dataDir/keystore`. */
+  wallets?: LocalKeystore;
+  /** Shared rate-limit store (Redis for several gateways); default in memory. */
+  rateLimitStore?: RateLimitStore;
+  /** An already opened database (tests share one). */
+  database?: Database;
+  /** Search index; default hybrid with the model from `FAREBOX_MODEL_DIR`, keyword-only without one. */
+  searchIndex?: SearchIndex;
+  /** Structured logger (pino); default JSON lines on stdout at `FAREBOX_LOG_LEVEL` (info). */
+  logger?: Logger;
+  /** Log sink for background problems (default: warnings through `logger`). */
+  log?: (message: string, err?: unknown) => void;
+  /** OAuth token lifetimes, clock and /mcp origins. */
+  oauth?: OAuthOptions;
+  /** Settlement intervals and escrow provider (else `FAREBOX_SETTLEMENT_INTERVAL`, `FAREBOX_FUNDING_INTERVAL`, `TRUSTLESS_WORK_URL`, `TRUSTLESS_WORK_API_KEY`). */
+  settlement?: SettlementConfigOptions;
+}
+
+/** `POST /v1/call` options: the caller's idempotency key, cost ceiling and request id. */
+export interface CallOptions {
+  idempotencyKey?: string;
+  maxCost?: string;
+  requestId?: string;
+}
+
+/** Platform-signed calls. */
+export interface CallService {
+  /** Validation errors throw before anything is charged; service failures answer 500 after the refund. */
+  call(principal: Principal, body: unknown, opts?: CallOptions): Promise<CallResponse>;
+}
+
+/**
+ * The gateway: what the HTTP host (and the tests) reach. Built by
+ * `createGateway`; the four services hold the API's operations, the rest are
+ * the parts they are made of.
+ */
+export interface GatewayCore {
+  readonly config: GatewayConfig;
+  readonly network: NetworkConfig;
+  readonly ledger: Ledger;
+  readonly db: Database;
+  readonly registry: RegistryClient;
+  readonly mirror: CatalogMirror;
+  readonly searchIndex: SearchIndex;
+  readonly wallets: LocalKeystore;
+  readonly treasuryAddress: string;
+  /** The key services verify the platform's call certificates with. */
+  readonly platformPublicKey: string;
+  readonly rateLimits: RateLimitStore;
+  /** Sign-up, sign-in, sessions, API keys. */
+  readonly accounts: Accounts;
+  /** Constant-time comparison of two secrets. */
+  safeEqual(a: string, b: string): boolean;
+  readonly settlement: Settlement;
+  /** Structured logger and Prometheus metrics (observability/). */
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Operator tools: disputes, treasury, settlement health, revenue, audit (operator/index.ts). */
+  readonly operator: Operator;
+  /** The OAuth authorization server (routes in apps/gateway). */
+  readonly oauth: OAuthServer;
+  /** The /v1 access rule for OAuth tokens. */
+  checkOAuthAccess: typeof checkOAuthAccess;
+  /** The principal of an API key or an OAuth access token. */
+  authenticateBearer(token: string): Promise<Principal | undefined>;
+  readonly account: AccountService;
+  readonly catalog: CatalogService;
+  readonly calls: CallService;
+  readonly oauthConnections: OAuthServer['connections'];
+  readonly publisher: PublisherService;
+  readonly platform: PlatformService;
+  /** Starts following the registry (and indexing it), settlement and the background jobs. Resolves after the first sync. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,101 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createEmbedder, createSearchIndex, type CatalogAttachment, type SearchIndex } from '@farebox/discovery';
+import { Ledger, migrate, migrateLedger, openDatabase, type Database } from '@farebox/ledger';
+import type { Ed25519Signer } from '@farebox/protocol';
+import {
+  createAccounts as createStellarAccounts,
+  createCatalogMirror,
+  createRegistryClient,
+  FileCursorStore,
+  resolveNetwork,
+  type Accounts as StellarAccounts,
+  type CatalogMirror,
+  type NetworkConfig,
+  type RegistryAgent,
+  type RegistryClient,
+} from '@farebox/stellar';
+import { createLocalKeystore, type LocalKeystore } from '@farebox/wallets';
+import { Redis } from 'ioredis';
+import type { GatewayConfig } from '../config.js';
+import type { CreateGatewayOptions } from '../gateway-types.js';
+import { DbKeystoreStorage } from '../keystore-db.js';
+import { GATEWAY_MIGRATIONS_DIR } from '../migrations-dir.js';
+import type { EndpointPolicy } from '../security/endpoint-guard.js';
+import { MemoryRateLimitStore, type RateLimitStore } from '../security/rate-limit.js';
+import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
+
+
+/** The gateway's stores and network clients, opened and migrated. */
+export interface Infrastructure {
+  db: Database;
+  ledger: Ledger;
+  wallets: LocalKeystore;
+  treasuryAddress: string;
+  certificateSigner: Ed25519Signer;
+  network: NetworkConfig;
+  registry: RegistryClient;
+  chain: StellarAccounts;
+  redis: Redis | undefined;
+  rateLimits: RateLimitStore;
+  searchIndex: SearchIndex;
+  mirror: CatalogMirror;
+  /** The search index's link to the mirror (set once the mirror has synced). */
+  search: { attachment: CatalogAttachment<RegistryAgent> | undefined };
+  /** Where registered endpoints may not point (the gateway itself). */
+  policy: EndpointPolicy;
+}
+
+/**
+ * Opens the database (PGlite or PostgreSQL) with its migrations, the ledger,
+ * the wallets and the platform keys, the settlement network's clients, the
+ * shared rate-limit store, the catalog mirror and search.
+ */
+export async function openInfrastructure(options: CreateGatewayOptions, config: GatewayConfig, env: Record<string, string | undefined>, log: (message: string, err?: unknown) => void): Promise<Infrastructure> {
+  // Keys, wallets and the database live here: readable by this user only (docs/production.md).
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
+  await migrateLedger(db);
+  await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
+  const ledger = new Ledger(db, { signupCredit: config.signupCredit });
+
+  // Secrets live encrypted in the database (shared by every gateway on it); the
+  // key comes from FAREBOX_KEYSTORE_KEY or a key file in the data directory.
+  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), storage: new DbKeystoreStorage(db), env }));
+  if (env.FAREBOX_PLATFORM_SECRET) await wallets.import('platform:certificate', env.FAREBOX_PLATFORM_SECRET);
+  if (env.FAREBOX_TREASURY_SECRET) await wallets.import('platform:treasury', env.FAREBOX_TREASURY_SECRET);
+  await wallets.create('platform:certificate');
+  const treasuryAddress = await wallets.create('platform:treasury');
+  const certificateSigner = await wallets.ed25519Signer('platform:certificate');
+
+  const network = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
+  const registry = createRegistryClient(network);
+  const chain = createStellarAccounts(network);
+
+  // Registered endpoints never reach the gateway itself: its listening port and public origin are refused.
+  const publicPort = Number(new URL(config.publicOrigin).port || (config.publicOrigin.startsWith('https:') ? 443 : 80));
+  // (The metrics listener, FAREBOX_METRICS_ADDR, answers without a token: its port is the gateway's too.)
+  const ownPorts = [config.port, publicPort, ...(config.metricsAddress ? [config.metricsAddress.port] : [])];
+  const policy: EndpointPolicy = { allowLoopback: config.allowLoopbackEndpoints, ownPorts: [...new Set(ownPorts)], ownOrigin: config.publicOrigin };
+
+  // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
+  let redis: Redis | undefined;
+  let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
+  if (!options.rateLimitStore && env.FAREBOX_REDIS_URL) {
+    redis = new Redis(env.FAREBOX_REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+    redis.on('error', () => undefined);
+    rateLimits = new RedisRateLimitStore(redis, { onError: (err) => log('redis unavailable: rate limits are not enforced until it is back', err) });
+  }
+
+  const searchIndex =
+    options.searchIndex ??
+    createSearchIndex({ embedder: createEmbedder({ ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}), allowRemote: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true' }) });
+  const search: Infrastructure['search'] = { attachment: undefined };
+  const mirror = createCatalogMirror({
+    registry,
+    cursorStore: new FileCursorStore(join(config.dataDir, `catalog-${network.name}.json`)),
+    onChange: (change) => search.attachment?.handle(change),
+    onError: (err) => log('catalog sync failed (will retry)', err),
+  });
+  return { db, ledger, wallets, treasuryAddress, certificateSigner, network, registry, chain, redis, rateLimits, searchIndex, mirror, search, policy };
+}

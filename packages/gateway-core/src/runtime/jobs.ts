@@ -1,0 +1,95 @@
+import { rpc as StellarRpc } from '@stellar/stellar-sdk';
+import type { Logger } from '../observability/log.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Topups } from '../topups.js';
+import { withTimeout } from '../services/platform.js';
+import type { Infrastructure } from './infrastructure.js';
+
+/** The gateway's timers: the hold reaper and top-up reconciliation. */
+export interface BackgroundJobs {
+  /** Settles wallet top-ups left unfinished (also run once at start). */
+  reconcileTopups(): void;
+  stop(): void;
+}
+
+export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; holdTimeoutMs: number; logger: Logger; metrics: Metrics; log: (message: string, err?: unknown) => void }): BackgroundJobs {
+  const { logger, metrics, log } = o;
+  const reconcileTopups = () =>
+    void o.topups
+      .reconcile()
+      .then(({ credited, failed }) => {
+        if (credited) metrics.topupsReconciled.inc({ result: 'credited' }, credited);
+        if (failed) metrics.topupsReconciled.inc({ result: 'failed' }, failed);
+        if (credited || failed) logger.warn({ event: 'topup-reconcile', credited, failed }, 'wallet top-ups settled by reconciliation');
+      })
+      .catch((err) => log('top-up reconciliation failed', err));
+  const topupReconciler = setInterval(reconcileTopups, 30_000);
+  topupReconciler.unref();
+
+  const reaper = setInterval(() => {
+    o.infra.ledger
+      .reapExpiredHolds()
+      .then(({ voided }) => {
+        if (!voided.length) return;
+        metrics.reaperVoided.inc(voided.length);
+        logger.warn({ event: 'reaper', voided: voided.length, holds: voided.slice(0, 20) }, 'reaper returned holds left by a crash or a hung call');
+      })
+      .catch((err) => log('reaper failed', err));
+  }, Math.min(10_000, o.holdTimeoutMs));
+  reaper.unref();
+  return {
+    reconcileTopups,
+    stop() {
+      clearInterval(reaper);
+      clearInterval(topupReconciler);
+    },
+  };
+}
+
+/** The network's latest ledger, asked at most every 2 s (readiness and metrics share it). */
+export function latestLedgerReader(infra: Infrastructure): () => Promise<number> {
+  const rpc = new StellarRpc.Server(infra.network.rpcUrl, { allowHttp: infra.network.allowHttp });
+  let latest: { at: number; value: Promise<number> } | undefined;
+  return () => {
+    if (!latest || Date.now() - latest.at > 2_000) {
+      const value = rpc.getLatestLedger().then((r) => r.sequence);
+      value.catch(() => (latest = undefined));
+      latest = { at: Date.now(), value };
+    }
+    return latest.value;
+  };
+}
+
+/** The gauges `GET /metrics` reads from the gateway's stores. */
+export function observeGateway(metrics: Metrics, infra: Infrastructure, networkLedger: () => Promise<number>): void {
+  const { db, chain, mirror, searchIndex, redis, treasuryAddress } = infra;
+  metrics.observe({
+    async holds() {
+      const { rows } = await db.query<{ n: string; age: string | null }>(`SELECT count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age FROM holds WHERE state = 'pending'`);
+      return { pending: Number(rows[0]?.n ?? 0), oldestAgeSeconds: Number(rows[0]?.age ?? 0) };
+    },
+    async settlementCycles() {
+      const { rows } = await db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM settlement_cycles GROUP BY state');
+      return rows.map((r) => ({ state: r.state, count: Number(r.n) }));
+    },
+    async treasury() {
+      const [b, owed] = await Promise.all([
+        withTimeout(chain.balances(treasuryAddress), 2_000, 'horizon'),
+        db.query<{ owed: string }>(
+          `SELECT COALESCE(sum(e.gross), 0) AS owed FROM earnings e
+             LEFT JOIN settlement_cycles c ON c.id = e.cycle_id LEFT JOIN funding_batches f ON f.id = e.funding_batch_id
+            WHERE (c.id IS NULL OR c.state NOT IN ('released', 'swept', 'done')) AND (f.id IS NULL OR f.state <> 'confirmed')`,
+        ),
+      ]);
+      return { balance: b.usdc ?? 0n, owed: BigInt(owed.rows[0]?.owed ?? 0) };
+    },
+    async mirror() {
+      const m = mirror.status();
+      const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
+      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
+    },
+    search: () => searchIndex.status(),
+    pool: () => ({ total: db.pool.totalCount, idle: db.pool.idleCount, waiting: db.pool.waitingCount }),
+    redis: () => (redis ? (redis.status === 'ready' ? 'ready' : 'down') : 'none'),
+  });
+}

@@ -1,0 +1,176 @@
+import { z } from 'zod';
+import type { CatalogAttachment, SearchIndex } from '@farebox/discovery';
+import type { Ledger } from '@farebox/ledger';
+import type { CatalogMirror, NetworkConfig, RegistryAgent, RegistryClient } from '@farebox/stellar';
+import { walletSigner, type LocalKeystore } from '@farebox/wallets';
+import type { User } from '../auth/accounts.js';
+import type { Db } from '../db.js';
+import { GatewayError } from '../errors.js';
+import { translated } from '../ledger-errors.js';
+import type { ManifestView } from '../manifests.js';
+import { checkEndpoint, type EndpointPolicy } from '../security/endpoint-guard.js';
+import { serviceView, type ServiceView } from '../views.js';
+import type { WalletProvisioning } from '../wallet-provisioning.js';
+import { parse, unknownField } from './input.js';
+import { requirePublisher } from './publisher-rule.js';
+
+/** A registry change this gateway made, with its transaction. */
+export type RegisteredService = ServiceView & { txHash: string; explorerUrl: string };
+
+/** The catalog: what is callable, and a publisher's own services on the registry. */
+export interface CatalogService {
+  /** Every service (newest first), or the search hits for `q` with their score. */
+  list(q?: string): Promise<Array<ServiceView & { score?: number }>>;
+  /** What the service says about its price (its pricing note), checked against the registry. */
+  manifest(name: string): Promise<ManifestView>;
+  /** The services the user registered through this gateway and still owns. */
+  mine(user: User): Promise<ServiceView[]>;
+  register(user: User, body: unknown): Promise<RegisteredService>;
+  update(user: User, service: string, body: unknown): Promise<RegisteredService>;
+  remove(user: User, service: string): Promise<{ service: string; removed: true; txHash: string; explorerUrl: string }>;
+}
+
+const RegisterSchema = z.strictObject(
+  {
+    service: z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)'),
+    pricePerCallLamports: z
+      .number({ error: 'pricePerCallLamports required (integer base units)' })
+      .int('pricePerCallLamports must be an integer (base units)')
+      .positive('pricePerCallLamports must be greater than 0')
+      .max(Number.MAX_SAFE_INTEGER, 'pricePerCallLamports too large'),
+    endpoint: z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)'),
+    description: z.string({ error: 'description required' }).max(512, 'description too long (max 512)'),
+  },
+  { error: unknownField },
+);
+
+const UpdateSchema = z.strictObject(
+  {
+    pricePerCallLamports: RegisterSchema.shape.pricePerCallLamports.optional(),
+    endpoint: RegisterSchema.shape.endpoint.optional(),
+    description: RegisterSchema.shape.description.optional(),
+  },
+  { error: unknownField },
+);
+
+export interface CatalogServiceDeps {
+  db: Db;
+  ledger: Ledger;
+  network: NetworkConfig;
+  registry: RegistryClient;
+  mirror: CatalogMirror;
+  searchIndex: SearchIndex;
+  /** The search index's link to the mirror, once started. */
+  attachment: () => CatalogAttachment<RegistryAgent> | undefined;
+  manifests: { get(agent: { service: string; owner: string; endpoint: string }): Promise<ManifestView> };
+  wallets: LocalKeystore;
+  provisioning: WalletProvisioning;
+  policy: EndpointPolicy;
+}
+
+export function createCatalogService(d: CatalogServiceDeps): CatalogService {
+  const { db, mirror, registry, network } = d;
+
+  async function serviceStatsByName(): Promise<Map<string, { calls: number; earned: bigint }>> {
+    const owners = [...new Set(mirror.list().map((a) => a.owner))];
+    const out = new Map<string, { calls: number; earned: bigint }>();
+    for (const owner of owners) {
+      for (const s of await d.ledger.serviceStats(owner)) out.set(`${owner}\u0000${s.service}`, { calls: s.calls, earned: s.earned });
+    }
+    return out;
+  }
+
+  async function ownedAgent(user: User, service: string): Promise<RegistryAgent> {
+    const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE service = $1 AND user_id = $2 AND removed_at IS NULL', [service, user.id]);
+    if (!rows[0]) throw new GatewayError('NOT_FOUND', 'service not found');
+    const agent = await translated(() => registry.getAgent(service));
+    if (!agent || agent.owner !== user.walletAddress) throw new GatewayError('NOT_FOUND', 'service not found');
+    return agent;
+  }
+
+  /** Confirms a service this gateway just changed on chain and waits until search shows the change. */
+  async function confirmed(service: string): Promise<RegistryAgent | undefined> {
+    const agent = await translated(() => mirror.confirm(service));
+    await d.attachment()?.idle();
+    return agent;
+  }
+
+  return {
+    async list(q) {
+      const stats = await serviceStatsByName();
+      const view = (a: RegistryAgent) => serviceView(a, stats.get(`${a.owner}\u0000${a.service}`));
+      if (q === undefined || q.trim() === '') return mirror.list().sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service)).map(view);
+      if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
+      const hits = await d.searchIndex.search(q, { limit: 50 });
+      return hits.flatMap((h) => {
+        const agent = mirror.get(h.id);
+        return agent ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
+      });
+    },
+    async manifest(name) {
+      const agent = mirror.get(name) ?? (await registry.getAgent(name).catch(() => null));
+      if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
+      return d.manifests.get({ service: agent.service, owner: agent.owner, endpoint: agent.endpoint });
+    },
+    async mine(user) {
+      const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE user_id = $1 AND removed_at IS NULL ORDER BY created_at DESC', [user.id]);
+      const stats = await serviceStatsByName();
+      const out: ServiceView[] = [];
+      for (const { service } of rows) {
+        const agent = mirror.get(service) ?? (await registry.getAgent(service).catch(() => null));
+        if (agent && agent.owner === user.walletAddress) out.push(serviceView(agent, stats.get(`${agent.owner}\u0000${agent.service}`)));
+      }
+      return out;
+    },
+    async register(user, body) {
+      requirePublisher(user);
+      const input = parse(RegisterSchema, body);
+      await checkEndpoint(input.endpoint, d.policy);
+      await translated(() => d.provisioning.ensure(user.walletAddress, user.id));
+      const { txHash } = await translated(() =>
+        registry.register(walletSigner(d.wallets, user.walletAddress), {
+          service: input.service,
+          pricePerCall: BigInt(input.pricePerCallLamports),
+          endpoint: input.endpoint,
+          description: input.description,
+        }),
+      );
+      await db.query(
+        `INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (service) DO UPDATE SET user_id = EXCLUDED.user_id, owner_wallet = EXCLUDED.owner_wallet, tx_hash = EXCLUDED.tx_hash, created_at = now(), removed_at = NULL`,
+        [input.service, user.id, user.walletAddress, txHash],
+      );
+      // Searchable on this gateway as soon as the answer returns; the chain event confirms it again later.
+      const agent = await confirmed(input.service);
+      if (!agent) throw new GatewayError('UPSTREAM', 'registration not visible on chain yet');
+      return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
+    },
+    async update(user, service, body) {
+      requirePublisher(user);
+      const input = parse(UpdateSchema, body);
+      if (input.pricePerCallLamports === undefined && input.endpoint === undefined && input.description === undefined) {
+        throw new GatewayError('BAD_REQUEST', 'nothing to update (pricePerCallLamports, endpoint or description)');
+      }
+      await ownedAgent(user, service);
+      if (input.endpoint !== undefined) await checkEndpoint(input.endpoint, d.policy);
+      const { txHash } = await translated(() =>
+        registry.update(walletSigner(d.wallets, user.walletAddress), service, {
+          ...(input.pricePerCallLamports !== undefined ? { pricePerCall: BigInt(input.pricePerCallLamports) } : {}),
+          ...(input.endpoint !== undefined ? { endpoint: input.endpoint } : {}),
+          ...(input.description !== undefined ? { description: input.description } : {}),
+        }),
+      );
+      const agent = await confirmed(service);
+      if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
+      return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
+    },
+    async remove(user, service) {
+      requirePublisher(user);
+      await ownedAgent(user, service);
+      const { txHash } = await translated(() => registry.deregister(walletSigner(d.wallets, user.walletAddress), service));
+      await db.query('UPDATE gw_services SET removed_at = now() WHERE service = $1 AND user_id = $2', [service, user.id]);
+      await confirmed(service).catch(() => undefined);
+      return { service, removed: true, txHash, explorerUrl: network.explorer.tx(txHash) };
+    },
+  };
+}
