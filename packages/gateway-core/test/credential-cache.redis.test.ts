@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CredentialCache, RedisInvalidationBus, type Principal } from '../src/index.js';
+import type { Principal } from '../src/auth/accounts.js';
+import { CredentialCache } from '../src/auth/credential-cache.js';
+import { RedisInvalidationBus } from '../src/auth/redis-invalidation.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const principal = (userId: string, keyId: string): Principal => ({

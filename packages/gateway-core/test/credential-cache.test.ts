@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CredentialCache, type Invalidation, type InvalidationBus, type Principal } from '../src/index.js';
+import type { Principal } from '../src/auth/accounts.js';
+import { CredentialCache, type Invalidation, type InvalidationBus } from '../src/auth/credential-cache.js';
 
 const principal = (userId: string, keyId: string, isPublisher = false): Principal => ({
   user: { id: userId, email: `${userId}@example.com`, walletAddress: 'GW', isPublisher, publisherName: null, createdAt: new Date(0) },

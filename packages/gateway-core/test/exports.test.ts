@@ -1,0 +1,26 @@
+import { expect, it } from 'vitest';
+import * as core from '@farebox/gateway-core';
+
+it('exports exactly the runtime names hosts use', () => {
+  expect(Object.keys(core).sort()).toEqual([
+    'GATEWAY_MIGRATIONS_DIR',
+    'GatewayError',
+    'HTTP_STATUS',
+    'LOG_LEVELS',
+    'MCP_TOOLS',
+    'MemoryRateLimitStore',
+    'RedisRateLimitStore',
+    'createGateway',
+    'createLogger',
+    'enforceRateLimit',
+    'grantOperator',
+    'legacySink',
+    'listOperators',
+    'oauthErrorBody',
+    'resolveGatewayConfig',
+    'revokeOperator',
+    'runMcpTool',
+    'safeEqual',
+    'verifyDisputeProof',
+  ]);
+});
