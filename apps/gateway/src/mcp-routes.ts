@@ -2,27 +2,16 @@ import express, { type Request, type Response } from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { inputError, jsonBody } from './body.js';
-import { enforceRateLimit, GatewayError, MCP_TOOLS, runMcpTool, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { enforceRateLimit, GatewayError, MCP_INSTRUCTIONS, registerGatewayMcpTools, type GatewayCore, type Principal } from '@farebox/gateway-core';
 
 export interface McpRoutesOptions {
   log?: (message: string, err?: unknown) => void;
 }
 
-const INSTRUCTIONS =
-  'Farebox lets you find and call paid services (AI agents, APIs, tools) and pay per call from the user\'s Farebox credits. ' +
-  'Use list_agents to find a service, then call_agent with its name and the service\'s input inside `payload`. ' +
-  'get_balance and get_transactions show what is left and what was spent.';
-
 /** One MCP server per request (stateless): the four tools, run as `principal`. */
 function mcpServer(core: GatewayCore, principal: Principal): McpServer {
-  const server = new McpServer({ name: 'farebox', title: 'Farebox', version: '0.1.0' }, { instructions: INSTRUCTIONS });
-  for (const tool of MCP_TOOLS) {
-    server.registerTool(
-      tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: { title: tool.title, ...tool.annotations } },
-      async (args: unknown) => runMcpTool(tool, core, principal, args),
-    );
-  }
+  const server = new McpServer({ name: 'farebox', title: 'Farebox', version: '0.1.0' }, { instructions: MCP_INSTRUCTIONS });
+  registerGatewayMcpTools(server, core, principal);
   return server;
 }
 

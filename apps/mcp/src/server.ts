@@ -1,11 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { PACKAGE_NAME, PACKAGE_VERSION, type AdapterConfig } from './config.js';
+import { ClientError, createGatewayClient, GatewayApiError } from '@farebox/client/gateway';
+import { MCP_INSTRUCTIONS, registerMcpTools, toolError } from '@farebox/client/mcp';
 import { createOAuthSession, oauthFetch, type OAuthSession, type OAuthSessionOptions } from '@farebox/client/oauth';
-import { INSTRUCTIONS, TOOL_DEFINITIONS } from './tools.js';
 
 export interface AdapterOptions {
   config: AdapterConfig;
@@ -25,79 +25,29 @@ export interface Adapter {
 
 type ToolResult = CallToolResult;
 
-const ok = (value: Record<string, unknown>): ToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value });
-const fail = (message: string, extra: Record<string, unknown> = {}): ToolResult => ({
-  content: [{ type: 'text', text: message }],
-  structuredContent: { error: message, ...extra },
-  isError: true,
-});
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** API-key mode: the tools over the REST API, shaped like the remote `/mcp` answers. */
+
+/**
+ * API-key mode: the tools of `@farebox/client/mcp` run here over the REST
+ * client (the remote `/mcp` takes OAuth tokens only). A refusal carries the
+ * gateway's message and the id of the request it answered.
+ */
 function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: string, doFetch: typeof fetch): void {
-  async function rest(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | unknown[] | undefined; requestId: string }> {
-    // Each request carries its own id: the gateway's logs (and the service's, for a call) are found by it.
-    const sent = randomUUID();
-    const res = await doFetch(`${config.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json', 'x-request-id': sent, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const requestId = res.headers.get('x-request-id') ?? sent;
-    const text = await res.text();
-    let json: Record<string, unknown> | unknown[] | undefined;
-    try {
-      json = text ? (JSON.parse(text) as Record<string, unknown> | unknown[]) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, json, requestId };
-  }
-  const errorOf = (r: { status: number; json: unknown; requestId: string }) => {
-    const body = r.json && typeof r.json === 'object' && !Array.isArray(r.json) ? (r.json as Record<string, unknown>) : {};
-    const message = typeof body.error === 'string' ? body.error : `the gateway answered HTTP ${r.status}`;
-    return fail(`${message} (request id ${r.requestId})`, { status: r.status, requestId: r.requestId, ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}) });
-  };
-  const guard = (fn: () => Promise<ToolResult>) =>
-    fn().catch((e: unknown) => fail(`cannot reach the Farebox gateway at ${config.url}: ${e instanceof Error ? e.message : String(e)}`));
-
-  const d = TOOL_DEFINITIONS;
-  server.registerTool('list_agents', { ...d.list_agents, annotations: { title: d.list_agents.title, ...d.list_agents.annotations } }, ({ query }) =>
-    guard(async () => {
-      const r = await rest('GET', `/v1/agents${query ? `?q=${encodeURIComponent(query)}` : ''}`);
-      if (r.status !== 200 || !Array.isArray(r.json)) return errorOf(r);
-      return ok({ services: r.json, count: r.json.length, ...(query ? { query } : {}) });
-    }),
-  );
-  server.registerTool('call_agent', { ...d.call_agent, annotations: { title: d.call_agent.title, ...d.call_agent.annotations } }, ({ service, payload }) =>
-    guard(async () => {
-      const r = await rest('POST', '/v1/call', { service, payload });
-      if (r.status !== 200 || !r.json || Array.isArray(r.json)) return errorOf(r);
-      const b = r.json;
-      return ok({
-        service,
-        result: b.result,
-        cost: b.cost,
-        paidWith: b.paidWith,
-        newBalance: b.newBalance,
-        ...(b.explorerUrl ? { explorerUrl: b.explorerUrl } : {}),
-        callId: b.callId,
-      });
-    }),
-  );
-  server.registerTool('get_balance', { ...d.get_balance, annotations: { title: d.get_balance.title, ...d.get_balance.annotations } }, () =>
-    guard(async () => {
-      const r = await rest('GET', '/v1/balance');
-      if (r.status !== 200 || !r.json || Array.isArray(r.json)) return errorOf(r);
-      return ok(r.json);
-    }),
-  );
-  server.registerTool('get_transactions', { ...d.get_transactions, annotations: { title: d.get_transactions.title, ...d.get_transactions.annotations } }, () =>
-    guard(async () => {
-      const r = await rest('GET', '/v1/transactions?limit=50');
-      if (r.status !== 200 || !Array.isArray(r.json)) return errorOf(r);
-      return ok({ transactions: r.json, count: r.json.length });
-    }),
-  );
+  // A paid call may take as long as the service does: the gateway bounds it.
+  const api = createGatewayClient({ baseUrl: config.url, apiKey, fetch: doFetch, timeoutMs: 10 * 60_000 });
+  registerMcpTools(server, api, {
+    onError(e) {
+      if (e instanceof GatewayApiError) {
+        const body = e.body && typeof e.body === 'object' && !Array.isArray(e.body) ? (e.body as Record<string, unknown>) : {};
+        const said = typeof body.error === 'string' ? body.error : `the gateway answered HTTP ${e.status}`;
+        const requestId = e.requestId ?? 'unknown';
+        return toolError(`${said} (request id ${requestId})`, { status: e.status, requestId, ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}) });
+      }
+      if (e instanceof ClientError && e.code === 'NETWORK') return toolError(`cannot reach the Farebox gateway at ${config.url}: ${e.message}`);
+      return toolError(`Farebox: ${message(e)}`);
+    },
+  });
 }
 
 /**
@@ -127,8 +77,6 @@ function upstream(config: AdapterConfig, session: OAuthSession, doFetch: typeof 
   };
 }
 
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
 /**
  * Creates the stdio adapter's MCP server: the four Farebox tools, bridged to
  * the gateway's `/mcp` with OAuth, or served over the REST API with an API key.
@@ -140,7 +88,7 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 export function createAdapter(options: AdapterOptions): Adapter {
   const { config } = options;
   const doFetch = options.fetch ?? fetch;
-  const server = new McpServer({ name: 'farebox', title: 'Farebox', version: PACKAGE_VERSION }, { instructions: INSTRUCTIONS, capabilities: { tools: {} } });
+  const server = new McpServer({ name: 'farebox', title: 'Farebox', version: PACKAGE_VERSION }, { instructions: MCP_INSTRUCTIONS, capabilities: { tools: {} } });
   if (config.apiKey) {
     registerRestTools(server, config, config.apiKey, doFetch);
     return { server, session: undefined, close: () => server.close() };
@@ -168,13 +116,13 @@ export function createAdapter(options: AdapterOptions): Adapter {
     try {
       client = await remote.connect();
     } catch (e) {
-      return fail(`Farebox: ${message(e)}`);
+      return toolError(`Farebox: ${message(e)}`);
     }
     try {
       return (await client.callTool(request.params)) as ToolResult;
     } catch (e) {
       if (e instanceof McpError) throw e;
-      return fail(`Farebox: ${message(e)}`);
+      return toolError(`Farebox: ${message(e)}`);
     }
   });
   return {

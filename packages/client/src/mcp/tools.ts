@@ -1,0 +1,179 @@
+import { z } from 'zod';
+
+/**
+ * What the MCP tools need from Farebox. Two implementations: the gateway core
+ * in process (the gateway's `/mcp`, for one signed-in principal) and the REST
+ * {@link GatewayClient} (the stdio adapter with an API key), which satisfies it
+ * as it is.
+ */
+export interface FareboxApi {
+  agents: {
+    list(): Promise<unknown[]>;
+    search(query: string): Promise<unknown[]>;
+  };
+  /** A paid call; a failure throws (and is refunded). */
+  call(service: string, payload: Record<string, unknown>): Promise<{ result: unknown; cost: unknown; paidWith: unknown; newBalance: unknown; explorerUrl?: string | undefined; callId?: string | undefined }>;
+  balance(): Promise<Record<string, unknown>>;
+  transactions(options?: { limit?: number }): Promise<unknown[]>;
+}
+
+/** The OAuth scope a connection needs for a tool (checked by the gateway's `/mcp`). */
+export type McpToolScope = 'agents:read' | 'agents:call' | 'account:read';
+
+/** An MCP tool result: JSON text content plus the same value as structured content. */
+export interface McpToolResult {
+  [key: string]: unknown;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: Shape;
+  annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint: boolean };
+  scope: McpToolScope;
+  run(api: FareboxApi, args: z.infer<z.ZodObject<Shape>>): Promise<Record<string, unknown>>;
+}
+
+/** The server instructions every Farebox MCP server sends at initialisation. */
+export const MCP_INSTRUCTIONS =
+  "Farebox lets you find and call paid services (AI agents, APIs, tools) and pay per call from the user's Farebox credits. " +
+  'Use list_agents to find a service, then call_agent with its name and the service\'s input inside `payload`. ' +
+  'get_balance and get_transactions show what is left and what was spent.';
+
+/** How many transactions `get_transactions` shows. */
+const TRANSACTIONS_SHOWN = 50;
+
+const listAgents: McpTool<{ query: z.ZodOptional<z.ZodString> }> = {
+  name: 'list_agents',
+  title: 'Find paid services',
+  description:
+    'Search the Farebox catalog of paid services (AI agents, APIs, tools) that call_agent can call. ' +
+    'Pass `query` as free text in any language (e.g. "translate to German", "weather forecast") to get the best matches first; ' +
+    'omit it to list the whole catalog. Each result has the service name to pass to call_agent, its description ' +
+    '(which says what input the service expects), its price per call in USDC, its endpoint and usage stats.',
+  inputSchema: { query: z.string().max(512).optional().describe('What you need, in plain words, any language. Omit to list every service.') },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  scope: 'agents:read',
+  async run(api, args) {
+    const services = args.query ? await api.agents.search(args.query) : await api.agents.list();
+    return { services, count: services.length, ...(args.query ? { query: args.query } : {}) };
+  },
+};
+
+const callAgent: McpTool<{ service: z.ZodString; payload: z.ZodRecord<z.ZodString, z.ZodUnknown> }> = {
+  name: 'call_agent',
+  title: 'Call a paid service',
+  description:
+    "Call a service from the catalog and pay its price from the user's Farebox credits. " +
+    "Put the service's own input inside `payload` as a JSON object, shaped as the service's description says " +
+    '(e.g. service "translate", payload {"text": "hello", "to": "de"}); do not put it at the top level. ' +
+    "Returns the service's result, what the call cost, the remaining balance, and an explorer link when an on-chain transaction was produced. " +
+    'A failed call is refunded. Use list_agents first to find the service name and its price.',
+  inputSchema: {
+    service: z.string().min(1).max(32).describe('The service name, exactly as list_agents returns it.'),
+    payload: z.record(z.string(), z.unknown()).describe("The service's input, a JSON object as its description asks for."),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  scope: 'agents:call',
+  async run(api, args) {
+    const r = await api.call(args.service, args.payload);
+    return {
+      service: args.service,
+      result: r.result,
+      cost: r.cost,
+      paidWith: r.paidWith,
+      newBalance: r.newBalance,
+      ...(r.explorerUrl ? { explorerUrl: r.explorerUrl } : {}),
+      callId: r.callId,
+    };
+  },
+};
+
+const getBalance: McpTool<Record<string, never>> = {
+  name: 'get_balance',
+  title: 'Check balance',
+  description: "The user's Farebox balance: credits (spent first by call_agent) in USD and base units (1 USDC = 10,000,000), the on-chain USDC wallet, and the total.",
+  inputSchema: {},
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  scope: 'account:read',
+  run: (api) => api.balance(),
+};
+
+const getTransactions: McpTool<Record<string, never>> = {
+  name: 'get_transactions',
+  title: 'Recent transactions',
+  description: "The user's most recent Farebox transactions, newest first: top-ups and paid calls, with amounts, the service called, status and explorer links when available.",
+  inputSchema: {},
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  scope: 'account:read',
+  async run(api) {
+    const transactions = await api.transactions({ limit: TRANSACTIONS_SHOWN });
+    return { transactions, count: transactions.length };
+  },
+};
+
+/** The four tools of the spec's table, in order. */
+export const MCP_TOOLS: readonly McpTool[] = [listAgents, callAgent, getBalance, getTransactions] as readonly McpTool[];
+
+export const toolResult = (value: Record<string, unknown>): McpToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value });
+
+export const toolError = (message: string, extra: Record<string, unknown> = {}): McpToolResult => ({
+  content: [{ type: 'text', text: message }],
+  structuredContent: { error: message, ...extra },
+  isError: true,
+});
+
+/** How a host runs the tools: its errors, and a check before each tool (the gateway's scope check). */
+export interface McpToolHost {
+  /** Turns a failure into a tool error; `undefined` rethrows it (a protocol error). */
+  onError(err: unknown): McpToolResult | undefined;
+  /** Runs before the tool (after argument validation); a throw goes to `onError`. */
+  before?(tool: McpTool): void;
+}
+
+/** Runs one tool: validates the arguments, runs it over `api`, and turns a failure into an MCP tool error. */
+export async function runMcpTool(tool: McpTool, api: FareboxApi, args: unknown, host: McpToolHost): Promise<McpToolResult> {
+  try {
+    host.before?.(tool);
+    const parsed = z.object(tool.inputSchema).safeParse(args ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return toolError(`invalid arguments: ${issue?.path.join('.') || 'input'}: ${issue?.message ?? 'invalid'}`);
+    }
+    return toolResult(await tool.run(api, parsed.data));
+  } catch (err) {
+    const result = host.onError(err);
+    if (result) return result;
+    throw err;
+  }
+}
+
+/** Where an MCP server registers its tools (the `McpServer` of `@modelcontextprotocol/sdk` has this method). */
+export interface ToolRegistry {
+  registerTool(
+    name: string,
+    config: { title: string; description: string; inputSchema: z.ZodRawShape; annotations: Record<string, unknown> },
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each SDK types the arguments from the schema
+    handler: (args: any) => Promise<McpToolResult>,
+  ): unknown;
+}
+
+/**
+ * Registers the four tools on an MCP server, run over `api`.
+ *
+ * @example
+ * registerMcpTools(server, createGatewayClient({ baseUrl, apiKey }), { onError: (e) => toolError(String(e)) });
+ */
+export function registerMcpTools(server: ToolRegistry, api: FareboxApi, host: McpToolHost): void {
+  for (const tool of MCP_TOOLS) {
+    server.registerTool(
+      tool.name,
+      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: { title: tool.title, ...tool.annotations } },
+      (args: unknown) => runMcpTool(tool, api, args, host),
+    );
+  }
+}
