@@ -7,6 +7,7 @@ import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
 import { mountOperatorRoutes } from './operator-routes.js';
 import { mountOperations, notePrincipal, requestContext, requestIdOf } from './observability.js';
+import { openApiDocument } from './openapi.js';
 
 export const SESSION_COOKIE = 'farebox_session';
 export const CSRF_COOKIE = 'farebox_csrf';
@@ -203,6 +204,13 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   mountOperations(app, core);
   app.get('/v1/platform/key', (_req, res) => {
     res.json(core.platform.key());
+  });
+  // The OpenAPI 3.1 document of this API (generated from @farebox/contract's table), naming this gateway as its server.
+  let openApi: Record<string, unknown> | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    openApi ??= openApiDocument({ serverUrl: core.config.publicOrigin });
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.json(openApi);
   });
   mountOperatorRoutes({ app, v1, core, who });
   app.use('/v1', v1);

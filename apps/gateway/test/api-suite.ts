@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkResponses, recordResponses } from './contract-kit.js';
 import { startHarness, type DbKind, type Harness, type TestUser } from './harness.js';
 
 async function rawServer(handler: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void): Promise<{ url: string; server: Server; hits: () => number }> {
@@ -19,6 +20,8 @@ export function apiSuite(kind: DbKind) {
   let h: Harness;
   let alice: TestUser;
   const servers: Server[] = [];
+  // Every response the suite gets from the gateway is kept for the contract check at the end.
+  const recorder = recordResponses(() => h?.url, () => expect.getState().currentTestName);
 
   beforeAll(async () => {
     h = await startHarness(kind);
@@ -27,6 +30,7 @@ export function apiSuite(kind: DbKind) {
   }, 120_000);
 
   afterAll(async () => {
+    recorder.stop();
     for (const s of servers) s.closeAllConnections(), s.close();
     await h?.close();
   });
@@ -443,6 +447,27 @@ export function apiSuite(kind: DbKind) {
       expect(secrets.length).toBeGreaterThan(10);
       const text = lines.join('\n');
       for (const secret of secrets) expect(text.includes(secret), `a log line holds ${secret.slice(0, 12)}…`).toBe(false);
+    });
+  });
+
+  describe('the contract (@farebox/contract, served as GET /openapi.json)', () => {
+    it('answers every request of this suite as its operation declares: status and body valid against the served OpenAPI document, no undocumented field', async () => {
+      const res = await fetch(`${h.url}/openapi.json`);
+      expect(res.status).toBe(200);
+      const doc = (await res.json()) as { openapi: string; servers: Array<{ url: string }> };
+      expect(doc.openapi).toBe('3.1.0');
+      expect(doc.servers).toEqual([{ url: h.url }]);
+      const responses = recorder.responses.filter((r) => !r.path.startsWith('/openapi.json'));
+      expect(responses.length).toBeGreaterThan(200);
+      const report = await checkResponses(doc, responses);
+      expect(report.violations).toEqual([]);
+      // Only the embedded devnet is outside the table here.
+      expect(report.unmatched.filter((u) => !u.split(' ')[1]!.startsWith('/devnet/'))).toEqual([]);
+      // What the suite exercised (each operation, with its statuses), all of it checked.
+      const ops = new Set([...report.checked].map((c) => c.split(' ')[0]));
+      for (const id of ['signup', 'login', 'logout', 'me', 'balance', 'topup', 'transactions', 'listAgents', 'agentManifest', 'call', 'listApiKeys', 'createApiKey', 'revokeApiKey', 'revokeOAuthConnection', 'activatePublisher', 'publisherOverview', 'publisherSettlements', 'publisherAnalytics', 'myAgents', 'registerAgent', 'updateAgent', 'removeAgent', 'platformStats', 'platformKey', 'health']) {
+        expect(ops, id).toContain(id);
+      }
     });
   });
 }

@@ -1,14 +1,10 @@
+import { findOperation, OAUTH_SCOPES, type OAuthScope } from '@farebox/contract';
 import type { Principal } from '../auth/accounts.js';
 import { GatewayError } from '../errors.js';
 
-/** What an OAuth connection may do; shown on the consent screen. */
-export const OAUTH_SCOPES = {
-  'agents:read': 'Search the catalog of paid services',
-  'agents:call': 'Call services, paid from your credits (within the daily limit you set)',
-  'account:read': 'See your balance and your recent transactions',
-} as const;
-
-export type OAuthScope = keyof typeof OAUTH_SCOPES;
+/** What an OAuth connection may do (shown on the consent screen): the contract's scopes. */
+export { OAUTH_SCOPES };
+export type { OAuthScope };
 
 export const SUPPORTED_SCOPES = Object.keys(OAUTH_SCOPES) as OAuthScope[];
 
@@ -34,20 +30,17 @@ export function tokenScopes(granted: string, own: string | null): OAuthScope[] {
   return SUPPORTED_SCOPES.filter((s) => grant.includes(s) && (asked === undefined || asked.includes(s)));
 }
 
-/** Which /v1 requests an OAuth access token may make, and the scope each needs. Everything else is refused. */
-const V1_ACCESS: Array<{ method: string; path: RegExp; scope: OAuthScope }> = [
-  { method: 'GET', path: /^\/agents\/?$/, scope: 'agents:read' },
-  { method: 'GET', path: /^\/agents\/[^/]+\/manifest\/?$/, scope: 'agents:read' },
-  { method: 'POST', path: /^\/call\/?$/, scope: 'agents:call' },
-  { method: 'GET', path: /^\/(me|balance|wallet|transactions)\/?$/, scope: 'account:read' },
-];
-
-/** Throws 403 unless an OAuth principal's scopes allow this /v1 request (`path` relative to /v1). */
+/**
+ * Throws 403 unless an OAuth principal's scopes allow this /v1 request (`path`
+ * relative to /v1). The rule is the contract's: an OAuth token may use exactly
+ * the operations whose auth names a scope, with that scope.
+ */
 export function checkOAuthAccess(principal: Principal, method: string, path: string): void {
   if (principal.via !== 'oauth') return;
-  const rule = V1_ACCESS.find((r) => r.method === method && r.path.test(path));
-  if (!rule) throw new GatewayError('FORBIDDEN', 'not available with an OAuth access token (use the dashboard or an API key)');
-  requireScope(principal, rule.scope);
+  const op = findOperation(method, `/v1${path}`);
+  const scope = op?.auth.kind === 'account' ? op.auth.oauthScope : undefined;
+  if (!scope) throw new GatewayError('FORBIDDEN', 'not available with an OAuth access token (use the dashboard or an API key)');
+  requireScope(principal, scope);
 }
 
 /** Throws 403 when an OAuth principal lacks `scope`; other credentials hold every scope. */

@@ -1,0 +1,106 @@
+import { z } from 'zod';
+
+/**
+ * Request parts: bodies, query strings, path parameters and headers. Messages
+ * are the gateway's (the spec's where it names one): a refusal answers
+ * `400 { error: <the first issue's message> }`.
+ */
+
+const unknownField = (iss: { code: string; keys?: string[] }) => (iss.code === 'unrecognized_keys' ? `unknown field: ${(iss.keys ?? []).join(', ')}` : undefined);
+
+/**
+ * An optional integer query parameter within [min, max] (absent or empty: the
+ * default): decimal digits only, else `invalid <name> (must be min <= n <= max)`.
+ * The value stays the string sent; the handler reads it with the same rule.
+ */
+export function intQuery(name: string, min: number, max: number, fallback: number) {
+  const message = `invalid ${name} (must be ${min} <= n <= ${max})`;
+  return z
+    .string()
+    .optional()
+    .superRefine((v, ctx) => {
+      if (v === undefined || v === '') return;
+      const n = /^-?\d+$/.test(v) ? Number(v) : Number.NaN;
+      if (!Number.isInteger(n) || n < min || n > max) ctx.addIssue({ code: 'custom', message });
+    })
+    .meta({ description: `${min} to ${max}, default ${fallback}`, type: 'integer', minimum: min, maximum: max, default: fallback } as Record<string, unknown>);
+}
+
+export const Credentials = z
+  .object({
+    email: z.string({ error: 'email required' }).max(254, 'email too long (max 254)'),
+    password: z.string({ error: 'password required' }).max(256, 'password too long (max 256)'),
+    /** Form posts only: where to go after signing in (a same-origin path). */
+    next: z.string().optional(),
+  })
+  .meta({ id: 'Credentials', description: 'E-mail and password (sign-up: password 8 to 256 characters). JSON or an HTML form.' });
+
+export const TopupBody = z.strictObject({ amount: z.number({ error: 'invalid amount (must be 0 < n <= 1000)' }).gt(0, 'invalid amount (must be 0 < n <= 1000)').lte(1000, 'invalid amount (must be 0 < n <= 1000)') }, { error: unknownField }).meta({
+  id: 'TopupBody',
+  description: 'USD, 0 < amount <= 1000 (a JSON number).',
+});
+
+export const CallBody = z
+  .strictObject(
+    {
+      service: z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)'),
+      /** The service's input ({} for none). */
+      payload: z.record(z.string(), z.unknown(), { error: "payload required (a JSON object: the service's input, {} for none)" }),
+    },
+    { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field${iss.keys.length > 1 ? 's' : ''}: ${iss.keys.join(', ')} (only service and payload are accepted; put the service's input inside payload)` : undefined) },
+  )
+  .meta({ id: 'CallBody', description: 'Exactly `{ service, payload }`: the service input goes inside `payload`.' });
+
+const ServiceName = z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)');
+const Price = z
+  .number({ error: 'pricePerCallLamports required (integer base units)' })
+  .int('pricePerCallLamports must be an integer (base units)')
+  .positive('pricePerCallLamports must be greater than 0')
+  .max(Number.MAX_SAFE_INTEGER, 'pricePerCallLamports too large');
+const Endpoint = z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)');
+const Description = z.string({ error: 'description required' }).max(512, 'description too long (max 512)');
+
+export const RegisterServiceBody = z
+  .strictObject({ service: ServiceName, pricePerCallLamports: Price, endpoint: Endpoint, description: Description }, { error: unknownField })
+  .meta({ id: 'RegisterServiceBody', description: 'A service registered from the account (signed by its wallet); the price in base units.' });
+
+export const UpdateServiceBody = z
+  .strictObject({ pricePerCallLamports: Price.optional(), endpoint: Endpoint.optional(), description: Description.optional() }, { error: unknownField })
+  .meta({ id: 'UpdateServiceBody', description: 'Any of the price, the endpoint and the description.' });
+
+export const NameBody = z
+  .object({ name: z.string({ error: 'name required' }).trim().min(1, 'name required').max(64, 'name too long (max 64)') })
+  .meta({ id: 'NameBody', description: 'A name, 1 to 64 characters.' });
+
+export const EmptyBody = z.object({}).meta({ id: 'EmptyBody' });
+
+export const OpenDisputeBody = z
+  .strictObject(
+    {
+      escrowId: z.string({ error: 'escrowId required' }),
+      proof: z.string({ error: 'proof required (a transaction signed by the funder, see docs/operator.md)' }).min(1, 'proof required').max(4096, 'proof too long'),
+      reason: z.string().max(500, 'reason too long (max 500)').optional(),
+    },
+    { error: unknownField },
+  )
+  .meta({ id: 'OpenDisputeBody', description: "A dispute on a direct escrow: the funder's signed proof is the credential." });
+
+export const ResolveDisputeBody = z
+  .strictObject({
+    action: z.enum(['refund', 'split'], { error: 'action must be refund or split' }),
+    payer_base_units: z.union([z.string(), z.number().int()]).optional(),
+    receiver_base_units: z.union([z.string(), z.number().int()]).optional(),
+  })
+  .meta({ id: 'ResolveDisputeBody', description: '`refund` (the whole balance back to the funder) or `split` (amounts in base units summing to the balance).' });
+
+export const IdempotencyHeaders = z.object({
+  'idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Makes a retry answer the first response (1 to 255 characters).' }),
+});
+
+export const CallHeaders = IdempotencyHeaders.extend({
+  'farebox-max-cost': z.string().optional().meta({ description: 'The most this call may cost, in USD (a dynamic price above it is refused).' }),
+});
+
+export const ServiceParams = z.object({ service: z.string() });
+export const IdParams = z.object({ id: z.string() });
+export const EscrowParams = z.object({ escrowId: z.string() });

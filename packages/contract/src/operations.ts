@@ -1,0 +1,524 @@
+import { z } from 'zod';
+import * as I from './inputs.js';
+import * as S from './schemas.js';
+
+/** What an OAuth connection may do; shown on the consent screen. */
+export const OAUTH_SCOPES = {
+  'agents:read': 'Search the catalog of paid services',
+  'agents:call': 'Call services, paid from your credits (within the daily limit you set)',
+  'account:read': 'See your balance and your recent transactions',
+} as const;
+
+export type OAuthScope = keyof typeof OAUTH_SCOPES;
+
+/**
+ * Who may call an operation.
+ * - `none`: no credential (rate-limited per IP).
+ * - `account`: a session cookie (with the CSRF token on writes) or an API key;
+ *   an OAuth access token only when `oauthScope` is set, and only with that scope.
+ * - `operator`: as `account` without OAuth, and the account must be an operator (403 otherwise, audited).
+ */
+export type Auth = { kind: 'none' } | { kind: 'account'; oauthScope?: OAuthScope } | { kind: 'operator' };
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface OperationInput {
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  headers?: z.ZodObject;
+}
+
+export interface Operation {
+  /** Unique, stable: the OpenAPI `operationId`. */
+  id: string;
+  method: HttpMethod;
+  /** Express-style path (`/v1/agents/:service`). */
+  path: string;
+  tag: 'accounts' | 'account' | 'catalog' | 'credentials' | 'publisher' | 'platform' | 'disputes' | 'operator';
+  summary: string;
+  auth: Auth;
+  input: OperationInput;
+  /** The success answer. */
+  status: 200 | 201;
+  output: z.ZodType;
+  /** Other successful answers (an existing dispute is 200, a new one 201). */
+  alsoStatus?: { status: 200 | 201; description: string };
+  /** HTML form posts are accepted too (answered with a 303 redirect). */
+  form?: boolean;
+  /** Error answers: status -> when. Every one is `{ error }` unless `errorBody` says otherwise. */
+  errors: Partial<Record<400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503, string>>;
+  errorBody?: z.ZodType;
+}
+
+const account = (oauthScope?: OAuthScope): Auth => (oauthScope ? { kind: 'account', oauthScope } : { kind: 'account' });
+const NONE: Auth = { kind: 'none' };
+const OPERATOR: Auth = { kind: 'operator' };
+
+const AUTH_ERRORS = {
+  401: 'missing or invalid credential (`authentication required`, `invalid credential`, `session expired`)',
+  403: 'a cookie write without the CSRF token or from another origin, or an OAuth token without the scope',
+  429: 'rate limit exceeded (`Retry-After`)',
+} as const;
+const OPERATOR_ERRORS = { ...AUTH_ERRORS, 403: 'not an operator (audited), or an OAuth token' } as const;
+const LIMIT = (name: string, min: number, max: number) => ({ 400: `invalid ${name} (must be ${min} <= n <= ${max})` });
+
+/** Identity helper that keeps each operation's literal types (for the typed client). */
+const op = <const O extends Operation>(o: O): O => o;
+
+/**
+ * Every REST operation of the gateway: `/auth`, `/v1`, the operator API and
+ * the platform routes. The gateway mounts this table, the OAuth scope rule and
+ * the OpenAPI document are derived from it, and `@farebox/client` builds its
+ * methods from it.
+ *
+ * Not in it: the OAuth authorization server (`/.well-known/*`, `/register`,
+ * `/authorize`, `/token`, `/revoke`: form-encoded RFC 6749/7591/7009/8414
+ * protocols), `/mcp` (JSON-RPC, MCP's own schema), `/metrics` (Prometheus
+ * text on its own listener or behind a token), the dashboard's static files
+ * and the embedded devnet.
+ */
+export const operations = {
+  // ---- accounts (browser sign-in) ---------------------------------------------
+  signup: op({
+    id: 'signup',
+    method: 'POST',
+    path: '/auth/signup',
+    tag: 'accounts',
+    summary: 'Create an account (sets the session cookie)',
+    auth: NONE,
+    form: true,
+    input: { body: I.Credentials },
+    status: 201,
+    output: S.SessionAccount,
+    errors: { 400: 'invalid e-mail or password', 403: 'foreign Host or Origin', 409: 'an account with this e-mail exists', 429: AUTH_ERRORS[429] },
+  }),
+  login: op({
+    id: 'login',
+    method: 'POST',
+    path: '/auth/login',
+    tag: 'accounts',
+    summary: 'Sign in (sets the session cookie)',
+    auth: NONE,
+    form: true,
+    input: { body: I.Credentials },
+    status: 200,
+    output: S.SessionAccount,
+    errors: { 400: 'e-mail or password missing', 401: 'invalid email or password', 403: 'foreign Host or Origin', 429: AUTH_ERRORS[429] },
+  }),
+  logout: op({
+    id: 'logout',
+    method: 'POST',
+    path: '/auth/logout',
+    tag: 'accounts',
+    summary: 'Sign out (clears the session cookies)',
+    auth: NONE,
+    form: true,
+    input: {},
+    status: 200,
+    output: S.LoggedOut,
+    errors: { 403: 'foreign Host or Origin, or a session without its CSRF token' },
+  }),
+
+  // ---- account -------------------------------------------------------------------
+  me: op({ id: 'me', method: 'GET', path: '/v1/me', tag: 'account', summary: 'The account and its balance', auth: account('account:read'), input: {}, status: 200, output: S.Account, errors: AUTH_ERRORS }),
+  balance: op({ id: 'balance', method: 'GET', path: '/v1/balance', tag: 'account', summary: 'Credits and wallet', auth: account('account:read'), input: {}, status: 200, output: S.Balance, errors: AUTH_ERRORS }),
+  wallet: op({ id: 'wallet', method: 'GET', path: '/v1/wallet', tag: 'account', summary: 'The on-chain wallet', auth: account('account:read'), input: {}, status: 200, output: S.Wallet, errors: AUTH_ERRORS }),
+  topup: op({
+    id: 'topup',
+    method: 'POST',
+    path: '/v1/topup',
+    tag: 'account',
+    summary: "Add credits (paid in USDC from the account's wallet, or free test credits)",
+    auth: account(),
+    input: { body: I.TopupBody, headers: I.IdempotencyHeaders },
+    status: 200,
+    output: S.TopupResult,
+    errors: {
+      ...AUTH_ERRORS,
+      400: 'invalid amount (must be 0 < n <= 1000); balance cap exceeded (max $10000); invalid Idempotency-Key',
+      402: 'insufficient USDC in your wallet: ...',
+      409: 'idempotency key reused with a different request; a request with this idempotency key is still in progress',
+      500: 'the payment was refused, or is submitted and not confirmed yet',
+      503: 'the wallet is still being set up (`Retry-After`)',
+    },
+  }),
+  transactions: op({
+    id: 'transactions',
+    method: 'GET',
+    path: '/v1/transactions',
+    tag: 'account',
+    summary: 'Top-ups and calls, newest first',
+    auth: account('account:read'),
+    input: { query: z.object({ limit: I.intQuery('limit', 1, 500, 50) }) },
+    status: 200,
+    output: z.array(S.Transaction),
+    errors: { ...AUTH_ERRORS, ...LIMIT('limit', 1, 500) },
+  }),
+
+  // ---- catalog and calls -----------------------------------------------------------
+  listAgents: op({
+    id: 'listAgents',
+    method: 'GET',
+    path: '/v1/agents',
+    tag: 'catalog',
+    summary: 'The catalog; with `q`, hybrid search ordered by relevance',
+    auth: account('agents:read'),
+    input: { query: z.object({ q: z.string().optional().meta({ description: 'free text, any language (at most 512 characters)' }) }) },
+    status: 200,
+    output: z.array(S.Service),
+    errors: { ...AUTH_ERRORS, 400: 'query too long (max 512)' },
+  }),
+  agentManifest: op({
+    id: 'agentManifest',
+    method: 'GET',
+    path: '/v1/agents/:service/manifest',
+    tag: 'catalog',
+    summary: "A service's own pricing note, from its /manifest",
+    auth: account('agents:read'),
+    input: { params: I.ServiceParams },
+    status: 200,
+    output: S.ServiceManifest,
+    errors: { ...AUTH_ERRORS, 400: 'malformed percent-encoding in the URL', 404: 'service not found', 500: 'service manifest unavailable: ...' },
+  }),
+  call: op({
+    id: 'call',
+    method: 'POST',
+    path: '/v1/call',
+    tag: 'catalog',
+    summary: 'Call a service, paid from credits (or the wallet)',
+    auth: account('agents:call'),
+    input: { body: I.CallBody, headers: I.CallHeaders },
+    status: 200,
+    output: S.CallResult,
+    errors: {
+      ...AUTH_ERRORS,
+      400: 'service required; payload required; an unknown-field message; invalid Farebox-Max-Cost; price exceeds Farebox-Max-Cost',
+      402: 'insufficient balance',
+      403: 'OAuth daily spending limit reached, or the token lacks agents:call',
+      404: 'service not found',
+      409: 'idempotency key reused with a different request; a request with this idempotency key is still in progress',
+      500: 'the service failed (refunded): the reason, callId and trace',
+    },
+    errorBody: S.CallError,
+  }),
+
+  // ---- credentials -------------------------------------------------------------------
+  listApiKeys: op({ id: 'listApiKeys', method: 'GET', path: '/v1/api-keys', tag: 'credentials', summary: 'Live API keys', auth: account(), input: {}, status: 200, output: z.array(S.ApiKey), errors: AUTH_ERRORS }),
+  createApiKey: op({
+    id: 'createApiKey',
+    method: 'POST',
+    path: '/v1/api-keys',
+    tag: 'credentials',
+    summary: 'Create an API key (the plain key is in this answer once)',
+    auth: account(),
+    input: { body: I.NameBody },
+    status: 201,
+    output: S.CreatedApiKey,
+    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64)' },
+  }),
+  revokeApiKey: op({
+    id: 'revokeApiKey',
+    method: 'DELETE',
+    path: '/v1/api-keys/:id',
+    tag: 'credentials',
+    summary: 'Revoke an API key',
+    auth: account(),
+    input: { params: I.IdParams },
+    status: 200,
+    output: S.Revoked,
+    errors: { ...AUTH_ERRORS, 404: 'api key not found' },
+  }),
+  listOAuthConnections: op({
+    id: 'listOAuthConnections',
+    method: 'GET',
+    path: '/v1/oauth/connections',
+    tag: 'credentials',
+    summary: 'Apps authorized through OAuth',
+    auth: account(),
+    input: {},
+    status: 200,
+    output: z.array(S.OAuthConnection),
+    errors: AUTH_ERRORS,
+  }),
+  revokeOAuthConnection: op({
+    id: 'revokeOAuthConnection',
+    method: 'DELETE',
+    path: '/v1/oauth/connections/:id',
+    tag: 'credentials',
+    summary: 'Disconnect an app (revokes its tokens)',
+    auth: account(),
+    input: { params: I.IdParams },
+    status: 200,
+    output: S.Revoked,
+    errors: { ...AUTH_ERRORS, 404: 'connection not found' },
+  }),
+
+  // ---- publisher ---------------------------------------------------------------------
+  activatePublisher: op({
+    id: 'activatePublisher',
+    method: 'POST',
+    path: '/v1/publisher/activate',
+    tag: 'publisher',
+    summary: 'Turn the account into a publisher',
+    auth: account(),
+    input: { body: I.NameBody },
+    status: 200,
+    output: S.PublisherActivation,
+    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64)' },
+  }),
+  publisherOverview: op({
+    id: 'publisherOverview',
+    method: 'GET',
+    path: '/v1/publisher/overview',
+    tag: 'publisher',
+    summary: 'Earnings, calls, services with stats, wallet',
+    auth: account(),
+    input: {},
+    status: 200,
+    output: S.PublisherOverview,
+    errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate)' },
+  }),
+  publisherSettlements: op({
+    id: 'publisherSettlements',
+    method: 'GET',
+    path: '/v1/publisher/settlements',
+    tag: 'publisher',
+    summary: 'Settlement batches, newest first',
+    auth: account(),
+    input: { query: z.object({ limit: I.intQuery('limit', 1, 200, 50) }) },
+    status: 200,
+    output: z.array(S.Settlement),
+    errors: { ...AUTH_ERRORS, ...LIMIT('limit', 1, 200), 403: 'activate publishing first (POST /v1/publisher/activate)' },
+  }),
+  publisherAnalytics: op({
+    id: 'publisherAnalytics',
+    method: 'GET',
+    path: '/v1/publisher/analytics',
+    tag: 'publisher',
+    summary: 'Daily earnings, oldest first',
+    auth: account(),
+    input: { query: z.object({ days: I.intQuery('days', 1, 90, 30) }) },
+    status: 200,
+    output: z.array(S.AnalyticsPoint),
+    errors: { ...AUTH_ERRORS, ...LIMIT('days', 1, 90), 403: 'activate publishing first (POST /v1/publisher/activate)' },
+  }),
+  publisherSettle: op({
+    id: 'publisherSettle',
+    method: 'POST',
+    path: '/v1/publisher/settle',
+    tag: 'publisher',
+    summary: "Close the caller's settlement cycle now and run it to the end",
+    auth: account(),
+    input: {},
+    status: 200,
+    output: S.SettleResult,
+    errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate)', 500: 'a settlement step failed' },
+  }),
+  myAgents: op({
+    id: 'myAgents',
+    method: 'GET',
+    path: '/v1/agents/mine',
+    tag: 'publisher',
+    summary: 'Services registered by this account',
+    auth: account(),
+    input: {},
+    status: 200,
+    output: z.array(S.Service),
+    errors: AUTH_ERRORS,
+  }),
+  registerAgent: op({
+    id: 'registerAgent',
+    method: 'POST',
+    path: '/v1/agents',
+    tag: 'publisher',
+    summary: "Register a service (signed by the account's wallet)",
+    auth: account(),
+    input: { body: I.RegisterServiceBody },
+    status: 201,
+    output: S.RegisteredService,
+    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field; endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
+  }),
+  updateAgent: op({
+    id: 'updateAgent',
+    method: 'PUT',
+    path: '/v1/agents/:service',
+    tag: 'publisher',
+    summary: 'Update a registered service',
+    auth: account(),
+    input: { params: I.ServiceParams, body: I.UpdateServiceBody },
+    status: 200,
+    output: S.RegisteredService,
+    errors: { ...AUTH_ERRORS, 400: 'nothing to update (pricePerCallLamports, endpoint or description); an invalid field', 403: 'activate publishing first (POST /v1/publisher/activate)', 404: 'service not found' },
+  }),
+  removeAgent: op({
+    id: 'removeAgent',
+    method: 'DELETE',
+    path: '/v1/agents/:service',
+    tag: 'publisher',
+    summary: 'Remove a registration',
+    auth: account(),
+    input: { params: I.ServiceParams },
+    status: 200,
+    output: S.RemovedService,
+    errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate)', 404: 'service not found' },
+  }),
+
+  // ---- platform ----------------------------------------------------------------------
+  platformStats: op({ id: 'platformStats', method: 'GET', path: '/v1/platform/stats', tag: 'platform', summary: 'Marketplace stats and platform revenue', auth: account(), input: {}, status: 200, output: S.PlatformStats, errors: AUTH_ERRORS }),
+  platformKey: op({ id: 'platformKey', method: 'GET', path: '/v1/platform/key', tag: 'platform', summary: "The platform's public key and network (no credential)", auth: NONE, input: {}, status: 200, output: S.PlatformKey, errors: {} }),
+  health: op({ id: 'health', method: 'GET', path: '/health', tag: 'platform', summary: 'Liveness (no credential)', auth: NONE, input: {}, status: 200, output: S.Health, errors: {} }),
+  ready: op({
+    id: 'ready',
+    method: 'GET',
+    path: '/health/ready',
+    tag: 'platform',
+    summary: 'Readiness: every dependency usable (no credential)',
+    auth: NONE,
+    input: {},
+    status: 200,
+    output: S.Readiness,
+    errors: { 503: 'not ready: the body is the Readiness object with the reasons' },
+    errorBody: S.Readiness,
+  }),
+
+  // ---- disputes (the funder's signed proof is the credential) ---------------------------
+  openDispute: op({
+    id: 'openDispute',
+    method: 'POST',
+    path: '/v1/disputes',
+    tag: 'disputes',
+    summary: 'Open a dispute on a direct escrow (201 new, 200 already open)',
+    auth: NONE,
+    input: { body: I.OpenDisputeBody },
+    status: 201,
+    alsoStatus: { status: 200, description: 'the dispute was already open' },
+    output: S.Dispute,
+    errors: { 400: 'a missing or invalid field, or a proof that does not verify', 409: 'the escrow cannot be disputed', 429: AUTH_ERRORS[429], 503: 'disputes are not enabled on this gateway' },
+  }),
+  disputeStatus: op({
+    id: 'disputeStatus',
+    method: 'GET',
+    path: '/v1/disputes/:escrowId',
+    tag: 'disputes',
+    summary: "A dispute's state",
+    auth: NONE,
+    input: { params: I.EscrowParams },
+    status: 200,
+    output: S.Dispute,
+    errors: { 404: 'dispute not found', 429: AUTH_ERRORS[429] },
+  }),
+
+  // ---- operator ------------------------------------------------------------------------
+  operatorWhoami: op({ id: 'operatorWhoami', method: 'GET', path: '/v1/operator/whoami', tag: 'operator', summary: 'Whether this account is an operator', auth: account(), input: {}, status: 200, output: S.OperatorWhoami, errors: AUTH_ERRORS }),
+  operatorDisputes: op({
+    id: 'operatorDisputes',
+    method: 'GET',
+    path: '/v1/operator/disputes',
+    tag: 'operator',
+    summary: 'Disputes by state',
+    auth: OPERATOR,
+    input: { query: z.object({ state: z.enum(['open', 'resolved', 'all']).optional().meta({ description: 'default open' }), limit: I.intQuery('limit', 1, 500, 100) }) },
+    status: 200,
+    output: z.array(S.Dispute),
+    errors: { ...OPERATOR_ERRORS, 400: 'state must be open, resolved or all; invalid limit (must be 1 <= n <= 500)' },
+  }),
+  operatorResolveDispute: op({
+    id: 'operatorResolveDispute',
+    method: 'POST',
+    path: '/v1/operator/disputes/:escrowId/resolve',
+    tag: 'operator',
+    summary: 'Resolve a dispute: refund or split',
+    auth: OPERATOR,
+    input: { params: I.EscrowParams, body: I.ResolveDisputeBody },
+    status: 200,
+    output: S.Dispute,
+    errors: { ...OPERATOR_ERRORS, 400: 'action must be refund or split; the split must sum exactly to the escrow balance', 404: 'dispute not found', 409: 'already resolved' },
+  }),
+  operatorTreasury: op({ id: 'operatorTreasury', method: 'GET', path: '/v1/operator/treasury', tag: 'operator', summary: 'Treasury balance against obligations', auth: OPERATOR, input: {}, status: 200, output: S.Treasury, errors: OPERATOR_ERRORS }),
+  operatorSettlements: op({
+    id: 'operatorSettlements',
+    method: 'GET',
+    path: '/v1/operator/settlements',
+    tag: 'operator',
+    summary: "Every publisher's settlement cycles, newest first",
+    auth: OPERATOR,
+    input: {
+      query: z.object({
+        state: z.string().optional().meta({ description: 'all (default), active, or one of open, closing, deployed, funded, released, swept, done, failed' }),
+        limit: I.intQuery('limit', 1, 200, 50),
+      }),
+    },
+    status: 200,
+    output: z.array(S.OperatorSettlement),
+    errors: { ...OPERATOR_ERRORS, 400: 'state must be all, active or one of ...; invalid limit (must be 1 <= n <= 200)' },
+  }),
+  operatorRetrySettlement: op({
+    id: 'operatorRetrySettlement',
+    method: 'POST',
+    path: '/v1/operator/settlements/:id/retry',
+    tag: 'operator',
+    summary: 'Drive an interrupted settlement cycle now',
+    auth: OPERATOR,
+    input: { params: I.IdParams },
+    status: 200,
+    output: S.SettlementRetry,
+    errors: { ...OPERATOR_ERRORS, 400: 'cycle id must be an integer', 404: 'settlement cycle not found', 409: 'the cycle is done or failed', 503: 'on-chain settlement is not enabled on this gateway' },
+  }),
+  operatorRevenue: op({
+    id: 'operatorRevenue',
+    method: 'GET',
+    path: '/v1/operator/revenue',
+    tag: 'operator',
+    summary: 'Platform fees per day',
+    auth: OPERATOR,
+    input: { query: z.object({ days: I.intQuery('days', 1, 365, 30) }) },
+    status: 200,
+    output: S.Revenue,
+    errors: { ...OPERATOR_ERRORS, ...LIMIT('days', 1, 365) },
+  }),
+  operatorAudit: op({
+    id: 'operatorAudit',
+    method: 'GET',
+    path: '/v1/operator/audit',
+    tag: 'operator',
+    summary: 'The audit log, newest first',
+    auth: OPERATOR,
+    input: { query: z.object({ limit: I.intQuery('limit', 1, 1000, 100) }) },
+    status: 200,
+    output: z.array(S.AuditEntry),
+    errors: { ...OPERATOR_ERRORS, ...LIMIT('limit', 1, 1000) },
+  }),
+} as const satisfies Record<string, Operation>;
+
+export type Operations = typeof operations;
+export type OperationId = keyof Operations;
+
+/** The table as a list, in declaration order. */
+export const operationList: readonly Operation[] = Object.values(operations);
+
+/** The OpenAPI form of an Express path: `/v1/agents/:service` -> `/v1/agents/{service}`. */
+export const openApiPath = (path: string): string => path.replace(/:([A-Za-z_]\w*)/g, '{$1}');
+
+/**
+ * The operation a request is for (method and path, the path without query),
+ * or undefined. Literal segments win over parameters (`/v1/agents/mine` is
+ * not `/v1/agents/:service`).
+ */
+export function findOperation(method: string, path: string): Operation | undefined {
+  const m = method.toUpperCase();
+  const parts = path.replace(/\/+$/, '').split('/');
+  let best: { op: Operation; params: number } | undefined;
+  for (const o of operationList) {
+    if (o.method !== m) continue;
+    const want = o.path.split('/');
+    if (want.length !== parts.length) continue;
+    let params = 0;
+    const ok = want.every((w, i) => {
+      if (w.startsWith(':')) return parts[i] !== '' && ++params > 0;
+      return w === parts[i];
+    });
+    if (ok && (!best || params < best.params)) best = { op: o, params };
+  }
+  return best?.op;
+}

@@ -1,0 +1,389 @@
+import { z } from 'zod';
+
+/**
+ * The resources of the gateway's REST API, as JSON. One schema per shape: a
+ * response field is added or changed here, and the gateway, its OpenAPI
+ * document and the typed client follow. Objects list every field the gateway
+ * sends (the contract test refuses an undocumented one); parsing strips
+ * fields a newer gateway adds.
+ */
+
+/** Base units (1 USDC = 10,000,000), as JSON numbers within 2^53. */
+export const BaseUnits = z.number().int();
+/** A timestamp, ISO 8601 in UTC. */
+const Timestamp = z.string().meta({ format: 'date-time' });
+/** A Stellar account address (`G...`). */
+const Address = z.string();
+
+/**
+ * The five twins of an amount: `<p>_base_units`, the legacy `<p>_lamports`
+ * (same base units), `<p>_asset_amount` and the legacy `<p>_sol` (USDC),
+ * `<p>_usd`.
+ */
+function amountFields<P extends string>(prefix: P) {
+  return {
+    [`${prefix}_base_units`]: BaseUnits,
+    [`${prefix}_lamports`]: BaseUnits,
+    [`${prefix}_asset_amount`]: z.number(),
+    [`${prefix}_sol`]: z.number(),
+    [`${prefix}_usd`]: z.number(),
+  } as Record<`${P}_base_units` | `${P}_lamports`, typeof BaseUnits> & Record<`${P}_asset_amount` | `${P}_sol` | `${P}_usd`, z.ZodNumber>;
+}
+
+/** Every error: one string field `error` (the spec's messages). */
+export const ErrorBody = z.object({ error: z.string() }).meta({ id: 'Error', description: 'Every error answer: `{ "error": message }`.' });
+
+/**
+ * `ok`; `provisioning` while a new account's wallet is still being created on
+ * chain (account, USDC trustline), when USDC sent to it would fail;
+ * `unavailable` when the settlement network did not answer (wallet figures 0).
+ */
+export const WalletStatus = z.enum(['ok', 'provisioning', 'unavailable']).meta({ id: 'WalletStatus' });
+
+export const Balance = z
+  .object({
+    asset: z.string(),
+    base_unit_name: z.string(),
+    ...amountFields('balance'),
+    ...amountFields('wallet'),
+    ...amountFields('total'),
+    wallet_status: WalletStatus,
+  })
+  .meta({ id: 'Balance', description: 'Credits, the on-chain wallet and their sum.' });
+
+export const Account = Balance.extend({
+  id: z.string(),
+  email: z.string(),
+  custodial_wallet: Address,
+  is_publisher: z.boolean(),
+  publisher_name: z.string().nullable(),
+  created_at: Timestamp,
+}).meta({ id: 'Account', description: 'The account, with the Balance fields.' });
+
+export const SessionAccount = Account.extend({
+  /** Echo it in `X-CSRF-Token` on writes made with the session cookie. */
+  csrf_token: z.string(),
+}).meta({ id: 'SessionAccount', description: 'The Account, plus the CSRF token of the new session.' });
+
+export const Wallet = z
+  .object({
+    pubkey: Address,
+    asset: z.string(),
+    asset_issuer: Address,
+    base_units: BaseUnits,
+    lamports: BaseUnits,
+    asset_amount: z.number(),
+    sol: z.number(),
+    status: WalletStatus,
+    explorer_url: z.string(),
+    master_wallet: Address,
+  })
+  .meta({ id: 'Wallet', description: "The account's on-chain wallet." });
+
+export const Transaction = z
+  .object({
+    id: z.string(),
+    type: z.enum(['topup', 'call']),
+    amount_lamports: BaseUnits,
+    amount_base_units: BaseUnits,
+    amount_usd: z.number(),
+    service: z.string().nullable(),
+    /** A paid top-up's payment (also while `pending`: the submitted hash); a call's settlement funding transaction. */
+    tx_signature: z.string().nullable(),
+    explorer_url: z.string().nullable(),
+    status: z.enum(['pending', 'completed', 'refunded', 'failed']),
+    /** `wallet` for a top-up paid from the wallet (and calls paid from it), `credit` for calls paid with credits. */
+    paid_with: z.string().nullable(),
+    /** `signup`, `free:...` for free top-ups, a failed payment's reason. */
+    note: z.string().nullable(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'Transaction', description: 'A top-up or a call, newest first in lists.' });
+
+export const TopupResult = Balance.extend({ topup: Transaction }).meta({ id: 'TopupResult', description: 'The new Balance and the top-up.' });
+
+export const Service = z
+  .object({
+    service: z.string(),
+    /** USDC per call. */
+    pricePerCall: z.number(),
+    pricePerCallBaseUnits: BaseUnits,
+    pricePerCallLamports: BaseUnits,
+    description: z.string(),
+    endpoint: z.string(),
+    ownerWallet: Address,
+    acceptedToken: z.string(),
+    totalCalls: z.number().int(),
+    totalEarned: z.number(),
+    /** Unix time, seconds. */
+    createdAt: z.number().int(),
+    source: z.string(),
+    /** Relevance, with a query. */
+    score: z.number().optional(),
+  })
+  .meta({ id: 'Service', description: 'A catalog item.' });
+
+export const RegisteredService = Service.extend({ txHash: z.string(), explorerUrl: z.string() }).meta({ id: 'RegisteredService', description: 'A service as registered or updated, with the on-chain transaction.' });
+
+export const RemovedService = z.object({ service: z.string(), removed: z.literal(true), txHash: z.string(), explorerUrl: z.string() }).meta({ id: 'RemovedService' });
+
+export const ServiceManifest = z
+  .object({
+    service: z.string(),
+    pricing_note: z.string().nullable(),
+    dynamic_pricing: z.boolean(),
+    payments: z.array(z.string()),
+    manifest_url: z.string(),
+    fetched_at: Timestamp,
+  })
+  .meta({ id: 'ServiceManifest', description: "What a service's own `/manifest` says about its price, checked against the registry." });
+
+/** `{ lamports, base_units, usd }`: `cost` and `newBalance` of a call result, settlement amounts. */
+export const Cost = z.object({ lamports: BaseUnits, base_units: BaseUnits, usd: z.number() }).meta({ id: 'Cost' });
+
+export const TraceStep = z
+  .object({
+    name: z.string(),
+    status: z.enum(['ok', 'failed', 'skipped']),
+    startedAt: Timestamp,
+    durationMs: z.number(),
+    detail: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'TraceStep' });
+
+export const Trace = z.object({ steps: z.array(TraceStep) }).meta({ id: 'Trace' });
+
+export const CallResult = z
+  .object({
+    result: z.unknown(),
+    cost: Cost,
+    paidWith: z.enum(['credit', 'wallet']),
+    mode: z.enum(['platform-signed', 'wallet-escrow']),
+    newBalance: Cost,
+    /** The on-chain transaction of this call, when one was produced. */
+    explorerUrl: z.string().optional(),
+    callId: z.string(),
+    trace: Trace,
+  })
+  .meta({ id: 'CallResult' });
+
+/** A failed call: refunded; the reason, the call id and the trace. */
+export const CallError = ErrorBody.extend({
+  callId: z.string().optional(),
+  paidWith: z.string().optional(),
+  mode: z.string().optional(),
+  escrowId: z.string().optional(),
+  trace: Trace.optional(),
+}).meta({ id: 'CallError', description: 'A failed call (refunded): the reason, and the call id and trace once the call started.' });
+
+export const ApiKey = z
+  .object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
+  .meta({ id: 'ApiKey', description: 'An API key record (never the key).' });
+
+export const CreatedApiKey = z
+  .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), created_at: Timestamp })
+  .meta({ id: 'CreatedApiKey', description: 'A new API key: `key` is shown this once.' });
+
+export const Revoked = z.object({ id: z.string(), revoked: z.literal(true) }).meta({ id: 'Revoked' });
+
+export const OAuthConnection = z
+  .object({
+    id: z.string(),
+    client_id: z.string(),
+    client_name: z.string(),
+    scopes: z.array(z.string()),
+    daily_limit_usd: z.number().nullable(),
+    daily_limit_base_units: BaseUnits.nullable(),
+    spent_today_usd: z.number(),
+    spent_today_base_units: BaseUnits,
+    created_at: Timestamp,
+    last_used_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'OAuthConnection', description: 'An app authorized through OAuth, with its spending today (UTC).' });
+
+export const PublisherActivation = z
+  .object({ is_publisher: z.literal(true), publisher_name: z.string(), payout_wallet: Address, wallet_status: WalletStatus })
+  .meta({ id: 'PublisherActivation' });
+
+export const Fee = z.object({ pct: z.number() });
+
+export const PublisherOverview = z
+  .object({
+    publisher_name: z.string().nullable(),
+    payout_wallet: Address,
+    wallet_status: WalletStatus,
+    fee: Fee,
+    calls: z.number().int(),
+    ...amountFields('earned'),
+    ...amountFields('pending'),
+    ...amountFields('settled'),
+    ...amountFields('gross'),
+    ...amountFields('fee'),
+    services: z.array(Service),
+    ...amountFields('wallet'),
+  })
+  .meta({ id: 'PublisherOverview', description: 'Earnings (net of the fee), pending and settled, the services with their stats, the wallet.' });
+
+const SettlementTransaction = z.object({
+  step: z.string(),
+  tx_hash: z.string(),
+  explorer_url: z.string(),
+  lamports: BaseUnits.optional(),
+  base_units: BaseUnits.optional(),
+  usd: z.number().optional(),
+  batch_id: z.string().optional(),
+});
+
+export const Settlement = z
+  .object({
+    id: z.string(),
+    state: z.string(),
+    escrow_id: z.string().nullable(),
+    escrow_url: z.string().nullable(),
+    receiver: Address,
+    calls: z.number().int(),
+    fee: Cost.extend({ pct: z.number() }),
+    gross: Cost,
+    net: Cost,
+    funded: Cost,
+    paid: Cost,
+    opened_at: Timestamp,
+    closed_at: Timestamp.nullable(),
+    settled_at: Timestamp.nullable(),
+    error: z.string().nullable(),
+    transactions: z.array(SettlementTransaction),
+    steps: z.array(z.object({ from: z.string().nullable(), to: z.string(), tx_hash: z.string().nullable(), at: Timestamp })),
+  })
+  .meta({ id: 'Settlement', description: 'One settlement cycle (batch) of one publisher owner.' });
+
+export const SettleResult = z
+  .object({ settled: z.boolean(), message: z.string().optional(), settlement: z.union([Settlement, z.null()]) })
+  .meta({ id: 'SettleResult', description: "The caller's cycle, closed and run to the end; `settled: false` with a message when there was nothing to settle." });
+
+export const AnalyticsPoint = z
+  .object({ day: z.string(), calls: z.number().int(), earned_base_units: BaseUnits, earned_lamports: BaseUnits, earned_asset: z.number(), earned_sol: z.number(), earned_usd: z.number() })
+  .meta({ id: 'AnalyticsPoint', description: 'One UTC day, net of the fee.' });
+
+export const PlatformStats = z
+  .object({
+    services: z.number().int(),
+    accounts: z.number().int(),
+    calls: z.number().int(),
+    ...amountFields('volume'),
+    ...amountFields('revenue'),
+    ...amountFields('publisher_earnings'),
+    ...amountFields('credits_outstanding'),
+    ...amountFields('held'),
+    fee: Fee,
+  })
+  .meta({ id: 'PlatformStats' });
+
+export const PlatformKey = z
+  .object({
+    publicKey: z.string(),
+    network: z.string(),
+    x402Network: z.string(),
+    passphrase: z.string(),
+    rpcUrl: z.string(),
+    horizonUrl: z.string(),
+    friendbotUrl: z.string().nullable(),
+    registryContractId: z.string().nullable(),
+    usdc: z.object({ code: z.string(), issuer: Address, contractId: z.string().optional() }),
+    explorerUrl: z.string(),
+    treasury: Address,
+    feePct: z.number(),
+    /** `wallet`: top-ups are paid in USDC from the account's wallet; `free`: unpaid test credits. */
+    topups: z.enum(['wallet', 'free']),
+  })
+  .meta({ id: 'PlatformKey', description: "The platform's certificate public key and network settings." });
+
+export const Health = z
+  .object({
+    ok: z.boolean(),
+    service: z.string(),
+    network: z.string(),
+    database: z.string(),
+    search: z.looseObject({ mode: z.enum(['hybrid', 'keyword-only']), reason: z.string().optional() }),
+    catalog: z.object({ services: z.number().int() }),
+    rate_limits: z.string(),
+    uptime_s: z.number(),
+  })
+  .meta({ id: 'Health' });
+
+export const Readiness = z
+  .object({ ready: z.boolean(), reasons: z.array(z.string()), checks: z.record(z.string(), z.string()) })
+  .meta({ id: 'Readiness', description: 'Whether this gateway can serve traffic, per dependency.' });
+
+export const LoggedOut = z.object({ ok: z.literal(true) }).meta({ id: 'LoggedOut' });
+
+const AddressAmount = z.object({ address: Address, base_units: BaseUnits });
+
+export const Dispute = z
+  .object({
+    escrow_id: z.string(),
+    state: z.enum(['open', 'resolved']),
+    served: z.boolean(),
+    reason: z.string(),
+    requested_by: Address,
+    receiver: Address,
+    engagement_id: z.string(),
+    ...amountFields('amount'),
+    funders: z.array(AddressAmount),
+    opened_at: Timestamp,
+    escrow_created_at: Timestamp.nullable(),
+    dispute_tx: z.string().nullable(),
+    dispute_explorer_url: z.string().nullable(),
+    resolution: z.enum(['refund', 'split']).nullable(),
+    distributions: z.array(AddressAmount).nullable(),
+    resolve_tx: z.string().nullable(),
+    resolve_explorer_url: z.string().nullable(),
+    resolved_by: z.string().nullable(),
+    resolved_at: Timestamp.nullable(),
+    error: z.string().nullable(),
+    escrow_explorer_url: z.string(),
+  })
+  .meta({ id: 'Dispute', description: 'A dispute on a direct escrow.' });
+
+/** An operator amount: exact base units as a string, USDC and USD. */
+export const Money = z.object({ base_units: z.string(), usdc: z.string(), usd: z.number() }).meta({ id: 'Money' });
+
+export const OperatorWhoami = z.object({ operator: z.boolean(), email: z.string() }).meta({ id: 'OperatorWhoami' });
+
+export const Treasury = z
+  .object({
+    address: Address,
+    explorer_url: z.string(),
+    network: z.string(),
+    status: z.enum(['ok', 'not_created', 'unavailable']),
+    balance: Money,
+    owed_to_publishers: Money,
+    to_fund: Money,
+    in_escrows: Money,
+    escrows_on_chain: Money.extend({ cycles: z.number().int(), unavailable: z.boolean() }),
+    surplus: Money,
+    covered: z.boolean(),
+    credits_outstanding: Money,
+    open_disputes: Money.extend({ count: z.number().int() }),
+    publishers: z.array(z.object({ owner: Address, calls: z.number().int(), owed: Money, to_fund: Money, in_escrow: Money })),
+    at: Timestamp,
+  })
+  .meta({ id: 'Treasury', description: "The treasury's on-chain balance against what it owes publishers." });
+
+export const OperatorSettlement = Settlement.extend({
+  publisher_owner: Address,
+  updated_at: Timestamp,
+  stalled: z.boolean(),
+  last_failure: z.object({ message: z.string(), at: Timestamp }).nullable(),
+}).meta({ id: 'OperatorSettlement' });
+
+export const SettlementRetry = z
+  .object({ id: z.string(), from: z.string(), state: z.string(), moved: z.boolean(), error: z.string().nullable(), settlement: Settlement })
+  .meta({ id: 'SettlementRetry' });
+
+export const Revenue = z
+  .object({ days: z.number().int(), total: Money, points: z.array(z.object({ day: z.string(), calls: z.number().int(), volume: Money, revenue: Money })) })
+  .meta({ id: 'Revenue', description: 'Platform fees per UTC day, oldest first.' });
+
+export const AuditEntry = z
+  .object({ id: z.string(), at: Timestamp, actor: z.string(), action: z.string(), target: z.string().nullable(), outcome: z.enum(['ok', 'denied', 'failed']), detail: z.record(z.string(), z.unknown()) })
+  .meta({ id: 'AuditEntry' });

@@ -1,0 +1,13 @@
+import { describe, expect, it } from 'vitest';
+import * as contract from '../src/index.js';
+
+describe('public surface', () => {
+  it('exports exactly these names', () => {
+    expect(Object.keys(contract).sort()).toEqual(['OAUTH_SCOPES', 'findOperation', 'inputs', 'openApiPath', 'operationList', 'operations', 'schemas']);
+  });
+
+  it('depends on zod only (runtime-neutral)', async () => {
+    const pkg = (await import('../package.json', { with: { type: 'json' } })).default as { dependencies: Record<string, string> };
+    expect(Object.keys(pkg.dependencies)).toEqual(['zod']);
+  });
+});

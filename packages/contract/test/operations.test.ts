@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { findOperation, inputs, openApiPath, operationList, operations, schemas } from '../src/index.js';
+
+describe('the operation table', () => {
+  it('has unique ids and unique method + path pairs, each id its key', () => {
+    expect(new Set(operationList.map((o) => o.id)).size).toBe(operationList.length);
+    expect(new Set(operationList.map((o) => `${o.method} ${o.path}`)).size).toBe(operationList.length);
+    for (const [key, o] of Object.entries(operations)) expect(o.id).toBe(key);
+  });
+
+  it('covers every route of the spec, /auth, the operator API and the platform routes', () => {
+    const routes = operationList.map((o) => `${o.method} ${o.path}`);
+    for (const r of [
+      'GET /v1/me', 'GET /v1/balance', 'GET /v1/wallet', 'POST /v1/topup', 'GET /v1/agents', 'POST /v1/call', 'GET /v1/transactions',
+      'GET /v1/api-keys', 'POST /v1/api-keys', 'DELETE /v1/api-keys/:id', 'GET /v1/oauth/connections', 'DELETE /v1/oauth/connections/:id',
+      'POST /v1/publisher/activate', 'GET /v1/publisher/overview', 'GET /v1/publisher/settlements', 'GET /v1/publisher/analytics',
+      'GET /v1/agents/mine', 'POST /v1/agents', 'PUT /v1/agents/:service', 'DELETE /v1/agents/:service', 'GET /v1/platform/stats', 'GET /health',
+      'POST /auth/signup', 'POST /auth/login', 'POST /auth/logout', 'GET /v1/platform/key', 'GET /v1/agents/:service/manifest',
+      'POST /v1/disputes', 'GET /v1/disputes/:escrowId', 'GET /v1/operator/whoami', 'GET /v1/operator/treasury', 'POST /v1/operator/settlements/:id/retry',
+    ]) expect(routes).toContain(r);
+  });
+
+  it('lets an OAuth token use exactly the catalog, calls and account reads, each with its scope', () => {
+    const oauth = operationList.filter((o) => o.auth.kind === 'account' && o.auth.oauthScope).map((o) => `${o.method} ${o.path} ${(o.auth as { oauthScope: string }).oauthScope}`);
+    expect(oauth.sort()).toEqual(
+      [
+        'GET /v1/agents agents:read',
+        'GET /v1/agents/:service/manifest agents:read',
+        'POST /v1/call agents:call',
+        'GET /v1/me account:read',
+        'GET /v1/balance account:read',
+        'GET /v1/wallet account:read',
+        'GET /v1/transactions account:read',
+      ].sort(),
+    );
+  });
+
+  it('finds the operation of a request, literal segments before parameters', () => {
+    expect(findOperation('GET', '/v1/agents/mine')?.id).toBe('myAgents');
+    expect(findOperation('GET', '/v1/agents/echo/manifest')?.id).toBe('agentManifest');
+    expect(findOperation('delete', '/v1/agents/echo/')?.id).toBe('removeAgent');
+    expect(findOperation('GET', '/v1/agents/')?.id).toBe('listAgents');
+    expect(findOperation('POST', '/v1/me')).toBeUndefined();
+    expect(findOperation('GET', '/v1/agents/a/b')).toBeUndefined();
+    expect(openApiPath('/v1/operator/disputes/:escrowId/resolve')).toBe('/v1/operator/disputes/{escrowId}/resolve');
+  });
+});
+
+describe('input schemas give the spec messages', () => {
+  const first = (r: { success: boolean; error?: { issues: Array<{ message: string }> } }) => (r.success ? 'ok' : r.error!.issues[0]!.message);
+
+  it('POST /v1/call', () => {
+    expect(first(inputs.CallBody.safeParse({ payload: {} }))).toBe('service required');
+    expect(first(inputs.CallBody.safeParse({ service: 'echo' }))).toBe("payload required (a JSON object: the service's input, {} for none)");
+    expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: {}, text: 'hi' }))).toBe("unknown field: text (only service and payload are accepted; put the service's input inside payload)");
+    expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: { text: 'hi' } }))).toBe('ok');
+  });
+
+  it('POST /v1/topup, POST /v1/api-keys and the limit query', () => {
+    for (const amount of [0, -1, 1000.01, '5']) expect(first(inputs.TopupBody.safeParse({ amount }))).toBe('invalid amount (must be 0 < n <= 1000)');
+    expect(first(inputs.TopupBody.safeParse({ amount: 1000 }))).toBe('ok');
+    expect(first(inputs.NameBody.safeParse({}))).toBe('name required');
+    expect(first(inputs.NameBody.safeParse({ name: 'x'.repeat(65) }))).toBe('name too long (max 64)');
+    const limit = inputs.intQuery('limit', 1, 500, 50);
+    for (const v of ['0', '501', 'abc', '1.5', ' 5']) expect(first(limit.safeParse(v))).toBe('invalid limit (must be 1 <= n <= 500)');
+    for (const v of [undefined, '', '1', '500']) expect(first(limit.safeParse(v))).toBe('ok');
+  });
+
+  it('output schemas accept what the spec shows and strip what they do not know', () => {
+    const balance = {
+      asset: 'USDC', base_unit_name: 'stroops', wallet_status: 'ok',
+      ...Object.fromEntries(['balance', 'wallet', 'total'].flatMap((p) => ['base_units', 'lamports', 'asset_amount', 'sol', 'usd'].map((s) => [`${p}_${s}`, 1]))),
+    };
+    expect(schemas.Balance.parse({ ...balance, newer_field: 1 })).toEqual(balance);
+    expect(schemas.Balance.safeParse({ ...balance, wallet_status: undefined }).success).toBe(false);
+  });
+});
