@@ -1,47 +1,6 @@
 #!/usr/bin/env node
 // `farebox-gateway`: starts the gateway (PGlite or DATABASE_URL, the embedded
 // devnet on the local network) and prints where everything is.
-import { ConfigError } from '@farebox/protocol';
-import { createLogger, LOG_LEVELS, type LogLevel } from '@farebox/gateway-core';
-import pretty from 'pino-pretty';
-import { startGateway, type RunningGateway } from './server.js';
+import { runGateway } from './run.js';
 
-// Everything the gateway writes (database, keystore, cursors, devnet state) is
-// for this user only: files 0600, directories 0700.
-process.umask(0o077);
-
-// JSON lines for log shippers; readable lines when a terminal is attached
-// (FAREBOX_LOG_PRETTY=true|false decides instead; `npm start` passes its own terminal's answer).
-const level = process.env.FAREBOX_LOG_LEVEL || 'info';
-const prettyLogs = process.env.FAREBOX_LOG_PRETTY ? process.env.FAREBOX_LOG_PRETTY === 'true' : process.stdout.isTTY === true;
-const logger = (LOG_LEVELS as readonly string[]).includes(level)
-  ? createLogger({ level: level as LogLevel, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : {}) })
-  : undefined; // an invalid level is reported with every other configuration problem
-
-let gw: RunningGateway;
-try {
-  gw = await startGateway(logger ? { logger } : {});
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err;
-  // Every problem at once, one per line (docs/production.md says what each setting is for).
-  console.error(`farebox-gateway: refusing to start, the configuration is unsafe or invalid:\n${err.problems.map((p) => `  - ${p}`).join('\n')}`);
-  process.exit(1);
-}
-const key = gw.core.platform.key();
-console.log(`Farebox gateway   ${gw.url}`);
-console.log(`  health          ${gw.url}/health`);
-console.log(`  platform key    ${key.publicKey} (${key.network})`);
-if (gw.devnet) console.log(`  devnet          ${gw.devnet.url} (explorer ${gw.devnet.url}/explorer/local)`);
-console.log(`  database        ${gw.core.db.kind}`);
-
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    gw.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
+await runGateway();

@@ -5,6 +5,9 @@ import { fileURLToPath } from 'node:url';
 /** `farebox-gateway` as an operator runs it (src/main.ts through tsx, the workspace's sources). */
 export const GATEWAY_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
+/** The crash tests' entry: `farebox-gateway` that kills itself at a named point (its first argument). */
+export const CRASH_MAIN = fileURLToPath(new URL('./crash-main.ts', import.meta.url));
+
 /** A port nothing listens on now. */
 export async function freePort(): Promise<number> {
   const s = createNetServer();
@@ -24,9 +27,13 @@ export interface GatewayProcess {
   output(): string;
 }
 
-/** Starts the gateway in its own process with exactly `env` (and PATH). */
-export function spawnGateway(env: Record<string, string>): GatewayProcess {
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', GATEWAY_MAIN], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts the gateway in its own process with exactly `env` (and PATH); with
+ * `crashAt`, through the crash tests' entry, which kills it at that point.
+ */
+export function spawnGateway(env: Record<string, string>, options: { crashAt?: string } = {}): GatewayProcess {
+  const entry = options.crashAt ? [CRASH_MAIN, options.crashAt] : [GATEWAY_MAIN];
+  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', ...entry], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   child.stdout!.on('data', (d) => (out += d));

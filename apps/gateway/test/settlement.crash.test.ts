@@ -30,8 +30,7 @@ async function startChild(crashAt?: string): Promise<{ child: ChildProcess; url:
     // The test's service listens on 127.0.0.1; warnings only in the output it reads.
     FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
     FAREBOX_LOG_LEVEL: 'warn',
-    ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}),
-  });
+  }, crashAt ? { crashAt } : {});
   children.push(gw.child);
   return { child: gw.child, url: await gw.started, exited: gw.exited };
 }

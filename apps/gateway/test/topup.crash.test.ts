@@ -19,7 +19,7 @@ let env: Record<string, string>;
 const children: ChildProcess[] = [];
 
 async function startChild(crashAt?: string): Promise<{ url: string; exited: Promise<number | null> }> {
-  const gw = spawnGateway({ PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env, ...(crashAt ? { FAREBOX_TEST_CRASH_AT: crashAt } : {}) });
+  const gw = spawnGateway({ PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env }, crashAt ? { crashAt } : {});
   children.push(gw.child);
   return { url: await gw.started, exited: gw.exited };
 }

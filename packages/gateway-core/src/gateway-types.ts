@@ -35,6 +35,13 @@ export interface CreateGatewayOptions extends GatewayOptions {
   oauth?: OAuthOptions;
   /** Settlement intervals and escrow provider (else `FAREBOX_SETTLEMENT_INTERVAL`, `FAREBOX_FUNDING_INTERVAL`, `TRUSTLESS_WORK_URL`, `TRUSTLESS_WORK_API_KEY`). */
   settlement?: SettlementConfigOptions;
+  /**
+   * Test hook, for the crash tests only (their entry script passes it; the
+   * gateway's own entry never does): called at each named point of a payment
+   * (`topup:signed`, `topup:submitted`, the settlement engine's points), where
+   * a test stops the process.
+   */
+  crashPoint?: (name: string) => void;
 }
 
 /** `POST /v1/call` options: the caller's idempotency key, cost ceiling and request id. */

@@ -53,11 +53,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     metrics.settlementLastFailure.set(Date.now() / 1000);
     logger.warn({ event: 'settlement', err: e }, m);
   };
-  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury, ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog, onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
-  // Test hook (`FAREBOX_TEST_CRASH_AT`): the crash tests kill the process at a named point.
-  const crashPoint = (name: string) => {
-    if (settlement.settings.crashAt === name) process.kill(process.pid, 'SIGKILL');
-  };
+  const crashPoint = options.crashPoint;
+  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury, ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
   const operator = createOperator({ db, ledger, network, settlement, treasury, env, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
   const { calls, topups, walletPath } = createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint });

@@ -13,8 +13,6 @@ export interface SettlementSettings {
   escrowBudget: { requests: number; windowMs: number };
   /** Local network: the treasury is topped up with devnet USDC when it runs short (`FAREBOX_TREASURY_AUTOFUND`, default on locally). */
   treasuryAutofund: boolean;
-  /** Test hook (`FAREBOX_TEST_CRASH_AT`); see the settlement engine. */
-  crashAt: string | undefined;
 }
 
 export interface SettlementConfigOptions {
@@ -67,6 +65,5 @@ export function resolveSettlementConfig(
     escrowApiKey,
     escrowBudget,
     treasuryAutofund: network === 'local' && autofund !== 'false',
-    crashAt: env.FAREBOX_TEST_CRASH_AT || undefined,
   };
 }

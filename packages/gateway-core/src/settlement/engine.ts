@@ -25,13 +25,13 @@ export interface SettlementEngineOptions {
   /** Each state change of a cycle, once it is recorded (the settlement log lines). */
   onStep?(step: { cycleId: string; owner: string; from: CycleState; to: CycleState; txHash?: string }): void;
   /**
-   * Test hook (`FAREBOX_TEST_CRASH_AT`): the process kills itself with
-   * SIGKILL at this named point: `signed:<step>` (intent persisted, not
+   * Test hook, given by the crash tests only: called at each named point,
+   * where a test stops the process: `signed:<step>` (intent persisted, not
    * submitted), `submitted:<step>` (applied on chain, not yet recorded),
-   * `recorded:<deploy|fund|funded|release>`; `<step>` is deploy, fund (any
-   * batch, or fund:<id>), complete, approve, release, sweep. Inert when unset.
+   * `recorded:<deploy|fund|funded|release>`; `<step>` is deploy, fund:<id>,
+   * complete, approve, release, sweep.
    */
-  crashAt?: string;
+  crashPoint?: (name: string) => void;
 }
 
 /** Steps whose transactions the settlements view lists, in order. */
@@ -51,9 +51,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
   const locks = createCycleLocks(o.db);
   // Every treasury transaction takes the next sequence number: one at a time per process.
   const treasuryQueue = new KeyedMutex();
-  const crashPoint = (name: string) => {
-    if (o.crashAt && (name === o.crashAt || name.startsWith(`${o.crashAt}:`))) process.kill(process.pid, 'SIGKILL');
-  };
+  const crashPoint = o.crashPoint ?? (() => undefined);
   const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint });
   /** `ledger.advance`, reporting each applied state change. */
   const advance: typeof ledger.advance = async (cycleId, from, to, data) => {

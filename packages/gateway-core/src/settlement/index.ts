@@ -19,6 +19,8 @@ export interface CreateSettlementOptions {
   log(message: string, err?: unknown): void;
   /** Each recorded state change of a cycle (the settlement log lines). */
   onStep?: SettlementEngineOptions['onStep'];
+  /** Test hook (crash tests only); see the settlement engine. */
+  crashPoint?: (name: string) => void;
 }
 
 /** Devnet USDC minted into the treasury when it runs short (local network only). */
@@ -63,7 +65,7 @@ export function createSettlement(o: CreateSettlementOptions) {
         ensureTreasuryFunds,
         log: o.log,
         ...(o.onStep ? { onStep: o.onStep } : {}),
-        ...(settings.crashAt ? { crashAt: settings.crashAt } : {}),
+        ...(o.crashPoint ? { crashPoint: o.crashPoint } : {}),
       })
     : undefined;
 
