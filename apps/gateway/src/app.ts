@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { jsonBody } from './body.js';
-import { browserPolicy } from './browser-policy.js';
+import { bearerToken, browserPolicy } from './browser-policy.js';
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
@@ -62,10 +62,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   const isForm = (req: Request) => (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
 
   /** A cookie route: the Host must be ours and the Origin ours (or absent: not a browser). */
-  function checkBrowser(req: Request) {
-    browser.checkHost(req);
-    browser.checkOrigin(req);
-  }
+  const checkBrowser = (req: Request) => browser.checkBrowser(req);
 
   // ---- accounts -----------------------------------------------------------
   app.post(
@@ -102,7 +99,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
       const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
       if (token) {
         const principal = await core.accounts.fromSession(token);
-        if (principal) verifyCsrf(req, principal);
+        if (principal) browser.checkCsrf(req, principal);
         await core.accounts.logout(token);
       }
       res.clearCookie(SESSION_COOKIE, cookieBase(req));
@@ -113,18 +110,10 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   );
 
   // ---- credentials --------------------------------------------------------
-  function verifyCsrf(req: Request, principal: Principal) {
-    const sent = req.headers['x-csrf-token'] ?? (typeof req.body?._csrf === 'string' ? req.body._csrf : undefined);
-    if (typeof sent !== 'string' || !principal.csrfToken || !core.safeEqual(sent, principal.csrfToken)) {
-      throw new GatewayError('CSRF', 'missing or invalid CSRF token');
-    }
-  }
-
   async function authenticate(req: Request): Promise<Principal> {
-    const auth = req.headers.authorization;
-    if (auth !== undefined) {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-      const principal = m ? await core.authenticateBearer(m[1]!) : undefined;
+    const bearer = bearerToken(req);
+    if (bearer !== undefined) {
+      const principal = bearer ? await core.authenticateBearer(bearer) : undefined;
       if (!principal) throw new GatewayError('UNAUTHENTICATED', 'invalid credential', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
       return principal;
     }
@@ -137,7 +126,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     }
     if (UNSAFE.has(req.method)) {
       browser.checkOrigin(req);
-      verifyCsrf(req, principal);
+      browser.checkCsrf(req, principal);
     }
     return principal;
   }

@@ -1,19 +1,39 @@
 import type { Request } from 'express';
-import { GatewayError, type GatewayConfig } from '@farebox/gateway-core';
+import { GatewayError, safeEqual, type GatewayConfig, type Principal } from '@farebox/gateway-core';
 
 /**
  * The one policy for browser (cookie) requests and the OAuth endpoints:
- * which Host they may name, which Origin may send them, and where a redirect
- * built from user input may lead. Bearer-token API calls carry no ambient
- * credential and are not subject to it.
+ * which Host they may name, which Origin may send them, which CSRF token a
+ * session's write must carry, and where a redirect built from user input may
+ * lead. Bearer-token calls carry no ambient credential and are not subject to
+ * it; {@link bearerToken} is the one reading of their header.
  */
 export interface BrowserPolicy {
   /** Refuses (403) a request whose Host is not the public host or one of `FAREBOX_ALLOWED_HOSTS` (DNS rebinding). */
   checkHost(req: Request): void;
   /** Refuses (403) a cross-origin or opaque (`Origin: null`, sandboxed frames) request; no Origin is a non-browser client. */
   checkOrigin(req: Request): void;
+  /** Host, then Origin: every request that sets, ends or uses a session cookie. */
+  checkBrowser(req: Request): void;
+  /**
+   * Refuses (403 `CSRF`) a session's write without the session's CSRF token,
+   * sent in `X-CSRF-Token` (scripts) or the `_csrf` form field (forms).
+   */
+  checkCsrf(req: Request, principal: Principal): void;
   /** A same-origin path for `target`, else `/` (parsed with the URL parser against the gateway's own origin). */
   safeRedirect(target: unknown): string;
+}
+
+/**
+ * The bearer token of `Authorization`: `undefined` without the header, `null`
+ * when the header is not a single Bearer token (refused as an invalid
+ * credential), else the token.
+ */
+export function bearerToken(req: Request): string | null | undefined {
+  const auth = req.headers.authorization;
+  if (auth === undefined) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+  return m ? m[1]! : null;
 }
 
 export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allowedHosts'>): BrowserPolicy {
@@ -28,15 +48,30 @@ export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allo
   const hosts = new Set([publicUrl.host, ...config.allowedHosts].map(canonical));
   // Only the public origin and the allowed hosts under the public origin's scheme: never `http://{Host}`.
   const origins = new Set([config.publicOrigin, ...[...hosts].map((h) => `${scheme}//${h}`)]);
+  const checkHost = (req: Request) => {
+    const host = canonical(req.headers.host ?? '');
+    // The message names the public host only (other allowed names may be internal).
+    if (!hosts.has(host)) throw new GatewayError('FORBIDDEN', `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${publicUrl.host} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`);
+  };
+  // `Origin: null` (sandboxed frames, some redirects) is never ours; no Origin at all is a non-browser client.
+  const checkOrigin = (req: Request) => {
+    const origin = req.headers.origin;
+    if (origin !== undefined && !origins.has(origin)) throw new GatewayError('CSRF', 'cross-origin request refused');
+  };
   return {
-    checkHost(req) {
-      const host = canonical(req.headers.host ?? '');
-      // The message names the public host only (other allowed names may be internal).
-      if (!hosts.has(host)) throw new GatewayError('FORBIDDEN', `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${publicUrl.host} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`);
+    checkHost,
+    checkOrigin,
+    checkBrowser(req) {
+      checkHost(req);
+      checkOrigin(req);
     },
-    checkOrigin(req) {
-      const origin = req.headers.origin;
-      if (origin !== undefined && !origins.has(origin)) throw new GatewayError('CSRF', 'cross-origin request refused');
+    checkCsrf(req, principal) {
+      const header = req.headers['x-csrf-token'];
+      const field = (req.body as Record<string, unknown> | undefined)?._csrf;
+      const sent = header ?? (typeof field === 'string' ? field : undefined);
+      if (typeof sent !== 'string' || !principal.csrfToken || !safeEqual(sent, principal.csrfToken)) {
+        throw new GatewayError('CSRF', 'missing or invalid CSRF token');
+      }
     },
     safeRedirect(target) {
       if (typeof target !== 'string' || !target.startsWith('/')) return '/';

@@ -2,6 +2,7 @@ import express, { type Request, type Response } from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { inputError, jsonBody } from './body.js';
+import { bearerToken } from './browser-policy.js';
 import { enforceRateLimit, GatewayError, MCP_INSTRUCTIONS, registerGatewayMcpTools, type GatewayCore, type Principal } from '@farebox/gateway-core';
 
 export interface McpRoutesOptions {
@@ -56,10 +57,9 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
 
   router.post('/mcp', (req: Request, res: Response, next) => {
     (async () => {
-      const auth = req.headers.authorization;
-      if (auth === undefined) return rpcError(res, 401, 'authentication required', { 'WWW-Authenticate': challenge() });
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-      const principal = m ? await oauth.authenticate(m[1]!, oauth.resource) : undefined;
+      const bearer = bearerToken(req);
+      if (bearer === undefined) return rpcError(res, 401, 'authentication required', { 'WWW-Authenticate': challenge() });
+      const principal = bearer ? await oauth.authenticate(bearer, oauth.resource) : undefined;
       if (!principal) {
         return rpcError(res, 401, 'invalid or expired access token', { 'WWW-Authenticate': challenge({ code: 'invalid_token', description: 'the access token is invalid, expired, revoked or not for this resource' }) });
       }

@@ -246,8 +246,11 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       }
       const principal = await session(req);
       if (!principal) return errorPage(res, 'your session expired; start connecting again from the app', 401);
-      const sent = input._csrf;
-      if (typeof sent !== 'string' || !principal.csrfToken || !core.safeEqual(sent, principal.csrfToken)) return errorPage(res, 'missing or invalid CSRF token', 403);
+      try {
+        browser.checkCsrf(req, principal);
+      } catch (err) {
+        return errorPage(res, (err as Error).message, 403);
+      }
       const check = await oauth.checkAuthorization(input);
       if (check.kind === 'error_page') return errorPage(res, check.message);
       if (check.kind === 'redirect') return res.redirect(303, check.location);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { safeEqual, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { bearerToken } from './browser-policy.js';
 
 /** `X-Request-Id` a caller may send: 1 to 128 visible characters of a safe set (anything else is replaced). */
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -84,8 +85,8 @@ export function mountOperations(app: Express, core: GatewayCore): void {
       res.status(404).json({ error: 'not found' });
       return;
     }
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!m || !safeEqual(m[1]!, token)) {
+    const bearer = bearerToken(req);
+    if (!bearer || !safeEqual(bearer, token)) {
       res.status(401).setHeader('WWW-Authenticate', 'Bearer realm="metrics"').json({ error: 'metrics need the bearer token (FAREBOX_METRICS_TOKEN)' });
       return;
     }

@@ -104,6 +104,51 @@ describe('cookie routes', () => {
     expect(new URL(own.headers.location as string).searchParams.get('code')).toBeTruthy();
   });
 
+  it('refuse a session write and the OAuth consent without the session’s CSRF token, from the gateway’s own origin too', async () => {
+    const u = await h.user();
+    const own = { origin: h.url, cookie: u.cookie };
+
+    for (const token of [undefined, 'not-the-token']) {
+      const write = await raw('/v1/api-keys', { method: 'POST', headers: { ...JSON_BODY, ...own, ...(token ? { 'x-csrf-token': token } : {}) }, body: '{"name":"forged"}' });
+      expect(write.status).toBe(403);
+      expect(JSON.parse(write.body)).toEqual({ error: 'missing or invalid CSRF token' });
+      const logout = await raw('/auth/logout', { method: 'POST', headers: { ...own, ...(token ? { 'x-csrf-token': token } : {}) } });
+      expect(logout.status).toBe(403);
+      expect(JSON.parse(logout.body)).toEqual({ error: 'missing or invalid CSRF token' });
+    }
+    expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('forged');
+    expect(await sessionAlive(u), 'the session was not ended').toBe(true);
+
+    const { fields, clientId } = await consentForm(u);
+    const { _csrf: csrf, ...withoutToken } = fields;
+    expect(csrf).toBe(u.csrf);
+    for (const body of [withoutToken, { ...withoutToken, _csrf: 'not-the-token' }]) {
+      const consent = await raw('/authorize', { method: 'POST', headers: { ...FORM, ...own }, body: form(body) });
+      expect(consent.status).toBe(403);
+      expect(consent.body).toContain('missing or invalid CSRF token');
+      expect(consent.headers.location).toBeUndefined();
+    }
+    expect(await connectedClients(u)).not.toContain(clientId);
+    // The same rule on both paths: the token in X-CSRF-Token is as good as the form field.
+    const granted = await raw('/authorize', { method: 'POST', headers: { ...FORM, ...own, 'x-csrf-token': u.csrf }, body: form(withoutToken) });
+    expect(granted.status).toBe(303);
+    expect(new URL(granted.headers.location as string).searchParams.get('code')).toBeTruthy();
+    expect(await connectedClients(u)).toContain(clientId);
+  });
+
+  it('read one bearer rule on /v1 and /mcp: an Authorization header that is not a single Bearer token is an invalid credential, never a fallback to the cookie', async () => {
+    const u = await h.user();
+    for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer a b', u.key.slice(0, 10)]) {
+      const me = await raw('/v1/me', { headers: { authorization, cookie: u.cookie } });
+      expect(me.status).toBe(401);
+      expect(JSON.parse(me.body)).toEqual({ error: 'invalid credential' });
+      const mcp = await raw('/mcp', { method: 'POST', headers: { ...JSON_BODY, authorization, accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+      expect(mcp.status).toBe(401);
+      expect(JSON.parse(mcp.body).error.message).toBe('invalid or expired access token');
+    }
+    expect((await raw('/v1/me', { headers: { authorization: `Bearer ${u.key}` } })).status).toBe(200);
+  });
+
   it('refuse a Host that is not the gateway’s, even with a matching Origin (DNS rebinding), on cookie and OAuth routes', async () => {
     const u = await h.user();
     const port = new URL(h.url).port;
