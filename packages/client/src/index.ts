@@ -11,6 +11,8 @@ export type {
   TraceStep,
   DisputeResult,
 } from './direct.js';
+export { createDiscoveryClient } from './discovery.js';
+export type { DiscoveryClient, DiscoveryClientOptions, DiscoveryService, DiscoveryHit, DiscoverySearchResult, DiscoveryPage } from './discovery.js';
 export { createGatewayClient } from './gateway.js';
 export type {
   GatewayClient,

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FlatVectorIndex } from './vectors.js';
 
@@ -7,6 +9,10 @@ export interface HnswGraph {
   search(vector: Float32Array, k: number, threads: number): { keys: BigUint64Array; distances: Float32Array };
   remove(keys: bigint): number | number[];
   size(): number;
+  /** Writes the graph to a file (usearch's own format); absent on an older binding. */
+  save?(path: string): void;
+  /** Replaces the graph with one written by `save`. */
+  load?(path: string): void;
 }
 
 /** The part of the `usearch` module the approximate index uses. */
@@ -77,6 +83,38 @@ export class HnswVectorIndex {
     return out;
   }
 
+  /** Writes the graph to `path`; its SHA-256 (hex), or null when the binding cannot save. */
+  save(path: string): string | null {
+    if (typeof this.graph.save !== 'function') return null;
+    this.graph.save(path);
+    return fileSha256(path);
+  }
+
+  /**
+   * Loads a graph written by `save` for exactly the vectors stored in `flat`
+   * (the snapshot saved with it). False, leaving the graph empty, when the
+   * file cannot be read or does not hold one node per stored vector; the
+   * caller then rebuilds.
+   */
+  loadFrom(path: string, sha256: string, flat: FlatVectorIndex, slots: number): boolean {
+    const graph = this.fresh();
+    if (typeof graph.load !== 'function') return false;
+    try {
+      // usearch trusts the file (a foreign or damaged one can crash the process): only our own, unchanged, is read.
+      if (fileSha256(path) !== sha256) return false;
+      graph.load(path);
+    } catch {
+      return false;
+    }
+    const live: number[] = [];
+    for (let slot = 0; slot < slots; slot++) if (flat.has(slot)) live.push(slot);
+    if (graph.size() !== live.length) return false;
+    this.graph = graph;
+    this.inGraph.clear();
+    for (const slot of live) this.inGraph.add(slot);
+    return true;
+  }
+
   /** Rebuilds the graph from every vector stored in `flat`. */
   rebuild(flat: FlatVectorIndex, slots: number): void {
     this.graph = this.fresh();
@@ -98,4 +136,8 @@ export class HnswVectorIndex {
     // build; they only rank candidates, whose exact cosines come from the flat rows.
     return new this.mod.Index({ metric: 'cos', connectivity: HNSW_CONNECTIVITY, dimensions: this.dims, quantization: 'i8' });
   }
+}
+
+function fileSha256(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
 }

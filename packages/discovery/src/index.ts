@@ -12,6 +12,7 @@ export type {
   SearchOptions,
   SearchStatus,
   ServiceDocument,
+  SnapshotOptions,
 } from './search-index.js';
 export { createEmbedder, prefetchModel, modelPath, DEFAULT_MODEL_ID, DEFAULT_DIMS } from './embedder.js';
 export type { EmbedderOptions } from './embedder.js';

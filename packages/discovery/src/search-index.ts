@@ -41,6 +41,13 @@ export interface SearchIndexOptions {
   hnswLoader?: HnswLoader;
 }
 
+export interface SnapshotOptions {
+  /** File holding the HNSW graph saved with the snapshot. */
+  graphPath?: string;
+  /** For `load`: the graph file's SHA-256 that `snapshotWithGraph` returned; a file with another digest is not read. */
+  graphSha256?: string;
+}
+
 export interface SearchOptions {
   /** Results returned, 1..100 (default 10). */
   limit?: number;
@@ -71,6 +78,8 @@ export interface SearchStatus {
   vectorIndex: 'flat' | 'hnsw';
   /** Why 'hnsw' was asked for but 'flat' is in use. */
   vectorIndexReason?: string;
+  /** The HNSW graph in use was read from a snapshot's graph file (not rebuilt). */
+  graphLoadedFromSnapshot?: boolean;
 }
 
 export interface SearchIndex {
@@ -98,9 +107,21 @@ export interface SearchIndex {
   status(): SearchStatus;
   /** Resolves when no embedding is queued. */
   idle(): Promise<void>;
+  /** The documents, keyword index and vectors as bytes for `load`. */
   snapshot(): Uint8Array;
-  /** Replaces the contents with a snapshot; vectors from another model are recomputed. */
-  load(bytes: Uint8Array): Promise<void>;
+  /**
+   * `snapshot()`, and with `graphPath` and an active HNSW graph, the graph
+   * written to that file in the same synchronous step (so it holds exactly the
+   * vectors in `bytes`); `graphSha256` is its digest (for `load`), null when no graph was written.
+   */
+  snapshotWithGraph(options: { graphPath: string }): { bytes: Uint8Array; graphSha256: string | null };
+  /**
+   * Replaces the contents with a snapshot; vectors from another model are
+   * recomputed. With `graphPath` (a graph saved with that snapshot) the HNSW
+   * graph is read from the file instead of rebuilt; a missing or mismatched
+   * file falls back to the rebuild.
+   */
+  load(bytes: Uint8Array, options?: SnapshotOptions): Promise<void>;
   /** Bytes held by the index's typed arrays (postings excluded; see bench for process memory). */
   vectorBytes(): number;
 }
@@ -170,6 +191,18 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
   let hnsw: HnswVectorIndex | null = null;
   let hnswReason: string | undefined;
   let hnswLoading: Promise<void> | null = null;
+  /** A graph file saved with the loaded snapshot, read when usearch is ready instead of a rebuild. */
+  let pendingGraph: { path: string; sha256: string } | undefined;
+  let graphLoads = 0;
+  const restoreGraph = (graph: HnswVectorIndex): void => {
+    const file = pendingGraph;
+    pendingGraph = undefined;
+    if (file && graph.loadFrom(file.path, file.sha256, vectors, slotDocs.length)) {
+      graphLoads++;
+      return;
+    }
+    graph.rebuild(vectors, slotDocs.length);
+  };
   if (options.vectorIndex === 'hnsw') {
     hnswReason = 'approximate index is loading';
     const loader = options.hnswLoader ?? loadUsearch;
@@ -177,7 +210,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       .then(loader)
       .then((mod) => {
         const graph = new HnswVectorIndex(mod, dims);
-        graph.rebuild(vectors, slotDocs.length);
+        restoreGraph(graph);
         hnsw = graph;
         hnswReason = undefined;
       })
@@ -395,13 +428,14 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
   }
 
   function status(): SearchStatus {
-    const base: Pick<SearchStatus, 'documents' | 'vectors' | 'pendingEmbeddings' | 'vectorIndex' | 'vectorIndexReason'> = {
+    const base: Pick<SearchStatus, 'documents' | 'vectors' | 'pendingEmbeddings' | 'vectorIndex' | 'vectorIndexReason' | 'graphLoadedFromSnapshot'> = {
       documents: docs.size,
       vectors: vectors.count,
       pendingEmbeddings: queue.size,
       vectorIndex: hnsw ? 'hnsw' : 'flat',
     };
     if (hnswReason) base.vectorIndexReason = hnswReason;
+    if (graphLoads > 0) base.graphLoadedFromSnapshot = true;
     if (!embedder) return { mode: 'keyword-only', reason: 'no embedding model configured', ...base };
     const s = embedder.status();
     if (s.state === 'ready') {
@@ -489,7 +523,13 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
         arrays: { offsets: kw.offsets, postingSlots: kw.slots, postingTfs: kw.tfs, docLen, present, rows },
       });
     },
-    async load(bytes) {
+    snapshotWithGraph(snapshotOptions) {
+      const bytes = index.snapshot();
+      // Same synchronous step: the graph holds exactly the vectors in `bytes`.
+      const graphSha256 = hnsw !== null ? (hnsw as HnswVectorIndex).save(snapshotOptions.graphPath) : null;
+      return { bytes, graphSha256 };
+    },
+    async load(bytes, loadOptions) {
       const snap = decodeSnapshot(bytes);
       const a = snap.arrays;
       const need = { offsets: Int32Array, postingSlots: Int32Array, postingTfs: Float32Array, docLen: Float32Array, present: Uint8Array, rows: Float32Array };
@@ -534,7 +574,8 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       const reuse = snap.dims === dims && snap.stride === vectors.stride && (embedder ? snap.modelId === embedder.modelId : true);
       if (reuse) vectors.importRows(a['present'] as Uint8Array, a['rows'] as Float32Array);
       else vectors.clear();
-      hnsw?.rebuild(vectors, snap.slots);
+      pendingGraph = reuse && loadOptions?.graphPath && loadOptions.graphSha256 ? { path: loadOptions.graphPath, sha256: loadOptions.graphSha256 } : undefined;
+      if (hnsw) restoreGraph(hnsw);
       if (embedder) {
         await Promise.all(parsedDocs.filter((d) => !vectors.has(d.slot)).map((d) => schedule(d.id, d.text)));
       }

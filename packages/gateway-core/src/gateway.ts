@@ -114,8 +114,10 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       mirrorStarted ??= (async () => {
         await mirror.start();
         await mirror.ready();
-        search.attachment = attachToCatalog(searchIndex, mirror, { onError: (err) => log('search indexing failed', err) });
-        await search.attachment.ready;
+        if (infra.searchBackend.kind === 'local') {
+          search.attachment = attachToCatalog(searchIndex, mirror, { onError: (err) => log('search indexing failed', err) });
+          await search.attachment.ready;
+        }
       })();
       await mirrorStarted;
       if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));

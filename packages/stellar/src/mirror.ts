@@ -25,6 +25,12 @@ export interface CatalogMirrorOptions {
   /** Upper bound of the retry backoff after RPC errors; default 30 s. */
   maxBackoffMs?: number;
   onChange?: (change: CatalogChange) => void;
+  /**
+   * Entries known from a snapshot taken at the store's cursor: listed at once
+   * (no `onChange`, no `get_agent` each); the events after the cursor then
+   * confirm whatever changed since.
+   */
+  initial?: Iterable<RegistryAgent>;
   /** Called with each failed sync (the mirror keeps its services and retries). */
   onError?: (error: unknown) => void;
 }
@@ -151,6 +157,7 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
   const pollMs = opts.pollIntervalMs ?? 500;
   const maxBackoff = opts.maxBackoffMs ?? 30_000;
   const agents = new Map<string, RegistryAgent>();
+  for (const agent of opts.initial ?? []) agents.set(agent.service, agent);
   let loaded = false;
   let running = false;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -27,6 +27,8 @@ import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
 
 
 /** The gateway's stores and network clients, opened and migrated. */
+import { localSearchBackend, remoteSearchBackend, type SearchBackend } from '../search-backend.js';
+
 export interface Infrastructure {
   db: Database;
   ledger: Ledger;
@@ -39,6 +41,8 @@ export interface Infrastructure {
   redis: Redis | undefined;
   rateLimits: RateLimitStore;
   searchIndex: SearchIndex;
+  /** What ranks searches: the in-process index, or the discovery backend at FAREBOX_DISCOVERY_URL. */
+  searchBackend: SearchBackend;
   mirror: CatalogMirror;
   /** The search index's link to the mirror (set once the mirror has synced). */
   search: { attachment: CatalogAttachment<RegistryAgent> | undefined };
@@ -87,9 +91,12 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
     rateLimits = new RedisRateLimitStore(redis, { onError: (err) => log('redis unavailable: rate limits are not enforced until it is back', err) });
   }
 
+  // With FAREBOX_DISCOVERY_URL a discovery backend ranks (no model loaded here); else the in-process index.
+  const discoveryUrl = env.FAREBOX_DISCOVERY_URL || undefined;
   const searchIndex =
     options.searchIndex ??
-    createSearchIndex({ embedder: createEmbedder({ ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}), allowRemote: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true' }) });
+    createSearchIndex(discoveryUrl ? {} : { embedder: createEmbedder({ ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}), allowRemote: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true' }) });
+  const searchBackend = discoveryUrl ? remoteSearchBackend(discoveryUrl) : localSearchBackend(searchIndex);
   const search: Infrastructure['search'] = { attachment: undefined };
   const mirror = createCatalogMirror({
     registry,
@@ -97,5 +104,5 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
     onChange: (change) => search.attachment?.handle(change),
     onError: (err) => log('catalog sync failed (will retry)', err),
   });
-  return { db, ledger, wallets, treasuryAddress, certificateSigner, network, registry, chain, redis, rateLimits, searchIndex, mirror, search, policy };
+  return { db, ledger, wallets, treasuryAddress, certificateSigner, network, registry, chain, redis, rateLimits, searchIndex, searchBackend, mirror, search, policy };
 }

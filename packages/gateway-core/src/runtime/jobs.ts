@@ -62,7 +62,7 @@ export function latestLedgerReader(infra: Infrastructure): () => Promise<number>
 
 /** The gauges `GET /metrics` reads from the gateway's stores. */
 export function observeGateway(metrics: Metrics, infra: Infrastructure, networkLedger: () => Promise<number>): void {
-  const { db, chain, mirror, searchIndex, redis, treasuryAddress } = infra;
+  const { db, chain, mirror, searchBackend, redis, treasuryAddress } = infra;
   metrics.observe({
     async holds() {
       const { rows } = await db.query<{ n: string; age: string | null }>(`SELECT count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age FROM holds WHERE state = 'pending'`);
@@ -88,7 +88,7 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
       const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
       return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
     },
-    search: () => searchIndex.status(),
+    search: () => searchBackend.status(),
     pool: () => ({ total: db.pool.totalCount, idle: db.pool.idleCount, waiting: db.pool.waitingCount }),
     redis: () => (redis ? (redis.status === 'ready' ? 'ready' : 'down') : 'none'),
   });

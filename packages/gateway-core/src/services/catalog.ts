@@ -15,6 +15,8 @@ import { parse, unknownField } from './input.js';
 import { requirePublisher } from './publisher-rule.js';
 
 /** A registry change this gateway made, with its transaction. */
+import type { SearchBackend } from '../search-backend.js';
+
 export type RegisteredService = ServiceView & { txHash: string; explorerUrl: string };
 
 /** The catalog: what is callable, and a publisher's own services on the registry. */
@@ -60,6 +62,7 @@ export interface CatalogServiceDeps {
   registry: RegistryClient;
   mirror: CatalogMirror;
   searchIndex: SearchIndex;
+  searchBackend: SearchBackend;
   /** The search index's link to the mirror, once started. */
   attachment: () => CatalogAttachment<RegistryAgent> | undefined;
   manifests: { get(agent: { service: string; owner: string; endpoint: string }): Promise<ManifestView> };
@@ -101,9 +104,10 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       const view = (a: RegistryAgent) => serviceView(a, stats.get(`${a.owner}\u0000${a.service}`));
       if (q === undefined || q.trim() === '') return mirror.list().sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service)).map(view);
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
-      const hits = await d.searchIndex.search(q, { limit: 50 });
+      const hits = await d.searchBackend.search(q, 50);
       return hits.flatMap((h) => {
-        const agent = mirror.get(h.id);
+        // A discovery backend may know a registration this gateway's mirror has not read yet.
+        const agent = mirror.get(h.id) ?? h.agent;
         return agent ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
       });
     },

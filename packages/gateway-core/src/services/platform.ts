@@ -9,6 +9,8 @@ import type { TopupMode } from '../topups.js';
 import type { AmountFieldsOf } from '../views.js';
 
 /** `GET /v1/platform/stats`. */
+import type { RemoteSearchStatus, SearchBackend } from '../search-backend.js';
+
 export type PlatformStats = { services: number; accounts: number; calls: number; fee: { pct: number } } & AmountFieldsOf<'volume'> &
   AmountFieldsOf<'revenue'> &
   AmountFieldsOf<'publisher_earnings'> &
@@ -45,7 +47,8 @@ export interface Health {
   service: 'farebox-gateway';
   network: NetworkConfig['name'];
   database: string;
-  search: SearchStatus;
+  /** The in-process index's status, or the discovery backend's (`mode: 'remote'`). */
+  search: SearchStatus | RemoteSearchStatus;
   catalog: { services: number };
   rate_limits: 'redis' | 'redis-unavailable' | 'memory';
   uptime_s: number;
@@ -70,6 +73,7 @@ export interface PlatformServiceDeps {
   network: NetworkConfig;
   mirror: CatalogMirror;
   searchIndex: SearchIndex;
+  searchBackend: SearchBackend;
   rateLimits: RateLimitStore;
   redis: Redis | undefined;
   platformPublicKey: string;
@@ -171,7 +175,7 @@ export function createPlatformService(d: PlatformServiceDeps): PlatformService {
         service: 'farebox-gateway',
         network: network.name,
         database: database ? db.kind : 'unavailable',
-        search: d.searchIndex.status(),
+        search: d.searchBackend.status(),
         catalog: { services: mirror.list().length },
         rate_limits: rateLimits instanceof RedisRateLimitStore ? (rateLimits.healthy ? 'redis' : 'redis-unavailable') : 'memory',
         uptime_s: Math.round((Date.now() - startedAt) / 1000),

@@ -1,0 +1,140 @@
+import { createServer, type Server } from 'node:http';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ConfigError } from '@farebox/protocol';
+import { resolveNetwork, type NetworkName } from '@farebox/stellar';
+import type { SearchIndex } from '@farebox/discovery';
+import { createDiscoveryHandler, type DiscoveryHttpOptions } from './http.js';
+import { createDiscoveryService, type DiscoveryService, type DiscoveryServiceOptions } from './service.js';
+
+export interface DiscoveryConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  network: NetworkName;
+  devnetUrl?: string;
+  rpcUrl?: string;
+  contractId?: string;
+  modelDir?: string;
+  allowModelDownload: boolean;
+  vectorIndex: 'hnsw' | 'flat';
+  pollIntervalMs: number;
+  snapshotIntervalMs: number;
+  rateLimitPerMinute: number;
+  trustProxy: boolean;
+}
+
+function intSetting(env: Record<string, string | undefined>, name: string, fallback: number, min: number, problems: string[]): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) {
+    problems.push(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+    return fallback;
+  }
+  return n;
+}
+
+/** The discovery host's settings from its environment (docs/deploy.md lists them); every problem at once. */
+export function loadDiscoveryConfig(env: Record<string, string | undefined> = process.env): DiscoveryConfig {
+  const problems: string[] = [];
+  const network = (env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK ?? 'local') as NetworkName;
+  if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push(`FAREBOX_NETWORK must be local, testnet or mainnet, got ${JSON.stringify(network)}`);
+  const vectorIndex = (env.FAREBOX_DISCOVERY_VECTOR_INDEX || 'hnsw') as 'hnsw' | 'flat';
+  if (vectorIndex !== 'hnsw' && vectorIndex !== 'flat') problems.push(`FAREBOX_DISCOVERY_VECTOR_INDEX must be hnsw or flat, got ${JSON.stringify(vectorIndex)}`);
+  const config: DiscoveryConfig = {
+    port: intSetting(env, 'PORT', 8790, 0, problems),
+    host: env.FAREBOX_DISCOVERY_HOST || '0.0.0.0',
+    dataDir: resolve(env.FAREBOX_DISCOVERY_DATA_DIR || join(env.FAREBOX_DATA_DIR || './.farebox', 'discovery')),
+    network,
+    ...(env.FAREBOX_DEVNET_URL ? { devnetUrl: env.FAREBOX_DEVNET_URL.replace(/\/+$/, '') } : {}),
+    ...(env.STELLAR_RPC_URL ? { rpcUrl: env.STELLAR_RPC_URL } : {}),
+    ...(env.STELLAR_CONTRACT_ID ? { contractId: env.STELLAR_CONTRACT_ID } : {}),
+    ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}),
+    allowModelDownload: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true',
+    vectorIndex,
+    pollIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_POLL_MS', 100, 10, problems),
+    snapshotIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_SNAPSHOT_MS', 30_000, 0, problems),
+    rateLimitPerMinute: intSetting(env, 'FAREBOX_DISCOVERY_RATE_LIMIT', 600, 0, problems),
+    trustProxy: env.FAREBOX_TRUST_PROXY === '1' || env.FAREBOX_TRUST_PROXY === 'true',
+  };
+  if (network === 'local' && !config.devnetUrl) problems.push('FAREBOX_DEVNET_URL required on the local network (the devnet to follow, e.g. http://127.0.0.1:8787/devnet)');
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}
+
+export interface StartDiscoveryOptions extends Partial<DiscoveryConfig>, DiscoveryHttpOptions {
+  env?: Record<string, string | undefined>;
+  searchIndex?: SearchIndex;
+  log?: DiscoveryServiceOptions['log'];
+  /** Resolve once listening, without waiting for the first sync (default: wait). */
+  waitReady?: boolean;
+}
+
+export interface RunningDiscovery {
+  url: string;
+  service: DiscoveryService;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a discovery instance: listens at once (`/health` answers 503 until
+ * the snapshot is loaded and the first sync is indexed), then follows the registry.
+ */
+export async function startDiscovery(options: StartDiscoveryOptions = {}): Promise<RunningDiscovery> {
+  const env = options.env ?? process.env;
+  const config = { ...loadDiscoveryConfig({ ...(options.devnetUrl ? { FAREBOX_DEVNET_URL: options.devnetUrl } : {}), ...env }), ...stripUndefined(options) };
+  const network = resolveNetwork({
+    network: config.network,
+    ...(config.devnetUrl ? { devnetUrl: config.devnetUrl } : {}),
+    ...(config.rpcUrl ? { rpcUrl: config.rpcUrl } : {}),
+    ...(config.contractId ? { contractId: config.contractId } : {}),
+    env: {},
+  });
+  const service = createDiscoveryService({
+    network,
+    dataDir: config.dataDir,
+    modelDir: config.modelDir ?? join(homedir(), '.cache', 'farebox', 'models'),
+    allowModelDownload: config.allowModelDownload,
+    vectorIndex: config.vectorIndex,
+    pollIntervalMs: config.pollIntervalMs,
+    snapshotIntervalMs: config.snapshotIntervalMs,
+    ...(options.searchIndex ? { searchIndex: options.searchIndex } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  const handler = createDiscoveryHandler(service, {
+    rateLimitPerMinute: config.rateLimitPerMinute,
+    trustProxy: config.trustProxy,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const server = createServer(handler);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(config.port, config.host, () => ok());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const started = service.start();
+  started.catch((err) => (options.log ?? console.error)('discovery start failed', err));
+  if (options.waitReady !== false) await started;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    service,
+    server,
+    async close() {
+      await new Promise<void>((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      });
+      await service.stop();
+    },
+  };
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const keep = ['port', 'host', 'dataDir', 'network', 'devnetUrl', 'rpcUrl', 'contractId', 'modelDir', 'allowModelDownload', 'vectorIndex', 'pollIntervalMs', 'snapshotIntervalMs', 'rateLimitPerMinute', 'trustProxy'];
+  return Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && keep.includes(k))) as Partial<T>;
+}
