@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import * as client from '../src/index.js';
 
 it('exports exactly the documented runtime API', () => {
-  expect(Object.keys(client).sort()).toEqual(['ClientError', 'EndpointVerificationError', 'GatewayApiError', 'createClient', 'createGatewayClient']);
+  expect(Object.keys(client).sort()).toEqual(['ClientError', 'EndpointVerificationError', 'GatewayApiError', 'createClient', 'createDiscoveryClient', 'createGatewayClient']);
 });
 
 it('makes both named errors ClientErrors with their own codes', () => {
