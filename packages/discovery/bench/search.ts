@@ -1,6 +1,9 @@
 /**
- * Discovery bench: relevance (nDCG@10, Recall@5) on bench/relevance/ for BM25
- * alone, vectors alone and hybrid; then speed at 100k synthetic services.
+ * Discovery bench: relevance (hit@3, nDCG@10, Recall@5) on bench/relevance/
+ * for keyword-only (BM25 alone, as without a model), vectors alone and hybrid,
+ * over all judged queries and over the same-language ones (a judged service
+ * is in the query's language); then speed at 100k synthetic services
+ * (BENCH_SERVICES=0 skips it; BENCH_MISSES=1 lists the same-language misses).
  *
  *   pnpm exec tsx packages/discovery/bench/search.ts
  *   FAREBOX_MODEL_DIR=/path/to/models pnpm exec tsx packages/discovery/bench/search.ts
@@ -31,6 +34,8 @@ interface Query {
   lang: string;
   query: string;
   relevant: string[];
+  /** 'inflected': plain same-language queries with inflected, compound, partial or currency-code words. */
+  group?: string;
 }
 
 const services = (JSON.parse(readFileSync(join(here, 'relevance', 'services.json'), 'utf8')) as { services: Service[] }).services;
@@ -54,12 +59,23 @@ function recallAt(ranked: string[], relevant: Set<string>, k: number): number {
   return ranked.slice(0, k).filter((id) => relevant.has(id)).length / Math.min(k, relevant.size);
 }
 
+/** Queries whose judged services include one in the query's own language (keyword search can find those). */
+const serviceLang = new Map(services.map((s) => [s.id, s.lang]));
+const sameLanguage = (q: Query) => q.relevant.some((id) => serviceLang.get(id) === q.lang);
+
+interface Figures {
+  ndcg: number;
+  recall: number;
+  hit3: number;
+  n: number;
+}
+
 async function evaluate(label: string, index: SearchIndex, vectorsFor: Map<string, Float32Array> | null) {
-  let ndcg = 0;
-  let recall = 0;
-  let judged = 0;
+  const zero = () => ({ ndcg: 0, recall: 0, hit3: 0, n: 0 });
+  const sums = { all: zero(), same: zero(), original: zero(), inflected: zero() } satisfies Record<string, Figures>;
   let nonsenseHits = 0;
   let nonsense = 0;
+  const misses: string[] = [];
   for (const q of queries) {
     const hits = index.searchWithVector(q.query, vectorsFor?.get(q.id) ?? null, { limit: 10 });
     if (q.relevant.length === 0) {
@@ -69,13 +85,24 @@ async function evaluate(label: string, index: SearchIndex, vectorsFor: Map<strin
     }
     const rel = new Set(q.relevant);
     const ranked = hits.map((h) => h.id);
-    ndcg += ndcgAt(ranked, rel, 10);
-    recall += recallAt(ranked, rel, 5);
-    judged++;
+    const hit3 = ranked.slice(0, 3).some((id) => rel.has(id)) ? 1 : 0;
+    const groups = [sums.all, q.group === 'inflected' ? sums.inflected : sums.original];
+    if (sameLanguage(q)) groups.push(sums.same);
+    for (const f of groups) {
+      f.ndcg += ndcgAt(ranked, rel, 10);
+      f.recall += recallAt(ranked, rel, 5);
+      f.hit3 += hit3;
+      f.n++;
+    }
+    if (!hit3 && sameLanguage(q)) misses.push(`${q.id} "${q.query}"`);
   }
-  console.log(
-    `  ${label.padEnd(22)} nDCG@10 ${(ndcg / judged).toFixed(3)}   Recall@5 ${(recall / judged).toFixed(3)}   nonsense queries with results: ${nonsenseHits}/${nonsense}`,
-  );
+  const line = (f: Figures) =>
+    `hit@3 ${(f.hit3 / f.n).toFixed(3)}  nDCG@10 ${(f.ndcg / f.n).toFixed(3)}  Recall@5 ${(f.recall / f.n).toFixed(3)}`;
+  console.log(`  ${label.padEnd(22)} all ${sums.all.n} judged: ${line(sums.all)}   nonsense queries with results: ${nonsenseHits}/${nonsense}`);
+  console.log(`  ${''.padEnd(22)} same-language ${sums.same.n}: ${line(sums.same)}`);
+  console.log(`  ${''.padEnd(22)} original ${sums.original.n} (q001-q072): ${line(sums.original)}`);
+  console.log(`  ${''.padEnd(22)} inflected ${sums.inflected.n} (q075-q114, same-language): ${line(sums.inflected)}`);
+  if (process.env['BENCH_MISSES'] === '1' && misses.length > 0) console.log(`  ${''.padEnd(22)} same-language misses (no judged service in the top 3): ${misses.join(', ')}`);
 }
 
 async function relevance(): Promise<Embedder | null> {
@@ -83,16 +110,13 @@ async function relevance(): Promise<Embedder | null> {
   const embedder = createEmbedder();
   const status = await embedder.load();
   const docs = services.map((s) => ({ id: s.id, name: s.name, description: s.description }));
-  const keywordOnly = createSearchIndex({ weights: { bm25: 1, vector: 0 } });
+  const keywordOnly = createSearchIndex(); // no model: what a host without one answers
   for (const d of docs) await keywordOnly.upsert(d);
   if (status.state !== 'ready') {
     console.log(`  model: NOT AVAILABLE (${status.reason})`);
     console.log('  Vector and hybrid figures need the real model; only keyword figures follow.');
-    await evaluate('BM25 alone', keywordOnly, null);
-    const hybrid = createSearchIndex();
-    for (const d of docs) await hybrid.upsert(d);
-    await evaluate('hybrid (keyword-only)', hybrid, null);
-    console.log('  vectors alone          not measured (no model)');
+    await evaluate('keyword-only', keywordOnly, null);
+    console.log('  vectors alone, hybrid  not measured (no model)');
     return null;
   }
   console.log(`  model: ${status.modelId} (${embedder.dims} dims)`);
@@ -111,7 +135,7 @@ async function relevance(): Promise<Embedder | null> {
     });
     return index;
   };
-  await evaluate('BM25 alone', keywordOnly, null);
+  await evaluate('keyword-only', keywordOnly, null);
   await evaluate('vectors alone', build({ bm25: 0, vector: 1 }), qv);
   await evaluate('hybrid 0.6/0.4', build({ bm25: 0.6, vector: 0.4 }), qv);
   console.log(`  embedding: ${ms(passageMs)} per passage (batched), ${ms(queryMs)} per query`);
@@ -258,4 +282,4 @@ async function approximate(flat: SearchIndex, snap: Uint8Array, qs: Array<{ text
 }
 
 const embedder = await relevance();
-await scale(embedder);
+if (N > 0) await scale(embedder);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ANALYZER } from './analyze.js';
 import { Bm25Index } from './bm25.js';
 import type { Embedder } from './embedder-types.js';
 import { DiscoveryError } from './errors.js';
@@ -518,6 +519,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
         dims,
         stride: vectors.stride,
         slots,
+        analyzer: ANALYZER,
         docs: [...docs.values()].map((d) => [d.id, d.name, d.description, d.meta ?? null, d.slot]),
         terms: kw.terms,
         arrays: { offsets: kw.offsets, postingSlots: kw.slots, postingTfs: kw.tfs, docLen, present, rows },
@@ -567,10 +569,16 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
         slotDocs[d.slot] = d;
       }
       for (let i = snap.slots - 1; i >= 0; i--) if (!slotDocs[i]) freeSlots.push(i);
-      bm25.importState(
-        { terms: snap.terms, offsets, slots: postingSlots, tfs: a['postingTfs'] as Float32Array, docLen },
-        parsedDocs.map((d) => d.slot),
-      );
+      if (snap.analyzer === ANALYZER) {
+        bm25.importState(
+          { terms: snap.terms, offsets, slots: postingSlots, tfs: a['postingTfs'] as Float32Array, docLen },
+          parsedDocs.map((d) => d.slot),
+        );
+      } else {
+        // Terms made by another analyzer (an older release): index the documents again.
+        bm25.clear();
+        for (const d of parsedDocs) bm25.add(d.slot, d.name, d.description);
+      }
       const reuse = snap.dims === dims && snap.stride === vectors.stride && (embedder ? snap.modelId === embedder.modelId : true);
       if (reuse) vectors.importRows(a['present'] as Uint8Array, a['rows'] as Float32Array);
       else vectors.clear();

@@ -19,6 +19,7 @@ const HeaderSchema = z.object({
   dims: z.number().int().positive(),
   stride: z.number().int().positive(),
   slots: z.number().int().nonnegative(),
+  analyzer: z.string().optional(),
   // Checked by hand below: zod takes seconds on 100k entries, a loop milliseconds.
   docs: z.array(z.unknown()),
   terms: z.array(z.unknown()),
@@ -31,6 +32,8 @@ export interface SnapshotParts {
   stride: number;
   /** Number of slots (live and free). */
   slots: number;
+  /** How the keyword terms were made (ANALYZER in analyze.ts); absent in older snapshots. */
+  analyzer?: string;
   /** [id, name, description, meta, slot] */
   docs: Array<[string, string, string, unknown, number]>;
   terms: string[];
@@ -61,7 +64,7 @@ export function encodeSnapshot(parts: SnapshotParts): Uint8Array {
   const sections = Object.entries(parts.arrays).map(([name, a]) => ({ name, type: typeOf(a), length: a.length }));
   const header = new TextEncoder().encode(
     JSON.stringify(
-      { modelId: parts.modelId, dims: parts.dims, stride: parts.stride, slots: parts.slots, docs: parts.docs, terms: parts.terms, sections },
+      { modelId: parts.modelId, dims: parts.dims, stride: parts.stride, slots: parts.slots, analyzer: parts.analyzer, docs: parts.docs, terms: parts.terms, sections },
       replacer,
     ),
   );
@@ -136,6 +139,7 @@ export function decodeSnapshot(bytes: Uint8Array): SnapshotParts {
     dims: h.dims,
     stride: h.stride,
     slots: h.slots,
+    ...(h.analyzer !== undefined ? { analyzer: h.analyzer } : {}),
     docs: h.docs as Array<[string, string, string, unknown, number]>,
     terms: h.terms as string[],
     arrays,

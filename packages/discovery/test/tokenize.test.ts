@@ -33,7 +33,7 @@ describe('tokenize', () => {
     expect(tokenize('ＡＰＩ ｶﾀｶﾅ')).toEqual(['api', 'カタ', 'タカ', 'カナ']);
   });
 
-  it('applies no English stemming', () => {
+  it('returns surface forms (the keyword index stems them per language)', () => {
     expect(tokenize('forecasts running')).toEqual(['forecasts', 'running']);
   });
 });
