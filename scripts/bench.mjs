@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pnpm bench`: every benchmark, one after the other, each printing its own
 // medians and ratios. `pnpm bench <name>` runs one (provider, devnet, ledger,
-// search, gateway, settlement).
+// search, discovery, gateway, settlement).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -13,6 +13,7 @@ const benches = {
   devnet: ['packages/devnet/bench/devnet.ts'],
   ledger: ['packages/ledger/bench/ledger.ts'],
   search: ['--expose-gc', 'packages/discovery/bench/search.ts'],
+  discovery: ['apps/discovery/bench/discovery.ts'],
   gateway: ['apps/gateway/bench/calls.ts'],
   settlement: ['apps/gateway/bench/settlement.ts'],
 };

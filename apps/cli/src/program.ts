@@ -5,6 +5,7 @@ import { CliError } from './errors.js';
 import { toJson } from './format.js';
 import { runInit } from './init.js';
 import { registerOperatorCommands } from './operator.js';
+import { registerDiscoveryCommands, runDiscoverySearch } from './discovery.js';
 
 export interface ProgramIO {
   env?: Record<string, string | undefined>;
@@ -87,7 +88,9 @@ export function buildProgram(io: ProgramIO = {}): Command {
   program
     .command('search [query]')
     .description('search the catalog (free text, any language); without a query, list every service')
-    .action((query: string | undefined) => act((ctx) => c.runSearch(ctx, query))());
+    .option('--discovery <url>', 'ask this discovery backend instead of the gateway (no account needed)')
+    .option('--limit <n>', 'with --discovery: at most this many results')
+    .action((query: string | undefined, o: { discovery?: string; limit?: string }) => act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : c.runSearch(ctx, query)))());
   program
     .command('call <service> [payload]')
     .description('call a service; the payload (a JSON object) comes from the argument, --file, or stdin')
@@ -195,6 +198,7 @@ export function buildProgram(io: ProgramIO = {}): Command {
     .action((o: { dir?: string }) => act((ctx) => c.runModelFetch(ctx, o))());
 
   registerOperatorCommands(program, act);
+  registerDiscoveryCommands(program, act);
 
   return program;
 }

@@ -7,6 +7,7 @@ import { startDevnet, type Devnet } from '@farebox/devnet';
 import { encodeStrKey, randomBytes } from '@farebox/protocol';
 import { createProvider } from '@farebox/provider';
 import { createAccounts, createRegistryClient, keypairSigner, type RegistryClient, type TxSigner } from '@farebox/stellar';
+import { runCli } from '@farebox/cli';
 import { createClient, createDiscoveryClient } from '@farebox/client';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { createLogger } from '@farebox/gateway-core';
@@ -204,6 +205,29 @@ describe('discovery replicas on the devnet', () => {
     expect(out.cost.baseUnits).toBe(found.agent.pricePerCallBaseUnits);
     expect(out.releaseTx).toMatch(/^[0-9a-f]{64}$/);
     expect(usdcOf(payer.publicKey)).toBe(before - 2_500_000n);
+  });
+});
+
+describe('farebox search --discovery', () => {
+  it('searches a discovery backend with no account (human and --json output), and says what is wrong with a bad URL', async () => {
+    const cli = async (args: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli(args, { env: { FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')) }, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+      return { code, stdout, stderr };
+    };
+    const json = await cli(['search', 'pdf document', '--discovery', replicaA.url, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ mode: 'keyword-only', results: [{ service: 'pdf-render', agent: { pricePerCallBaseUnits: '2500000' } }] });
+    const human = await cli(['search', 'pdf document', '--discovery', replicaA.url]);
+    expect(human.stdout).toMatch(/^SERVICE\s+SCORE\s+PRICE/m);
+    expect(human.stdout).toMatch(/^pdf-render\s+[\d.]+\s+0\.25 USDC\s+Render an HTML page/m);
+    const listed = await cli(['search', '--discovery', replicaA.url, '--json']);
+    expect((JSON.parse(listed.stdout) as Array<{ service: string }>).map((s) => s.service)).toEqual(expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']));
+    const badLimit = await cli(['search', 'pdf', '--discovery', replicaA.url, '--limit', '0']);
+    expect(badLimit).toMatchObject({ code: 1, stderr: expect.stringContaining('invalid limit (must be an integer from 1 to 100)') });
+    const badUrl = await cli(['search', 'pdf', '--discovery', 'ftp://nowhere']);
+    expect(badUrl).toMatchObject({ code: 2, stderr: expect.stringContaining('--discovery must be an http(s) URL') });
   });
 });
 
