@@ -387,7 +387,7 @@ export async function runConnectionsList(ctx: Context): Promise<CommandResult> {
   return result(
     list,
     table(
-      list.map((c) => ({ id: c.id, app: s(c.client_name ?? c.name), scopes: s(c.scopes), 'daily limit': s(c.daily_limit_usd ?? c.daily_limit), connected: s(c.created_at), 'last used': s(c.last_used_at) })),
+      list.map((c) => ({ id: c.id, app: s(c.client_name), scopes: s(c.scopes), 'daily limit': s(c.daily_limit_usd), connected: s(c.created_at), 'last used': s(c.last_used_at) })),
       ['id', 'app', 'scopes', 'daily limit', 'connected', 'last used'],
     ),
   );
@@ -447,7 +447,10 @@ export async function runPublisherRemove(ctx: Context, service: string): Promise
 export async function runPublisherOverview(ctx: Context): Promise<CommandResult> {
   const gw = await ctx.gateway();
   const o = await gatewayCall(() => gw.publisher.overview());
-  const n = (k: string) => (typeof o[k] === 'number' ? (o[k] as number) : undefined);
+  const n = (k: string) => {
+    const v = (o as Record<string, unknown>)[k];
+    return typeof v === 'number' ? v : undefined;
+  };
   return result(
     o,
     [
@@ -471,7 +474,7 @@ export async function runPublisherSettlements(ctx: Context, opts: { limit?: stri
   const gw = await ctx.gateway();
   const list = await gatewayCall(() => gw.publisher.settlements(limit === undefined ? {} : { limit }));
   const s = (v: unknown) => (v === null || v === undefined ? '' : String(v));
-  return result(list, table(list.map((x) => ({ id: x.id, status: s(x.status), net: usd(typeof x.net_usd === 'number' ? x.net_usd : undefined), calls: s(x.calls), tx: s(x.explorer_url ?? x.tx_hash), created: s(x.created_at) })), ['id', 'status', 'net', 'calls', 'tx', 'created']));
+  return result(list, table(list.map((x) => ({ id: x.id, status: s(x.state), net: usd(x.net.usd), calls: s(x.calls), tx: s(x.transactions.at(-1)?.explorer_url ?? x.escrow_url), created: s(x.opened_at) })), ['id', 'status', 'net', 'calls', 'tx', 'created']));
 }
 
 export async function runPublisherAnalytics(ctx: Context, opts: { days?: string }): Promise<CommandResult> {

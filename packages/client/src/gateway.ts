@@ -1,154 +1,52 @@
-import { z } from 'zod';
+import { operations, schemas, type Operation, type OperationId, type Operations } from '@farebox/contract';
+import type { z } from 'zod';
 import { ClientError, GatewayApiError } from './errors.js';
-
-/** Base-unit integers as the gateway sends them (JSON numbers within 2^53). */
-const units = z.number().int();
 
 /** A request id (runtime-neutral: WebCrypto where there is one). */
 const randomId = (): string => globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 
-/**
- * The wallet's state: `ok`; `provisioning` while a new account's wallet is
- * still being created on chain (account, USDC trustline), when USDC sent to
- * it would fail; `unavailable` when the settlement network did not answer.
- */
-const WalletStatusSchema = z.enum(['ok', 'provisioning', 'unavailable']);
+// The answers are the contract's schemas (`@farebox/contract`): one definition
+// for the gateway, its OpenAPI document and this client.
+export type GatewayWalletStatus = z.output<typeof schemas.WalletStatus>;
+export type GatewayBalance = z.output<typeof schemas.Balance>;
+export type GatewayTopupResult = z.output<typeof schemas.TopupResult>;
+export type GatewayAccount = z.output<typeof schemas.Account>;
+export type GatewayWallet = z.output<typeof schemas.Wallet>;
+export type GatewayService = z.output<typeof schemas.Service>;
+export type GatewayRegisteredService = z.output<typeof schemas.RegisteredService>;
+export type GatewayRemovedService = z.output<typeof schemas.RemovedService>;
+export type GatewayServiceManifest = z.output<typeof schemas.ServiceManifest>;
+export type GatewayCallResult = z.output<typeof schemas.CallResult>;
+export type GatewayTransaction = z.output<typeof schemas.Transaction>;
+export type GatewayApiKey = z.output<typeof schemas.ApiKey>;
+export type GatewayCreatedApiKey = z.output<typeof schemas.CreatedApiKey>;
+export type GatewayRevoked = z.output<typeof schemas.Revoked>;
+export type GatewayOAuthConnection = z.output<typeof schemas.OAuthConnection>;
+export type GatewayPublisherActivation = z.output<typeof schemas.PublisherActivation>;
+export type GatewayPublisherOverview = z.output<typeof schemas.PublisherOverview>;
+export type GatewaySettlement = z.output<typeof schemas.Settlement>;
+export type GatewaySettleResult = z.output<typeof schemas.SettleResult>;
+export type GatewayAnalyticsPoint = z.output<typeof schemas.AnalyticsPoint>;
+export type GatewayPlatformStats = z.output<typeof schemas.PlatformStats>;
+export type GatewayPlatformKey = z.output<typeof schemas.PlatformKey>;
+export type GatewayHealth = z.output<typeof schemas.Health>;
+export type GatewayDispute = z.output<typeof schemas.Dispute>;
+export type GatewayTreasury = z.output<typeof schemas.Treasury>;
+export type GatewayOperatorSettlement = z.output<typeof schemas.OperatorSettlement>;
+export type GatewaySettlementRetry = z.output<typeof schemas.SettlementRetry>;
+export type GatewayRevenue = z.output<typeof schemas.Revenue>;
+export type GatewayAuditEntry = z.output<typeof schemas.AuditEntry>;
 
-const BalanceSchema = z.looseObject({
-  asset: z.string(),
-  base_unit_name: z.string(),
-  balance_base_units: units,
-  balance_usd: z.number(),
-  wallet_base_units: units,
-  wallet_usd: z.number(),
-  total_base_units: units,
-  total_usd: z.number(),
-  /** `provisioning` while the wallet is still being created on chain (USDC sent to it now would fail). */
-  wallet_status: WalletStatusSchema.optional(),
-});
+type Part<I, K extends string> = I extends { [P in K]: infer S extends z.ZodType } ? { [P in K]: z.input<S> } : { [P in K]?: undefined };
 
-const TopupResultSchema = BalanceSchema.extend({
-  /** The top-up (a Transaction item): `paid_with: 'wallet'` with the on-chain payment, or `null` for free test credits. */
-  topup: z.looseObject({
-    id: z.string(),
-    type: z.literal('topup'),
-    amount_base_units: units,
-    amount_usd: z.number(),
-    tx_signature: z.string().nullable(),
-    explorer_url: z.string().nullable(),
-    status: z.enum(['completed', 'pending', 'failed']),
-    paid_with: z.literal('wallet').nullable(),
-    note: z.string().nullable(),
-    created_at: z.string(),
-  }),
-});
+/** What one operation of the contract takes: its path parameters, query, headers and body (each when it has one). */
+export type GatewayRequest<K extends OperationId> = Part<Operations[K]['input'], 'params'> &
+  Part<Operations[K]['input'], 'query'> &
+  Part<Operations[K]['input'], 'headers'> &
+  Part<Operations[K]['input'], 'body'>;
 
-const MeSchema = BalanceSchema.extend({
-  id: z.string(),
-  email: z.string(),
-  custodial_wallet: z.string(),
-  is_publisher: z.boolean(),
-  publisher_name: z.string().nullable().optional(),
-  created_at: z.string(),
-});
-
-const WalletSchema = z.looseObject({
-  pubkey: z.string(),
-  asset: z.string(),
-  base_units: units,
-  asset_amount: z.number(),
-  master_wallet: z.string(),
-  asset_issuer: z.string().optional(),
-  explorer_url: z.string().optional(),
-  status: WalletStatusSchema.optional(),
-});
-
-const ServiceSchema = z.looseObject({
-  service: z.string(),
-  pricePerCall: z.number(),
-  description: z.string(),
-  endpoint: z.string(),
-  ownerWallet: z.string(),
-  acceptedToken: z.string(),
-  totalCalls: z.number(),
-  totalEarned: z.number(),
-  createdAt: z.number(),
-  source: z.string(),
-  score: z.number().optional(),
-});
-
-const RegisteredServiceSchema = ServiceSchema.extend({ txHash: z.string().optional(), explorerUrl: z.string().optional() });
-
-const CostSchema = z.looseObject({ lamports: units, usd: z.number() });
-
-const CallResultSchema = z.looseObject({
-  result: z.unknown(),
-  cost: CostSchema,
-  paidWith: z.string(),
-  mode: z.string(),
-  newBalance: CostSchema,
-  explorerUrl: z.string().optional(),
-  callId: z.string().optional(),
-  trace: z.looseObject({ steps: z.array(z.unknown()) }),
-});
-
-const TransactionSchema = z.looseObject({
-  id: z.string().optional(),
-  type: z.string(),
-  amount_lamports: units,
-  amount_base_units: units.optional(),
-  amount_usd: z.number().optional(),
-  service: z.string().nullable().optional(),
-  /** A paid top-up's payment (also while `pending`: the submitted hash). */
-  tx_signature: z.string().nullable().optional(),
-  explorer_url: z.string().nullable().optional(),
-  /** `completed`, `pending` (a top-up on its way, a call held), `failed` (the reason in `note`), `refunded`. */
-  status: z.string(),
-  /** `wallet` for a top-up paid from the wallet (and calls paid from it), `credit` for calls paid with credits. */
-  paid_with: z.string().nullable().optional(),
-  /** `signup`, `free...` for free top-ups, a failed payment's reason. */
-  note: z.string().nullable().optional(),
-  created_at: z.string(),
-});
-
-const ApiKeySchema = z.looseObject({ id: z.string(), name: z.string(), prefix: z.string().optional(), created_at: z.string().optional() });
-const CreatedApiKeySchema = ApiKeySchema.extend({ key: z.string().startsWith('sk_live_') });
-const RevokedSchema = z.looseObject({ id: z.string(), revoked: z.boolean() });
-const ConnectionSchema = z.looseObject({ id: z.string() });
-
-const ActivatedSchema = z.looseObject({ is_publisher: z.literal(true), publisher_name: z.string(), wallet_status: WalletStatusSchema.optional() });
-const OverviewSchema = z.looseObject({ calls: z.number(), services: z.array(ServiceSchema), payout_wallet: z.string().optional(), wallet_status: WalletStatusSchema.optional() });
-const SettlementSchema = z.looseObject({ id: z.string(), fee: z.looseObject({ pct: z.number() }) });
-const AnalyticsPointSchema = z.looseObject({ day: z.string(), calls: z.number(), earned_base_units: units, earned_asset: z.number(), earned_usd: z.number() });
-const RemovedSchema = z.looseObject({ service: z.string(), removed: z.boolean() });
-const StatsSchema = z.looseObject({});
-const PlatformKeySchema = z.looseObject({
-  publicKey: z.string(),
-  network: z.string(),
-  treasury: z.string(),
-  /** `wallet`: top-ups are paid in USDC from the account's wallet; `free`: unpaid test credits. */
-  topups: z.enum(['wallet', 'free']).optional(),
-});
-const HealthSchema = z.looseObject({ ok: z.boolean(), service: z.string() });
-const ErrorSchema = z.looseObject({ error: z.string() });
-
-export type GatewayWalletStatus = z.infer<typeof WalletStatusSchema>;
-export type GatewayBalance = z.infer<typeof BalanceSchema>;
-export type GatewayTopupResult = z.infer<typeof TopupResultSchema>;
-export type GatewayAccount = z.infer<typeof MeSchema>;
-export type GatewayWallet = z.infer<typeof WalletSchema>;
-export type GatewayService = z.infer<typeof ServiceSchema>;
-export type GatewayRegisteredService = z.infer<typeof RegisteredServiceSchema>;
-export type GatewayCallResult = z.infer<typeof CallResultSchema>;
-export type GatewayTransaction = z.infer<typeof TransactionSchema>;
-export type GatewayApiKey = z.infer<typeof ApiKeySchema>;
-export type GatewayCreatedApiKey = z.infer<typeof CreatedApiKeySchema>;
-export type GatewayOAuthConnection = z.infer<typeof ConnectionSchema>;
-export type GatewayPublisherOverview = z.infer<typeof OverviewSchema>;
-export type GatewaySettlement = z.infer<typeof SettlementSchema>;
-export type GatewayAnalyticsPoint = z.infer<typeof AnalyticsPointSchema>;
-export type GatewayPlatformKey = z.infer<typeof PlatformKeySchema>;
-export type GatewayHealth = z.infer<typeof HealthSchema>;
+/** What one operation of the contract answers (validated). */
+export type GatewayResponse<K extends OperationId> = z.output<Operations[K]['output']>;
 
 export interface GatewayClientOptions {
   /** The gateway's address, e.g. `https://farebox.example`. */
@@ -157,6 +55,12 @@ export interface GatewayClientOptions {
   apiKey?: string;
   /** An OAuth access token (used when no apiKey is given). */
   accessToken?: string;
+  /**
+   * The browser's session cookie instead of a bearer credential (the
+   * dashboard): requests carry the cookie, and writes the CSRF token this
+   * function returns (the readable `farebox_csrf` cookie) in `X-CSRF-Token`.
+   */
+  session?: { csrfToken(): string | undefined };
   fetch?: typeof fetch;
   /** Per-request timeout, ms (default 60 000). */
   timeoutMs?: number;
@@ -177,8 +81,17 @@ export interface UpdateServiceInput {
   description?: string;
 }
 
-/** A typed client of the gateway's `/v1` REST API. Every answer is validated; errors are {@link GatewayApiError}. */
+/** An operator's decision on a dispute: the whole balance back to the funder, or a split in base units. */
+export type DisputeDecision = { action: 'refund' } | { action: 'split'; payer_base_units: number | string | bigint; receiver_base_units: number | string | bigint };
+
+/**
+ * A typed client of the gateway's REST API, built from the operation table of
+ * `@farebox/contract`: every answer is validated against its operation's
+ * schema; errors are {@link GatewayApiError}.
+ */
 export interface GatewayClient {
+  /** Any operation of the contract by its id (the typed methods below are shorthands). */
+  request<K extends OperationId>(id: K, input?: GatewayRequest<K>): Promise<GatewayResponse<K>>;
   me(): Promise<GatewayAccount>;
   balance(): Promise<GatewayBalance>;
   wallet(): Promise<GatewayWallet>;
@@ -195,33 +108,51 @@ export interface GatewayClient {
   agents: {
     list(): Promise<GatewayService[]>;
     search(query: string): Promise<GatewayService[]>;
+    /** What the service's own `/manifest` says about its price. */
+    manifest(service: string): Promise<GatewayServiceManifest>;
     mine(): Promise<GatewayService[]>;
     register(input: RegisterServiceInput): Promise<GatewayRegisteredService>;
     update(service: string, changes: UpdateServiceInput): Promise<GatewayRegisteredService>;
-    remove(service: string): Promise<{ service: string; removed: boolean; [k: string]: unknown }>;
+    remove(service: string): Promise<GatewayRemovedService>;
   };
   apiKeys: {
     list(): Promise<GatewayApiKey[]>;
     /** The plain key is in the answer once. */
     create(name: string): Promise<GatewayCreatedApiKey>;
-    revoke(id: string): Promise<{ id: string; revoked: boolean; [k: string]: unknown }>;
+    revoke(id: string): Promise<GatewayRevoked>;
   };
   oauthConnections: {
     list(): Promise<GatewayOAuthConnection[]>;
-    revoke(id: string): Promise<unknown>;
+    revoke(id: string): Promise<GatewayRevoked>;
   };
   publisher: {
-    activate(name: string): Promise<{ is_publisher: true; publisher_name: string; wallet_status?: GatewayWalletStatus; [k: string]: unknown }>;
+    activate(name: string): Promise<GatewayPublisherActivation>;
     overview(): Promise<GatewayPublisherOverview>;
     settlements(options?: { limit?: number }): Promise<GatewaySettlement[]>;
     analytics(options?: { days?: number }): Promise<GatewayAnalyticsPoint[]>;
     /** Closes the current settlement cycle now. */
-    settle(): Promise<unknown>;
+    settle(): Promise<GatewaySettleResult>;
   };
   platform: {
-    stats(): Promise<Record<string, unknown>>;
+    stats(): Promise<GatewayPlatformStats>;
     /** The platform's public key, network and treasury (no credential needed). */
     key(): Promise<GatewayPlatformKey>;
+  };
+  /** Disputes on direct escrows (no credential: the funder's signed proof is one). */
+  disputes: {
+    open(input: { escrowId: string; proof: string; reason?: string }): Promise<GatewayDispute>;
+    status(escrowId: string): Promise<GatewayDispute>;
+  };
+  /** The operator API (operator accounts only; `whoami` answers for any account). */
+  operator: {
+    whoami(): Promise<{ operator: boolean; email: string }>;
+    disputes(options?: { state?: 'open' | 'resolved' | 'all'; limit?: number }): Promise<GatewayDispute[]>;
+    resolveDispute(escrowId: string, decision: DisputeDecision): Promise<GatewayDispute>;
+    treasury(): Promise<GatewayTreasury>;
+    settlements(options?: { state?: string; limit?: number }): Promise<GatewayOperatorSettlement[]>;
+    retrySettlement(id: string): Promise<GatewaySettlementRetry>;
+    revenue(options?: { days?: number }): Promise<GatewayRevenue>;
+    audit(options?: { limit?: number }): Promise<GatewayAuditEntry[]>;
   };
   /** `GET /health` (no credential needed). */
   health(): Promise<GatewayHealth>;
@@ -235,8 +166,11 @@ function jsonInteger(value: number | bigint, name: string): number {
   return n;
 }
 
+const int = (n: number | undefined): string | undefined => (n === undefined ? undefined : String(n));
+
 /**
- * Creates a typed client of the gateway REST API, for scripts and servers.
+ * Creates a typed client of the gateway REST API, for scripts, servers and
+ * the browser.
  *
  * @example
  * const gw = createGatewayClient({ baseUrl: 'https://farebox.example', apiKey: process.env.FAREBOX_API_KEY });
@@ -259,31 +193,38 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const timeoutMs = options.timeoutMs ?? 60_000;
   if (problems.length > 0) throw new ClientError('CONFIG', `createGatewayClient: ${problems.join('; ')}`);
   const doFetch = options.fetch ?? globalThis.fetch;
+  const session = credential === undefined ? options.session : undefined;
 
-  async function send<S extends z.ZodType>(
-    schema: S,
-    method: string,
-    path: string,
-    init: { body?: unknown; query?: Record<string, string | number | undefined>; headers?: Record<string, string>; open?: boolean } = {},
-  ): Promise<z.infer<S>> {
-    if (!init.open && !credential) throw new ClientError('CONFIG', `${method} ${path} needs a credential: pass apiKey or accessToken`);
+  async function request<K extends OperationId>(id: K, input: GatewayRequest<K> = {} as GatewayRequest<K>): Promise<GatewayResponse<K>> {
+    const op: Operation = operations[id];
+    const parts = input as { params?: Record<string, string>; query?: Record<string, string | undefined>; headers?: Record<string, string | undefined>; body?: unknown };
+    const path = op.path.replace(/:([A-Za-z_]\w*)/g, (_, name: string) => encodeURIComponent(String(parts.params?.[name] ?? '')));
+    const label = `${op.method} ${path}`;
+    if (op.auth.kind !== 'none' && !credential && !session) throw new ClientError('CONFIG', `${label} needs a credential: pass apiKey or accessToken`);
     const url = new URL(`${base}${path}`);
-    for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(parts.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     // Every request has an id of its own; the gateway echoes it and logs it as `reqId`.
-    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': randomId(), ...init.headers };
+    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': randomId() };
+    for (const [k, v] of Object.entries(parts.headers ?? {})) if (v !== undefined) headers[k] = v;
     if (credential) headers.authorization = `Bearer ${credential}`;
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    if (session && op.method !== 'GET') {
+      const csrf = session.csrfToken();
+      if (csrf) headers['x-csrf-token'] = csrf;
+    }
+    const body = parts.body ?? (op.method === 'POST' && op.input.body === undefined ? {} : undefined);
+    if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     try {
       res = await doFetch(url, {
-        method,
+        method: op.method,
         headers,
-        ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(session ? { credentials: 'same-origin' as const } : {}),
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'error',
       });
     } catch (e) {
-      throw new ClientError('NETWORK', `${method} ${path} failed: ${e instanceof Error ? e.message : String(e)}`);
+      throw new ClientError('NETWORK', `${label} failed: ${e instanceof Error ? e.message : String(e)}`);
     }
     const text = await res.text();
     let json: unknown;
@@ -293,71 +234,81 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       json = undefined;
     }
     if (!res.ok) {
-      const err = ErrorSchema.safeParse(json);
+      const err = schemas.ErrorBody.safeParse(json);
       throw new GatewayApiError(res.status, err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, json, res.headers.get('x-request-id') ?? headers['x-request-id']);
     }
-    const parsed = schema.safeParse(json);
+    const parsed = op.output.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new ClientError('BAD_RESPONSE', `${method} ${path} answered an unexpected body${issue ? ` (${issue.path.join('.') || 'body'}: ${issue.message})` : ''}`, {
+      throw new ClientError('BAD_RESPONSE', `${label} answered an unexpected body${issue ? ` (${issue.path.join('.') || 'body'}: ${issue.message})` : ''}`, {
         status: res.status,
       });
     }
-    return parsed.data;
+    return parsed.data as GatewayResponse<K>;
   }
 
-  const enc = encodeURIComponent;
+  const price = <T extends { pricePerCallLamports?: number | bigint }>(input: T) =>
+    input.pricePerCallLamports === undefined ? input : { ...input, pricePerCallLamports: jsonInteger(input.pricePerCallLamports, 'pricePerCallLamports') };
 
   return {
-    me: () => send(MeSchema, 'GET', '/v1/me'),
-    balance: () => send(BalanceSchema, 'GET', '/v1/balance'),
-    wallet: () => send(WalletSchema, 'GET', '/v1/wallet'),
-    topup: (amount, opts = {}) =>
-      send(TopupResultSchema, 'POST', '/v1/topup', { body: { amount }, ...(opts.idempotencyKey ? { headers: { 'idempotency-key': opts.idempotencyKey } } : {}) }),
-    call: (service, payload, opts = {}) => {
-      const headers: Record<string, string> = {};
-      if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
-      if (opts.maxCost !== undefined) headers['farebox-max-cost'] = String(opts.maxCost);
-      return send(CallResultSchema, 'POST', '/v1/call', { body: { service, payload }, headers });
-    },
-    transactions: (opts = {}) => send(z.array(TransactionSchema), 'GET', '/v1/transactions', { query: { limit: opts.limit } }),
+    request,
+    me: () => request('me'),
+    balance: () => request('balance'),
+    wallet: () => request('wallet'),
+    topup: (amount, opts = {}) => request('topup', { body: { amount }, headers: { 'idempotency-key': opts.idempotencyKey } }),
+    call: (service, payload, opts = {}) =>
+      request('call', { body: { service, payload }, headers: { 'idempotency-key': opts.idempotencyKey, 'farebox-max-cost': opts.maxCost === undefined ? undefined : String(opts.maxCost) } }),
+    transactions: (opts = {}) => request('transactions', { query: { limit: int(opts.limit) } }),
     agents: {
-      list: () => send(z.array(ServiceSchema), 'GET', '/v1/agents'),
-      search: (query) => send(z.array(ServiceSchema), 'GET', '/v1/agents', { query: { q: query } }),
-      mine: () => send(z.array(ServiceSchema), 'GET', '/v1/agents/mine'),
-      register: (input) =>
-        send(RegisteredServiceSchema, 'POST', '/v1/agents', {
-          body: { ...input, pricePerCallLamports: jsonInteger(input.pricePerCallLamports, 'pricePerCallLamports') },
-        }),
-      update: (service, changes) =>
-        send(RegisteredServiceSchema, 'PUT', `/v1/agents/${enc(service)}`, {
-          body: {
-            ...changes,
-            ...(changes.pricePerCallLamports !== undefined ? { pricePerCallLamports: jsonInteger(changes.pricePerCallLamports, 'pricePerCallLamports') } : {}),
-          },
-        }),
-      remove: (service) => send(RemovedSchema, 'DELETE', `/v1/agents/${enc(service)}`),
+      list: () => request('listAgents'),
+      search: (q) => request('listAgents', { query: { q } }),
+      manifest: (service) => request('agentManifest', { params: { service } }),
+      mine: () => request('myAgents'),
+      register: (input) => request('registerAgent', { body: price(input) as { service: string; pricePerCallLamports: number; endpoint: string; description: string } }),
+      update: (service, changes) => request('updateAgent', { params: { service }, body: price(changes) as { pricePerCallLamports?: number; endpoint?: string; description?: string } }),
+      remove: (service) => request('removeAgent', { params: { service } }),
     },
     apiKeys: {
-      list: () => send(z.array(ApiKeySchema), 'GET', '/v1/api-keys'),
-      create: (name) => send(CreatedApiKeySchema, 'POST', '/v1/api-keys', { body: { name } }),
-      revoke: (id) => send(RevokedSchema, 'DELETE', `/v1/api-keys/${enc(id)}`),
+      list: () => request('listApiKeys'),
+      create: (name) => request('createApiKey', { body: { name } }),
+      revoke: (id) => request('revokeApiKey', { params: { id } }),
     },
     oauthConnections: {
-      list: () => send(z.array(ConnectionSchema), 'GET', '/v1/oauth/connections'),
-      revoke: (id) => send(z.unknown(), 'DELETE', `/v1/oauth/connections/${enc(id)}`),
+      list: () => request('listOAuthConnections'),
+      revoke: (id) => request('revokeOAuthConnection', { params: { id } }),
     },
     publisher: {
-      activate: (name) => send(ActivatedSchema, 'POST', '/v1/publisher/activate', { body: { name } }),
-      overview: () => send(OverviewSchema, 'GET', '/v1/publisher/overview'),
-      settlements: (opts = {}) => send(z.array(SettlementSchema), 'GET', '/v1/publisher/settlements', { query: { limit: opts.limit } }),
-      analytics: (opts = {}) => send(z.array(AnalyticsPointSchema), 'GET', '/v1/publisher/analytics', { query: { days: opts.days } }),
-      settle: () => send(z.unknown(), 'POST', '/v1/publisher/settle', { body: {} }),
+      activate: (name) => request('activatePublisher', { body: { name } }),
+      overview: () => request('publisherOverview'),
+      settlements: (opts = {}) => request('publisherSettlements', { query: { limit: int(opts.limit) } }),
+      analytics: (opts = {}) => request('publisherAnalytics', { query: { days: int(opts.days) } }),
+      settle: () => request('publisherSettle'),
     },
     platform: {
-      stats: () => send(StatsSchema, 'GET', '/v1/platform/stats'),
-      key: () => send(PlatformKeySchema, 'GET', '/v1/platform/key', { open: true }),
+      stats: () => request('platformStats'),
+      key: () => request('platformKey'),
     },
-    health: () => send(HealthSchema, 'GET', '/health', { open: true }),
+    disputes: {
+      open: (input) => request('openDispute', { body: input }),
+      status: (escrowId) => request('disputeStatus', { params: { escrowId } }),
+    },
+    operator: {
+      whoami: () => request('operatorWhoami'),
+      disputes: (opts = {}) => request('operatorDisputes', { query: { state: opts.state, limit: int(opts.limit) } }),
+      resolveDispute: (escrowId, decision) =>
+        request('operatorResolveDispute', {
+          params: { escrowId },
+          body:
+            decision.action === 'refund'
+              ? { action: 'refund' }
+              : { action: 'split', payer_base_units: String(decision.payer_base_units), receiver_base_units: String(decision.receiver_base_units) },
+        }),
+      treasury: () => request('operatorTreasury'),
+      settlements: (opts = {}) => request('operatorSettlements', { query: { state: opts.state, limit: int(opts.limit) } }),
+      retrySettlement: (id) => request('operatorRetrySettlement', { params: { id } }),
+      revenue: (opts = {}) => request('operatorRevenue', { query: { days: int(opts.days) } }),
+      audit: (opts = {}) => request('operatorAudit', { query: { limit: int(opts.limit) } }),
+    },
+    health: () => request('health'),
   };
 }

@@ -36,6 +36,21 @@ export type {
   GatewayAnalyticsPoint,
   GatewayPlatformKey,
   GatewayHealth,
+  GatewayRemovedService,
+  GatewayServiceManifest,
+  GatewayRevoked,
+  GatewayPublisherActivation,
+  GatewaySettleResult,
+  GatewayPlatformStats,
+  GatewayDispute,
+  GatewayTreasury,
+  GatewayOperatorSettlement,
+  GatewaySettlementRetry,
+  GatewayRevenue,
+  GatewayAuditEntry,
+  GatewayRequest,
+  GatewayResponse,
+  DisputeDecision,
 } from './gateway.js';
 export { ClientError, EndpointVerificationError, GatewayApiError } from './errors.js';
 export type { ClientErrorCode, ClientErrorData } from './errors.js';

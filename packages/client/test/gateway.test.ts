@@ -6,6 +6,7 @@ import { parseAmount } from '@farebox/protocol';
 import { createProvider } from '@farebox/provider';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationList } from '@farebox/contract';
 import { ClientError, GatewayApiError, createGatewayClient, type GatewayClient } from '../src/index.js';
 import { newSecret } from './helpers.js';
 
@@ -146,5 +147,51 @@ describe('the gateway REST client against a running gateway', () => {
     expect(await api.publisher.settlements({ limit: 10 })).toEqual([]);
     expect(await api.oauthConnections.list()).toEqual([]);
     expect(await api.platform.stats()).toMatchObject({ fee: { pct: 5 } });
+  });
+  it('reaches every operation of the contract: the typed methods, and request() by id for the rest', async () => {
+    // The methods are built from the table: each one sends its operation's method and path.
+    const seen: string[] = [];
+    const recording = createGatewayClient({
+      baseUrl: 'http://gateway.test',
+      apiKey: 'sk_live_x',
+      fetch: async (url, init) => {
+        seen.push(`${init?.method} ${new URL(String(url)).pathname}`);
+        return new Response(JSON.stringify({ error: 'recorded' }), { status: 418 });
+      },
+    });
+    const calls: Array<() => Promise<unknown>> = [
+      () => recording.me(), () => recording.balance(), () => recording.wallet(), () => recording.topup(1), () => recording.call('s', {}), () => recording.transactions(),
+      () => recording.agents.list(), () => recording.agents.manifest('s'), () => recording.agents.mine(), () => recording.agents.register({ service: 's', pricePerCallLamports: 1n, endpoint: 'https://x', description: '' }),
+      () => recording.agents.update('s', { description: 'd' }), () => recording.agents.remove('s'), () => recording.apiKeys.list(), () => recording.apiKeys.create('n'), () => recording.apiKeys.revoke('k'),
+      () => recording.oauthConnections.list(), () => recording.oauthConnections.revoke('c'), () => recording.publisher.activate('n'), () => recording.publisher.overview(), () => recording.publisher.settlements(),
+      () => recording.publisher.analytics(), () => recording.publisher.settle(), () => recording.platform.stats(), () => recording.platform.key(), () => recording.health(),
+      () => recording.disputes.open({ escrowId: 'C', proof: 'p' }), () => recording.disputes.status('C'), () => recording.operator.whoami(), () => recording.operator.disputes(),
+      () => recording.operator.resolveDispute('C', { action: 'refund' }), () => recording.operator.treasury(), () => recording.operator.settlements(), () => recording.operator.retrySettlement('1'),
+      () => recording.operator.revenue(), () => recording.operator.audit(),
+      () => recording.request('signup', { body: { email: 'a@b.c', password: 'p' } }), () => recording.request('login', { body: { email: 'a@b.c', password: 'p' } }), () => recording.request('logout'), () => recording.request('ready'),
+    ];
+    for (const c of calls) await expect(c()).rejects.toMatchObject({ status: 418, message: 'recorded' });
+    const want = operationList.map((o) => `${o.method} ${o.path.replace(/:[A-Za-z]+/g, 'X')}`).sort();
+    expect(seen.map((x) => x.replace(/\/(s|k|c|C|1)(?=\/|$)/g, '/X')).sort()).toEqual(want);
+  });
+
+  it('validates every answer against the contract: wallet status, the OAuth connection list, the operator and dispute views', async () => {
+    const balance = await api.balance();
+    expect(['ok', 'provisioning', 'unavailable']).toContain(balance.wallet_status);
+    expect(balance.total_sol).toBe(balance.total_base_units);
+    expect(await api.operator.whoami()).toEqual({ operator: false, email: expect.stringMatching(/@example\.com$/) });
+    const forbidden = await api.operator.treasury().catch((e: unknown) => e);
+    expect((forbidden as GatewayApiError).status).toBe(403);
+    const open = createGatewayClient({ baseUrl: gw.url });
+    const unknown = await open.disputes.status('CA3D5KRYM6CB7OWQ6TWYRR3Z4T7GNZLKERYNZGGA5SOAOPIFY6YQGAXE').catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ status: 404, message: 'dispute not found' });
+    await expect(open.request('ready')).resolves.toMatchObject({ ready: true, checks: expect.objectContaining({ database: 'ok' }) });
+    // An answer that breaks the contract is refused, naming the field.
+    const drifted = createGatewayClient({
+      baseUrl: gw.url,
+      apiKey: 'sk_live_x',
+      fetch: async () => new Response(JSON.stringify({ ...balance, wallet_status: 'maybe' }), { status: 200 }),
+    });
+    await expect(drifted.balance()).rejects.toMatchObject({ code: 'BAD_RESPONSE', message: expect.stringMatching(/wallet_status/) });
   });
 });

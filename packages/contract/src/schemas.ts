@@ -16,18 +16,18 @@ const Timestamp = z.string().meta({ format: 'date-time' });
 const Address = z.string();
 
 /**
- * The five twins of an amount: `<p>_base_units`, the legacy `<p>_lamports`
- * (same base units), `<p>_asset_amount` and the legacy `<p>_sol` (USDC),
- * `<p>_usd`.
+ * The five twins of an amount: `<p>_base_units` and the legacy `<p>_lamports`
+ * and `<p>_sol` (the same base units, the spec's Versioning rule 2),
+ * `<p>_asset_amount` (USDC) and `<p>_usd`.
  */
 function amountFields<P extends string>(prefix: P) {
   return {
     [`${prefix}_base_units`]: BaseUnits,
     [`${prefix}_lamports`]: BaseUnits,
     [`${prefix}_asset_amount`]: z.number(),
-    [`${prefix}_sol`]: z.number(),
+    [`${prefix}_sol`]: BaseUnits,
     [`${prefix}_usd`]: z.number(),
-  } as Record<`${P}_base_units` | `${P}_lamports`, typeof BaseUnits> & Record<`${P}_asset_amount` | `${P}_sol` | `${P}_usd`, z.ZodNumber>;
+  } as Record<`${P}_base_units` | `${P}_lamports` | `${P}_sol`, typeof BaseUnits> & Record<`${P}_asset_amount` | `${P}_usd`, z.ZodNumber>;
 }
 
 /** Every error: one string field `error` (the spec's messages). */
@@ -261,7 +261,7 @@ export const SettleResult = z
   .meta({ id: 'SettleResult', description: "The caller's cycle, closed and run to the end; `settled: false` with a message when there was nothing to settle." });
 
 export const AnalyticsPoint = z
-  .object({ day: z.string(), calls: z.number().int(), earned_base_units: BaseUnits, earned_lamports: BaseUnits, earned_asset: z.number(), earned_sol: z.number(), earned_usd: z.number() })
+  .object({ day: z.string(), calls: z.number().int(), earned_base_units: BaseUnits, earned_lamports: BaseUnits, earned_asset: z.number(), earned_sol: BaseUnits, earned_usd: z.number() })
   .meta({ id: 'AnalyticsPoint', description: 'One UTC day, net of the fee.' });
 
 export const PlatformStats = z
