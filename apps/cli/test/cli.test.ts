@@ -226,7 +226,7 @@ describe('the packed tarballs, installed like a user would', () => {
   let tmp: string;
   const repo = join(import.meta.dirname, '..', '..', '..');
   // The CLI and every workspace package it needs at run time.
-  const packages = ['apps/cli', 'apps/mcp', 'packages/client', 'packages/escrow', 'packages/protocol', 'packages/stellar'];
+  const packages = ['apps/cli', 'apps/mcp', 'packages/client', 'packages/contract', 'packages/escrow', 'packages/protocol', 'packages/stellar'];
 
   async function sh(command: string, args: string[], cwd: string, extra: Record<string, string> = {}) {
     const r = await start(command, args, { env: { ...(process.env as Record<string, string>), npm_config_update_notifier: 'false', ...extra }, cwd }).done;
