@@ -1,7 +1,10 @@
-// Gateway call throughput and added latency, against a no-op service.
+// Gateway call throughput and added latency, against a no-op service, and the
+// ceiling in the same run: an HTTP server doing one durable single-statement
+// debit per request (bench/debit-server.mjs, node:http + pg), same load shape.
 //   pnpm bench gateway            (PostgreSQL at DATABASE_URL when reachable, else PGlite)
-// The gateway runs in a child process (its own core); the load generator and
-// the no-op service run here. Prints medians, p99, calls/s and ratios.
+//   pnpm build first: the gateway runs as deployed, its built dist/main.js with
+//   NODE_ENV=production, in a child process (its own core); the load generator
+//   and the no-op service run here. Prints medians, p99, calls/s and ratios.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -20,6 +23,8 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 6000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ACCOUNTS = 16;
+/** Database connections of the gateway (its default) and of the debit server alike. */
+const POOL_SIZE = 10;
 
 async function freePort() {
   const s = netServer();
@@ -46,7 +51,7 @@ async function postgresUrl(): Promise<string | undefined> {
  * empty elsewhere): where a call's CPU goes when every process shares the
  * same cores.
  */
-function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined): Map<string, number> {
+function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined, ceilingPid?: number): Map<string, number> {
   const out = new Map<string, number>();
   if (!existsSync('/proc/self/stat')) return out;
   const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
@@ -64,6 +69,7 @@ function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined): Map
     const pid = Number(entry);
     if (gatewayPids.includes(pid)) add('gateway', seconds);
     else if (pid === devnetPid) add('devnet', seconds);
+    else if (pid === ceilingPid) add('debit server', seconds);
     else if (pid === process.pid) add('load generator + no-op service', seconds);
     else if (comm === 'postgres') add('PostgreSQL', seconds);
     else if (comm.startsWith('redis-server')) add('Redis', seconds);
@@ -71,10 +77,20 @@ function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined): Map
   return out;
 }
 
-function cpuPerCall(before: Map<string, number>, after: Map<string, number>, calls: number): string {
-  if (after.size === 0 || calls === 0) return 'n/a (no /proc)';
-  return [...after]
-    .map(([k, v]) => ({ k, ms: ((v - (before.get(k) ?? 0)) * 1000) / calls }))
+/** CPU seconds per kind of process between two readings. */
+function cpuDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  return new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
+}
+
+function addInto(total: Map<string, number>, more: Map<string, number>) {
+  for (const [k, v] of more) total.set(k, (total.get(k) ?? 0) + v);
+}
+
+function cpuPerCall(used: Map<string, number>, calls: number): string {
+  if (used.size === 0 || calls === 0) return 'n/a (no /proc)';
+  return [...used]
+    .map(([k, v]) => ({ k, ms: (v * 1000) / calls }))
+    .filter(({ ms }) => ms >= 0.005)
     .sort((a, b) => b.ms - a.ms)
     .map(({ k, ms }) => `${k} ${ms.toFixed(2)}`)
     .join(', ');
@@ -86,7 +102,6 @@ function pct(sorted: number[], p: number) {
 
 async function load(pool: Pool, path: string, headersFor: (i: number) => Record<string, string>, body: (i: number) => string, concurrency: number, durationMs: number) {
   const lat: number[] = [];
-  const steps = new Map<string, number[]>();
   let errors = 0;
   let n = 0;
   const end = Date.now() + durationMs;
@@ -97,21 +112,45 @@ async function load(pool: Pool, path: string, headersFor: (i: number) => Record<
         const i = n++;
         const t0 = performance.now();
         const res = await pool.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headersFor(i) }, body: body(i) });
-        const text = await res.body.text();
+        await res.body.dump();
         if (res.statusCode !== 200) errors++;
         lat.push(performance.now() - t0);
-        if (concurrency === 1 && path === '/v1/call' && res.statusCode === 200) {
-          for (const step of (JSON.parse(text) as { trace: { steps: Array<{ name: string; durationMs: number }> } }).trace.steps) {
-            (steps.get(step.name) ?? steps.set(step.name, []).get(step.name)!).push(step.durationMs);
-          }
-        }
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   lat.sort((a, b) => a - b);
-  const stepP50 = [...steps].map(([name, xs]) => [name, pct(xs.sort((a, b) => a - b), 50)] as const);
-  return { rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, n: lat.length, stepP50 };
+  return { rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, n: lat.length };
+}
+
+interface Seq {
+  p50: number;
+  p99: number;
+  stepP50: Array<readonly [string, number]>;
+}
+
+/** One request to each target in turn, repeated for `durationMs`: paired samples of sequential latency. */
+async function sequential(targets: Array<{ pool: Pool; path: string; headers: Record<string, string>; body: string; steps?: boolean }>, durationMs: number): Promise<Seq[]> {
+  const lat = targets.map(() => [] as number[]);
+  const steps = new Map<string, number[]>();
+  const end = Date.now() + durationMs;
+  while (Date.now() < end) {
+    for (const [i, t] of targets.entries()) {
+      const t0 = performance.now();
+      const res = await t.pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: t.body });
+      const text = await res.body.text();
+      lat[i]!.push(performance.now() - t0);
+      if (t.steps && res.statusCode === 200) {
+        for (const step of (JSON.parse(text) as { trace: { steps: Array<{ name: string; durationMs: number }> } }).trace.steps) {
+          (steps.get(step.name) ?? steps.set(step.name, []).get(step.name)!).push(step.durationMs);
+        }
+      }
+    }
+  }
+  return targets.map((t, i) => {
+    const xs = lat[i]!.sort((a, b) => a - b);
+    return { p50: pct(xs, 50), p99: pct(xs, 99), stepP50: t.steps ? [...steps].map(([name, v]) => [name, pct(v.sort((a, b) => a - b), 50)] as const) : [] };
+  });
 }
 
 const noop = createServer((req, res) => {
@@ -128,8 +167,16 @@ const servicePort = (noop.address() as AddressInfo).port;
 const dbUrl = await postgresUrl();
 const redisUp = await fetch('http://127.0.0.1:6379').then(() => true, (e: { cause?: { code?: string } }) => e?.cause?.code !== 'ECONNREFUSED');
 const schema = `bench_${process.pid}`;
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const devnetCli = fileURLToPath(new URL('../../../packages/devnet/src/cli.ts', import.meta.url));
+// As deployed: the built output (`pnpm build`), no source transpiler.
+const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const devnetCli = fileURLToPath(new URL('../../../packages/devnet/dist/cli.js', import.meta.url));
+const debitServer = fileURLToPath(new URL('./debit-server.mjs', import.meta.url));
+for (const file of [main, devnetCli]) {
+  if (!existsSync(file)) {
+    console.error(`${file} is missing: run pnpm build first (the bench runs the built gateway)`);
+    process.exit(1);
+  }
+}
 const children: ChildProcess[] = [];
 const gatewayPids: number[] = [];
 const keystoreKey = randomBytes(32).toString('hex');
@@ -160,7 +207,7 @@ if (dbUrl) {
 
 // One devnet for every gateway (as docs/deploy.md runs it).
 const devnetPort = await freePort();
-const devnet = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', devnetCli, '--port', String(devnetPort), '--close', '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const devnet = spawn(process.execPath, [devnetCli, '--port', String(devnetPort), '--close', '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
 children.push(devnet);
 await new Promise((r) => setTimeout(r, 200));
 for (let i = 0; i < 100; i++) {
@@ -172,9 +219,10 @@ const devnetUrl = `http://127.0.0.1:${devnetPort}`;
 async function startInstance(logLevel = 'info'): Promise<string> {
   const port = await freePort();
   const extra = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
-  const child = spawn(process.execPath, [...extra, '--conditions=@farebox/source', '--import', 'tsx', main], {
+  const child = spawn(process.execPath, [...extra, main], {
     env: {
       PATH: process.env.PATH,
+      NODE_ENV: 'production',
       PORT: String(port),
       FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-bench-')),
       FAREBOX_DEVNET_URL: devnetUrl,
@@ -185,6 +233,7 @@ async function startInstance(logLevel = 'info'): Promise<string> {
       FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
       FAREBOX_AUTH_RATE_LIMIT: '1000',
       FAREBOX_ACCOUNT_RATE_LIMIT: '10000000',
+      FAREBOX_DB_POOL_SIZE: String(POOL_SIZE),
       ...(redisUp ? { FAREBOX_REDIS_URL: 'redis://127.0.0.1:6379' } : {}),
       ...(dbUrl ? { DATABASE_URL: `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}` } : {}),
     },
@@ -219,56 +268,109 @@ try {
   }
   await waitCatalog(first);
 
+  // The ceiling: the bare durable debit, its own process, same database and load shape.
+  let ceilingPid: number | undefined;
+  let ceilingUrl: string | undefined;
+  if (dbUrl) {
+    const child = spawn(process.execPath, [debitServer, dbUrl, schema, String(ACCOUNTS), String(POOL_SIZE)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    ceilingPid = child.pid;
+    ceilingUrl = await waitLine(child, /debit server\s+(\S+)/);
+  }
+  const cpuNow = () => cpuByProcess(gatewayPids, devnet.pid, ceilingPid);
+
   const pools = [new Pool(first, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 })];
   const direct = new Pool(`http://127.0.0.1:${servicePort}`, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
+  const ceiling = ceilingUrl ? new Pool(ceilingUrl, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 }) : undefined;
   const callBody = () => '{"service":"noop","payload":{}}';
+  const byKey = (i: number) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` });
+  const byAccount = (i: number) => ({ 'x-account': String(i % ACCOUNTS) });
   const spread = (ps: Pool[]) => ({
     request: (opts: Parameters<Pool['request']>[0]) => ps[Math.floor(Math.random() * ps.length)]!.request(opts),
   }) as unknown as Pool;
-  await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
+  await load(pools[0]!, '/v1/call', byKey, callBody, 8, 1500);
   await load(direct, '/', () => ({}), () => '{}', 8, 500);
+  if (ceiling) await load(ceiling, '/', byAccount, () => '{}', 8, 1000);
 
-  const seqGw = await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 1, 3000);
-  const seqDirect = await load(direct, '/', () => ({}), () => '{}', 1, 3000);
+  // Sequential latency, one caller: a gateway call, a bare debit and a direct
+  // service request in turn, so all three see the same moment of this shared
+  // machine (measured apart, one of them may fall in a busy second).
+  const seq = await sequential(
+    [
+      { pool: pools[0]!, path: '/v1/call', headers: byKey(0), body: callBody(), steps: true },
+      { pool: direct, path: '/', headers: {}, body: '{}' },
+      ...(ceiling ? [{ pool: ceiling, path: '/', headers: byAccount(0), body: '{}' }] : []),
+    ],
+    4000,
+  );
+  const [seqGw, seqDirect] = seq as [Seq, Seq];
+  const seqCeiling = seq[2];
   // Throughput on these shared cores moves by a quarter from one run to the
-  // next: three runs, and the median is the figure.
-  const cpuBefore = cpuByProcess(gatewayPids, devnet.pid);
-  const runs: Array<Awaited<ReturnType<typeof load>>> = [];
-  for (let r = 0; r < ROUNDS; r++) runs.push(await load(pools[0]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS));
-  const cpuOne = cpuPerCall(cpuBefore, cpuByProcess(gatewayPids, devnet.pid), runs.reduce((a, r) => a + r.n, 0));
-  const one = [...runs].sort((a, b) => a.rps - b.rps)[Math.floor(runs.length / 2)]!;
+  // next: three runs of each, the gateway and the ceiling taking turns, and
+  // the median is the figure.
+  type Run = Awaited<ReturnType<typeof load>>;
+  const runs: Run[] = [];
+  const ceilingRuns: Run[] = [];
+  const cpuGw = new Map<string, number>();
+  const cpuCeiling = new Map<string, number>();
+  for (let r = 0; r < ROUNDS; r++) {
+    let before = cpuNow();
+    runs.push(await load(pools[0]!, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS));
+    addInto(cpuGw, cpuDelta(before, cpuNow()));
+    if (!ceiling) continue;
+    before = cpuNow();
+    ceilingRuns.push(await load(ceiling, '/', byAccount, () => '{}', CONCURRENCY, DURATION_MS));
+    addInto(cpuCeiling, cpuDelta(before, cpuNow()));
+  }
+  const median = (xs: Run[]) => [...xs].sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)]!;
+  const gwCalls = runs.reduce((a, r) => a + r.n, 0);
+  const cpuOne = cpuPerCall(cpuGw, gwCalls);
+  const gatewayCpuMs = ((cpuGw.get('gateway') ?? NaN) * 1000) / gwCalls;
+  const one = median(runs);
+  const top = ceilingRuns.length ? median(ceilingRuns) : undefined;
   const hot = await load(pools[0]!, '/v1/call', () => ({ authorization: `Bearer ${keys[0]}` }), callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
+  const spreadAgain = await load(pools[0]!, '/v1/call', byKey, callBody, CONCURRENCY, Math.round(DURATION_MS / 2));
   const directLoad = await load(direct, '/', () => ({}), () => '{}', CONCURRENCY, DURATION_MS);
 
   // The same load on a gateway logging warnings only: what the access and call log cost.
   const quietUrl = await startInstance('warn');
   await waitCatalog(quietUrl);
   const quietPool = new Pool(quietUrl, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
-  await load(quietPool, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
-  const quietRuns: Array<Awaited<ReturnType<typeof load>>> = [];
-  for (let r = 0; r < ROUNDS; r++) quietRuns.push(await load(quietPool, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS));
-  const quiet = [...quietRuns].sort((a, b) => a.rps - b.rps)[Math.floor(quietRuns.length / 2)]!;
+  await load(quietPool, '/v1/call', byKey, callBody, 8, 1500);
+  const quietRuns: Run[] = [];
+  for (let r = 0; r < ROUNDS; r++) quietRuns.push(await load(quietPool, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS));
+  const quiet = median(quietRuns);
   await quietPool.close();
 
   const second = await startInstance();
   await waitCatalog(second);
   pools.push(new Pool(second, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 }));
-  await load(pools[1]!, '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, 8, 1500);
-  const two = await load(spread(pools), '/v1/call', (i) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` }), callBody, CONCURRENCY, DURATION_MS);
+  await load(pools[1]!, '/v1/call', byKey, callBody, 8, 1500);
+  const two = await load(spread(pools), '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS);
 
   const f = (x: number) => x.toFixed(2);
-  console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run`);
-  console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(seqGw.p50 - seqDirect.p50)} ms (target <= 5)`);
+  const added = seqGw.p50 - seqDirect.p50;
+  console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run; gateway ${main.replace(/.*\/apps\//, 'apps/')} NODE_ENV=production`);
+  console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(added)} ms`);
   console.log(`  steps p50           ${seqGw.stepP50.map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; the rest is authentication, rate limit and HTTP`);
-  console.log(`one gateway         ${one.rps.toFixed(0)} calls/s median of ${ROUNDS} runs (${runs.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${runs.reduce((a, r) => a + r.errors, 0)} errors) (target >= 800)`);
-  console.log(`  CPU ms per call     ${cpuOne}`);
+  if (seqCeiling) {
+    console.log(`  bare debit          p50 ${f(seqCeiling.p50)} ms p99 ${f(seqCeiling.p99)} ms; added/bare debit ${(added / seqCeiling.p50).toFixed(2)}x (target added <= 2 ms or <= 3x: ${added <= 2 || added <= 3 * seqCeiling.p50 ? 'met' : 'not met'})`);
+  }
+  console.log(`one gateway         ${one.rps.toFixed(0)} calls/s median of ${ROUNDS} runs (${runs.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${runs.reduce((a, r) => a + r.errors, 0)} errors)`);
+  if (top) {
+    console.log(`ceiling             ${top.rps.toFixed(0)} debits/s median of ${ROUNDS} runs (${ceilingRuns.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(top.p50)} ms, p99 ${f(top.p99)} ms, ${ceilingRuns.reduce((a, r) => a + r.errors, 0)} errors)`);
+    console.log(`  gateway/ceiling     ${(one.rps / top.rps).toFixed(2)} (target >= 0.40: ${one.rps / top.rps >= 0.4 ? 'met' : 'not met'})`);
+    console.log(`  ceiling CPU ms/req  ${cpuPerCall(cpuCeiling, ceilingRuns.reduce((a, r) => a + r.n, 0))}`);
+  }
+  console.log(`  CPU ms per call     ${cpuOne} (target gateway <= 0.45: ${gatewayCpuMs <= 0.45 ? 'met' : 'not met'})`);
   console.log(`logging             info ${one.rps.toFixed(0)} calls/s vs warn only ${quiet.rps.toFixed(0)} calls/s (${quietRuns.map((r) => r.rps.toFixed(0)).join(', ')}): ratio info/warn ${(one.rps / quiet.rps).toFixed(2)} (target >= 0.90)`);
   console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);
-  console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors), ratio hot/spread ${(hot.rps / one.rps).toFixed(2)}`);
+  console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors) vs ${spreadAgain.rps.toFixed(0)} spread just after: ratio hot/spread ${(hot.rps / spreadAgain.rps).toFixed(2)} (target >= 0.90)`);
   console.log(`direct              ${directLoad.rps.toFixed(0)} req/s (p50 ${f(directLoad.p50)} ms, p99 ${f(directLoad.p99)} ms); ratio gateway/direct ${(one.rps / directLoad.rps).toFixed(3)}`);
-  console.log(`note: gateways, devnet, PostgreSQL, the no-op service and this load generator share ${(await import('node:os')).availableParallelism()} cores`);
+  console.log(`note: gateways, devnet, PostgreSQL, the debit server, the no-op service and this load generator share ${(await import('node:os')).availableParallelism()} cores; load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   for (const p of pools) await p.close();
   await direct.close();
+  await ceiling?.close();
 } finally {
   for (const c of children) c.kill('SIGTERM');
   noop.close();
