@@ -47,10 +47,13 @@ function settle<O>(item: Pending<unknown, O>, run: () => Promise<O>): Promise<vo
   );
 }
 
-const HOLD_SQL = prepared('ledger_hold', `
+// The hold: debit, hold row and journal row in one statement; `commit` makes
+// its commit asynchronous (see HoldBook).
+const holdSql = (name: string, commit: string) =>
+  prepared(name, `
 WITH debit AS (
   UPDATE accounts SET balance = balance - $2::bigint
-  WHERE id = $1 AND balance >= $2::bigint
+  WHERE id = $1 AND balance >= $2::bigint${commit}
   RETURNING id, balance
 ), h AS (
   INSERT INTO holds (account_id, amount, call_id, service, idempotency_key, expires_at)
@@ -61,6 +64,12 @@ WITH debit AS (
   SELECT account_id, 'hold', amount, -amount, amount, id FROM h
 )
 SELECT h.*, debit.balance AS new_balance FROM h, debit`);
+
+// synchronous_commit off for this statement's own transaction only (is_local):
+// its commit does not wait for the WAL flush. Evaluated once (an initplan).
+const ASYNC_COMMIT = `\n    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`;
+const HOLD_SQL = holdSql('ledger_hold', '');
+const HOLD_SQL_ASYNC = holdSql('ledger_hold_async', ASYNC_COMMIT);
 
 const POST_SQL = prepared('ledger_post', `
 WITH h AS (
@@ -106,6 +115,12 @@ const HOLD_BATCH_SQL = prepared(
   'ledger_hold_batch',
   'SELECT o_ord AS ord, o_id AS id, o_created_at AS created_at, o_expires_at AS expires_at, o_balance AS new_balance FROM farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])',
 );
+const HOLD_BATCH_SQL_ASYNC = prepared(
+  'ledger_hold_batch_async',
+  `SELECT o_ord AS ord, o_id AS id, o_created_at AS created_at, o_expires_at AS expires_at, o_balance AS new_balance
+   FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_mode,
+        farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])`,
+);
 
 // Group commit of posts that charge exactly the held amount (the call path's
 // case). Anything else (a partial charge, a hold already resolved, a
@@ -143,6 +158,18 @@ FROM h JOIN e ON e.hold_id = h.id`);
  * posts (see {@link Batcher}).
  */
 export class HoldBook {
+  /**
+   * On a PostgreSQL server a hold commits without waiting for its WAL flush
+   * (synchronous_commit off for its transaction only): the call's post, which
+   * does wait, is written after it, and PostgreSQL flushes the WAL in order, so
+   * the post's durable commit makes the hold durable too before the call is
+   * answered. If the server crashes between the two, the hold may be lost with
+   * its debit and journal row (one transaction): the credits are as before the
+   * call, which was not answered, as after a void. Posts and voids always wait.
+   * On embedded PGlite (the gateway's own process) every commit waits.
+   */
+  private readonly holdSql: string;
+  private readonly holdBatchSql: string;
   private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
   private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
 
@@ -150,6 +177,9 @@ export class HoldBook {
     private readonly db: Database,
     batch: LedgerOptions['batch'],
   ) {
+    const server = db.kind === 'postgres';
+    this.holdSql = server ? HOLD_SQL_ASYNC : HOLD_SQL;
+    this.holdBatchSql = server ? HOLD_BATCH_SQL_ASYNC : HOLD_BATCH_SQL;
     if (batch !== false) {
       const options = batch === true || batch === undefined ? {} : batch;
       this.holdBatcher = new Batcher((items) => this.flushHolds(items), options);
@@ -177,7 +207,7 @@ export class HoldBook {
     }
     let rows: Row[];
     try {
-      ({ rows } = await this.db.query(HOLD_SQL, [accountId, amount.toString(), callId, service, key, timeoutMs]));
+      ({ rows } = await this.db.query(this.holdSql, [accountId, amount.toString(), callId, service, key, timeoutMs]));
     } catch (error) {
       if (key !== null && sqlState(error) === '23505') {
         const existing = await this.liveHoldByKey(accountId, key);
@@ -203,7 +233,7 @@ export class HoldBook {
     if (batch.length === 1) return settle(batch[0]!, () => this.holdOne(batch[0]!.input));
     let rows: Row[];
     try {
-      ({ rows } = await this.db.query(HOLD_BATCH_SQL, [
+      ({ rows } = await this.db.query(this.holdBatchSql, [
         batch.map((p) => p.input.accountId),
         batch.map((p) => p.input.amount.toString()),
         batch.map((p) => p.input.callId),
