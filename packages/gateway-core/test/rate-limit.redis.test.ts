@@ -33,6 +33,31 @@ describe('Redis rate-limit store', () => {
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(40);
   });
 
+  it('takes hits in blocks of limit/64: one Redis round trip per block, and two gateways together let exactly the limit through', async () => {
+    let evals = 0;
+    const counting = (r: Redis) => ({ eval: (script: string, n: number, ...args: Array<string | number>) => (evals++, r.eval(script, n, ...args)) });
+    const gw1 = new RedisRateLimitStore(counting(a), { prefix });
+    const gw2 = new RedisRateLimitStore(counting(b), { prefix });
+    const rule = { name: 'blocks', limit: 640, windowMs: 60_000 };
+    let passed = 0;
+    for (let i = 0; i < 700; i++) {
+      const ok = await enforceRateLimit(i % 2 ? gw1 : gw2, rule, 'acct').then(() => true, (e: { code?: string }) => (expect(e.code).toBe('RATE_LIMITED'), false));
+      if (ok) passed++;
+    }
+    expect(passed).toBe(640);
+    // 64 blocks of 10 for the 640 hits let through, then one round trip per refused hit.
+    expect(evals).toBe(64 + 60);
+    expect(Number(await a.get(`${prefix}blocks:acct`))).toBe(700);
+  });
+
+  it('never lets more than the limit through when hits race on two gateways taking blocks', async () => {
+    const gw1 = new RedisRateLimitStore(a, { prefix });
+    const gw2 = new RedisRateLimitStore(b, { prefix });
+    const rule = { name: 'race', limit: 640, windowMs: 60_000 };
+    const results = await Promise.allSettled(Array.from({ length: 1000 }, (_, i) => enforceRateLimit(i % 2 ? gw1 : gw2, rule, 'acct')));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(640);
+  });
+
   it('lets requests through and reports unhealthy when Redis is down', async () => {
     const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
     dead.on('error', () => undefined);
@@ -41,6 +66,9 @@ describe('Redis rate-limit store', () => {
     await expect(enforceRateLimit(store, { name: 'x', limit: 1, windowMs: 1000 }, 's')).resolves.toBeUndefined();
     expect(store.healthy).toBe(false);
     expect(errors).toHaveLength(1);
+    // A limit taken in blocks too.
+    await expect(enforceRateLimit(store, { name: 'y', limit: 6400, windowMs: 1000 }, 's')).resolves.toBeUndefined();
+    expect(errors).toHaveLength(2);
     dead.disconnect();
   });
 });

@@ -2,8 +2,13 @@ import { GatewayError } from '../errors.js';
 
 /** A fixed-window counter store. The memory store serves one process; a Redis store shares limits across gateways. */
 export interface RateLimitStore {
-  /** Counts one hit on `key` in the current window and returns the count and the window's remaining milliseconds. */
-  hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
+  /**
+   * Counts one hit on `key` in the current window and returns the count and
+   * the window's remaining milliseconds. `limit`, when given, is the rule's
+   * limit: a shared store may use it to count hits in blocks (the Redis
+   * store does) as long as it never lets more than `limit` through.
+   */
+  hit(key: string, windowMs: number, limit?: number): Promise<{ count: number; resetMs: number }>;
 }
 
 export class MemoryRateLimitStore implements RateLimitStore {
@@ -34,7 +39,7 @@ export interface RateLimitRule {
 
 /** Throws a 429 `GatewayError` with `Retry-After` when `subject` exceeds `rule`. */
 export async function enforceRateLimit(store: RateLimitStore, rule: RateLimitRule, subject: string): Promise<void> {
-  const { count, resetMs } = await store.hit(`${rule.name}:${subject}`, rule.windowMs);
+  const { count, resetMs } = await store.hit(`${rule.name}:${subject}`, rule.windowMs, rule.limit);
   if (count > rule.limit) {
     throw new GatewayError('RATE_LIMITED', 'rate limit exceeded', { rule: rule.name }, { 'Retry-After': String(Math.max(1, Math.ceil(resetMs / 1000))) });
   }
