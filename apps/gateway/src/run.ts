@@ -17,8 +17,10 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint'> 
   // (FAREBOX_LOG_PRETTY=true|false decides instead; `npm start` passes its own terminal's answer).
   const level = process.env.FAREBOX_LOG_LEVEL || 'info';
   const prettyLogs = process.env.FAREBOX_LOG_PRETTY ? process.env.FAREBOX_LOG_PRETTY === 'true' : process.stdout.isTTY === true;
+  // JSON lines are gathered into 4 KiB writes off the main thread (a line waits at most 100 ms):
+  // a write per line was a tenth of the gateway's CPU under load (docs/performance.md).
   const logger = (LOG_LEVELS as readonly string[]).includes(level)
-    ? createLogger({ level: level as LogLevel, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : {}) })
+    ? createLogger({ level: level as LogLevel, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : { bufferBytes: 4096 }) })
     : undefined; // an invalid level is reported with every other configuration problem
 
   let gw: RunningGateway;

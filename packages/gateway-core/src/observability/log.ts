@@ -12,7 +12,17 @@ export interface LoggerOptions {
   destination?: DestinationStream;
   /** Fields on every line (default `{ service: 'farebox-gateway' }`). */
   base?: Record<string, unknown>;
+  /**
+   * Lines to stdout gathered up to this many bytes and written off the main
+   * thread, one write for many lines (default 0: each line written at once,
+   * synchronously). A line waits at most 100 ms; everything is written at
+   * exit; a process killed with SIGKILL loses what was not written yet.
+   */
+  bufferBytes?: number;
 }
+
+/** How long a buffered line may wait for its write. */
+const FLUSH_MS = 100;
 
 /**
  * Secrets never reach a log line: nothing logs headers or bodies, and these
@@ -57,7 +67,18 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
   };
-  return options.destination ? pino(config, options.destination) : pino(config);
+  if (options.destination) return pino(config, options.destination);
+  if (!options.bufferBytes) return pino(config);
+  // Asynchronous pino destination: written at exit by pino's own exit hook.
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: options.bufferBytes });
+  setInterval(() => {
+    try {
+      stdout.flush();
+    } catch {
+      // Destroyed at exit: nothing left to write.
+    }
+  }, FLUSH_MS).unref();
+  return pino(config, stdout);
 }
 
 /** The `(message, err)` sink older modules take, writing warnings (or errors) through `logger`. */
