@@ -279,6 +279,21 @@ export function apiSuite(kind: DbKind) {
       expect((await h.gw.core.ledger.verify()).ok).toBe(true);
     });
 
+    it("forwards the service's JSON as the service sent it: a 20-digit number keeps every digit", async () => {
+      const answer = '{"id":12345678901234567890,"text":"caf\\u00e9"}';
+      const srv = await rawServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+      servers.push(srv.server);
+      const name = `j${Math.random().toString(36).slice(2, 10)}`;
+      await h.registerRaw(name, srv.url, '0.5');
+      const u = await h.user();
+      const res = await fetch(`${h.url}/v1/call`, { method: 'POST', headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ service: name, payload: {} }) });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(text.startsWith(`{"result":${answer},"cost":`)).toBe(true);
+      expect(JSON.parse(text)).toMatchObject({ result: { text: 'café' }, paidWith: 'credit', mode: 'platform-signed' });
+      expect(await credits(u)).toBe(45_000_000);
+    });
+
     it('refunds when the service is down', async () => {
       const srv = await rawServer(() => undefined);
       const url = srv.url;

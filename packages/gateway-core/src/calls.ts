@@ -172,7 +172,8 @@ export function createCalls(options: CallsOptions) {
     }
   }
 
-  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined): Promise<unknown> {
+/** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
+  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined): Promise<string> {
     const { header } = await signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer);
     let res;
     try {
@@ -229,7 +230,7 @@ export function createCalls(options: CallsOptions) {
     }
     if (res.statusCode < 200 || res.statusCode >= 300) throw new UpstreamError(`service error ${res.statusCode}${messageOf(json)}`);
     if (!parsed || json === undefined) throw new UpstreamError('service returned invalid JSON');
-    return json;
+    return text;
   }
 
   async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallResponse> {
@@ -298,7 +299,7 @@ export function createCalls(options: CallsOptions) {
       }
       ({ holdId } = await holdCredits());
     }
-    let result: unknown;
+    let result: string;
     try {
       await vetEndpoint(svc.endpoint);
       try {
@@ -330,10 +331,10 @@ export function createCalls(options: CallsOptions) {
       const extra = await options.afterPost({ callId, holdId, service: svc, amount }).catch(() => undefined);
       if (extra && extra.explorerUrl) explorerUrl = extra.explorerUrl;
     }
+    // The service's JSON goes into the answer as the bytes it sent.
     return {
       status: 200,
-      body: JSON.stringify({
-        result,
+      body: `{"result":${result},${JSON.stringify({
         cost: costObject(amount),
         paidWith: 'credit',
         mode: CALL_MODES.platformSigned,
@@ -341,7 +342,7 @@ export function createCalls(options: CallsOptions) {
         ...(explorerUrl ? { explorerUrl } : {}),
         callId,
         trace: { steps: timeline.steps },
-      }),
+      }).slice(1)}`,
     };
   }
 
