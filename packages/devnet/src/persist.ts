@@ -1,4 +1,5 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '@farebox/protocol/files';
 import { join } from 'node:path';
 import type { Chain, EventRecord, TxRecord } from './core.js';
 import type { AccountState } from './state.js';
@@ -90,8 +91,7 @@ export class DataDir {
       return row;
     });
     const state = { version: 1, latest: c.latest, genesis: c.genesis, accounts, data: [...c.data.values()], nonces: [...c.nonces] };
-    const tmp = `${this.statePath}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
-    renameSync(tmp, this.statePath);
+    // Atomic (a process crash leaves the old state or the new); not flushed to disk on every save.
+    writeFileAtomicSync(this.statePath, JSON.stringify(state), { durable: false });
   }
 }

@@ -1,5 +1,5 @@
-import { open, mkdir, readFile, rename, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { writeFileAtomic } from '@farebox/protocol/files';
 import { z } from 'zod';
 import { ProviderError } from './errors.js';
 
@@ -175,29 +175,8 @@ export class FileServedEscrowStore implements ServedEscrowStore {
   }
 
   async #persist(records: Map<string, ServedEscrowRecord>): Promise<void> {
-    const dir = dirname(this.path);
-    await mkdir(dir, { recursive: true });
-    const tmp = `${this.path}.${process.pid}.tmp`;
-    const text = JSON.stringify({ version: 1, escrows: Object.fromEntries(records) });
-    const file = await open(tmp, 'w', 0o600);
-    try {
-      await file.writeFile(text, 'utf8');
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    try {
-      await rename(tmp, this.path);
-    } catch (e) {
-      await unlink(tmp).catch(() => undefined);
-      throw e;
-    }
-    const handle = await open(dir, 'r').catch(() => undefined);
-    if (handle) {
-      // Directory fsync makes the rename itself durable (not supported everywhere: best effort).
-      await handle.sync().catch(() => undefined);
-      await handle.close();
-    }
+    // Durable (file and directory flushed) and atomic: a crash leaves the old record or the new one.
+    await writeFileAtomic(this.path, JSON.stringify({ version: 1, escrows: Object.fromEntries(records) }), { dirMode: 0o777 });
   }
 
   /** Applies `change` to a copy, writes it, and only then makes it the live state. */

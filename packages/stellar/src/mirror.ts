@@ -1,5 +1,5 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { writeFileAtomic } from '@farebox/protocol/files';
 import { StellarError } from './errors.js';
 import type { RegistryAgent, RegistryClient } from './registry.js';
 
@@ -116,10 +116,7 @@ export class FileCursorStore implements CursorStore {
   /** One write at a time (a confirmation and a sync may save together), each the latest state. */
   private write(): Promise<void> {
     const next = this.writing.catch(() => undefined).then(async () => {
-      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
-      const tmp = `${this.path}.${process.pid}.tmp`;
-      await writeFile(tmp, JSON.stringify(this.state ?? {}), { mode: 0o600 });
-      await rename(tmp, this.path);
+      await writeFileAtomic(this.path, JSON.stringify(this.state ?? {}));
     });
     this.writing = next;
     return next;

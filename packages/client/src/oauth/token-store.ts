@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile, unlink } from 'node:fs/promises';
+import { writeFileAtomic as writeAtomically } from '@farebox/protocol/files';
 import { z } from 'zod';
 import { OAuthClientError } from './errors.js';
 
@@ -74,21 +73,7 @@ export function createTokenStore(path: string): TokenStore {
 /** Writes `text` to `path` atomically with mode 0600 (the folder is created 0700). */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
   try {
-    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-    const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.writeFile(text, 'utf8');
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    // The umask cannot widen 0600, but an old file's mode does not carry over a rename: set it anyway.
-    await chmod(tmp, 0o600);
-    await rename(tmp, path).catch(async (e: unknown) => {
-      await unlink(tmp).catch(() => undefined);
-      throw e;
-    });
+    await writeAtomically(path, text);
   } catch (e) {
     throw new OAuthClientError('TOKEN_FILE', `cannot write ${path}: ${(e as Error).message}`);
   }
