@@ -1,3 +1,4 @@
+import { FareboxError } from '@farebox/protocol';
 /** Every code a {@link ClientError} may carry. */
 export type ClientErrorCode =
   /** Bad options or arguments (nothing was paid). */
@@ -47,21 +48,17 @@ export interface ClientErrorData {
  *   if (e instanceof ClientError && e.data.escrowId) await client.dispute(e.data.escrowId);
  * }
  */
-export class ClientError extends Error {
-  override name = 'ClientError';
-  readonly code: ClientErrorCode;
-  readonly data: ClientErrorData;
+export class ClientError extends FareboxError<ClientErrorCode, ClientErrorData> {
+  override readonly name: string = 'ClientError';
 
   constructor(code: ClientErrorCode, message: string, data: ClientErrorData = {}) {
-    super(message);
-    this.code = code;
-    this.data = data;
+    super(code, message, data);
   }
 }
 
 /** A service's `/manifest` disagrees with its on-chain registry record (`verifyEndpoint: true`). Nothing was paid. */
 export class EndpointVerificationError extends ClientError {
-  override name = 'EndpointVerificationError';
+  override readonly name: string = 'EndpointVerificationError';
   constructor(message: string, data: ClientErrorData = {}) {
     super('ENDPOINT_VERIFICATION', message, data);
   }
@@ -69,7 +66,7 @@ export class EndpointVerificationError extends ClientError {
 
 /** An error answer of the gateway REST API: `status` and the gateway's `error` message. */
 export class GatewayApiError extends ClientError {
-  override name = 'GatewayApiError';
+  override readonly name: string = 'GatewayApiError';
   readonly status: number;
   /** The parsed error body (e.g. a failed call's `callId` and `trace`). */
   readonly body: unknown;

@@ -1,15 +1,17 @@
 import { Address, StrKey, xdr, type Asset } from '@stellar/stellar-sdk';
+import { FareboxError } from '@farebox/protocol';
 import { REGISTRY_LIMITS } from '@farebox/stellar';
 import { addressVal, i128Val, MAX_INT64, scAddressToString, stringVal, symbolVal, toBig, u64Val } from './xdrutil.js';
 import type { AccountState } from './state.js';
 
 /** A failure inside contract execution, rendered the way Soroban renders it: `Error(Contract, #3)`. */
-export class HostError extends Error {
+export class HostError extends FareboxError<'HOST_ERROR', { type: 'Contract' | 'Auth' | 'Value' | 'Storage' | 'WasmVm'; detail: number | string }> {
+  override readonly name: string = 'HostError';
   constructor(
     readonly type: 'Contract' | 'Auth' | 'Value' | 'Storage' | 'WasmVm',
     readonly detail: number | string,
   ) {
-    super(`HostError: Error(${type}, ${typeof detail === 'number' ? `#${detail}` : detail})`);
+    super('HOST_ERROR', `HostError: Error(${type}, ${typeof detail === 'number' ? `#${detail}` : detail})`, { type, detail });
   }
 }
 

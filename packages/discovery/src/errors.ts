@@ -1,3 +1,5 @@
+import { FareboxError } from '@farebox/protocol';
+
 /** Every failure of @farebox/discovery carries one of these codes. */
 export type DiscoveryErrorCode =
   | 'INVALID_DOCUMENT'
@@ -7,13 +9,9 @@ export type DiscoveryErrorCode =
   | 'MODEL_UNAVAILABLE'
   | 'BAD_SNAPSHOT';
 
-export class DiscoveryError extends Error {
-  override readonly name = 'DiscoveryError';
-  constructor(
-    readonly code: DiscoveryErrorCode,
-    message: string,
-    readonly data?: Record<string, unknown>,
-  ) {
-    super(message);
+export class DiscoveryError extends FareboxError<DiscoveryErrorCode, Record<string, unknown> | undefined> {
+  override readonly name: string = 'DiscoveryError';
+  constructor(code: DiscoveryErrorCode, message: string, data?: Record<string, unknown>) {
+    super(code, message, data);
   }
 }

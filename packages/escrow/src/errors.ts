@@ -1,3 +1,4 @@
+import { FareboxError } from '@farebox/protocol';
 /** Every code an {@link EscrowError} may carry. */
 export type EscrowErrorCode = 'HTTP' | 'RATE_LIMITED' | 'BAD_RESPONSE' | 'FAILED' | 'NOT_FOUND' | 'CONFIG';
 
@@ -10,15 +11,14 @@ export type EscrowErrorCode = 'HTTP' | 'RATE_LIMITED' | 'BAD_RESPONSE' | 'FAILED
  * try { await escrow.run('releaseFunds', { contractId, releaseSigner: kp.publicKey }, kp) }
  * catch (e) { if (e instanceof EscrowError && e.providerMessage === 'The escrow funds have been released') ... }
  */
-export class EscrowError extends Error {
-  override readonly name = 'EscrowError';
-  readonly code: EscrowErrorCode;
+export class EscrowError extends FareboxError<EscrowErrorCode, { status?: number; providerMessage?: string }> {
+  override readonly name: string = 'EscrowError';
   readonly status?: number;
   readonly providerMessage?: string;
 
   constructor(code: EscrowErrorCode, message: string, options: { status?: number; providerMessage?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
+    const data = { ...(options.status !== undefined ? { status: options.status } : {}), ...(options.providerMessage !== undefined ? { providerMessage: options.providerMessage } : {}) };
+    super(code, message, data, options.cause === undefined ? undefined : { cause: options.cause });
     if (options.status !== undefined) this.status = options.status;
     if (options.providerMessage !== undefined) this.providerMessage = options.providerMessage;
   }

@@ -1,3 +1,5 @@
+import { FareboxError } from '@farebox/protocol';
+
 /** Every code a gateway operation may fail with; the HTTP layer maps them to statuses in {@link HTTP_STATUS}. */
 export type GatewayErrorCode =
   | 'BAD_REQUEST'
@@ -20,18 +22,19 @@ export type GatewayErrorCode =
  * @example
  * throw new GatewayError('BAD_REQUEST', 'service required');
  */
-export class GatewayError extends Error {
-  override readonly name = 'GatewayError';
-  readonly code: GatewayErrorCode;
-  readonly data: Record<string, unknown> | undefined;
+export class GatewayError extends FareboxError<GatewayErrorCode, Record<string, unknown> | undefined> {
+  override readonly name: string = 'GatewayError';
   /** Extra response headers (WWW-Authenticate, Retry-After). */
   readonly headers: Record<string, string> | undefined;
 
-  constructor(code: GatewayErrorCode, message: string, data?: Record<string, unknown>, headers?: Record<string, string>) {
-    super(message);
-    this.code = code;
-    this.data = data;
+  constructor(code: GatewayErrorCode, message: string, data?: Record<string, unknown>, headers?: Record<string, string>, options?: { cause?: unknown }) {
+    super(code, message, data, options);
     this.headers = headers;
+  }
+
+  /** The HTTP status the API answers this error with. */
+  get status(): number {
+    return HTTP_STATUS[this.code];
   }
 }
 

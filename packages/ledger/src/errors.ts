@@ -1,3 +1,4 @@
+import { FareboxError } from '@farebox/protocol';
 /** Every code a {@link LedgerError} may carry. */
 export type LedgerErrorCode =
   | 'CONFIG'
@@ -25,15 +26,11 @@ export type LedgerErrorCode =
  * @example
  * throw new LedgerError('INSUFFICIENT_BALANCE', 'insufficient balance', { needed: '10', available: '5' });
  */
-export class LedgerError extends Error {
-  override readonly name = 'LedgerError';
-  readonly code: LedgerErrorCode;
-  readonly data: Record<string, unknown> | undefined;
+export class LedgerError extends FareboxError<LedgerErrorCode, Record<string, unknown> | undefined> {
+  override readonly name: string = 'LedgerError';
 
   constructor(code: LedgerErrorCode, message: string, data?: Record<string, unknown>, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-    this.data = data;
+    super(code, message, data, options);
   }
 }
 

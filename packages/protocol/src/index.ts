@@ -1,4 +1,4 @@
-export { FareboxError, ConfigError } from './errors.js';
+export { FareboxError, ConfigError, ERRORS_DOC } from './errors.js';
 export type { FareboxErrorCode } from './errors.js';
 export {
   USDC_DECIMALS,

@@ -16,6 +16,7 @@ describe('public surface', () => {
         "ConfigError",
         "ContractIdSchema",
         "DescriptionSchema",
+        "ERRORS_DOC",
         "ESCROW_SCHEME",
         "EndpointSchema",
         "FareboxError",

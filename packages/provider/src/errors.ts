@@ -1,3 +1,4 @@
+import { FareboxError } from '@farebox/protocol';
 /** Every code a {@link ProviderError} may carry. */
 export type ProviderErrorCode =
   /** bootstrap() needs a registry client that can register, and the injected `registry` only reads. */
@@ -29,14 +30,10 @@ export type ProviderErrorCode =
  *   if (e instanceof ProviderError && e.code === 'BOOTSTRAP_UNAVAILABLE') console.error(e.message);
  * }
  */
-export class ProviderError<Data = Record<string, unknown>> extends Error {
-  override readonly name = 'ProviderError';
-  readonly code: ProviderErrorCode;
-  readonly data: Data | undefined;
+export class ProviderError<Data = Record<string, unknown>> extends FareboxError<ProviderErrorCode, Data | undefined> {
+  override readonly name: string = 'ProviderError';
 
   constructor(code: ProviderErrorCode, message: string, data?: Data) {
-    super(message);
-    this.code = code;
-    this.data = data;
+    super(code, message, data);
   }
 }

@@ -1,3 +1,4 @@
+import { FareboxError } from '@farebox/protocol';
 /** Every code a {@link StellarError} may carry. */
 export type StellarErrorCode =
   | 'TX_FAILED'
@@ -24,15 +25,11 @@ export interface ResultCodes {
  * try { await accounts.payUsdc(signer, to, 10n) }
  * catch (e) { if (e instanceof StellarError && e.resultCodes?.operations.includes('op_no_trust')) ... }
  */
-export class StellarError extends Error {
-  override readonly name = 'StellarError';
-  readonly code: StellarErrorCode;
-  readonly data: unknown;
+export class StellarError extends FareboxError<StellarErrorCode, unknown> {
+  override readonly name: string = 'StellarError';
 
   constructor(code: StellarErrorCode, message: string, data?: unknown) {
-    super(message);
-    this.code = code;
-    this.data = data;
+    super(code, message, data);
   }
 
   /** The transaction and operation result codes, when the chain refused a transaction. */

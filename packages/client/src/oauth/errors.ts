@@ -1,3 +1,4 @@
+import { FareboxError } from '@farebox/protocol';
 /** Every code an {@link OAuthClientError} may carry. */
 export type OAuthClientErrorCode =
   /** A variable or option is invalid (listed together in the message). */
@@ -20,12 +21,10 @@ export type OAuthClientErrorCode =
  *   if (e instanceof OAuthClientError && e.code === 'SIGN_IN') console.error(e.message);
  * }
  */
-export class OAuthClientError extends Error {
-  override name = 'OAuthClientError';
-  readonly code: OAuthClientErrorCode;
+export class OAuthClientError extends FareboxError<OAuthClientErrorCode, undefined> {
+  override readonly name: string = 'OAuthClientError';
 
   constructor(code: OAuthClientErrorCode, message: string) {
-    super(message);
-    this.code = code;
+    super(code, message);
   }
 }
