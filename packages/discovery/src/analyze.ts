@@ -160,31 +160,43 @@ export function detectLanguage(text: string): string | null {
   return best;
 }
 
-/** Stems are cached per language; the cache is dropped when it grows past this. */
-const STEM_CACHE_LIMIT = 200_000;
-const stemCache = new Map<string, Map<string, string>>();
+/** Terms are cached per language; a cache is dropped when it grows past this. */
+const CACHE_LIMIT = 200_000;
+const termCache = new Map<string, Map<string, string>>();
+const foldCache = new Map<string, string>();
 
-/** The folded stem of a lowercase token in `lang`. */
-export function stem(lang: string, lower: string): string {
-  let cache = stemCache.get(lang);
-  if (!cache) stemCache.set(lang, (cache = new Map()));
-  let s = cache.get(lower);
-  if (s === undefined) {
-    const language = BY_CODE.get(lang);
-    s = fold(language ? language.stem(lower) : lower);
-    if (s.length === 0) s = fold(lower);
-    if (cache.size >= STEM_CACHE_LIMIT) cache.clear();
-    cache.set(lower, s);
+/** `fold`, cached (queries fold the same words and word halves again and again). */
+export function plain(lower: string): string {
+  let f = foldCache.get(lower);
+  if (f === undefined) {
+    f = fold(lower);
+    if (foldCache.size >= CACHE_LIMIT) foldCache.clear();
+    foldCache.set(lower, f);
   }
-  return s;
+  return f;
 }
 
-/** The index term of a token in language `lang` (null: no language, the plain folded token). */
+/**
+ * The index term of a lowercase token in language `lang`: `<lang>:<folded
+ * stem>`, or the plain folded token when `lang` is null or the token is not in
+ * the language's script.
+ */
 export function term(lang: string | null, lower: string): string {
-  if (lang === null) return fold(lower);
-  const language = BY_CODE.get(lang);
-  if (!language || scriptOf(lower) !== language.script) return fold(lower);
-  return `${lang}:${stem(lang, lower)}`;
+  if (lang === null) return plain(lower);
+  let cache = termCache.get(lang);
+  if (!cache) termCache.set(lang, (cache = new Map()));
+  let t = cache.get(lower);
+  if (t === undefined) {
+    const language = BY_CODE.get(lang);
+    if (!language || scriptOf(lower) !== language.script) t = plain(lower);
+    else {
+      const stemmed = fold(language.stem(lower));
+      t = `${lang}:${stemmed.length > 0 ? stemmed : plain(lower)}`;
+    }
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    cache.set(lower, t);
+  }
+  return t;
 }
 
 /** The language a term belongs to ('en' for `en:password`), or null for a plain token. */
@@ -219,6 +231,8 @@ export function currencyWords(code: string, lang: string): string[] {
   return out;
 }
 
+const HYPHENATED = /[\p{L}\p{N}]+(?:[-\u2010\u2011][\p{L}\p{N}]+)+/gu;
+
 /** Term frequencies of a document, name tokens counting `nameWeight` times, and its language. */
 export function documentTerms(name: string, description: string, nameWeight: number): { lang: string | null; tf: Map<string, number> } {
   const lang = detectLanguage(`${name} ${description}`);
@@ -238,5 +252,15 @@ export function documentTerms(name: string, description: string, nameWeight: num
   };
   add(words(name), nameWeight);
   add(words(description), 1);
+  // Hyphenated words are also indexed joined ("E-Mail" -> email, "Wi-Fi" -> wifi).
+  for (const [text, weight] of [[name, nameWeight], [description, 1]] as const) {
+    for (const m of text.matchAll(HYPHENATED)) {
+      const parts = m[0].split(/[-\u2010\u2011]/);
+      for (let i = 0; i + 1 < parts.length; i++) {
+        const t = term(lang, (parts[i]! + parts[i + 1]!).normalize('NFKC').toLowerCase());
+        if (t.length > 0) tf.set(t, (tf.get(t) ?? 0) + weight);
+      }
+    }
+  }
   return { lang, tf };
 }

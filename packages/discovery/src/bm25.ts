@@ -1,5 +1,5 @@
-import { currencyWords, documentTerms, LANGUAGES, scriptOf, term, termLanguage, type Script } from './analyze.js';
-import { fold, words } from './tokenize.js';
+import { currencyWords, documentTerms, LANGUAGES, plain, scriptOf, term, termLanguage, type Script } from './analyze.js';
+import { words } from './tokenize.js';
 
 /** Weight of a token in the name relative to one in the description. */
 export const NAME_WEIGHT = 2;
@@ -240,6 +240,21 @@ export class Bm25Index {
       if (acc[slot] === 0) wordTouched.push(slot);
       if (s > acc[slot]!) acc[slot] = s;
     };
+    // Best score per document of one posting list scaled by `weight` (the hot loop, inlined).
+    const c0 = k1 + 1;
+    const c1 = k1 * (1 - b);
+    const c2 = (k1 * b) / avg;
+    const scan = (p: Posting, weight: number) => {
+      const { slots, tfs, length } = p;
+      for (let j = 0; j < length; j++) {
+        const slot = slots[j]!;
+        const f = tfs[j]!;
+        const s = (weight * f * c0) / (f + c1 + c2 * docLen[slot]!);
+        const had = acc[slot]!;
+        if (had === 0) wordTouched.push(slot);
+        if (s > had) acc[slot] = s;
+      }
+    };
     plan.words.forEach((word, wi) => {
       let exactDf = 0;
       for (const id of word.exact) exactDf += this.postings[id]!.length;
@@ -253,14 +268,10 @@ export class Bm25Index {
       }
       wordIdf.push(idfW);
       ideal += idfW;
-      for (const id of word.exact) {
-        const p = this.postings[id]!;
-        for (let j = 0; j < p.length; j++) put(p.slots[j]!, idfW * norm(p.slots[j]!, p.tfs[j]!));
-      }
+      for (const id of word.exact) scan(this.postings[id]!, idfW);
       for (const v of word.fuzzy) {
         const p = this.postings[v.id]!;
-        const w = v.weight * Math.min(idfW, this.idf(p.length));
-        for (let j = 0; j < p.length; j++) put(p.slots[j]!, w * norm(p.slots[j]!, p.tfs[j]!));
+        scan(p, v.weight * Math.min(idfW, this.idf(p.length)));
       }
       for (const sp of word.splits) {
         const pa = this.postings[sp.a]!;
@@ -273,12 +284,13 @@ export class Bm25Index {
           if (na !== undefined) put(slot, SPLIT_WEIGHT * idfW * Math.min(na, norm(slot, pb.tfs[j]!)));
         }
       }
+      const watching = watch.size > 0;
       for (const slot of wordTouched) {
         const s = acc[slot]!;
         acc[slot] = 0;
         if (scores[slot] === 0) touched.push(slot);
         scores[slot]! += s;
-        if (watch.has(slot)) wordScores[wi]!.set(slot, s);
+        if (watching && watch.has(slot)) wordScores[wi]!.set(slot, s);
       }
       wordTouched.length = 0;
     });
@@ -301,7 +313,7 @@ export class Bm25Index {
   /** What each query word matches, as term ids (see `query`). */
   private plan(query: string): QueryPlan {
     const seq = words(query)
-      .map((w) => ({ ...w, key: w.bigram ? w.lower : fold(w.lower) }))
+      .map((w) => ({ ...w, key: w.bigram ? w.lower : plain(w.lower) }))
       .filter((w) => w.key.length > 0);
     const langsOf = (script: Script | null) =>
       script === null ? [] : LANGUAGES.filter((l) => l.script === script && this.languages.has(l.code)).map((l) => l.code);
@@ -346,7 +358,7 @@ export class Bm25Index {
         // A currency code read as its name in each language ("usd" -> dollar).
         if (w.key.length === 3) {
           for (const l of langs.length > 0 ? langs : ['en']) {
-            for (const c of currencyWords(w.key, l)) addFuzzy(langs.length > 0 ? term(l, c) : fold(c), CURRENCY_WEIGHT);
+            for (const c of currencyWords(w.key, l)) addFuzzy(langs.length > 0 ? term(l, c) : plain(c), CURRENCY_WEIGHT);
           }
         }
         // Near stems: derivations a stemmer leaves apart (summary/summarize, convert/conversion).
@@ -358,20 +370,35 @@ export class Bm25Index {
           }
         }
         // The last word may be unfinished: complete it ("transl" -> translate).
-        if (isLast && Array.from(w.key).length >= PREFIX_MIN) {
+        // Any other word of 5 letters or more may be the head of a compound ("Wetter" -> Wettervorhersage).
+        const length = Array.from(w.key).length;
+        if (isLast ? length >= PREFIX_MIN : length >= HEAD_MIN) {
           const prefixes = new Set<string>([w.key, ...exactTerms]);
-          for (const l of langs) prefixes.add(`${l}:${w.key}`);
+          for (const l of langs) {
+            // Completions of the stem already include those of the whole word when the stem is its prefix.
+            const whole = `${l}:${w.key}`;
+            if (!whole.startsWith(term(l, w.lower))) prefixes.add(whole);
+          }
           for (const p of prefixes) {
-            for (const n of this.dictionary.withPrefix(p, PREFIX_LIMIT, p.includes(':'))) {
-              if (word.fuzzy.length < FUZZY_LIMIT) addFuzzy(n, PREFIX_WEIGHT);
+            for (const n of this.dictionary.withPrefix(p, isLast ? PREFIX_LIMIT : HEAD_LIMIT, p.includes(':'))) {
+              if (word.fuzzy.length < (isLast ? FUZZY_LIMIT : HEAD_LIMIT)) addFuzzy(n, isLast ? PREFIX_WEIGHT : HEAD_WEIGHT);
             }
           }
         }
-        // A compound split in two words the same document holds ("webpage" ~ "web page").
-        for (const [ta, tb] of splitForms(w.lower, langs)) {
-          const a = live(ta);
-          const bb = a === undefined ? undefined : live(tb);
-          if (a !== undefined && bb !== undefined && a !== bb && word.splits.length < SPLIT_LIMIT) word.splits.push({ a, b: bb });
+        // A compound split in two words the same document holds ("webpage" ~ "web page"):
+        // the right half is only stemmed where the left half is an indexed term.
+        const chars = Array.from(w.lower);
+        if (chars.length >= SPLIT_MIN && chars.length <= SPLIT_MAX) {
+          for (let k = 2; k <= chars.length - 3 && word.splits.length < SPLIT_LIMIT; k++) {
+            const left = chars.slice(0, k).join('');
+            const right = chars.slice(k).join('');
+            for (const l of [null, ...langs]) {
+              const a = live(term(l, left));
+              if (a === undefined) continue;
+              const bb = live(term(l, right));
+              if (bb !== undefined && a !== bb && word.splits.length < SPLIT_LIMIT) word.splits.push({ a, b: bb });
+            }
+          }
         }
       }
       index.set(w.key, planned.length);
@@ -388,7 +415,7 @@ export class Bm25Index {
       if (script !== scriptOf(y.lower)) continue;
       const joined = x.lower + y.lower;
       const ids = new Set<number>();
-      for (const t of [fold(joined), ...langsOf(script).map((l) => term(l, joined))]) {
+      for (const t of [plain(joined), ...langsOf(script).map((l) => term(l, joined))]) {
         const id = live(t);
         if (id !== undefined) ids.add(id);
       }
@@ -415,6 +442,11 @@ export class Bm25Index {
 
 /** Weight of a match by completion of the last query word. */
 const PREFIX_WEIGHT = 0.8;
+/** Weight of a longer word starting with a query word that is not the last (a compound's head). */
+const HEAD_WEIGHT = 0.5;
+/** Shortest such word (characters), and most such longer words matched per query word. */
+const HEAD_MIN = 5;
+const HEAD_LIMIT = 8;
 /** Shortest last word that is completed (characters). */
 const PREFIX_MIN = 3;
 /** Completions tried for the last word, per prefix (the word's plain form and its stem per language). */
@@ -431,29 +463,10 @@ const SPLIT_LIMIT = 8;
 /** Weight of a compound matched as two words, or two words matched as one. */
 const SPLIT_WEIGHT = 0.9;
 const CONCAT_WEIGHT = 0.9;
-/** Longest word tried as a compound (characters). */
-const SPLIT_MAX = 24;
+/** Words tried as a compound (characters; halves of 2 and 3 or more). */
+const SPLIT_MIN = 5;
+const SPLIT_MAX = 20;
 
-/** The (left, right) term pairs a word may be a compound of, per language; cached per word. */
-const splitCache = new Map<string, Array<[string, string]>>();
-function splitForms(lower: string, langs: string[]): Array<[string, string]> {
-  const key = `${langs.join(',')}|${lower}`;
-  let out = splitCache.get(key);
-  if (out) return out;
-  out = [];
-  const chars = Array.from(lower);
-  if (chars.length >= 4 && chars.length <= SPLIT_MAX) {
-    for (let k = 1; k <= chars.length - 2; k++) {
-      const left = chars.slice(0, k).join('');
-      const right = chars.slice(k).join('');
-      out.push([fold(left), fold(right)]);
-      for (const l of langs) out.push([term(l, left), term(l, right)]);
-    }
-  }
-  if (splitCache.size >= 50_000) splitCache.clear();
-  splitCache.set(key, out);
-  return out;
-}
 /** Weight of a currency code matched by its name. */
 const CURRENCY_WEIGHT = 0.9;
 

@@ -21,6 +21,7 @@ const catalogue = [
   { id: 'passwort-tresor', name: 'passwort-tresor', description: 'Speichert Passwörter verschlüsselt und teilt sie im Team.' },
   { id: 'receitas', name: 'receitas', description: 'Receitas culinárias por ingredientes e tipo de dieta.' },
   { id: 'tenki', name: '天気予報', description: '日本全国の天気予報サービス' },
+  { id: 'wetterdienst', name: 'wetterdienst', description: 'Wettervorhersage für Städte weltweit mit Temperatur und Niederschlag.' },
 ];
 
 async function keywordIndex(): Promise<SearchIndex> {
@@ -79,6 +80,11 @@ describe('keyword-only search finds plain same-language queries', () => {
     expect(await top(index, 'résumer un rapport')).toContain('resume-auto');
     expect(await top(index, 'Passwort speichern')).toContain('passwort-tresor');
     expect(await top(index, 'receita')).toContain('receitas');
+  });
+
+  it('finds a German compound by its first word', async () => {
+    const index = await keywordIndex();
+    expect(await top(index, 'Wetter morgen')).toContain('wetterdienst');
   });
 
   it('keeps Japanese bigrams and refuses nonsense', async () => {
