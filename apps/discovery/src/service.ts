@@ -185,7 +185,9 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
     mirror = m;
     await m.start();
     await m.ready();
-    attachment = attachToCatalog(index, m, { onError: (err) => log('search indexing failed', err) });
+    // The mirror's entries unsorted: after a snapshot load they are the index's own objects, so re-listing them is cheap.
+    const source = { list: () => (m.values ? [...m.values()] : m.list()) };
+    attachment = attachToCatalog(index, source, { onError: (err) => log('search indexing failed', err) });
     await attachment.ready;
     if (restoredFrom) {
       await index.idle();

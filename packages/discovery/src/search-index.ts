@@ -252,7 +252,12 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     if (!embedder) return;
     const status = await embedder.load();
     while (queue.size > 0) {
-      const batch = [...queue.keys()].slice(0, batchSize);
+      // The first batchSize keys (not a copy of the whole queue: 100k queued documents made that quadratic).
+      const batch: string[] = [];
+      for (const id of queue.keys()) {
+        batch.push(id);
+        if (status.state === 'ready' && batch.length >= batchSize) break;
+      }
       const taken = batch.map((id) => {
         const waiters = queue.get(id) ?? [];
         queue.delete(id);
@@ -294,6 +299,9 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
   }
 
   function upsertSync(doc: ServiceDocument): { stored: StoredDoc; embed: boolean } {
+    // Exactly what is stored (a catalog re-listed after a snapshot load): nothing to check or change.
+    const same = doc !== null && typeof doc === 'object' && typeof doc.id === 'string' ? docs.get(doc.id) : undefined;
+    if (same && same.name === doc.name && same.description === doc.description && same.meta === doc.meta) return { stored: same, embed: false };
     const parsedDoc = DocSchema.safeParse(doc);
     if (!parsedDoc.success) {
       throw new DiscoveryError('INVALID_DOCUMENT', parsedDoc.error.issues.map((i) => `${i.path.join('.') || 'document'}: ${i.message}`).join('; '));
