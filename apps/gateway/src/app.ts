@@ -5,7 +5,7 @@ import { bearerToken, browserPolicy } from './browser-policy.js';
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
-import { mountOperatorRoutes } from './operator-routes.js';
+import { mountContractRoutes } from './contract-routes.js';
 import { mountOperations, notePrincipal, requestContext, requestIdOf } from './observability.js';
 import { openApiDocument } from './openapi.js';
 
@@ -160,40 +160,11 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
       res.status(result.status).type('application/json').send(result.body);
     }),
   );
-  v1.get('/me', route(async (req, res) => res.json(await core.account.me(who(req).user))));
-  v1.get('/balance', route(async (req, res) => res.json(await core.account.balance(who(req).user))));
-  v1.get('/wallet', route(async (req, res) => res.json(await core.account.wallet(who(req).user))));
-  v1.post('/topup', route(async (req, res) => res.json(await core.account.topup(who(req).user, req.body, idempotencyKey(req)))));
-
-  v1.get('/agents', route(async (req, res) => res.json(await core.catalog.list(typeof req.query.q === 'string' ? req.query.q : undefined))));
-  v1.get('/agents/:service/manifest', route(async (req, res) => res.json(await core.catalog.manifest(String(req.params.service)))));
-  v1.get('/agents/mine', route(async (req, res) => res.json(await core.catalog.mine(who(req).user))));
-  v1.post('/agents', route(async (req, res) => res.status(201).json(await core.catalog.register(who(req).user, req.body))));
-  v1.put('/agents/:service', route(async (req, res) => res.json(await core.catalog.update(who(req).user, String(req.params.service), req.body))));
-  v1.delete('/agents/:service', route(async (req, res) => res.json(await core.catalog.remove(who(req).user, String(req.params.service)))));
-
-  v1.get('/transactions', route(async (req, res) => res.json(await core.account.transactions(who(req).user, req.query.limit))));
-
-  v1.get('/api-keys', route(async (req, res) => res.json(await core.accounts.listApiKeys(who(req).user.id))));
-  v1.post('/api-keys', route(async (req, res) => res.status(201).json(await core.accounts.createApiKey(who(req).user.id, req.body))));
-  v1.delete('/api-keys/:id', route(async (req, res) => res.json(await core.accounts.revokeApiKey(who(req).user.id, String(req.params.id)))));
-  v1.get('/oauth/connections', route(async (req, res) => res.json(await core.oauthConnections.list(who(req).user.id))));
-  v1.delete('/oauth/connections/:id', route(async (req, res) => res.json(await core.oauthConnections.revoke(who(req).user.id, String(req.params.id)))));
-
-  v1.post('/publisher/activate', route(async (req, res) => res.json(await core.publisher.activate(who(req).user, req.body))));
-  v1.get('/publisher/overview', route(async (req, res) => res.json(await core.publisher.overview(who(req).user))));
-  v1.get('/publisher/settlements', route(async (req, res) => res.json(await core.publisher.settlements(who(req).user, req.query.limit))));
-  v1.get('/publisher/analytics', route(async (req, res) => res.json(await core.publisher.analytics(who(req).user, req.query.days))));
-  v1.post('/publisher/settle', route(async (req, res) => res.json(await core.publisher.settle(who(req).user))));
-
-  v1.get('/platform/stats', route(async (_req, res) => res.json(await core.platform.stats())));
+  // Every other operation of the contract's table (@farebox/contract), with its handler in gateway-core/src/api.
+  mountContractRoutes({ app, v1, core, who });
 
   // Open endpoints.
-  app.get('/health', route(async (_req, res) => res.json(await core.platform.health())));
   mountOperations(app, core);
-  app.get('/v1/platform/key', (_req, res) => {
-    res.json(core.platform.key());
-  });
   // The OpenAPI 3.1 document of this API (generated from @farebox/contract's table), naming this gateway as its server.
   let openApi: Record<string, unknown> | undefined;
   app.get('/openapi.json', (_req, res) => {
@@ -201,7 +172,6 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.json(openApi);
   });
-  mountOperatorRoutes({ app, v1, core, who });
   app.use('/v1', v1);
   app.use('/v1', (_req, _res, next) => next(new GatewayError('NOT_FOUND', 'not found')));
   options.mount?.(app);

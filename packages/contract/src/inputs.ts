@@ -16,7 +16,7 @@ const unknownField = (iss: { code: string; keys?: string[] }) => (iss.code === '
 export function intQuery(name: string, min: number, max: number, fallback: number) {
   const message = `invalid ${name} (must be ${min} <= n <= ${max})`;
   return z
-    .string()
+    .string({ error: message })
     .optional()
     .superRefine((v, ctx) => {
       if (v === undefined || v === '') return;
@@ -93,8 +93,15 @@ export const ResolveDisputeBody = z
   })
   .meta({ id: 'ResolveDisputeBody', description: '`refund` (the whole balance back to the funder) or `split` (amounts in base units summing to the balance).' });
 
+const IDEMPOTENCY_KEY = 'invalid Idempotency-Key (1 to 255 characters)';
+
 export const IdempotencyHeaders = z.object({
-  'idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Makes a retry answer the first response (1 to 255 characters).' }),
+  'idempotency-key': z
+    .string({ error: IDEMPOTENCY_KEY })
+    .min(1, IDEMPOTENCY_KEY)
+    .max(255, IDEMPOTENCY_KEY)
+    .optional()
+    .meta({ description: 'Makes a retry answer the first response (1 to 255 characters).' }),
 });
 
 export const CallHeaders = IdempotencyHeaders.extend({

@@ -46,6 +46,8 @@ export interface Operation {
   alsoStatus?: { status: 200 | 201; description: string };
   /** HTML form posts are accepted too (answered with a 303 redirect). */
   form?: boolean;
+  /** Without a credential, rate-limited per client IP (the anonymous limit). */
+  ipRateLimited?: boolean;
   /** Error answers: status -> when. Every one is `{ error }` unless `errorBody` says otherwise. */
   errors: Partial<Record<400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503, string>>;
   errorBody?: z.ZodType;
@@ -164,7 +166,7 @@ export const operations = {
     tag: 'catalog',
     summary: 'The catalog; with `q`, hybrid search ordered by relevance',
     auth: account('agents:read'),
-    input: { query: z.object({ q: z.string().optional().meta({ description: 'free text, any language (at most 512 characters)' }) }) },
+    input: { query: z.object({ q: z.string().optional().catch(undefined).meta({ type: 'string', description: 'free text, any language (at most 512 characters); anything but one string is ignored' } as Record<string, unknown>) }) },
     status: 200,
     output: z.array(S.Service),
     errors: { ...AUTH_ERRORS, 400: 'query too long (max 512)' },
@@ -390,6 +392,7 @@ export const operations = {
     tag: 'disputes',
     summary: 'Open a dispute on a direct escrow (201 new, 200 already open)',
     auth: NONE,
+    ipRateLimited: true,
     input: { body: I.OpenDisputeBody },
     status: 201,
     alsoStatus: { status: 200, description: 'the dispute was already open' },
@@ -403,6 +406,7 @@ export const operations = {
     tag: 'disputes',
     summary: "A dispute's state",
     auth: NONE,
+    ipRateLimited: true,
     input: { params: I.EscrowParams },
     status: 200,
     output: S.Dispute,
@@ -418,7 +422,7 @@ export const operations = {
     tag: 'operator',
     summary: 'Disputes by state',
     auth: OPERATOR,
-    input: { query: z.object({ state: z.enum(['open', 'resolved', 'all']).optional().meta({ description: 'default open' }), limit: I.intQuery('limit', 1, 500, 100) }) },
+    input: { query: z.object({ state: z.enum(['open', 'resolved', 'all'], { error: 'state must be open, resolved or all' }).optional().meta({ description: 'default open' }), limit: I.intQuery('limit', 1, 500, 100) }) },
     status: 200,
     output: z.array(S.Dispute),
     errors: { ...OPERATOR_ERRORS, 400: 'state must be open, resolved or all; invalid limit (must be 1 <= n <= 500)' },

@@ -184,7 +184,7 @@ export const CreatedApiKey = z
   .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), created_at: Timestamp })
   .meta({ id: 'CreatedApiKey', description: 'A new API key: `key` is shown this once.' });
 
-export const Revoked = z.object({ id: z.string(), revoked: z.literal(true) }).meta({ id: 'Revoked' });
+export const Revoked = z.object({ id: z.string(), revoked: z.boolean() }).meta({ id: 'Revoked' });
 
 export const OAuthConnection = z
   .object({
@@ -202,7 +202,7 @@ export const OAuthConnection = z
   .meta({ id: 'OAuthConnection', description: 'An app authorized through OAuth, with its spending today (UTC).' });
 
 export const PublisherActivation = z
-  .object({ is_publisher: z.literal(true), publisher_name: z.string(), payout_wallet: Address, wallet_status: WalletStatus })
+  .object({ is_publisher: z.literal(true), publisher_name: z.string().nullable(), payout_wallet: Address, wallet_status: WalletStatus })
   .meta({ id: 'PublisherActivation' });
 
 export const Fee = z.object({ pct: z.number() });
@@ -303,7 +303,28 @@ export const Health = z
     service: z.string(),
     network: z.string(),
     database: z.string(),
-    search: z.looseObject({ mode: z.enum(['hybrid', 'keyword-only']), reason: z.string().optional() }),
+    /** The catalog search: in this process (`hybrid`, `keyword-only`) or a discovery service (`remote`). */
+    search: z.union([
+      z.object({
+        mode: z.enum(['hybrid', 'keyword-only']),
+        reason: z.string().optional(),
+        model: z.string().optional(),
+        documents: z.number().int(),
+        vectors: z.number().int(),
+        pendingEmbeddings: z.number().int(),
+        vectorIndex: z.enum(['flat', 'hnsw']),
+        vectorIndexReason: z.string().optional(),
+        graphLoadedFromSnapshot: z.boolean().optional(),
+      }),
+      z.object({
+        mode: z.literal('remote'),
+        url: z.string(),
+        documents: z.number().int(),
+        vectors: z.number().int(),
+        backend: z.object({ mode: z.string(), documents: z.number().int(), vectors: z.number().int(), ledger: z.number().int().nullable() }).nullable(),
+        lastError: z.string().nullable(),
+      }),
+    ]),
     catalog: z.object({ services: z.number().int() }),
     rate_limits: z.string(),
     uptime_s: z.number(),
@@ -354,7 +375,8 @@ export const Treasury = z
     address: Address,
     explorer_url: z.string(),
     network: z.string(),
-    status: z.enum(['ok', 'not_created', 'unavailable']),
+    /** `ok`, `not_created` (no account on chain yet) or `unavailable` (the network did not answer). */
+    status: z.string(),
     balance: Money,
     owed_to_publishers: Money,
     to_fund: Money,

@@ -8,6 +8,8 @@ export { GatewayError, HTTP_STATUS } from './errors.js';
 export type { GatewayErrorCode } from './errors.js';
 export type { Principal, User } from './auth/accounts.js';
 export { safeEqual } from './auth/tokens.js';
+export { createApiHandlers } from './api/index.js';
+export type { ApiHandler, ApiHandlers, ApiInput, ApiOutput, MountedOperationId } from './api/index.js';
 export type { AccountService, MeView, TopupResult, WalletView } from './services/account.js';
 export type { CatalogService, RegisteredService } from './services/catalog.js';
 export type { AnalyticsDay, PublisherOverview, PublisherService, SettleResult } from './services/publisher.js';

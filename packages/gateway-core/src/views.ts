@@ -1,54 +1,30 @@
+import type { schemas } from '@farebox/contract';
 import { BASE_UNIT_NAME, amountFields, toJsonInteger, toUsd } from '@farebox/protocol';
+import type { z } from 'zod';
 import type { LedgerTransaction } from '@farebox/ledger';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
 
 /**
- * `ok`; `provisioning` while the wallet's set-up job (account, USDC trustline)
- * has not finished: USDC sent to it now would fail; `unavailable` when the
- * settlement network could not be asked.
+ * The answers' shapes are the contract's (`@farebox/contract`): adding a field
+ * to an answer is a change to its schema there, and these view functions then
+ * fail to compile until they produce it.
  */
-export type WalletStatus = 'ok' | 'provisioning' | 'unavailable';
+/** `ok`, `provisioning` (the wallet's set-up job has not finished), `unavailable` (the network could not be asked). */
+export type WalletStatus = z.output<typeof schemas.WalletStatus>;
 
 /** An amount in every spelling the API carries (`amountFields` of @farebox/protocol). */
 export type AmountFieldsOf<P extends string> = Record<`${P}_base_units` | `${P}_lamports` | `${P}_asset_amount` | `${P}_sol` | `${P}_usd`, number>;
 
 /** The Balance object (`GET /v1/balance`). */
-export type BalanceView = { asset: 'USDC'; base_unit_name: string; wallet_status: WalletStatus } & AmountFieldsOf<'balance'> & AmountFieldsOf<'wallet'> & AmountFieldsOf<'total'>;
+export type BalanceView = z.output<typeof schemas.Balance>;
 
 /** A catalog Service item (`GET /v1/agents`). */
-export interface ServiceView {
-  service: string;
-  pricePerCall: number;
-  pricePerCallBaseUnits: number;
-  pricePerCallLamports: number;
-  description: string;
-  endpoint: string;
-  ownerWallet: string;
-  acceptedToken: 'USDC';
-  totalCalls: number;
-  totalEarned: number;
-  createdAt: number;
-  source: 'registry';
-}
+export type ServiceView = Omit<z.output<typeof schemas.Service>, 'score'>;
 
 /** A Transaction item (`GET /v1/transactions`). */
-export interface TransactionView {
-  id: string;
-  type: LedgerTransaction['type'];
-  amount_lamports: number;
-  amount_base_units: number;
-  amount_usd: number;
-  service: LedgerTransaction['service'];
-  tx_signature: LedgerTransaction['txSignature'];
-  explorer_url: LedgerTransaction['explorerUrl'];
-  status: LedgerTransaction['status'];
-  paid_with: LedgerTransaction['paidWith'];
-  note: LedgerTransaction['note'];
-  created_at: string;
-}
+export type TransactionView = z.output<typeof schemas.Transaction>;
 
-/** The Balance object (`GET /v1/balance`), with the legacy twins. */
 export function balanceView(credits: bigint, wallet: bigint, walletStatus: WalletStatus): BalanceView {
   return {
     asset: 'USDC' as const,

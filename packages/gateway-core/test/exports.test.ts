@@ -10,6 +10,7 @@ it('exports exactly the runtime names hosts use', () => {
     'MCP_INSTRUCTIONS',
     'MemoryRateLimitStore',
     'RedisRateLimitStore',
+    'createApiHandlers',
     'createGateway',
     'createLogger',
     'enforceRateLimit',

@@ -1,0 +1,87 @@
+import type { OperationId, Operations } from '@farebox/contract';
+import type { z } from 'zod';
+import type { Principal } from '../auth/accounts.js';
+import type { GatewayCore } from '../gateway-types.js';
+
+type Part<I, K extends string> = I extends { [P in K]: infer S extends z.ZodType } ? z.output<S> : Record<string, never>;
+
+/**
+ * A request as the host hands it over, checked against the operation's
+ * schemas of `@farebox/contract`: path parameters, query and headers parsed;
+ * the body as sent (JSON), which the core checks with its rules and messages.
+ */
+export interface ApiInput<K extends OperationId> {
+  params: Part<Operations[K]['input'], 'params'>;
+  query: Part<Operations[K]['input'], 'query'>;
+  headers: Part<Operations[K]['input'], 'headers'>;
+  body: unknown;
+}
+
+/** What an operation answers: its contract schema (the compiler checks every handler against it). */
+export type ApiOutput<K extends OperationId> = z.input<Operations[K]['output']>;
+
+/** The operations a host mounts from the table (sign-in pages, calls and readiness have HTTP-specific routes). */
+export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready'>;
+type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus';
+
+/** A handler: the caller (none for open operations) and the checked input in, a domain object out. */
+export type ApiHandler<K extends MountedOperationId> = (
+  principal: K extends Open ? Principal | undefined : Principal,
+  input: ApiInput<K>,
+) => Promise<K extends 'openDispute' ? { created: boolean; value: ApiOutput<K> } : ApiOutput<K>>;
+
+export type ApiHandlers = { [K in MountedOperationId]: ApiHandler<K> };
+
+/**
+ * The REST operations over a {@link GatewayCore}: `(principal, input) ->
+ * domain object`, never HTTP. The host (apps/gateway) mounts them from the
+ * contract's table, which decides method, path, credential, OAuth scope,
+ * input checks and the success status.
+ */
+export function createApiHandlers(core: GatewayCore): ApiHandlers {
+  return {
+    me: async (p) => core.account.me(p.user),
+    balance: async (p) => core.account.balance(p.user),
+    wallet: async (p) => core.account.wallet(p.user),
+    topup: async (p, i) => core.account.topup(p.user, i.body, i.headers['idempotency-key']),
+    transactions: async (p, i) => core.account.transactions(p.user, i.query.limit),
+
+    listAgents: async (_p, i) => core.catalog.list(i.query.q),
+    agentManifest: async (_p, i) => core.catalog.manifest(i.params.service),
+    myAgents: async (p) => core.catalog.mine(p.user),
+    registerAgent: async (p, i) => core.catalog.register(p.user, i.body),
+    updateAgent: async (p, i) => core.catalog.update(p.user, i.params.service, i.body),
+    removeAgent: async (p, i) => core.catalog.remove(p.user, i.params.service),
+
+    listApiKeys: async (p) => core.accounts.listApiKeys(p.user.id),
+    createApiKey: async (p, i) => core.accounts.createApiKey(p.user.id, i.body),
+    revokeApiKey: async (p, i) => core.accounts.revokeApiKey(p.user.id, i.params.id),
+    listOAuthConnections: async (p) => core.oauthConnections.list(p.user.id),
+    revokeOAuthConnection: async (p, i) => core.oauthConnections.revoke(p.user.id, i.params.id),
+
+    activatePublisher: async (p, i) => core.publisher.activate(p.user, i.body),
+    publisherOverview: async (p) => core.publisher.overview(p.user),
+    publisherSettlements: async (p, i) => core.publisher.settlements(p.user, i.query.limit),
+    publisherAnalytics: async (p, i) => core.publisher.analytics(p.user, i.query.days),
+    publisherSettle: async (p) => core.publisher.settle(p.user),
+
+    platformStats: async () => core.platform.stats(),
+    platformKey: async () => core.platform.key(),
+    health: async () => core.platform.health(),
+
+    openDispute: async (_p, i) => {
+      const r = await core.operator.openDispute(i.body);
+      return { created: r.created, value: r.dispute };
+    },
+    disputeStatus: async (_p, i) => core.operator.disputeStatus(i.params.escrowId),
+
+    operatorWhoami: async (p) => core.operator.whoami(p.user),
+    operatorDisputes: async (p, i) => core.operator.listDisputes(p.user, i.query.state, i.query.limit),
+    operatorResolveDispute: async (p, i) => core.operator.resolveDispute(p.user, i.params.escrowId, i.body),
+    operatorTreasury: async (p) => core.operator.treasury(p.user),
+    operatorSettlements: async (p, i) => core.operator.settlements(p.user, i.query.state, i.query.limit),
+    operatorRetrySettlement: async (p, i) => core.operator.retrySettlement(p.user, i.params.id),
+    operatorRevenue: async (p, i) => core.operator.revenue(p.user, i.query.days),
+    operatorAudit: async (p, i) => core.operator.audit(p.user, i.query.limit),
+  };
+}
