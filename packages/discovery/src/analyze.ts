@@ -182,6 +182,7 @@ export function plain(lower: string): string {
  * the language's script.
  */
 export function term(lang: string | null, lower: string): string {
+  if (DIGITS.test(lower)) return lower;
   if (lang === null) return plain(lower);
   let cache = termCache.get(lang);
   if (!cache) termCache.set(lang, (cache = new Map()));
@@ -231,7 +232,9 @@ export function currencyWords(code: string, lang: string): string[] {
   return out;
 }
 
-const HYPHENATED = /[\p{L}\p{N}]+(?:[-\u2010\u2011][\p{L}\p{N}]+)+/gu;
+const HYPHENATED = /\p{L}+(?:[-\u2010\u2011]\p{L}+)+/gu;
+/** A number (nothing to stem or fold; not cached). */
+const DIGITS = /^\p{Nd}+$/u;
 
 /** Term frequencies of a document, name tokens counting `nameWeight` times, and its language. */
 export function documentTerms(name: string, description: string, nameWeight: number): { lang: string | null; tf: Map<string, number> } {
@@ -252,14 +255,13 @@ export function documentTerms(name: string, description: string, nameWeight: num
   };
   add(words(name), nameWeight);
   add(words(description), 1);
-  // Hyphenated words are also indexed joined ("E-Mail" -> email, "Wi-Fi" -> wifi).
-  for (const [text, weight] of [[name, nameWeight], [description, 1]] as const) {
-    for (const m of text.matchAll(HYPHENATED)) {
-      const parts = m[0].split(/[-\u2010\u2011]/);
-      for (let i = 0; i + 1 < parts.length; i++) {
-        const t = term(lang, (parts[i]! + parts[i + 1]!).normalize('NFKC').toLowerCase());
-        if (t.length > 0) tf.set(t, (tf.get(t) ?? 0) + weight);
-      }
+  // Hyphenated description words are also indexed joined ("E-Mail" -> email, "Wi-Fi" -> wifi);
+  // letters only, and not in names (slugs such as weather-now, split at query time instead).
+  for (const m of description.matchAll(HYPHENATED)) {
+    const parts = m[0].split(/[-\u2010\u2011]/);
+    for (let i = 0; i + 1 < parts.length; i++) {
+      const t = term(lang, (parts[i]! + parts[i + 1]!).normalize('NFKC').toLowerCase());
+      if (t.length > 0) tf.set(t, (tf.get(t) ?? 0) + 1);
     }
   }
   return { lang, tf };
