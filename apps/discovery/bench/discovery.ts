@@ -11,18 +11,19 @@
  *    stand-in model with the same id embeds the queries (a lookup, well under
  *    a millisecond), so the figures exclude real query embedding.
  * 4. Registration-to-searchable on the devnet: registrations through the
- *    registry contract, each timed from submission and from its confirmation
- *    until `/search` finds it.
+ *    registry contract, each timed from submission and from the close of the
+ *    ledger that holds it until `/search` finds it.
  * 5. Stops the process (SIGTERM writes the final snapshot) and times a second
  *    restart-to-ready.
  *
  * BENCH_DISCOVERY_SERVICES (default 100000), BENCH_DISCOVERY_QUERIES (1000),
- * BENCH_DISCOVERY_REGISTRATIONS (10).
+ * BENCH_DISCOVERY_REGISTRATIONS (10), BENCH_DISCOVERY_CORPUS_DIR (keep the
+ * built corpus there and reuse it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSearchIndex, type Embedder } from '@farebox/discovery';
@@ -147,7 +148,15 @@ async function main() {
   try {
     await writeTinyModel(join(work, 'models'), MODEL_ID, 'model_quantized.onnx');
     const dataDir = join(work, 'data');
-    await buildSnapshot(dataDir, contractId);
+    // BENCH_DISCOVERY_CORPUS_DIR keeps the built corpus (the graph build takes minutes) for the next run.
+    const cache = process.env.BENCH_DISCOVERY_CORPUS_DIR ? join(process.env.BENCH_DISCOVERY_CORPUS_DIR, `n${N}`) : undefined;
+    if (cache && existsSync(join(cache, 'local', 'state-local.json'))) {
+      await cp(cache, dataDir, { recursive: true });
+      console.log(`  corpus: ${N.toLocaleString('en')} services from ${cache}`);
+    } else {
+      await buildSnapshot(dataDir, contractId);
+      if (cache) await cp(dataDir, cache, { recursive: true });
+    }
     const env = {
       FAREBOX_NETWORK: 'local',
       FAREBOX_DEVNET_URL: devnet.url,
@@ -161,7 +170,7 @@ async function main() {
 
     let p = await startProcess(env);
     let health = (await (await fetch(`${p.url}/health`)).json()) as Record<string, unknown>;
-    console.log(`  process: ${launcher}`);
+    console.log(`  process: ${launcher}; ${JSON.stringify(health.startup_ms)} inside it (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} cores)`);
     console.log(
       `  start from the snapshot to ready: ${ms(p.readyMs)} (target < 5000 ms; ${String(health.documents)} services, ${String(health.vectors)} vectors, ${String(health.mode)}, graph ${(health.restored_from as { graph_loaded?: boolean } | null)?.graph_loaded ? 'read from the snapshot' : 'rebuilt'})`,
     );
@@ -192,14 +201,23 @@ async function main() {
     const owner = keypairSigner(encodeStrKey('secretSeed', randomBytes(32)));
     await accounts.fund(owner.publicKey);
     const fromSubmit: number[] = [];
-    const fromConfirm: number[] = [];
+    const fromClose: number[] = [];
+    // When each transaction's ledger closed (the devnet runs in this process).
+    const closedAt = new Map<string, number>();
+    const previous = devnet.chain.onClose;
+    devnet.chain.onClose = (ledger, txs) => {
+      previous?.(ledger, txs);
+      const now = performance.now();
+      for (const tx of txs) closedAt.set(tx.hash, now);
+    };
     for (let i = 0; i < REGISTRATIONS; i++) {
       const token = `benchreg${i}${Math.random().toString(36).slice(2, 8)}`;
       // Submit at a random point of the ledger period, as real registrations arrive.
       await new Promise((r) => setTimeout(r, rand() * CLOSE_MS));
       const t0 = performance.now();
-      await registry.register(owner, { service: `reg-${i}-${token.slice(-6)}`, pricePerCall: 10_000n, endpoint: `https://reg-${i}.example/`, description: `benchmark registration ${token}` });
-      const t1 = performance.now();
+      const { txHash } = await registry.register(owner, { service: `reg-${i}-${token.slice(-6)}`, pricePerCall: 10_000n, endpoint: `https://reg-${i}.example/`, description: `benchmark registration ${token}` });
+      const t1 = closedAt.get(txHash);
+      if (t1 === undefined) throw new Error(`no ledger close seen for ${txHash}`);
       for (;;) {
         const body = (await (await fetch(`${p.url}/search?q=${token}&limit=1`)).json()) as { results: unknown[] };
         if (body.results.length > 0) break;
@@ -207,19 +225,19 @@ async function main() {
       }
       const t2 = performance.now();
       fromSubmit.push(t2 - t0);
-      fromConfirm.push(t2 - t1);
+      fromClose.push(t2 - t1);
     }
     fromSubmit.sort((a, b) => a - b);
-    fromConfirm.sort((a, b) => a - b);
+    fromClose.sort((a, b) => a - b);
     console.log(
-      `  registration to searchable (${REGISTRATIONS} registrations): from submission p50 ${ms(pct(fromSubmit, 50))}, max ${ms(fromSubmit.at(-1)!)} (target one ledger close + 200 ms = ${CLOSE_MS + 200} ms); after the client saw it confirmed p50 ${ms(pct(fromConfirm, 50))}, max ${ms(fromConfirm.at(-1)!)}`,
+      `  registration to searchable (${REGISTRATIONS} registrations): from submission p50 ${ms(pct(fromSubmit, 50))}, max ${ms(fromSubmit.at(-1)!)} (target one ledger close + 200 ms = ${CLOSE_MS + 200} ms); after its ledger closed p50 ${ms(pct(fromClose, 50))}, max ${ms(fromClose.at(-1)!)} (target 200 ms)`,
     );
 
     const stopMs = await stop(p);
     p = await startProcess(env);
     health = (await (await fetch(`${p.url}/health`)).json()) as Record<string, unknown>;
     console.log(
-      `  restart after SIGTERM (final snapshot written in ${ms(stopMs)}): ready in ${ms(p.readyMs)} (target < 5000 ms; ${String(health.documents)} services, ${String(health.vectors)} vectors, graph ${(health.restored_from as { graph_loaded?: boolean } | null)?.graph_loaded ? 'read from the snapshot' : 'rebuilt'})`,
+      `  restart after SIGTERM (final snapshot written in ${ms(stopMs)}): ready in ${ms(p.readyMs)} (target < 5000 ms; ${String(health.documents)} services, ${String(health.vectors)} vectors, graph ${(health.restored_from as { graph_loaded?: boolean } | null)?.graph_loaded ? 'read from the snapshot' : 'rebuilt'}; ${JSON.stringify(health.startup_ms)} inside the process; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})`,
     );
     await stop(p);
   } finally {

@@ -58,6 +58,8 @@ export interface DiscoveryHealth {
   /** Where the index came from at start: a snapshot (and its ledger) or empty. */
   restored_from: { ledger: number | null; saved_at: string; graph_loaded: boolean } | null;
   last_snapshot_at: string | null;
+  /** Milliseconds from the service's creation: snapshot loaded, first registry sync done, ready. */
+  startup_ms: { snapshot_loaded: number | null; first_sync: number | null; ready: number | null };
   uptime_s: number;
 }
 
@@ -104,6 +106,9 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
   const snapshotEvery = options.snapshotIntervalMs ?? 30_000;
   const rpc = new StellarRpc.Server(network.rpcUrl, { allowHttp: network.allowHttp });
   const startedAt = Date.now();
+  const t0 = performance.now();
+  const startup: DiscoveryHealth['startup_ms'] = { snapshot_loaded: null, first_sync: null, ready: null };
+  const mark = () => Math.round(performance.now() - t0);
 
   let cursorStore = new SnapshotCursorStore(undefined);
   let mirror: CatalogMirror | undefined;
@@ -170,6 +175,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
   async function start(): Promise<void> {
     const initial = await restore();
     restored = true;
+    startup.snapshot_loaded = mark();
     if (stopped) return;
     const m = createCatalogMirror({
       registry,
@@ -185,6 +191,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
     mirror = m;
     await m.start();
     await m.ready();
+    startup.first_sync = mark();
     // The mirror's entries unsorted: after a snapshot load they are the index's own objects, so re-listing them is cheap.
     const source = { list: () => (m.values ? [...m.values()] : m.list()) };
     attachment = attachToCatalog(index, source, { onError: (err) => log('search indexing failed', err) });
@@ -200,6 +207,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
       timer.unref?.();
     }
     ready = true;
+    startup.ready = mark();
     resolveReady();
   }
 
@@ -264,6 +272,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
         last_sync_error: m?.lastError ?? null,
         restored_from: restoredFrom,
         last_snapshot_at: lastSnapshotAt,
+        startup_ms: { ...startup },
         uptime_s: Math.round((Date.now() - startedAt) / 1000),
       };
     },
