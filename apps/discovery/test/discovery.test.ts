@@ -285,3 +285,17 @@ describe('discovery HTTP API', () => {
     }
   });
 });
+
+describe('a gateway whose discovery backend is down', () => {
+  it('answers searches with 500 and the reason (nothing else changes), lists without a query, and says so in /health', async () => {
+    await replicaA.close();
+    const res = await gatewayAgents('pdf document');
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^discovery backend unreachable: /);
+    const listed = await fetch(`${gateway.url}/v1/agents`, { headers: { authorization: `Bearer ${gatewayKey}` } });
+    expect(listed.status).toBe(200);
+    expect(((await listed.json()) as Array<{ service: string }>).map((a) => a.service)).toContain('pdf-render');
+    const health = await (await fetch(`${gateway.url}/health`)).json();
+    expect(health.search).toMatchObject({ mode: 'remote', lastError: expect.stringMatching(/^discovery backend unreachable/) });
+  });
+});
