@@ -111,6 +111,8 @@ console.log(`starting the Farebox stack in ${dataDir}`);
 start('gateway', process.execPath, [gatewayMain], {
   PORT: String(port),
   FAREBOX_DATA_DIR: dataDir,
+  // The local stack runs on the embedded devnet (the default network is testnet).
+  STELLAR_NETWORK: process.env.STELLAR_NETWORK ?? process.env.FAREBOX_NETWORK ?? 'local',
   FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
   // The gateway writes through this script's pipe: readable log lines when a person watches.
   FAREBOX_LOG_PRETTY: process.env.FAREBOX_LOG_PRETTY ?? String(process.stdout.isTTY === true),

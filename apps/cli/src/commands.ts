@@ -596,7 +596,13 @@ export async function runDev(ctx: Context, opts: { port?: string; cwd?: string }
   if (opts.port !== undefined && !/^\d{1,5}$/.test(opts.port)) throw new CliError('USAGE', '--port must be a port number');
   ctx.log(`Starting the local stack (${found.description})...`);
   // A local stack calls the developer's services on localhost (never the gateway's own port; refused on mainnet).
-  const env = { ...process.env, FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true', ...(opts.port ? { PORT: opts.port } : {}) };
+  const env = {
+    ...process.env,
+    // The local stack: the embedded devnet (the gateway's default network is testnet).
+    ...(process.env.STELLAR_NETWORK || process.env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' }),
+    FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+    ...(opts.port ? { PORT: opts.port } : {}),
+  };
   const child = spawn(found.command, found.args, { stdio: 'inherit', env });
   const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
   process.on('SIGINT', forward('SIGINT'));

@@ -225,6 +225,7 @@ async function startInstance(logLevel = 'info'): Promise<string> {
       NODE_ENV: 'production',
       PORT: String(port),
       FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-bench-')),
+      STELLAR_NETWORK: 'local',
       FAREBOX_DEVNET_URL: devnetUrl,
       FAREBOX_KEYSTORE_KEY: keystoreKey,
       // JSON logs to the pipe (info: a line per request and per call), as deployed.

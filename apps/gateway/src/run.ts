@@ -3,8 +3,9 @@
 // stops it on SIGINT/SIGTERM. `main.ts` runs it as is; the crash tests' entry
 // script runs it with their crash hook.
 import { ConfigError } from '@farebox/protocol';
-import { createLogger, LOG_LEVELS, type LogLevel } from '@farebox/gateway-core';
+import { createLogger } from '@farebox/gateway-core';
 import pretty from 'pino-pretty';
+import { loadConfig } from './config.js';
 import { startGateway, type RunningGateway, type StartGatewayOptions } from './server.js';
 
 /** Runs the gateway as a process until a signal stops it. `extra` is for test entry scripts. */
@@ -13,19 +14,21 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint'> 
   // for this user only: files 0600, directories 0700.
   process.umask(0o077);
 
+  // The environment is read once, here (config.ts).
+  const config = loadConfig(process.env, process.stdout.isTTY === true);
   // JSON lines for log shippers; readable lines when a terminal is attached
   // (FAREBOX_LOG_PRETTY=true|false decides instead; `npm start` passes its own terminal's answer).
-  const level = process.env.FAREBOX_LOG_LEVEL || 'info';
-  const prettyLogs = process.env.FAREBOX_LOG_PRETTY ? process.env.FAREBOX_LOG_PRETTY === 'true' : process.stdout.isTTY === true;
+  const level = config.log.level;
+  const prettyLogs = config.log.pretty;
   // JSON lines are gathered into 4 KiB writes off the main thread (a line waits at most 100 ms):
   // a write per line was a tenth of the gateway's CPU under load (docs/performance.md).
-  const logger = (LOG_LEVELS as readonly string[]).includes(level)
-    ? createLogger({ level: level as LogLevel, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : { bufferBytes: 4096 }) })
+  const logger = level
+    ? createLogger({ level, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : { bufferBytes: 4096 }) })
     : undefined; // an invalid level is reported with every other configuration problem
 
   let gw: RunningGateway;
   try {
-    gw = await startGateway({ ...extra, ...(logger ? { logger } : {}) });
+    gw = await startGateway({ ...config.options, ...extra, ...(logger ? { logger } : {}) });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // Every problem at once, one per line (docs/production.md says what each setting is for).

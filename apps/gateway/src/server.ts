@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createDevnet, type DevnetCore } from '@farebox/devnet';
-import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
+import { createGateway, DEFAULT_NETWORK, networkFromEnv, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
 import { createApp } from './app.js';
 import { serveDashboard } from './dashboard.js';
 import { startMetricsServer } from './observability.js';
@@ -41,7 +41,8 @@ export interface RunningGateway {
  * console.log(gw.url);
  */
 export async function startGateway(options: StartGatewayOptions = {}): Promise<RunningGateway> {
-  const env = options.env ?? process.env;
+  // The host's environment comes in `options.env` (loadConfig in config.ts); nothing is read from process.env here.
+  const env = options.env ?? {};
   const host = options.host ?? env.HOST ?? '127.0.0.1';
   const requestedPort = options.port ?? (env.PORT ? Number(env.PORT) : 8787);
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
@@ -55,7 +56,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
   });
   const port = (server.address() as AddressInfo).port;
   const baseUrl = (options.baseUrl ?? env.FAREBOX_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  const network = options.network ?? env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK ?? 'local';
+  const network = options.network ?? networkFromEnv(env).network ?? DEFAULT_NETWORK;
   const embed = options.embedDevnet ?? (network === 'local' && !options.devnetUrl && !env.FAREBOX_DEVNET_URL);
   const dataDir = options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox';
 
@@ -78,7 +79,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
 
   let core: GatewayCore;
   try {
-    core = await createGateway({ ...options, baseUrl, port, dataDir, ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}) });
+    core = await createGateway({ ...options, env, baseUrl, port, dataDir, ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}) });
   } catch (err) {
     await new Promise((r) => server.close(r));
     await devnet?.close();

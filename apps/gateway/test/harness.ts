@@ -47,6 +47,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   const secrets = new Set<string>(['correct horse battery']);
   const gw = await startGateway({
     port: 0,
+    network: 'local',
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
     dataDir,

@@ -33,7 +33,9 @@ export interface GatewayProcess {
  */
 export function spawnGateway(env: Record<string, string>, options: { crashAt?: string } = {}): GatewayProcess {
   const entry = options.crashAt ? [CRASH_MAIN, options.crashAt] : [GATEWAY_MAIN];
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', ...entry], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The local network unless the test names one (the gateway's default is testnet).
+  const network = env.STELLAR_NETWORK || env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' };
+  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', ...entry], { env: { PATH: process.env.PATH, ...network, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   child.stdout!.on('data', (d) => (out += d));

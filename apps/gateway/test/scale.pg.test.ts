@@ -25,6 +25,7 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
       gws.push(
         await startGateway({
           port: 0,
+          network: 'local',
           // The test services listen on 127.0.0.1.
           allowLoopbackEndpoints: true,
           // Warnings and errors only: the tests read their answers, not the access log.

@@ -51,6 +51,7 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'farebox-settle-')));
   const gw = await startGateway({
     port: 0,
+    network: 'local',
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
     // Warnings and errors only: the tests read their answers, not the access log.

@@ -11,7 +11,7 @@ import { LOCAL_PASSPHRASE, resolveNetwork } from '@farebox/stellar';
 export function testnetOnDevnet(devnet: Devnet, extra: Record<string, string> = {}): Record<string, string> {
   const local = resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} });
   return {
-    FAREBOX_NETWORK: 'testnet',
+    STELLAR_NETWORK: 'testnet',
     STELLAR_RPC_URL: local.rpcUrl,
     STELLAR_HORIZON_URL: local.horizonUrl,
     STELLAR_NETWORK_PASSPHRASE: LOCAL_PASSPHRASE,

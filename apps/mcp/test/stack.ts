@@ -37,6 +37,7 @@ export async function startStack(): Promise<Stack> {
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-mcp-gw-'));
   const gw = await startGateway({
     port: 0,
+    network: 'local',
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
     // Warnings and errors only: the tests read their answers, not the access log.

@@ -32,6 +32,7 @@ async function signupKey(base: string): Promise<string> {
 beforeAll(async () => {
   gw = await startGateway({
     port: 0,
+    network: 'local',
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
     // Warnings and errors only: the tests read their answers, not the access log.

@@ -5,6 +5,24 @@ import { LOG_LEVELS, type LogLevel } from './observability/log.js';
 
 export type NetworkName = 'local' | 'testnet' | 'mainnet';
 
+/** The network when nothing names one (the spec's default, the same for the gateway, the SDKs and `@farebox/stellar`). */
+export const DEFAULT_NETWORK: NetworkName = 'testnet';
+
+/**
+ * The network an environment names: `STELLAR_NETWORK`, else the deprecated
+ * `FAREBOX_NETWORK` (with a warning), else undefined (the caller's option or
+ * {@link DEFAULT_NETWORK}).
+ */
+export function networkFromEnv(env: Record<string, string | undefined>): { network: string | undefined; warnings: string[]; problems: string[] } {
+  const current = env.STELLAR_NETWORK || undefined;
+  const legacy = env.FAREBOX_NETWORK || undefined;
+  if (legacy === undefined) return { network: current, warnings: [], problems: [] };
+  if (current !== undefined && current !== legacy) {
+    return { network: current, warnings: [], problems: [`STELLAR_NETWORK=${current} and the deprecated FAREBOX_NETWORK=${legacy} disagree: remove FAREBOX_NETWORK`] };
+  }
+  return { network: legacy, warnings: ['FAREBOX_NETWORK is deprecated: set STELLAR_NETWORK instead (same values)'], problems: [] };
+}
+
 export interface GatewayOptions {
   /** Public address of the gateway, e.g. `https://farebox.example`. Default `http://127.0.0.1:{port}` (`FAREBOX_BASE_URL`). */
   baseUrl?: string;
@@ -24,7 +42,7 @@ export interface GatewayOptions {
    * A revocation drops it at once, on every gateway sharing `FAREBOX_REDIS_URL`.
    */
   credentialCacheMs?: number;
-  /** Settlement network preset (`FAREBOX_NETWORK`, then `STELLAR_NETWORK`); default `local`. */
+  /** Settlement network preset (`STELLAR_NETWORK`; `FAREBOX_NETWORK` is a deprecated alias); default `testnet`. */
   network?: NetworkName;
   /** Devnet base URL for the local preset (`FAREBOX_DEVNET_URL`); default `{baseUrl}/devnet`. */
   devnetUrl?: string;
@@ -102,6 +120,8 @@ export interface GatewayConfig {
   metricsToken: string | undefined;
   metricsAddress: { host: string; port: number } | undefined;
   catalogStaleMs: number;
+  /** Settings that work but should change (a deprecated variable); logged at start. */
+  warnings: readonly string[];
 }
 
 function int(value: string | number | undefined, name: string, problems: string[], min = 1): number | undefined {
@@ -116,7 +136,7 @@ function int(value: string | number | undefined, name: string, problems: string[
 
 /** Validates options once (option, then environment, then default) and reports every problem together. */
 export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfig {
-  const env = options.env ?? process.env;
+  const env = options.env ?? {};
   const problems: string[] = [];
   const port = int(options.port ?? env.PORT, 'PORT', problems, 0) ?? 8787;
   const baseUrlText = (options.baseUrl ?? env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
@@ -128,7 +148,9 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   } catch {
     problems.push('baseUrl must be an absolute URL');
   }
-  const network = (options.network ?? env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK ?? 'local') as NetworkName;
+  const named = networkFromEnv(env);
+  problems.push(...named.problems);
+  const network = (options.network ?? named.network ?? DEFAULT_NETWORK) as NetworkName;
   if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push('network must be local, testnet or mainnet');
   const callTimeoutMs = int(options.callTimeoutMs ?? env.FAREBOX_CALL_TIMEOUT_MS, 'callTimeoutMs', problems) ?? 30_000;
   const holdTimeoutMs = int(options.holdTimeoutMs ?? env.FAREBOX_HOLD_TIMEOUT_MS, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
@@ -200,6 +222,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   }
   if (problems.length) throw new ConfigError(problems);
   return {
+    warnings: options.network === undefined ? named.warnings : [],
     logLevel,
     metricsToken,
     metricsAddress,

@@ -35,11 +35,13 @@ export { GATEWAY_MIGRATIONS_DIR, toGatewayError };
  * (account, catalog, publisher, platform).
  */
 export async function createGateway(options: CreateGatewayOptions = {}): Promise<GatewayCore> {
-  const env = options.env ?? process.env;
+  // The host reads its environment and passes it (apps/gateway/src/config.ts); a library reads no process.env.
+  const env = options.env ?? {};
   const config = checkConfiguration(options, env);
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   const log = options.log ?? legacySink(logger);
   const metrics = createMetrics();
+  for (const warning of config.warnings) logger.warn({ event: 'config' }, warning);
   const infra = await openInfrastructure(options, config, env, log);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
   const treasury = walletSigner(wallets, treasuryAddress);

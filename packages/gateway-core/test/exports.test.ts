@@ -3,6 +3,7 @@ import * as core from '@farebox/gateway-core';
 
 it('exports exactly the runtime names hosts use', () => {
   expect(Object.keys(core).sort()).toEqual([
+    'DEFAULT_NETWORK',
     'GATEWAY_MIGRATIONS_DIR',
     'GatewayError',
     'HTTP_STATUS',
@@ -17,6 +18,7 @@ it('exports exactly the runtime names hosts use', () => {
     'grantOperator',
     'legacySink',
     'listOperators',
+    'networkFromEnv',
     'oauthErrorBody',
     'registerGatewayMcpTools',
     'resolveGatewayConfig',

@@ -41,7 +41,7 @@ export interface OpenDatabaseOptions {
   schema?: string;
   /** Pool size on PostgreSQL (default 10). PGlite has one connection. */
   poolSize?: number;
-  /** Environment to read `DATABASE_URL` from (default `process.env`). */
+  /** Environment to read `DATABASE_URL` from (the host passes its own; none when omitted). */
   env?: Record<string, string | undefined>;
 }
 
@@ -93,7 +93,7 @@ function statement(kind: Database['kind'], text: string, params: readonly unknow
  * const { rows } = await db.query('SELECT 1 AS one');
  */
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
-  const env = options.env ?? process.env;
+  const env = options.env ?? {};
   const url = options.url ?? (env.DATABASE_URL || undefined);
   const problems: string[] = [];
   if (options.schema !== undefined && !SCHEMA_NAME.test(options.schema)) {

@@ -27,7 +27,7 @@ export interface ResolveNetworkOptions {
   usdcIssuer?: string;
   explorerUrl?: string;
   devnetUrl?: string;
-  /** Environment to read fallbacks from; `process.env` when omitted. */
+  /** Environment to read fallbacks from (the host passes its own; none when omitted). */
   env?: Record<string, string | undefined>;
 }
 
@@ -120,7 +120,7 @@ function checkUrl(label: string, value: string, problems: string[]): void {
  * const testnet = resolveNetwork({ network: 'testnet', contractId: 'CB...' });
  */
 export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig {
-  const env = opts.env ?? (typeof process !== 'undefined' ? process.env : {});
+  const env = opts.env ?? {};
   const problems: string[] = [];
 
   const rawName = nonEmpty(opts.network) ?? nonEmpty(env.STELLAR_NETWORK) ?? 'testnet';

@@ -61,7 +61,7 @@ async function loadOrCreateKeyFile(dir: string): Promise<Buffer> {
  * const signedXdr = await wallets.sign(address, unsignedXdr, network.passphrase);
  */
 export async function createLocalKeystore(options: LocalKeystoreOptions = {}): Promise<LocalKeystore> {
-  const env = options.env ?? process.env;
+  const env = options.env ?? {};
   const key = options.key !== undefined
     ? parseKey(options.key)
     : env.FAREBOX_KEYSTORE_KEY

@@ -1,6 +1,6 @@
 import { ConfigError } from '@farebox/protocol';
 import { resolveNetwork } from '@farebox/stellar';
-import { resolveGatewayConfig, type GatewayConfig } from '../config.js';
+import { DEFAULT_NETWORK, networkFromEnv, resolveGatewayConfig, type GatewayConfig } from '../config.js';
 import { resolveOperatorConfig } from '../operator/index.js';
 import { resolveSettlementConfig } from '../settlement/config.js';
 import type { CreateGatewayOptions } from '../gateway-types.js';
@@ -23,8 +23,8 @@ export function checkConfiguration(options: CreateGatewayOptions, env: Record<st
   };
   const config = collect(() => resolveGatewayConfig({ ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) }));
   // When the gateway's own settings are wrong, the others are still checked (against the named network).
-  const named = options.network ?? env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK;
-  const networkName = config?.network ?? (named === 'testnet' || named === 'mainnet' ? named : 'local');
+  const named = options.network ?? networkFromEnv(env).network ?? DEFAULT_NETWORK;
+  const networkName = config?.network ?? (named === 'local' || named === 'mainnet' ? named : 'testnet');
   const devnetUrl = config?.devnetUrl ?? 'http://127.0.0.1/devnet';
   collect(() => resolveNetwork({ network: networkName, devnetUrl, env }));
   collect(() => resolveSettlementConfig(options.settlement ?? {}, env, networkName, devnetUrl));

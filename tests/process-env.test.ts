@@ -1,0 +1,45 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { expect, it } from 'vitest';
+
+// Libraries take options; each host reads its environment once (apps/gateway
+// loadConfig, apps/mcp loadAdapterConfig, apps/cli createContext) and passes
+// it on. The only library code that may read process.env is a public SDK's
+// documented configuration reader, listed here.
+const ALLOWED: Record<string, string> = {
+  'packages/provider/src/config.ts': 'the publisher SDK reads its options from the environment (spec: option, then environment variable, then preset)',
+  'packages/client/src/direct.ts': 'the caller SDK falls back to TRUSTLESS_WORK_API_KEY, TRUSTLESS_WORK_PLATFORM_ADDRESS and FAREBOX_URL (packages/client README)',
+  'packages/client/src/discovery.ts': 'the caller SDK falls back to FAREBOX_DISCOVERY_URL (packages/client README)',
+  'packages/discovery/src/embedder.ts': 'createEmbedder() falls back to FAREBOX_MODEL_DIR (docs/search.md)',
+};
+
+const root = resolve(import.meta.dirname, '..');
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return name === 'node_modules' || name === 'dist' ? [] : files(path);
+    return /\.(ts|tsx|mts|js|mjs)$/.test(name) ? [path] : [];
+  });
+}
+
+it('no library reads process.env outside the documented SDK configuration readers', () => {
+  const readers: string[] = [];
+  for (const pkg of readdirSync(join(root, 'packages'))) {
+    const src = join(root, 'packages', pkg, 'src');
+    if (!statSync(join(root, 'packages', pkg)).isDirectory()) continue;
+    let all: string[];
+    try {
+      all = files(src);
+    } catch {
+      continue;
+    }
+    for (const file of all) {
+      // Code only: comments may name process.env.
+      const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+      if (/\bprocess\.env\b/.test(code)) readers.push(relative(root, file));
+    }
+  }
+  expect(readers.filter((f) => !(f in ALLOWED))).toEqual([]);
+  // Every exception is still real (remove it here once its package stops reading the environment).
+  expect(Object.keys(ALLOWED).filter((f) => !readers.includes(f))).toEqual([]);
+});
