@@ -51,7 +51,8 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'farebox-settle-')));
   const gw = await startGateway({
     port: 0,
-    network: 'local',
+    // The devnet's local network, unless the test's environment names another.
+    ...(opts.env?.STELLAR_NETWORK || opts.env?.FAREBOX_NETWORK ? {} : { network: 'local' as const }),
     // The test services listen on 127.0.0.1.
     allowLoopbackEndpoints: true,
     // Warnings and errors only: the tests read their answers, not the access log.
