@@ -1,5 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkResponses, recordResponses } from './contract-kit.js';
 import { startHarness, type DbKind, type Harness, type TestUser } from './harness.js';
 import { consent, pkce, rawClient } from './oauth-browser.js';
 
@@ -18,7 +19,11 @@ describe(`OAuth 2.1 authorization server on ${kind} (RFC 9700 points, spending l
     await h.publish('echo', { price: '0.01' });
   }, 120_000);
 
+  // Every answer the suite gets from the gateway, checked against the contract at the end.
+  const recorder = recordResponses(() => h?.url, () => expect.getState().currentTestName);
+
   afterAll(async () => {
+    recorder.stop();
     await h?.close();
   });
 
@@ -464,6 +469,16 @@ describe(`OAuth 2.1 authorization server on ${kind} (RFC 9700 points, spending l
     expect(limited).toBeDefined();
     expect(limited!.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await limited!.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'rate limit exceeded' });
+  });
+  it('answers every /v1 request of this suite (OAuth tokens, scopes, spending limits) as its operation declares, against the served OpenAPI document', async () => {
+    const doc = await (await fetch(`${h.url}/openapi.json`)).json();
+    const report = await checkResponses(doc, recorder.responses.filter((r) => !r.path.startsWith('/openapi.json')));
+    expect(report.violations).toEqual([]);
+    // The OAuth protocol endpoints and /mcp are outside the REST table.
+    const outside = /^\/(devnet\/|register|token|revoke|authorize|mcp|\.well-known\/)/;
+    expect(report.unmatched.filter((u) => !outside.test(u.split(' ')[1]!))).toEqual([]);
+    const ops = new Set([...report.checked].map((c) => c.split(' ')[0]));
+    for (const id of ['listOAuthConnections', 'revokeOAuthConnection', 'call', 'balance']) expect(ops, id).toContain(id);
   });
 });
 }

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitFee } from '@farebox/protocol';
 import { grantOperator, revokeOperator } from '@farebox/gateway-core';
+import { checkResponses, recordResponses } from './contract-kit.js';
 import { startStack, type Stack } from './settlement-kit.js';
 import { USDC, fundedNotServed, newCaller } from './dispute-kit.js';
 
@@ -38,7 +39,11 @@ beforeAll(async () => {
   otherEmail = `someone${process.pid}@farebox.test`;
   other = await account(otherEmail);
 }, 60_000);
+// Every answer the operator suite gets from the gateway, checked against the contract at the end.
+const recorder = recordResponses(() => s?.url, () => expect.getState().currentTestName);
+
 afterAll(async () => {
+  recorder.stop();
   await s?.close();
 });
 
@@ -312,5 +317,17 @@ describe('operator: treasury, settlements and revenue', () => {
     expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: 1.5, receiver_base_units: 0 } })).toMatchObject({ status: 400 });
     expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'give-it-all-away' } })).toMatchObject({ status: 400, body: { error: 'action must be refund or split' } });
     expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true, resolved: false } });
+  });
+});
+
+describe('operator: the contract (@farebox/contract)', () => {
+  it('answers every request of this suite as its operation declares, against the served OpenAPI document', async () => {
+    const doc = await (await fetch(`${s.url}/openapi.json`)).json();
+    const responses = recorder.responses.filter((r) => !r.path.startsWith('/openapi.json'));
+    const report = await checkResponses(doc, responses);
+    expect(report.violations).toEqual([]);
+    expect(report.unmatched.filter((u) => !u.split(' ')[1]!.startsWith('/devnet/'))).toEqual([]);
+    const ops = new Set([...report.checked].map((c) => c.split(' ')[0]));
+    for (const id of ['operatorWhoami', 'operatorDisputes', 'operatorResolveDispute', 'operatorTreasury', 'operatorSettlements', 'operatorRevenue', 'operatorAudit', 'openDispute']) expect(ops, id).toContain(id);
   });
 });
