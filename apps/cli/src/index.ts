@@ -1,22 +1,10 @@
 export { buildProgram, runCli } from './program.js';
 export type { ProgramIO } from './program.js';
+export { runLogin, runLogout, runWhoami, runBalance, runTopup, runTransactions } from './commands/account.js';
+export { runSearch, runCall, runDirectCall, readPayload } from './commands/catalog.js';
+export { runKeysList, runKeysCreate, runKeysRevoke } from './commands/keys.js';
+export { runConnectionsList, runConnectionsRevoke } from './commands/connections.js';
 export {
-  runLogin,
-  runLogout,
-  runWhoami,
-  runBalance,
-  runTopup,
-  runTransactions,
-  runSearch,
-  runCall,
-  runDirectCall,
-  readPayload,
-  readKeypair,
-  runKeysList,
-  runKeysCreate,
-  runKeysRevoke,
-  runConnectionsList,
-  runConnectionsRevoke,
   runPublisherActivate,
   runPublisherRegister,
   runPublisherUpdate,
@@ -24,14 +12,14 @@ export {
   runPublisherOverview,
   runPublisherSettlements,
   runPublisherAnalytics,
-  runDevnetFund,
-  runDevnetKeypair,
-  runModelFetch,
-  runDev,
-  devCommand,
-} from './commands.js';
-export type { CommandResult } from './commands.js';
-export { runInit } from './init.js';
+} from './commands/publisher.js';
+export { runDevnetFund, runDevnetKeypair } from './commands/devnet.js';
+export { runModelFetch } from './commands/model.js';
+export { runDev, devCommand } from './commands/dev.js';
+export { readKeypair } from './commands/shared.js';
+export type { CommandResult, CommandGroup, Cli } from './commands/shared.js';
+export { COMMAND_GROUPS } from './commands/index.js';
+export { runInit } from './commands/init.js';
 export { createContext, cliConfigDir } from './context.js';
 export type { Context, GlobalOptions, StoredConfig } from './context.js';
 export { CliError } from './errors.js';

@@ -69,7 +69,7 @@ describe('the farebox command: disputes and operator tools', () => {
 
     const stranger = await farebox(['--url', s.url, 'operator', 'treasury'], { FAREBOX_API_KEY: (await s.user()).key });
     expect(stranger.code).toBe(1);
-    expect(stranger.stderr).toMatch(/operator role required \(HTTP 403\)/);
+    expect(stranger.stderr).toMatch(/operator role required \(HTTP 403, request id [0-9a-f-]{36}\)/);
     const audit = await farebox(['--url', s.url, '--json', 'operator', 'audit'], env);
     expect(JSON.parse(audit.stdout)[0]).toMatchObject({ action: 'treasury.view', outcome: 'denied' });
   }, 120_000);

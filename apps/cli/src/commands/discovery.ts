@@ -2,14 +2,12 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import type { Command } from 'commander';
 import { ClientError, createDiscoveryClient, type DiscoveryHit } from '@farebox/client';
 import { formatAmount } from '@farebox/protocol';
-import type { CommandResult } from './commands.js';
-import type { Context } from './context.js';
-import { CliError } from './errors.js';
-import { table } from './format.js';
-import type { Act } from './operator.js';
+import type { Context } from '../context.js';
+import { CliError } from '../errors.js';
+import { table } from '../format.js';
+import type { CommandGroup, CommandResult } from './shared.js';
 
 const short = (s: string) => (s.length > 70 ? `${s.slice(0, 69)}…` : s);
 
@@ -94,11 +92,15 @@ export async function runDiscoveryServer(ctx: Context, opts: { port?: string; da
   return { data: { stopped: true }, human: 'discovery backend stopped' };
 }
 
-export function registerDiscoveryCommands(program: Command, act: Act): void {
-  program
-    .command('discovery')
-    .description('run a discovery backend (farebox-discovery): follows the registry, serves search to anyone; settings from the environment (docs/deploy.md)')
-    .option('--port <port>', 'listening port (default PORT or 8790)')
-    .option('--data-dir <path>', 'snapshots and cursor (default FAREBOX_DISCOVERY_DATA_DIR)')
-    .action((o: { port?: string; dataDir?: string }) => act((ctx) => runDiscoveryServer(ctx, o))());
-}
+/** `farebox discovery` (`search --discovery` is in the catalog group, next to `search`). */
+export const discoveryCommands: CommandGroup = {
+  name: 'discovery',
+  register(program, { act }) {
+    program
+      .command('discovery')
+      .description('run a discovery backend (farebox-discovery): follows the registry, serves search to anyone; settings from the environment (docs/deploy.md)')
+      .option('--port <port>', 'listening port (default PORT or 8790)')
+      .option('--data-dir <path>', 'snapshots and cursor (default FAREBOX_DISCOVERY_DATA_DIR)')
+      .action((o: { port?: string; dataDir?: string }) => act((ctx) => runDiscoveryServer(ctx, o))());
+  },
+};

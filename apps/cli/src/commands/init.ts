@@ -1,10 +1,11 @@
+// `farebox init`: scaffold a paid service from the template.
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAmount } from '@farebox/protocol';
-import type { CommandResult } from './commands.js';
-import { CliError } from './errors.js';
+import type { CommandGroup, CommandResult } from './shared.js';
+import { CliError } from '../errors.js';
 
 /** The templates folder, next to `dist/` in the package (and to `src/` in the repo). */
 function templatesDir(): string {
@@ -62,3 +63,16 @@ export async function runInit(dir: string, opts: { name?: string; price?: string
     human: [`Created the paid service "${name}" (${price} USDC per call) in ${target}:`, ...written.map((f) => `  ${f}`), '', 'Next:', `  cd ${relative(process.cwd(), target) || '.'}`, '  npm install', '  npm start            # with the local stack running (farebox dev)'].join('\n'),
   };
 }
+
+export const initCommands: CommandGroup = {
+  name: 'init',
+  register(program, { act }) {
+    program
+      .command('init [dir]')
+      .description('scaffold a new paid service (@farebox/provider) in dir (default: ./my-service)')
+      .option('--name <service>', 'service name (default: the folder name)')
+      .option('--price <usdc>', 'price per call in USDC (default 0.001)')
+      .option('--description <text>')
+      .action((dir: string | undefined, o: { name?: string; price?: string; description?: string }) => act(() => runInit(dir ?? 'my-service', o))());
+  },
+};

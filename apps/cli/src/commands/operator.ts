@@ -1,46 +1,25 @@
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { createClient } from '@farebox/client';
+import { createClient, type GatewayClient, type DisputeDecision } from '@farebox/client';
 import { parseAmount } from '@farebox/protocol';
-import { gatewayCall, readKeypair, type CommandResult } from './commands.js';
-import type { Context } from './context.js';
-import { CliError } from './errors.js';
-import { pairs, table } from './format.js';
+import type { Context } from '../context.js';
+import { CliError } from '../errors.js';
+import { pairs, table } from '../format.js';
+import { gatewayCall, readKeypair, result, type CommandGroup, type CommandResult } from './shared.js';
 
-type Json = Record<string, any>;
-export type Act = <A extends unknown[]>(fn: (ctx: Context, ...args: A) => Promise<CommandResult>) => (...args: A) => Promise<void>;
-
-const result = <T>(data: T, human: string): CommandResult<T> => ({ data, human });
+// `farebox dispute` and `farebox operator ...`: disputes, treasury, settlements, revenue, audit, operator grants.
 const usdc = (m: { usdc?: string } | undefined) => (m?.usdc ? `${m.usdc.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '')} USDC` : '');
 
-/** `/v1/operator/*` with the API key (operator endpoints refuse OAuth tokens). */
-async function operatorApi(ctx: Context, path: string, body?: unknown): Promise<any> {
+type Json = Record<string, any>;
+
+/** Runs `fn` on the operator API with the API key (operator endpoints refuse OAuth tokens). */
+async function operator<T>(ctx: Context, fn: (op: GatewayClient['operator']) => Promise<T>): Promise<T> {
   const c = ctx.credential;
   if (!c) throw new CliError('NOT_SIGNED_IN', `not signed in to ${ctx.url}: run \`farebox login --api-key sk_live_...\` with an operator's key`);
   if (c.kind !== 'api-key') throw new CliError('USAGE', 'operator commands need an API key: `farebox login --api-key sk_live_...` or FAREBOX_API_KEY');
-  let res: Response;
-  try {
-    res = await fetch(`${ctx.url}/v1/operator${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { authorization: `Bearer ${c.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  } catch (e) {
-    throw new CliError('GATEWAY', `cannot reach ${ctx.url}: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  if (!res.ok) {
-    const msg = json && typeof json === 'object' && typeof (json as Json).error === 'string' ? (json as Json).error : text.slice(0, 200);
-    throw new CliError('GATEWAY', msg, { status: res.status });
-  }
-  return json;
+  const gw = await ctx.gateway();
+  return gatewayCall(() => fn(gw.operator));
 }
 
 /** `farebox dispute <escrowId>`: the funder asks the platform to dispute an escrow it paid (refund when never served). */
@@ -130,7 +109,7 @@ export async function runOperatorList(ctx: Context, opts: { dataDir?: string; da
 }
 
 export async function runOperatorDisputes(ctx: Context, opts: { state?: string }): Promise<CommandResult> {
-  const list = (await operatorApi(ctx, `/disputes?state=${encodeURIComponent(opts.state ?? 'open')}`)) as Json[];
+  const list = (await operator(ctx, (op) => op.disputes({ state: (opts.state ?? 'open') as 'open' }))) as Json[];
   const rows = list.map((d) => ({ escrow: d.escrow_id, state: d.state, amount: `${d.amount_asset_amount} USDC`, served: d.served ? 'yes' : 'no', payer: d.requested_by, opened: d.opened_at, resolution: d.resolution ?? '' }));
   return result(list, table(rows, ['escrow', 'state', 'amount', 'served', 'payer', 'opened', 'resolution']));
 }
@@ -138,7 +117,7 @@ export async function runOperatorDisputes(ctx: Context, opts: { state?: string }
 export async function runOperatorResolve(ctx: Context, escrowId: string, opts: { refund?: boolean; payer?: string; receiver?: string }): Promise<CommandResult> {
   const split = opts.payer !== undefined || opts.receiver !== undefined;
   if (opts.refund === split) throw new CliError('USAGE', 'choose --refund, or --payer <usdc> and --receiver <usdc> for a split');
-  let body: Json = { action: 'refund' };
+  let body: DisputeDecision = { action: 'refund' };
   if (split) {
     if (opts.payer === undefined || opts.receiver === undefined) throw new CliError('USAGE', 'a split needs both --payer and --receiver (USDC amounts summing to the escrow balance)');
     try {
@@ -147,12 +126,12 @@ export async function runOperatorResolve(ctx: Context, escrowId: string, opts: {
       throw new CliError('USAGE', e instanceof Error ? e.message : String(e));
     }
   }
-  const d = (await operatorApi(ctx, `/disputes/${encodeURIComponent(escrowId)}/resolve`, body)) as Json;
+  const d = (await operator(ctx, (op) => op.resolveDispute(escrowId, body))) as Json;
   return result(d, pairs([['escrow', d.escrow_id], ['resolution', d.resolution], ['paid out', (d.distributions as Json[]).map((x) => `${x.address}: ${x.base_units}`).join(', ')], ['tx', d.resolve_explorer_url]]));
 }
 
 export async function runOperatorTreasury(ctx: Context): Promise<CommandResult> {
-  const t = (await operatorApi(ctx, '/treasury')) as Json;
+  const t = (await operator(ctx, (op) => op.treasury())) as Json;
   return result(
     t,
     pairs([
@@ -169,52 +148,53 @@ export async function runOperatorTreasury(ctx: Context): Promise<CommandResult> 
 }
 
 export async function runOperatorSettlements(ctx: Context, opts: { state?: string; limit?: string }): Promise<CommandResult> {
-  const q = new URLSearchParams({ ...(opts.state ? { state: opts.state } : {}), ...(opts.limit ? { limit: opts.limit } : {}) });
-  const list = (await operatorApi(ctx, `/settlements?${q}`)) as Json[];
+  const list = (await operator(ctx, (op) => op.settlements({ ...(opts.state ? { state: opts.state } : {}), ...(opts.limit ? { limit: Number(opts.limit) } : {}) }))) as Json[];
   const rows = list.map((c) => ({ id: c.id, state: c.state, publisher: c.publisher_owner, calls: c.calls, gross: c.gross.usd, stalled: c.stalled ? 'yes' : '', failure: c.last_failure?.message ?? '' }));
   return result(list, table(rows, ['id', 'state', 'publisher', 'calls', 'gross', 'stalled', 'failure']));
 }
 
 export async function runOperatorRetry(ctx: Context, cycleId: string): Promise<CommandResult> {
-  const r = (await operatorApi(ctx, `/settlements/${encodeURIComponent(cycleId)}/retry`, {})) as Json;
+  const r = (await operator(ctx, (op) => op.retrySettlement(cycleId))) as Json;
   return result(r, `cycle ${r.id}: ${r.from} -> ${r.state}${r.error ? ` (error: ${r.error})` : ''}`);
 }
 
 export async function runOperatorRevenue(ctx: Context, opts: { days?: string }): Promise<CommandResult> {
-  const r = (await operatorApi(ctx, `/revenue?days=${encodeURIComponent(opts.days ?? '30')}`)) as Json;
+  const r = (await operator(ctx, (op) => op.revenue({ days: Number(opts.days ?? '30') }))) as Json;
   const rows = (r.points as Json[]).map((p) => ({ day: p.day, calls: p.calls, volume: usdc(p.volume), revenue: usdc(p.revenue) }));
   return result(r, `${table(rows, ['day', 'calls', 'volume', 'revenue'])}\ntotal revenue: ${usdc(r.total)}`);
 }
 
 export async function runOperatorAudit(ctx: Context, opts: { limit?: string }): Promise<CommandResult> {
-  const list = (await operatorApi(ctx, `/audit?limit=${encodeURIComponent(opts.limit ?? '50')}`)) as Json[];
+  const list = (await operator(ctx, (op) => op.audit({ limit: Number(opts.limit ?? '50') }))) as Json[];
   return result(list, table(list.map((e) => ({ at: e.at, actor: e.actor, action: e.action, target: e.target ?? '', outcome: e.outcome })), ['at', 'actor', 'action', 'target', 'outcome']));
 }
 
-/** Adds `dispute` and the `operator` commands to the program. */
-export function registerOperatorCommands(program: Command, act: Act): void {
-  program
-    .command('dispute <escrowId>')
-    .description('ask the platform to dispute an escrow you funded (a service that failed): refunded once resolved')
-    .requiredOption('--keypair <path>', 'the payer keypair file that funded the escrow')
-    .option('--reason <text>', 'what went wrong')
-    .action((escrowId: string, o: { keypair: string; reason?: string }) => act((ctx) => runDispute(ctx, escrowId, o))());
+export const operatorCommands: CommandGroup = {
+  name: 'operator',
+  register(program, { act }) {
+    program
+      .command('dispute <escrowId>')
+      .description('ask the platform to dispute an escrow you funded (a service that failed): refunded once resolved')
+      .requiredOption('--keypair <path>', 'the payer keypair file that funded the escrow')
+      .option('--reason <text>', 'what went wrong')
+      .action((escrowId: string, o: { keypair: string; reason?: string }) => act((ctx) => runDispute(ctx, escrowId, o))());
 
-  const op = program.command('operator').description('operator tools: disputes, treasury, settlements, revenue, audit log');
-  const db = (cmd: Command) => cmd.option('--data-dir <path>', 'gateway data directory (embedded database; default FAREBOX_DATA_DIR or ./.farebox)').option('--database-url <url>', 'PostgreSQL URL (default DATABASE_URL)');
-  db(op.command('grant <account>').description('make an existing account (e-mail or acct_ id) an operator (writes the gateway database directly)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorGrant(ctx, email, o))());
-  db(op.command('revoke <account>').description('take the operator role back (database grant; e-mail or acct_ id)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorRevoke(ctx, email, o))());
-  db(op.command('list').description('operators granted in the database')).action((o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorList(ctx, o))());
-  op.command('disputes').description('disputes on direct escrows').option('--state <state>', 'open (default), resolved or all').action((o: { state?: string }) => act((ctx) => runOperatorDisputes(ctx, o))());
-  op.command('resolve <escrowId>')
-    .description('resolve a dispute: --refund, or a split with --payer and --receiver (USDC, summing to the balance)')
-    .option('--refund', 'everything back to the payer')
-    .option('--payer <usdc>', "the payer's share")
-    .option('--receiver <usdc>', "the service owner's share")
-    .action((escrowId: string, o: { refund?: boolean; payer?: string; receiver?: string }) => act((ctx) => runOperatorResolve(ctx, escrowId, o))());
-  op.command('treasury').description("the treasury's on-chain balance against what it owes publishers").action(() => act((ctx) => runOperatorTreasury(ctx))());
-  op.command('settlements').description('settlement cycles of every publisher, with failures').option('--state <state>', 'all, active or a cycle state').option('--limit <n>', '1 to 200').action((o: { state?: string; limit?: string }) => act((ctx) => runOperatorSettlements(ctx, o))());
-  op.command('retry <cycleId>').description('resume an interrupted settlement cycle now').action((cycleId: string) => act((ctx) => runOperatorRetry(ctx, cycleId))());
-  op.command('revenue').description('platform revenue per day').option('--days <n>', '1 to 365 (default 30)').action((o: { days?: string }) => act((ctx) => runOperatorRevenue(ctx, o))());
-  op.command('audit').description('the audit log of operator actions, newest first').option('--limit <n>', '1 to 1000 (default 50)').action((o: { limit?: string }) => act((ctx) => runOperatorAudit(ctx, o))());
-}
+    const op = program.command('operator').description('operator tools: disputes, treasury, settlements, revenue, audit log');
+    const db = (cmd: Command) => cmd.option('--data-dir <path>', 'gateway data directory (embedded database; default FAREBOX_DATA_DIR or ./.farebox)').option('--database-url <url>', 'PostgreSQL URL (default DATABASE_URL)');
+    db(op.command('grant <account>').description('make an existing account (e-mail or acct_ id) an operator (writes the gateway database directly)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorGrant(ctx, email, o))());
+    db(op.command('revoke <account>').description('take the operator role back (database grant; e-mail or acct_ id)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorRevoke(ctx, email, o))());
+    db(op.command('list').description('operators granted in the database')).action((o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorList(ctx, o))());
+    op.command('disputes').description('disputes on direct escrows').option('--state <state>', 'open (default), resolved or all').action((o: { state?: string }) => act((ctx) => runOperatorDisputes(ctx, o))());
+    op.command('resolve <escrowId>')
+      .description('resolve a dispute: --refund, or a split with --payer and --receiver (USDC, summing to the balance)')
+      .option('--refund', 'everything back to the payer')
+      .option('--payer <usdc>', "the payer's share")
+      .option('--receiver <usdc>', "the service owner's share")
+      .action((escrowId: string, o: { refund?: boolean; payer?: string; receiver?: string }) => act((ctx) => runOperatorResolve(ctx, escrowId, o))());
+    op.command('treasury').description("the treasury's on-chain balance against what it owes publishers").action(() => act((ctx) => runOperatorTreasury(ctx))());
+    op.command('settlements').description('settlement cycles of every publisher, with failures').option('--state <state>', 'all, active or a cycle state').option('--limit <n>', '1 to 200').action((o: { state?: string; limit?: string }) => act((ctx) => runOperatorSettlements(ctx, o))());
+    op.command('retry <cycleId>').description('resume an interrupted settlement cycle now').action((cycleId: string) => act((ctx) => runOperatorRetry(ctx, cycleId))());
+    op.command('revenue').description('platform revenue per day').option('--days <n>', '1 to 365 (default 30)').action((o: { days?: string }) => act((ctx) => runOperatorRevenue(ctx, o))());
+    op.command('audit').description('the audit log of operator actions, newest first').option('--limit <n>', '1 to 1000 (default 50)').action((o: { limit?: string }) => act((ctx) => runOperatorAudit(ctx, o))());
+  },
+};

@@ -1,0 +1,166 @@
+import { readFile } from 'node:fs/promises';
+import { createClient, type ProgressEvent } from '@farebox/client';
+import type { Context } from '../context.js';
+import { CliError } from '../errors.js';
+import { pairs, table, usd } from '../format.js';
+import { runDiscoverySearch } from './discovery.js';
+import { gatewayCall, priceOf, readKeypair, result, type CommandGroup, type CommandResult } from './shared.js';
+
+// `farebox search | call`: find services and pay them (from credits, or directly through an escrow).
+
+export async function runSearch(ctx: Context, query: string | undefined): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const services = await gatewayCall(() => (query ? gw.agents.search(query) : gw.agents.list()));
+  return result(
+    services,
+    table(
+      services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, description: s.description.length > 70 ? `${s.description.slice(0, 69)}…` : s.description })),
+      ['service', 'price', 'calls', 'description'],
+    ),
+  );
+}
+
+/** The payload: the argument, else `--file` (`-` is stdin), else stdin when it is not a terminal, else `{}`. */
+export async function readPayload(arg: string | undefined, file: string | undefined, stdin: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin): Promise<Record<string, unknown>> {
+  if (arg !== undefined && file !== undefined) throw new CliError('USAGE', 'give the payload as an argument or with --file, not both');
+  let text: string | undefined = arg;
+  let from = 'the payload argument';
+  if (file !== undefined && file !== '-') {
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (e) {
+      throw new CliError('USAGE', `cannot read ${file}: ${(e as Error).message}`);
+    }
+    from = file;
+  } else if (file === '-' || (text === undefined && stdin.isTTY !== true)) {
+    const chunks: Buffer[] = [];
+    for await (const c of stdin) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
+    text = Buffer.concat(chunks).toString('utf8');
+    from = 'stdin';
+    if (text.trim() === '' && file !== '-') text = undefined;
+  }
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new CliError('USAGE', `${from} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError('USAGE', `${from} must be a JSON object (the service's input), e.g. '{"text":"hi"}'`);
+  return value as Record<string, unknown>;
+}
+
+export async function runCall(
+  ctx: Context,
+  service: string,
+  payload: Record<string, unknown>,
+  opts: { maxCost?: string; idempotencyKey?: string } = {},
+): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const r = await gatewayCall(() =>
+    gw.call(service, payload, { ...(opts.maxCost ? { maxCost: opts.maxCost } : {}), ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) }),
+  );
+  const human = [
+    JSON.stringify(r.result, null, 2),
+    '',
+    pairs([
+      ['cost', `${usd(r.cost.usd)} (${r.paidWith}, ${r.mode})`],
+      ['balance', usd(r.newBalance.usd)],
+      ['call', r.callId],
+      ['explorer', r.explorerUrl],
+    ]),
+  ].join('\n');
+  return result(r, human);
+}
+
+const STEP_LABEL: Record<ProgressEvent['step'], string> = {
+  quote: 'Getting a quote',
+  deploy: 'Opening the escrow',
+  fund: 'Funding the escrow',
+  call: 'Calling the service',
+  settled: 'Settled',
+};
+
+/** A call paid directly from a local keypair through a single-use escrow, with progress on stderr. */
+export async function runDirectCall(
+  ctx: Context,
+  service: string,
+  payload: Record<string, unknown>,
+  opts: { keypair: string; maxCost?: string; escrowKey?: string; onProgress?: (e: ProgressEvent) => void },
+): Promise<CommandResult> {
+  const secret = await readKeypair(opts.keypair);
+  const platform = await gatewayCall(() => ctx.anonymous().platform.key());
+  const network = String(platform.network);
+  const escrowKey = opts.escrowKey ?? ctx.env.TRUSTLESS_WORK_API_KEY ?? (network === 'local' ? 'farebox-cli' : undefined);
+  if (!escrowKey) throw new CliError('USAGE', 'a direct call needs an escrow API key: --escrow-key or TRUSTLESS_WORK_API_KEY');
+  const client = (() => {
+    try {
+      return createClient({
+        network: network === 'local' || network === 'mainnet' ? network : 'testnet',
+        ...(network === 'local' && typeof platform.horizonUrl === 'string' ? { devnetUrl: platform.horizonUrl } : {}),
+        ...(typeof platform.registryContractId === 'string' ? { contractId: platform.registryContractId } : {}),
+        secret,
+        escrow: { apiKey: escrowKey },
+        platformAddress: platform.treasury,
+        env: {},
+      });
+    } catch (e) {
+      throw new CliError('USAGE', (e as Error).message);
+    }
+  })();
+  const r = await gatewayCall(() =>
+    client.call(service, payload, {
+      ...(opts.maxCost ? { maxCost: opts.maxCost } : {}),
+      onProgress: (e) => {
+        opts.onProgress?.(e);
+        const where = e.explorerUrl ? ` ${e.explorerUrl}` : e.escrowId ? ` escrow ${e.escrowId}` : '';
+        if (e.phase === 'done') ctx.log(`  ✓ ${STEP_LABEL[e.step]} (${(e.elapsedMs / 1000).toFixed(1)} s)${where}`);
+        else if (e.phase === 'failed') ctx.log(`  ✗ ${STEP_LABEL[e.step]}: ${e.message ?? 'failed'}`);
+        else ctx.log(`  … ${STEP_LABEL[e.step]}`);
+      },
+    }),
+  );
+  const human = [
+    JSON.stringify(r.result, null, 2),
+    '',
+    pairs([
+      ['cost', `${r.cost.usdc} USDC (${usd(r.cost.usd)}) from ${client.payer}`],
+      ['escrow', r.escrowId],
+      ['release', r.releaseTx],
+      ['explorer', r.explorerUrl],
+    ]),
+  ].join('\n');
+  return result({ ...r, payer: client.payer }, human);
+}
+
+export const catalogCommands: CommandGroup = {
+  name: 'catalog',
+  register(program, { act, stdin }) {
+    program
+      .command('search [query]')
+      .description('search the catalog (free text, any language); without a query, list every service')
+      .option('--discovery <url>', 'ask this discovery backend instead of the gateway (no account needed)')
+      .option('--limit <n>', 'with --discovery: at most this many results')
+      .action((query: string | undefined, o: { discovery?: string; limit?: string }) => act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query)))());
+    program
+      .command('call <service> [payload]')
+      .description('call a service; the payload (a JSON object) comes from the argument, --file, or stdin')
+      .option('-f, --file <path>', 'read the payload from a file (- for stdin)')
+      .option('--max-cost <usd>', 'refuse to pay more than this')
+      .option('--idempotency-key <key>', 'retry-safe key: a retry with it is charged once')
+      .option('--direct', 'pay directly from a local keypair through an on-chain escrow (not from credits)')
+      .option('--keypair <path>', 'the payer keypair file for --direct (S... seed or JSON with "secret")')
+      .option('--escrow-key <key>', 'escrow provider API key for --direct (default TRUSTLESS_WORK_API_KEY)')
+      .action((service: string, payloadArg: string | undefined, o: { file?: string; maxCost?: string; idempotencyKey?: string; direct?: boolean; keypair?: string; escrowKey?: string }) =>
+        act(async (ctx) => {
+          const payload = await readPayload(payloadArg, o.file, stdin);
+          if (o.direct) {
+            if (!o.keypair) throw new CliError('USAGE', '--direct needs --keypair <path>');
+            return runDirectCall(ctx, service, payload, { keypair: o.keypair, ...(o.maxCost ? { maxCost: o.maxCost } : {}), ...(o.escrowKey ? { escrowKey: o.escrowKey } : {}) });
+          }
+          if (o.keypair) throw new CliError('USAGE', '--keypair is for --direct calls');
+          return runCall(ctx, service, payload, o);
+        })(),
+      );
+  },
+};

@@ -1,0 +1,127 @@
+import { parseAmount } from '@farebox/protocol';
+import type { Context } from '../context.js';
+import { CliError } from '../errors.js';
+import { pairs, table, usd } from '../format.js';
+import { gatewayCall, priceOf, result, walletNote, type CommandGroup, type CommandResult } from './shared.js';
+
+// `farebox publisher ...`: publish paid services and see what they earn.
+
+function priceUnits(price: string): number {
+  let units: bigint;
+  try {
+    units = parseAmount(price);
+  } catch (e) {
+    throw new CliError('USAGE', `--price: ${(e as Error).message}`);
+  }
+  if (units <= 0n) throw new CliError('USAGE', '--price must be more than 0 USDC');
+  return Number(units);
+}
+
+export async function runPublisherActivate(ctx: Context, name: string): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const r = await gatewayCall(() => gw.publisher.activate(name));
+  const note = walletNote(r.wallet_status);
+  return result(r, `Publisher "${r.publisher_name}" is active${typeof r.payout_wallet === 'string' ? `; payouts go to ${r.payout_wallet}` : ''}.${note ? `\nThe wallet is ${note}.` : ''}`);
+}
+
+export async function runPublisherRegister(ctx: Context, opts: { service: string; price: string; endpoint: string; description: string }): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const r = await gatewayCall(() => gw.agents.register({ service: opts.service, pricePerCallLamports: priceUnits(opts.price), endpoint: opts.endpoint, description: opts.description }));
+  return result(r, `Registered "${r.service}" at ${r.endpoint} for ${priceOf(r)} USDC per call.${r.explorerUrl ? `\n${r.explorerUrl}` : ''}`);
+}
+
+export async function runPublisherUpdate(ctx: Context, service: string, opts: { price?: string; endpoint?: string; description?: string }): Promise<CommandResult> {
+  if (opts.price === undefined && opts.endpoint === undefined && opts.description === undefined) throw new CliError('USAGE', 'nothing to change: give --price, --endpoint or --description');
+  const gw = await ctx.gateway();
+  const r = await gatewayCall(() =>
+    gw.agents.update(service, {
+      ...(opts.price !== undefined ? { pricePerCallLamports: priceUnits(opts.price) } : {}),
+      ...(opts.endpoint !== undefined ? { endpoint: opts.endpoint } : {}),
+      ...(opts.description !== undefined ? { description: opts.description } : {}),
+    }),
+  );
+  return result(r, `Updated "${r.service}": ${priceOf(r)} USDC per call at ${r.endpoint}.`);
+}
+
+export async function runPublisherRemove(ctx: Context, service: string): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const r = await gatewayCall(() => gw.agents.remove(service));
+  return result(r, `Removed "${service}" from the registry.${typeof r.explorerUrl === 'string' ? `\n${r.explorerUrl}` : ''}`);
+}
+
+export async function runPublisherOverview(ctx: Context): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const o = await gatewayCall(() => gw.publisher.overview());
+  const n = (k: string) => {
+    const v = (o as Record<string, unknown>)[k];
+    return typeof v === 'number' ? v : undefined;
+  };
+  return result(
+    o,
+    [
+      pairs([
+        ['publisher', typeof o.publisher_name === 'string' ? o.publisher_name : undefined],
+        ['payout wallet', typeof o.payout_wallet === 'string' ? `${o.payout_wallet}${o.wallet_status === 'provisioning' ? ` (${walletNote(o.wallet_status)})` : ''}` : undefined],
+        ['calls', o.calls],
+        ['earned (net)', usd(n('earned_usd'))],
+        ['pending payout', usd(n('pending_usd'))],
+        ['paid out', usd(n('settled_usd'))],
+      ]),
+      '',
+      table(o.services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, endpoint: s.endpoint })), ['service', 'price', 'calls', 'endpoint']),
+    ].join('\n'),
+  );
+}
+
+export async function runPublisherSettlements(ctx: Context, opts: { limit?: string }): Promise<CommandResult> {
+  const limit = opts.limit === undefined ? undefined : Number(opts.limit);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 200)) throw new CliError('USAGE', '--limit must be an integer from 1 to 200');
+  const gw = await ctx.gateway();
+  const list = await gatewayCall(() => gw.publisher.settlements(limit === undefined ? {} : { limit }));
+  const s = (v: unknown) => (v === null || v === undefined ? '' : String(v));
+  return result(list, table(list.map((x) => ({ id: x.id, status: s(x.state), net: usd(x.net.usd), calls: s(x.calls), tx: s(x.transactions.at(-1)?.explorer_url ?? x.escrow_url), created: s(x.opened_at) })), ['id', 'status', 'net', 'calls', 'tx', 'created']));
+}
+
+export async function runPublisherAnalytics(ctx: Context, opts: { days?: string }): Promise<CommandResult> {
+  const days = opts.days === undefined ? undefined : Number(opts.days);
+  if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > 90)) throw new CliError('USAGE', '--days must be an integer from 1 to 90');
+  const gw = await ctx.gateway();
+  const points = await gatewayCall(() => gw.publisher.analytics(days === undefined ? {} : { days }));
+  const max = Math.max(1, ...points.map((p) => p.calls));
+  return result(points, table(points.map((p) => ({ day: p.day, calls: p.calls, earned: usd(p.earned_usd), '': '█'.repeat(Math.round((p.calls / max) * 30)) })), ['day', 'calls', 'earned', '']));
+}
+
+export const publisherCommands: CommandGroup = {
+  name: 'publisher',
+  register(program, { act }) {
+    const pub = program.command('publisher').description('publish paid services and see what they earn');
+    pub.command('activate <name>').description('become a publisher').action((name: string) => act((ctx) => runPublisherActivate(ctx, name))());
+    pub
+      .command('register')
+      .description('register a service on the registry (signed by your account wallet)')
+      .requiredOption('--service <name>', 'service name')
+      .requiredOption('--price <usdc>', 'price per call in USDC, e.g. 0.01')
+      .requiredOption('--endpoint <url>', 'https address of the service')
+      .requiredOption('--description <text>', 'what it does and what input it expects')
+      .action((o: { service: string; price: string; endpoint: string; description: string }) => act((ctx) => runPublisherRegister(ctx, o))());
+    pub
+      .command('update <service>')
+      .description('change price, endpoint or description')
+      .option('--price <usdc>')
+      .option('--endpoint <url>')
+      .option('--description <text>')
+      .action((service: string, o: { price?: string; endpoint?: string; description?: string }) => act((ctx) => runPublisherUpdate(ctx, service, o))());
+    pub.command('remove <service>').description('remove a service from the registry').action((service: string) => act((ctx) => runPublisherRemove(ctx, service))());
+    pub.command('overview').description('earnings, pending payout, services').action(() => act((ctx) => runPublisherOverview(ctx))());
+    pub
+      .command('settlements')
+      .description('payouts')
+      .option('--limit <n>', '1 to 200')
+      .action((o: { limit?: string }) => act((ctx) => runPublisherSettlements(ctx, o))());
+    pub
+      .command('analytics')
+      .description('calls and earnings per day')
+      .option('--days <n>', '1 to 90 (default 30)')
+      .action((o: { days?: string }) => act((ctx) => runPublisherAnalytics(ctx, o))());
+  },
+};
