@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pnpm bench`: every benchmark, one after the other, each printing its own
 // medians and ratios. `pnpm bench <name>` runs one (provider, devnet, ledger,
-// search, discovery, gateway, settlement).
+// search, discovery, gateway, breakdown, settlement).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -15,6 +15,7 @@ const benches = {
   search: ['--expose-gc', 'packages/discovery/bench/search.ts'],
   discovery: ['apps/discovery/bench/discovery.ts'],
   gateway: ['apps/gateway/bench/calls.ts'],
+  breakdown: ['apps/gateway/bench/breakdown.ts'],
   settlement: ['apps/gateway/bench/settlement.ts'],
 };
 const only = process.argv.slice(2);

@@ -5,6 +5,8 @@
 //   pnpm build first: the gateway runs as deployed, its built dist/main.js with
 //   NODE_ENV=production, in a child process (its own core); the load generator
 //   and the no-op service run here. Prints medians, p99, calls/s and ratios.
+//   BENCH_GATEWAY_MAIN=<another checkout>/apps/gateway/dist/main.js benches that
+//   build instead (before/after on the same machine, docs/performance.md).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -168,7 +170,7 @@ const dbUrl = await postgresUrl();
 const redisUp = await fetch('http://127.0.0.1:6379').then(() => true, (e: { cause?: { code?: string } }) => e?.cause?.code !== 'ECONNREFUSED');
 const schema = `bench_${process.pid}`;
 // As deployed: the built output (`pnpm build`), no source transpiler.
-const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const main = process.env.BENCH_GATEWAY_MAIN ?? fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const devnetCli = fileURLToPath(new URL('../../../packages/devnet/dist/cli.js', import.meta.url));
 const debitServer = fileURLToPath(new URL('./debit-server.mjs', import.meta.url));
 for (const file of [main, devnetCli]) {
@@ -351,7 +353,7 @@ try {
 
   const f = (x: number) => x.toFixed(2);
   const added = seqGw.p50 - seqDirect.p50;
-  console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run; gateway ${main.replace(/.*\/apps\//, 'apps/')} NODE_ENV=production`);
+  console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run; gateway ${main} NODE_ENV=production`);
   console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(added)} ms`);
   console.log(`  steps p50           ${seqGw.stepP50.map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; the rest is authentication, rate limit and HTTP`);
   if (seqCeiling) {
