@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, errorMessage, type Account } from './api.js';
+import { errorMessage, gw, statusOf, type Account } from './gateway.js';
 import { Link, navigate, usePath } from './router.js';
 import { ErrorBox, Loading } from './ui.js';
 import { AuthPage } from './pages/Auth.js';
@@ -28,10 +28,10 @@ export function App() {
 
   const refreshMe = useCallback(async () => {
     try {
-      setMe(await api<Account>('/v1/me'));
+      setMe(await gw.me());
       setError(undefined);
     } catch (err) {
-      if ((err as { status?: number }).status === 401) setMe(null);
+      if (statusOf(err) === 401) setMe(null);
       else setError(errorMessage(err));
     }
   }, []);
@@ -56,7 +56,7 @@ export function App() {
 
   const signOut = async () => {
     try {
-      await api('/auth/logout', { method: 'POST' });
+      await gw.request('logout');
     } catch {
       // The session is gone either way; the cookies are cleared by the answer.
     }

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import type { AnalyticsPoint } from './api.js';
+import type { AnalyticsPoint } from './gateway.js';
 import { formatBaseUnits } from './format.js';
 
 const H = 220;

@@ -1,4 +1,4 @@
-import type { TraceStep } from './api.js';
+import type { TraceStep } from './gateway.js';
 import { describeDetail } from './format.js';
 import { Badge } from './ui.js';
 

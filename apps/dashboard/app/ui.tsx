@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
-import { errorMessage } from './api.js';
+import { errorMessage } from './gateway.js';
 import { formatBaseUnits, formatUsd } from './format.js';
 
 /** Loads data on mount and on `reload()`, keeping loading and error states. */

@@ -1,63 +1,12 @@
 import './operator.css';
 import { useState, type FormEvent } from 'react';
-import { api, errorMessage } from '../api.js';
+import type { DisputeDecision, GatewayDispute, GatewayTreasury } from '@farebox/client/gateway';
+import { errorMessage, gw } from '../gateway.js';
 import { formatDate, parseUsdc, shorten } from '../format.js';
 import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 
-type Money = { base_units: string; usdc: string; usd: number };
-interface Treasury {
-  address: string;
-  explorer_url: string;
-  balance: Money;
-  owed_to_publishers: Money;
-  to_fund: Money;
-  in_escrows: Money;
-  escrows_on_chain: Money & { cycles: number; unavailable: boolean };
-  surplus: Money;
-  covered: boolean;
-  credits_outstanding: Money;
-  open_disputes: Money & { count: number };
-  publishers: Array<{ owner: string; calls: number; owed: Money; to_fund: Money; in_escrow: Money }>;
-}
-interface DisputeRow {
-  escrow_id: string;
-  state: 'open' | 'resolved';
-  served: boolean;
-  reason: string;
-  requested_by: string;
-  receiver: string;
-  amount_base_units: number;
-  opened_at: string;
-  resolution: string | null;
-  resolved_by: string | null;
-  resolve_explorer_url: string | null;
-  escrow_explorer_url: string;
-  error: string | null;
-}
-interface Cycle {
-  id: string;
-  state: string;
-  publisher_owner: string;
-  calls: number;
-  gross: { base_units: number };
-  stalled: boolean;
-  last_failure: { message: string; at: string } | null;
-  updated_at: string;
-  escrow_url: string | null;
-}
-interface Revenue {
-  days: number;
-  total: Money;
-  points: Array<{ day: string; calls: number; revenue: Money; volume: Money }>;
-}
-interface AuditRow {
-  id: string;
-  at: string;
-  actor: string;
-  action: string;
-  target: string | null;
-  outcome: string;
-}
+type Money = GatewayTreasury['balance'];
+type DisputeRow = GatewayDispute;
 
 /** An exact amount: every base unit shown (operators reconcile against the chain). */
 function Exact({ m, id }: { m: Money; id?: string }) {
@@ -73,7 +22,7 @@ function Exact({ m, id }: { m: Money; id?: string }) {
 const POLL_MS = 10_000;
 
 export function OperatorPage() {
-  const who = useLoad(() => api<{ operator: boolean }>('/v1/operator/whoami'));
+  const who = useLoad(() => gw.operator.whoami());
   // A resolution here changes the treasury and the audit log too.
   const [changes, setChanges] = useState(0);
   const changed = () => setChanges((c) => c + 1);
@@ -100,7 +49,7 @@ export function OperatorPage() {
 }
 
 function TreasuryPanel({ changes }: { changes: number }) {
-  const t = useLoad(() => api<Treasury>('/v1/operator/treasury'), [changes]);
+  const t = useLoad(() => gw.operator.treasury(), [changes]);
   useEvery(POLL_MS, t.reload);
   return (
     <section aria-labelledby="op-treasury" className="card">
@@ -149,11 +98,11 @@ function ResolveForm({ d, onDone }: { d: DisputeRow; onDone(): void }) {
   const [receiver, setReceiver] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
-  const send = async (body: Record<string, string>) => {
+  const send = async (body: DisputeDecision) => {
     setBusy(true);
     setError(undefined);
     try {
-      await api(`/v1/operator/disputes/${d.escrow_id}/resolve`, { body });
+      await gw.operator.resolveDispute(d.escrow_id, body);
       onDone();
     } catch (err) {
       setError(errorMessage(err));
@@ -194,7 +143,7 @@ function ResolveForm({ d, onDone }: { d: DisputeRow; onDone(): void }) {
 
 function DisputesPanel({ onChanged }: { onChanged(): void }) {
   const [state, setState] = useState<'open' | 'all'>('open');
-  const list = useLoad(() => api<DisputeRow[]>(`/v1/operator/disputes?state=${state}`), [state]);
+  const list = useLoad(() => gw.operator.disputes({ state }), [state]);
   useEvery(POLL_MS, list.reload);
   const resolved = () => {
     list.reload();
@@ -243,11 +192,11 @@ function DisputesPanel({ onChanged }: { onChanged(): void }) {
 }
 
 function SettlementsPanel() {
-  const cycles = useLoad(() => api<Cycle[]>('/v1/operator/settlements?limit=20'));
+  const cycles = useLoad(() => gw.operator.settlements({ limit: 20 }));
   const [note, setNote] = useState<string>();
   const retry = async (id: string) => {
     try {
-      const r = await api<{ from: string; state: string; error: string | null }>(`/v1/operator/settlements/${id}/retry`, { body: {} });
+      const r = await gw.operator.retrySettlement(id);
       setNote(`cycle ${id}: ${r.from} → ${r.state}${r.error ? ` (${r.error})` : ''}`);
     } catch (err) {
       setNote(`cycle ${id}: ${errorMessage(err)}`);
@@ -316,7 +265,7 @@ function SettlementsPanel() {
 }
 
 function RevenuePanel() {
-  const rev = useLoad(() => api<Revenue>('/v1/operator/revenue?days=14'));
+  const rev = useLoad(() => gw.operator.revenue({ days: 14 }));
   const max = rev.data ? rev.data.points.reduce((m, p) => (BigInt(p.revenue.base_units) > m ? BigInt(p.revenue.base_units) : m), 1n) : 1n;
   return (
     <section aria-labelledby="op-revenue" className="card">
@@ -344,7 +293,7 @@ function RevenuePanel() {
 }
 
 function AuditPanel({ changes }: { changes: number }) {
-  const log = useLoad(() => api<AuditRow[]>('/v1/operator/audit?limit=20'), [changes]);
+  const log = useLoad(() => gw.operator.audit({ limit: 20 }), [changes]);
   return (
     <section aria-labelledby="op-audit" className="card">
       <div className="title-row">

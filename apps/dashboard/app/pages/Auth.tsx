@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { api, errorMessage, type Account } from '../api.js';
+import { errorMessage, gw, type Account } from '../gateway.js';
 import { Link, navigate } from '../router.js';
 import { ErrorBox } from '../ui.js';
 
@@ -23,7 +23,7 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
     if (signup && password.length < 8) return setError('the password needs at least 8 characters');
     setBusy(true);
     try {
-      const account = await api<Account>(signup ? '/auth/signup' : '/auth/login', { body: { email, password } });
+      const account = await gw.request(signup ? 'signup' : 'login', { body: { email, password } });
       onSignedIn(account);
       navigate(nextPath(), true);
     } catch (err) {

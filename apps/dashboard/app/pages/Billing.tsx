@@ -1,5 +1,5 @@
 import { useRef, useState, type FormEvent } from 'react';
-import { api, ApiError, errorMessage, newIdempotencyKey, type Account, type Balance, type PlatformInfo, type Topup, type TopupResult, type Wallet } from '../api.js';
+import { errorMessage, gw, newIdempotencyKey, statusOf, type Account, type Balance, type PlatformInfo, type Topup, type TopupResult, type Wallet } from '../gateway.js';
 import { checkTopup, CREDITS_CAP_USD, TOPUP_MAX_USD } from '../format.js';
 import { CopyButton, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 
@@ -18,9 +18,9 @@ interface TopupError {
 }
 
 export function BillingPage({ me }: { me: Account }) {
-  const balance = useLoad(() => api<Balance>('/v1/balance'));
-  const wallet = useLoad(() => api<Wallet>('/v1/wallet'));
-  const platform = useLoad(() => api<PlatformInfo>('/v1/platform/key'));
+  const balance = useLoad(() => gw.balance());
+  const wallet = useLoad(() => gw.wallet());
+  const platform = useLoad(() => gw.platform.key());
   const paid = platform.data?.topups === 'wallet';
   const address = wallet.data?.pubkey ?? me.custodial_wallet;
   const [amount, setAmount] = useState('');
@@ -55,7 +55,7 @@ export function BillingPage({ me }: { me: Account }) {
     inFlight.current = true;
     setPaying(checked.amount);
     try {
-      const r = await api<TopupResult>('/v1/topup', { body: { amount: checked.amount }, headers: { 'idempotency-key': key } });
+      const r = await gw.topup(checked.amount, { idempotencyKey: key });
       attempt.current = undefined;
       setUnsure(false);
       setDone(
@@ -65,7 +65,7 @@ export function BillingPage({ me }: { me: Account }) {
       );
       setAmount('');
     } catch (err) {
-      const status = err instanceof ApiError ? err.status : 0;
+      const status = statusOf(err);
       const message = errorMessage(err);
       // A refusal the gateway recorded under this key (nothing was charged): trying again is a new top-up, with a new key.
       const settled = /nothing was charged/.test(message);

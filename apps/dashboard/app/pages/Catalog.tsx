@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { api, ApiError, errorMessage, newIdempotencyKey, type CallResult, type Service, type TraceStep } from '../api.js';
+import { errorMessage, gw, GatewayApiError, newIdempotencyKey, type CallResult, type Service, type TraceStep } from '../gateway.js';
 import { formatDate, formatUsd, parsePayload, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
 import { Empty, ErrorBox, ExplorerLink, Loading, Stat, Units, useLoad } from '../ui.js';
@@ -12,7 +12,7 @@ function queryFromUrl(): string {
 export function CatalogPage() {
   const [draft, setDraft] = useState(queryFromUrl);
   const [q, setQ] = useState(queryFromUrl);
-  const list = useLoad(() => api<Service[]>(q.trim() ? `/v1/agents?q=${encodeURIComponent(q.trim())}` : '/v1/agents'), [q]);
+  const list = useLoad(() => (q.trim() ? gw.agents.search(q.trim()) : gw.agents.list()), [q]);
 
   const search = (e: FormEvent) => {
     e.preventDefault();
@@ -60,7 +60,7 @@ export function CatalogPage() {
 
 export function ServicePage({ name }: { name: string }) {
   const svc = useLoad(async () => {
-    const all = await api<Service[]>('/v1/agents');
+    const all = await gw.agents.list();
     return all.find((s) => s.service === name) ?? null;
   }, [name]);
 
@@ -107,14 +107,9 @@ export function ServicePage({ name }: { name: string }) {
   );
 }
 
-interface ManifestView {
-  pricing_note: string | null;
-  dynamic_pricing: boolean;
-}
-
 /** What the service itself says about its price (its `/manifest`, read by the gateway). */
 function PricingNote({ name }: { name: string }) {
-  const manifest = useLoad(() => api<ManifestView>(`/v1/agents/${encodeURIComponent(name)}/manifest`), [name]);
+  const manifest = useLoad(() => gw.agents.manifest(name), [name]);
   if (manifest.error) return <p className="muted">The service's own description of its price could not be read ({manifest.error}).</p>;
   if (!manifest.data) return null;
   const { pricing_note: note, dynamic_pricing: dynamic } = manifest.data;
@@ -147,12 +142,12 @@ function TryIt({ service, onCalled }: { service: Service; onCalled: () => void }
     if ('error' in parsed) return setError(parsed.error);
     setBusy(true);
     try {
-      const r = await api<CallResult>('/v1/call', { body: { service: service.service, payload: parsed.payload }, headers: { 'idempotency-key': newIdempotencyKey() } });
+      const r = await gw.call(service.service, parsed.payload, { idempotencyKey: newIdempotencyKey() });
       setResult(r);
       onCalled();
     } catch (err) {
       setError(errorMessage(err));
-      if (err instanceof ApiError && err.body && typeof err.body === 'object') {
+      if (err instanceof GatewayApiError && err.body && typeof err.body === 'object') {
         const steps = (err.body as { trace?: { steps?: TraceStep[] } }).trace?.steps;
         if (Array.isArray(steps)) setFailedTrace(steps);
       }

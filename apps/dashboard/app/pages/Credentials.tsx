@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { api, errorMessage, type ApiKey, type OAuthConnection } from '../api.js';
+import { errorMessage, gw, type ApiKey, type OAuthConnection } from '../gateway.js';
 import { formatDate, formatUsd } from '../format.js';
 import { CopyButton, Empty, ErrorBox, Loading, useLoad } from '../ui.js';
 
@@ -14,7 +14,7 @@ export function CredentialsPage() {
 }
 
 function ApiKeys() {
-  const keys = useLoad(() => api<ApiKey[]>('/v1/api-keys'));
+  const keys = useLoad(() => gw.apiKeys.list());
   const [name, setName] = useState('');
   const [created, setCreated] = useState<{ name: string; key: string }>();
   const [error, setError] = useState<string>();
@@ -27,7 +27,7 @@ function ApiKeys() {
     setCreated(undefined);
     setBusy(true);
     try {
-      const r = await api<{ name: string; key: string }>('/v1/api-keys', { body: { name: name.trim() } });
+      const r = await gw.apiKeys.create(name.trim());
       setCreated({ name: r.name, key: r.key });
       setName('');
       keys.reload();
@@ -42,7 +42,7 @@ function ApiKeys() {
     if (!window.confirm(`Revoke the key "${k.name}"? Programs using it stop working at once.`)) return;
     setRowError(undefined);
     try {
-      await api(`/v1/api-keys/${encodeURIComponent(k.id)}`, { method: 'DELETE' });
+      await gw.apiKeys.revoke(k.id);
       keys.reload();
     } catch (err) {
       setRowError(errorMessage(err));
@@ -125,14 +125,14 @@ function ApiKeys() {
 }
 
 function Connections() {
-  const conns = useLoad(() => api<OAuthConnection[]>('/v1/oauth/connections'));
+  const conns = useLoad(() => gw.oauthConnections.list());
   const [rowError, setRowError] = useState<string>();
 
   const disconnect = async (c: OAuthConnection) => {
     if (!window.confirm(`Disconnect ${c.client_name}? It loses access at once.`)) return;
     setRowError(undefined);
     try {
-      await api(`/v1/oauth/connections/${encodeURIComponent(c.id)}`, { method: 'DELETE' });
+      await gw.oauthConnections.revoke(c.id);
       conns.reload();
     } catch (err) {
       setRowError(errorMessage(err));

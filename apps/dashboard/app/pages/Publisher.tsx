@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
-import { api, errorMessage, type Account, type AnalyticsPoint, type Overview, type Service, type Settlement } from '../api.js';
+import { errorMessage, gw, type Account, type AnalyticsPoint, type Overview, type Service, type Settlement } from '../gateway.js';
+import type { UpdateServiceInput } from '@farebox/client/gateway';
 import { formatBaseUnits, formatDate, formatUsd, parseUsdc, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
 import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
@@ -20,7 +21,7 @@ function Activate({ onDone }: { onDone: () => Promise<void> }) {
     if (!name.trim()) return setError('enter the name callers will see');
     setBusy(true);
     try {
-      await api('/v1/publisher/activate', { body: { name: name.trim() } });
+      await gw.publisher.activate(name.trim());
       await onDone();
     } catch (err) {
       setError(errorMessage(err));
@@ -48,8 +49,8 @@ function Activate({ onDone }: { onDone: () => Promise<void> }) {
 }
 
 function PublisherHome({ me }: { me: Account }) {
-  const overview = useLoad(() => api<Overview>('/v1/publisher/overview'));
-  const mine = useLoad(() => api<Service[]>('/v1/agents/mine'));
+  const overview = useLoad(() => gw.publisher.overview());
+  const mine = useLoad(() => gw.agents.mine());
   const reloadAll = () => {
     overview.reload();
     mine.reload();
@@ -108,7 +109,7 @@ function Analytics() {
   const [daysText, setDaysText] = useState('30');
   const [days, setDays] = useState(30);
   const [inputError, setInputError] = useState<string>();
-  const points = useLoad(() => api<AnalyticsPoint[]>(`/v1/publisher/analytics?days=${days}`), [days]);
+  const points = useLoad(() => gw.publisher.analytics({ days }), [days]);
   const apply = (text: string) => {
     setDaysText(text);
     const n = Number(text);
@@ -231,7 +232,7 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
     if ('error' in price) return setFormError(`Price: ${price.error}`);
     if (!d.service.trim()) return setFormError('Service name: required');
     const ok = await run(async () => {
-      await api('/v1/agents', { body: { service: d.service.trim(), pricePerCallLamports: Number(price.units), endpoint: d.endpoint.trim(), description: d.description } });
+      await gw.agents.register({ service: d.service.trim(), pricePerCallLamports: Number(price.units), endpoint: d.endpoint.trim(), description: d.description });
       return `Registered ${d.service.trim()}.`;
     });
     if (ok) setFormKey((k) => k + 1);
@@ -240,13 +241,13 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
   const update = async (s: Service, d: Draft) => {
     const price = parseUsdc(d.price);
     if ('error' in price) return setFormError(`Price: ${price.error}`);
-    const body: Record<string, unknown> = {};
+    const body: UpdateServiceInput = {};
     if (Number(price.units) !== (s.pricePerCallBaseUnits ?? Math.round(s.pricePerCall * 1e7))) body.pricePerCallLamports = Number(price.units);
     if (d.endpoint.trim() !== s.endpoint) body.endpoint = d.endpoint.trim();
     if (d.description !== s.description) body.description = d.description;
     if (Object.keys(body).length === 0) return setEditing(undefined);
     const ok = await run(async () => {
-      await api(`/v1/agents/${encodeURIComponent(s.service)}`, { method: 'PUT', body });
+      await gw.agents.update(s.service, body);
       return `Saved ${s.service}.`;
     });
     if (ok) setEditing(undefined);
@@ -255,7 +256,7 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
   const remove = async (s: Service) => {
     if (!window.confirm(`Remove ${s.service} from the registry? Callers can no longer find or call it.`)) return;
     await run(async () => {
-      await api(`/v1/agents/${encodeURIComponent(s.service)}`, { method: 'DELETE' });
+      await gw.agents.remove(s.service);
       return `Removed ${s.service}.`;
     });
   };
@@ -312,7 +313,7 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
 }
 
 function Settlements() {
-  const list = useLoad(() => api<Settlement[]>('/v1/publisher/settlements?limit=50'));
+  const list = useLoad(() => gw.publisher.settlements({ limit: 50 }));
   return (
     <section className="card" aria-labelledby="settle-title">
       <h2 id="settle-title">Settlements</h2>

@@ -1,4 +1,4 @@
-import { api, type Transaction } from '../api.js';
+import { gw, type Transaction } from '../gateway.js';
 import { formatDate, shorten } from '../format.js';
 import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Units, useEvery, useLoad } from '../ui.js';
 
@@ -25,7 +25,7 @@ function OnChain({ t }: { t: Transaction }) {
 }
 
 export function TransactionsPage() {
-  const txs = useLoad(() => api<Transaction[]>('/v1/transactions?limit=100'));
+  const txs = useLoad(() => gw.transactions({ limit: 100 }));
   // A top-up on its way is followed until the network has it.
   useEvery(3000, () => {
     if (txs.data?.some((t) => t.type === 'topup' && t.status === 'pending')) txs.reload();
