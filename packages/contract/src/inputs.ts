@@ -69,7 +69,13 @@ export const UpdateServiceBody = z
   .meta({ id: 'UpdateServiceBody', description: 'Any of the price, the endpoint and the description.' });
 
 export const NameBody = z
-  .object({ name: z.string({ error: 'name required' }).trim().min(1, 'name required').max(64, 'name too long (max 64)') })
+  .object({
+    name: z
+      .string({ error: 'name required' })
+      .refine((s) => s.trim().length > 0, 'name required')
+      .refine((s) => s.length <= 64, 'name too long (max 64)')
+      .meta({ minLength: 1, maxLength: 64 } as Record<string, unknown>),
+  })
   .meta({ id: 'NameBody', description: 'A name, 1 to 64 characters.' });
 
 export const EmptyBody = z.object({}).meta({ id: 'EmptyBody' });

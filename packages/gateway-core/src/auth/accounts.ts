@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { inputs } from '@farebox/contract';
 import { z } from 'zod';
 import { prepared } from '@farebox/ledger';
 import type { WalletProvider } from '@farebox/wallets';
@@ -77,12 +78,8 @@ const CredentialsSchema = z.object({
   password: z.string({ error: 'password required' }).min(8, 'password too short (min 8)').max(256, 'password too long (max 256)'),
 });
 
-const ApiKeyNameSchema = z.object({
-  name: z
-    .string({ error: 'name required' })
-    .refine((s) => s.trim().length > 0, 'name required')
-    .refine((s) => s.length <= 64, 'name too long (max 64)'),
-});
+/** `{ name }` of an API key and of a publisher (the contract's, @farebox/contract). */
+const ApiKeyNameSchema = inputs.NameBody;
 
 function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   const r = schema.safeParse(input ?? {});
@@ -234,15 +231,7 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
     },
 
     async activatePublisher(userId: string, input: unknown) {
-      const { name } = parse(
-        z.object({
-          name: z
-            .string({ error: 'name required' })
-            .refine((s) => s.trim().length > 0, 'name required')
-            .refine((s) => s.length <= 64, 'name too long (max 64)'),
-        }),
-        input,
-      );
+      const { name } = parse(ApiKeyNameSchema, input);
       const { rows } = await db.query<UserRow>(
         `UPDATE gw_users SET is_publisher = true, publisher_name = $2, publisher_activated_at = COALESCE(publisher_activated_at, now())
           WHERE id = $1 RETURNING ${USER_COLUMNS}`,

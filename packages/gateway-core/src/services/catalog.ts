@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { inputs } from '@farebox/contract';
 import type { CatalogAttachment, SearchIndex } from '@farebox/discovery';
 import type { Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig, RegistryAgent, RegistryClient } from '@farebox/stellar';
@@ -11,7 +11,7 @@ import type { ManifestView } from '../manifests.js';
 import { checkEndpoint, type EndpointPolicy } from '../security/endpoint-guard.js';
 import { serviceView, type ServiceView } from '../views.js';
 import type { WalletProvisioning } from '../wallet-provisioning.js';
-import { parse, unknownField } from './input.js';
+import { parse } from './input.js';
 import { requirePublisher } from './publisher-rule.js';
 
 /** A registry change this gateway made, with its transaction. */
@@ -32,28 +32,9 @@ export interface CatalogService {
   remove(user: User, service: string): Promise<{ service: string; removed: true; txHash: string; explorerUrl: string }>;
 }
 
-const RegisterSchema = z.strictObject(
-  {
-    service: z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)'),
-    pricePerCallLamports: z
-      .number({ error: 'pricePerCallLamports required (integer base units)' })
-      .int('pricePerCallLamports must be an integer (base units)')
-      .positive('pricePerCallLamports must be greater than 0')
-      .max(Number.MAX_SAFE_INTEGER, 'pricePerCallLamports too large'),
-    endpoint: z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)'),
-    description: z.string({ error: 'description required' }).max(512, 'description too long (max 512)'),
-  },
-  { error: unknownField },
-);
-
-const UpdateSchema = z.strictObject(
-  {
-    pricePerCallLamports: RegisterSchema.shape.pricePerCallLamports.optional(),
-    endpoint: RegisterSchema.shape.endpoint.optional(),
-    description: RegisterSchema.shape.description.optional(),
-  },
-  { error: unknownField },
-);
+// The request bodies are the contract's (@farebox/contract): one definition, with the spec's messages.
+const RegisterSchema = inputs.RegisterServiceBody;
+const UpdateSchema = inputs.UpdateServiceBody;
 
 export interface CatalogServiceDeps {
   db: Db;
