@@ -1,57 +1,10 @@
 import { z } from 'zod';
 import * as I from './inputs.js';
+import { OAUTH_SCOPES, type Auth, type OAuthScope, type Operation } from './operation.js';
 import * as S from './schemas.js';
 
-/** What an OAuth connection may do; shown on the consent screen. */
-export const OAUTH_SCOPES = {
-  'agents:read': 'Search the catalog of paid services',
-  'agents:call': 'Call services, paid from your credits (within the daily limit you set)',
-  'account:read': 'See your balance and your recent transactions',
-} as const;
-
-export type OAuthScope = keyof typeof OAUTH_SCOPES;
-
-/**
- * Who may call an operation.
- * - `none`: no credential (rate-limited per IP).
- * - `account`: a session cookie (with the CSRF token on writes) or an API key;
- *   an OAuth access token only when `oauthScope` is set, and only with that scope.
- * - `operator`: as `account` without OAuth, and the account must be an operator (403 otherwise, audited).
- */
-export type Auth = { kind: 'none' } | { kind: 'account'; oauthScope?: OAuthScope } | { kind: 'operator' };
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
-
-export interface OperationInput {
-  params?: z.ZodObject;
-  query?: z.ZodObject;
-  body?: z.ZodType;
-  headers?: z.ZodObject;
-}
-
-export interface Operation {
-  /** Unique, stable: the OpenAPI `operationId`. */
-  id: string;
-  method: HttpMethod;
-  /** Express-style path (`/v1/agents/:service`). */
-  path: string;
-  tag: 'accounts' | 'account' | 'catalog' | 'credentials' | 'publisher' | 'platform' | 'disputes' | 'operator';
-  summary: string;
-  auth: Auth;
-  input: OperationInput;
-  /** The success answer. */
-  status: 200 | 201;
-  output: z.ZodType;
-  /** Other successful answers (an existing dispute is 200, a new one 201). */
-  alsoStatus?: { status: 200 | 201; description: string };
-  /** HTML form posts are accepted too (answered with a 303 redirect). */
-  form?: boolean;
-  /** Without a credential, rate-limited per client IP (the anonymous limit). */
-  ipRateLimited?: boolean;
-  /** Error answers: status -> when. Every one is `{ error }` unless `errorBody` says otherwise. */
-  errors: Partial<Record<400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503, string>>;
-  errorBody?: z.ZodType;
-}
+export { OAUTH_SCOPES };
+export type { Auth, HttpMethod, OAuthScope, Operation, OperationInput } from './operation.js';
 
 const account = (oauthScope?: OAuthScope): Auth => (oauthScope ? { kind: 'account', oauthScope } : { kind: 'account' });
 const NONE: Auth = { kind: 'none' };
