@@ -389,7 +389,7 @@ export class Bm25Index {
         // the right half is only stemmed where the left half is an indexed term.
         const chars = Array.from(w.lower);
         if (chars.length >= SPLIT_MIN && chars.length <= SPLIT_MAX) {
-          for (let k = 2; k <= chars.length - 3 && word.splits.length < SPLIT_LIMIT; k++) {
+          for (let k = 3; k <= chars.length - 3 && word.splits.length < SPLIT_LIMIT; k++) {
             const left = chars.slice(0, k).join('');
             const right = chars.slice(k).join('');
             for (const l of [null, ...langs]) {
@@ -463,8 +463,8 @@ const SPLIT_LIMIT = 8;
 /** Weight of a compound matched as two words, or two words matched as one. */
 const SPLIT_WEIGHT = 0.9;
 const CONCAT_WEIGHT = 0.9;
-/** Words tried as a compound (characters; halves of 2 and 3 or more). */
-const SPLIT_MIN = 5;
+/** Words tried as a compound (characters; halves of 3 or more). */
+const SPLIT_MIN = 6;
 const SPLIT_MAX = 20;
 
 /** Weight of a currency code matched by its name. */
