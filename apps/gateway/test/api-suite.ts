@@ -49,10 +49,12 @@ export function apiSuite(kind: DbKind) {
       const b = await alice.api('/v1/balance');
       expect(b.body).toMatchObject({ asset: 'USDC', base_unit_name: 'stroops', balance_base_units: 50_000_000, balance_lamports: 50_000_000, balance_sol: 50_000_000, balance_usd: 5, total_base_units: 50_000_000, total_sol: 50_000_000 });
       // The spec's Versioning rule 2: every legacy *_lamports and *_sol twin carries the base units of its *_base_units field.
-      for (const body of [b.body, me.body]) {
+      const w = await alice.api('/v1/wallet');
+      expect(w.body).toMatchObject({ base_units: 0, lamports: 0, sol: 0, asset_amount: 0 });
+      for (const body of [b.body, me.body, w.body]) {
         for (const [key, value] of Object.entries(body)) {
-          const twin = /^(.*)_(lamports|sol)$/.exec(key);
-          if (twin) expect([key, value]).toEqual([key, body[`${twin[1]}_base_units`]]);
+          const twin = /^(?:(.*)_)?(lamports|sol)$/.exec(key);
+          if (twin) expect([key, value]).toEqual([key, body[twin[1] === undefined ? 'base_units' : `${twin[1]}_base_units`]]);
         }
       }
       // Signing in again does not give a second credit.

@@ -36,6 +36,8 @@ describe('the wallet path', () => {
     const user = await s.user();
     await drainCredits(user, 0n);
     await s.fundWallet(user, 10_000_000n);
+    // GET /v1/wallet: the legacy lamports and sol twins carry base units, like base_units (the spec, Versioning rule 2).
+    await expect.poll(async () => (await user.api('/v1/wallet')).body, { timeout: 10_000 }).toMatchObject({ base_units: 10_000_000, lamports: 10_000_000, sol: 10_000_000, asset_amount: 1 });
     const ownerBefore = await s.usdc(owner);
     const r = await user.api('/v1/call', { body: { service, payload: { hello: 'wallet' } } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);

@@ -73,7 +73,7 @@ export const Wallet = z
     base_units: BaseUnits,
     lamports: BaseUnits,
     asset_amount: z.number(),
-    sol: z.number(),
+    sol: BaseUnits.describe('legacy twin of base_units (the spec, Versioning rule 2)'),
     status: WalletStatus,
     explorer_url: z.string(),
     master_wallet: Address,
