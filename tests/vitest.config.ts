@@ -8,5 +8,7 @@ export default defineConfig({
   test: {
     name: 'repo',
     include: ['*.test.ts'],
+    // These import every package: seconds on a loaded machine.
+    testTimeout: 60_000,
   },
 });
