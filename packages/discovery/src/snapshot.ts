@@ -13,6 +13,8 @@ const VERSION = 2;
 const SECTION_TYPES = { i32: Int32Array, f32: Float32Array, u8: Uint8Array } as const;
 type SectionType = keyof typeof SECTION_TYPES;
 type SectionArray = Int32Array | Float32Array | Uint8Array;
+/** Sections the loader copies out at once (vectors.importRows). */
+const VIEW_SECTIONS = new Set(['rows', 'present']);
 
 const HeaderSchema = z.object({
   modelId: z.string().nullable(),
@@ -109,8 +111,13 @@ export function decodeSnapshot(bytes: Uint8Array): SnapshotParts {
     const Ctor = SECTION_TYPES[s.type];
     const byteLength = s.length * Ctor.BYTES_PER_ELEMENT;
     if (at + byteLength > bytes.length) throw bad(`section ${s.name} is truncated`);
-    // Copy: the input may not be 4-byte aligned.
-    arrays[s.name] = new Ctor(bytes.slice(at, at + byteLength).buffer);
+    // The vector rows are copied into the index by the loader: an aligned view
+    // saves copying them twice. Other sections are copied (the index keeps them,
+    // and must not keep the whole input alive), as is anything unaligned.
+    arrays[s.name] =
+      VIEW_SECTIONS.has(s.name) && (bytes.byteOffset + at) % Ctor.BYTES_PER_ELEMENT === 0
+        ? new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset + at, s.length)
+        : new Ctor(bytes.slice(at, at + byteLength).buffer);
     at += align(byteLength);
   }
   if (at !== bytes.length) throw bad('unexpected trailing bytes');
