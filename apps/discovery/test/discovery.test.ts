@@ -167,6 +167,7 @@ describe('discovery replicas on the devnet', () => {
     await publish('tts-voice', 'Text to speech: a natural voice reads your text aloud', owner);
     await registry.update(owner, 'tts-voice', { description: 'Text to speech in 40 languages, natural voices' });
     await until('pdf-render on A', async () => (await names(replicaA.url, 'pdf document')).includes('pdf-render'));
+    await until('the tts-voice update on A', async () => (await names(replicaA.url, 'languages voices')).includes('tts-voice'));
 
     replicaB = await replica(dirB);
     const health = await (await fetch(`${replicaB.url}/health`)).json();
@@ -176,9 +177,10 @@ describe('discovery replicas on the devnet', () => {
     expect(await names(replicaB.url, 'geocode address')).toContain('geo-lookup');
     expect(await names(replicaB.url, 'pdf document')).toContain('pdf-render');
     expect(await names(replicaB.url, 'languages voices')).toContain('tts-voice');
-    // Both replicas list the same catalog.
-    const [la, lb] = await Promise.all([replicaA, replicaB].map(async (r) => (await (await fetch(`${r.url}/agents?limit=1000`)).json()).agents));
-    expect(lb).toEqual(la);
+    // Both replicas list the same catalog (each follows the chain on its own: compared once both have read the same events).
+    const listing = async (r: RunningDiscovery) => JSON.stringify((await (await fetch(`${r.url}/agents?limit=1000`)).json()).agents);
+    await until('the same catalog on both replicas', async () => (await listing(replicaA)) === (await listing(replicaB)));
+    expect(JSON.parse(await listing(replicaB)).map((a: { service: string }) => a.service)).toEqual(expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']));
   });
 
   it('a direct caller finds a service through the discovery URL and pays it through the x402 escrow, with no gateway account', async () => {
@@ -292,9 +294,11 @@ describe('a gateway whose discovery backend is down', () => {
     const res = await gatewayAgents('pdf document');
     expect(res.status).toBe(500);
     expect(((await res.json()) as { error: string }).error).toMatch(/^discovery backend unreachable: /);
-    const listed = await fetch(`${gateway.url}/v1/agents`, { headers: { authorization: `Bearer ${gatewayKey}` } });
-    expect(listed.status).toBe(200);
-    expect(((await listed.json()) as Array<{ service: string }>).map((a) => a.service)).toContain('pdf-render');
+    // The listing comes from the gateway's own mirror (it polls the registry itself).
+    await until('pdf-render listed by the gateway', async () => {
+      const listed = await fetch(`${gateway.url}/v1/agents`, { headers: { authorization: `Bearer ${gatewayKey}` } });
+      return listed.status === 200 && ((await listed.json()) as Array<{ service: string }>).some((a) => a.service === 'pdf-render');
+    });
     const health = await (await fetch(`${gateway.url}/health`)).json();
     expect(health.search).toMatchObject({ mode: 'remote', lastError: expect.stringMatching(/^discovery backend unreachable/) });
   });
