@@ -158,7 +158,7 @@ async function main() {
       if (cache) await cp(dataDir, cache, { recursive: true });
     }
     const env = {
-      FAREBOX_NETWORK: 'local',
+      STELLAR_NETWORK: 'local',
       FAREBOX_DEVNET_URL: devnet.url,
       FAREBOX_DISCOVERY_DATA_DIR: dataDir,
       FAREBOX_DISCOVERY_HOST: '127.0.0.1',

@@ -38,8 +38,12 @@ function intSetting(env: Record<string, string | undefined>, name: string, fallb
 /** The discovery host's settings from its environment (docs/deploy.md lists them); every problem at once. */
 export function loadDiscoveryConfig(env: Record<string, string | undefined> = process.env): DiscoveryConfig {
   const problems: string[] = [];
-  const network = (env.FAREBOX_NETWORK ?? env.STELLAR_NETWORK ?? 'local') as NetworkName;
-  if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push(`FAREBOX_NETWORK must be local, testnet or mainnet, got ${JSON.stringify(network)}`);
+  // The gateway's rule: STELLAR_NETWORK (default testnet); FAREBOX_NETWORK is an older alias that may not disagree.
+  const network = (env.STELLAR_NETWORK || env.FAREBOX_NETWORK || 'testnet') as NetworkName;
+  if (env.STELLAR_NETWORK && env.FAREBOX_NETWORK && env.STELLAR_NETWORK !== env.FAREBOX_NETWORK) {
+    problems.push(`STELLAR_NETWORK (${env.STELLAR_NETWORK}) and FAREBOX_NETWORK (${env.FAREBOX_NETWORK}) disagree: set STELLAR_NETWORK only`);
+  }
+  if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push(`STELLAR_NETWORK must be local, testnet or mainnet, got ${JSON.stringify(network)}`);
   const vectorIndex = (env.FAREBOX_DISCOVERY_VECTOR_INDEX || 'hnsw') as 'hnsw' | 'flat';
   if (vectorIndex !== 'hnsw' && vectorIndex !== 'flat') problems.push(`FAREBOX_DISCOVERY_VECTOR_INDEX must be hnsw or flat, got ${JSON.stringify(vectorIndex)}`);
   const config: DiscoveryConfig = {
