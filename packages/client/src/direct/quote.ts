@@ -1,0 +1,58 @@
+import { ESCROW_SCHEME, formatAmount, parseAmount, parsePaymentRequired, type PaymentRequirements } from '@farebox/protocol';
+import type { NetworkConfig } from '@farebox/stellar';
+import { z } from 'zod';
+import { ClientError } from '../errors.js';
+import type { ResolvedTarget } from './endpoint.js';
+import { errorText } from './http.js';
+
+const QuoteExtraSchema = z.looseObject({
+  quoteId: z.string().min(1).max(256),
+  service: z.string().optional(),
+  escrow: z.looseObject({ platformAddress: z.string().optional(), platformFee: z.number().optional() }).optional(),
+});
+
+/** A 402 quote the client accepts to pay. */
+export interface Quote {
+  requirement: PaymentRequirements;
+  amount: bigint;
+  quoteId: string;
+  extra: z.infer<typeof QuoteExtraSchema>;
+}
+
+function usdc(units: bigint): string {
+  return `${formatAmount(units, { trim: true })} USDC`;
+}
+
+export function parseMax(value: number | string): bigint {
+  try {
+    return parseAmount(value);
+  } catch (e) {
+    throw new ClientError('CONFIG', `maxCost: ${errorText(e)}`);
+  }
+}
+
+/** The escrow offer of a 402 answer on this network, checked against the registry owner, the USDC asset and `maxCost`. */
+export function pickQuote(net: NetworkConfig, answer: { headers: Headers; json: unknown }, resolved: ResolvedTarget, maxCost: bigint | undefined): Quote {
+  let parsed;
+  try {
+    parsed = parsePaymentRequired({ headers: answer.headers, body: answer.json });
+  } catch (e) {
+    throw new ClientError('QUOTE', `${resolved.endpoint} answered 402 without a readable x402 quote: ${errorText(e)}`);
+  }
+  const requirement = parsed.accepts.find((a) => a.scheme === ESCROW_SCHEME && a.network === net.x402Network);
+  if (!requirement) throw new ClientError('QUOTE', `the service offers no escrow payment on ${net.x402Network}`);
+  if (requirement.payTo !== resolved.owner) {
+    throw new ClientError('PAYTO_MISMATCH', `the quote asks to pay ${requirement.payTo}, but the service's registry owner is ${resolved.owner}: nothing was paid`, {
+      ...(resolved.service ? { service: resolved.service } : {}),
+    });
+  }
+  const asset = `USDC:${net.usdc.issuer}`;
+  if (requirement.asset !== asset) throw new ClientError('QUOTE', `the quote asks for ${requirement.asset}, not ${asset}`);
+  if (requirement.amount <= 0n) throw new ClientError('QUOTE', 'the quote amount is not positive');
+  if (maxCost !== undefined && requirement.amount > maxCost) {
+    throw new ClientError('PRICE_LIMIT', `the service asks ${usdc(requirement.amount)}, above maxCost ${usdc(maxCost)}: nothing was paid`);
+  }
+  const extra = QuoteExtraSchema.safeParse(requirement.extra);
+  if (!extra.success) throw new ClientError('QUOTE', 'the quote carries no quoteId (extra.quoteId): refusing to pay an escrow that cannot be bound to it');
+  return { requirement, amount: requirement.amount, quoteId: extra.data.quoteId, extra: extra.data };
+}
