@@ -98,7 +98,8 @@ export function createDiscoveryClient(options: DiscoveryClientOptions = {}): Dis
     try {
       res = await doFetch(`${url}${path}`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
     } catch (e) {
-      throw new ClientError('NETWORK', `discovery backend ${url} unreachable: ${e instanceof Error ? e.message : String(e)}`);
+      const reason = e instanceof Error ? e.message : String(e);
+      throw new ClientError('NETWORK', `discovery backend ${url} unreachable: ${reason}`, { reason });
     }
     const text = await res.text();
     let body: unknown;

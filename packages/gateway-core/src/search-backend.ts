@@ -1,3 +1,4 @@
+import { ClientError, createDiscoveryClient, type DiscoveryHit } from '@farebox/client';
 import type { SearchIndex, SearchStatus } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
@@ -42,20 +43,15 @@ export function localSearchBackend(index: SearchIndex): SearchBackend {
   };
 }
 
-interface RemoteHit {
-  service: string;
-  score: number;
-  agent: { service: string; ownerWallet: string; pricePerCallBaseUnits: string; endpoint: string; description: string; createdAt: number };
-}
-
 /**
- * A discovery backend over HTTP (`GET /search`). Its failures are the
- * gateway's upstream errors (500, the backend's message).
+ * A discovery backend over HTTP, read with `@farebox/client`'s discovery
+ * client (the one client of that API). Its failures are the gateway's
+ * upstream errors (500, the backend's message); bad input it refuses is the
+ * caller's 400.
  */
 export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: number; fetch?: typeof fetch } = {}): SearchBackend {
-  const url = baseUrl.replace(/\/+$/, '');
-  const timeoutMs = options.timeoutMs ?? 5_000;
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const client = createDiscoveryClient({ url: baseUrl, timeoutMs: options.timeoutMs ?? 5_000, env: {}, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const url = client.url;
   let backend: RemoteSearchStatus['backend'] = null;
   let lastError: string | null = null;
   let healthAt = 0;
@@ -64,11 +60,10 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
     if (Date.now() - healthAt < 5_000) return;
     healthAt = Date.now();
     try {
-      const res = await doFetch(`${url}/health`, { signal: AbortSignal.timeout(timeoutMs) });
-      const h = (await res.json()) as { mode?: string; documents?: number; vectors?: number; ledger?: number | null };
+      const h = await client.health();
       backend = { mode: String(h.mode), documents: Number(h.documents ?? 0), vectors: Number(h.vectors ?? 0), ledger: h.ledger ?? null };
     } catch (err) {
-      lastError = `discovery backend health: ${err instanceof Error ? err.message : String(err)}`;
+      lastError = `discovery backend health: ${reasonOf(err)}`;
     }
   }
 
@@ -76,28 +71,28 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
     kind: 'remote',
     async search(query, limit) {
       void refreshHealth();
-      const target = `${url}/search?${new URLSearchParams({ q: query, limit: String(limit) })}`;
-      let res: Response;
+      let hits: DiscoveryHit[];
       try {
-        res = await doFetch(target, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+        hits = (await client.search(query, { limit })).results;
       } catch (err) {
-        lastError = `discovery backend unreachable: ${err instanceof Error ? err.message : String(err)}`;
-        throw new GatewayError('UPSTREAM', lastError);
-      }
-      const body = (await res.json().catch(() => null)) as { results?: RemoteHit[]; error?: string } | null;
-      if (!res.ok || !body || !Array.isArray(body.results)) {
-        lastError = `discovery backend: ${body?.error ?? `HTTP ${res.status}`}`;
+        if (err instanceof ClientError && err.code === 'NETWORK') {
+          lastError = `discovery backend unreachable: ${reasonOf(err)}`;
+          throw new GatewayError('UPSTREAM', lastError);
+        }
+        const status = err instanceof ClientError ? err.data.status : undefined;
+        const message = err instanceof ClientError ? (err.data.serverMessage ?? `HTTP ${status}`) : reasonOf(err);
+        lastError = `discovery backend: ${message}`;
         // Bad input is refused the same way by the gateway's own checks first; anything else is upstream.
-        throw new GatewayError(res.status === 400 ? 'BAD_REQUEST' : 'UPSTREAM', res.status === 400 && body?.error ? body.error : lastError);
+        throw new GatewayError(status === 400 ? 'BAD_REQUEST' : 'UPSTREAM', status === 400 ? message : lastError);
       }
       lastError = null;
-      return body.results.map((r) => ({
+      return hits.map((r) => ({
         id: r.service,
         score: r.score,
         agent: {
           service: r.agent.service,
           owner: r.agent.ownerWallet,
-          pricePerCall: BigInt(r.agent.pricePerCallBaseUnits),
+          pricePerCall: r.agent.pricePerCallBaseUnits,
           endpoint: r.agent.endpoint,
           description: r.agent.description,
           totalCalls: 0n,
@@ -108,4 +103,9 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
     },
     status: () => ({ mode: 'remote', url, documents: backend?.documents ?? 0, vectors: backend?.vectors ?? 0, backend, lastError }),
   };
+}
+
+function reasonOf(err: unknown): string {
+  if (err instanceof ClientError && typeof err.data.reason === 'string') return err.data.reason;
+  return err instanceof Error ? err.message : String(err);
 }
