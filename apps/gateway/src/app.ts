@@ -157,7 +157,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     '/call',
     route(async (req, res) => {
       const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost'), requestId: requestIdOf(req) });
-      res.status(result.status).type('application/json').send(result.body);
+      res.status(result.status).type('application/json').send(result.json);
     }),
   );
   // Every other operation of the contract's table (@farebox/contract), with its handler in gateway-core/src/api.

@@ -294,6 +294,12 @@ export function apiSuite(kind: DbKind) {
       expect(text.startsWith(`{"result":${answer},"cost":`)).toBe(true);
       expect(JSON.parse(text)).toMatchObject({ result: { text: 'café' }, paidWith: 'credit', mode: 'platform-signed' });
       expect(await credits(u)).toBe(45_000_000);
+      // In process (what /mcp runs over), the same call answers a domain object, and the same bytes for HTTP.
+      const principal = (await h.gw.core.authenticateBearer(u.key))!;
+      const inProcess = await h.gw.core.calls.call(principal, { service: name, payload: {} });
+      expect(inProcess.ok).toBe(true);
+      expect(inProcess.value).toMatchObject({ result: { text: 'café' }, paidWith: 'credit', cost: { base_units: 5_000_000 }, newBalance: { base_units: 40_000_000 } });
+      expect(inProcess.json.startsWith(`{"result":${answer},"cost":`)).toBe(true);
     });
 
     it('refunds when the service is down', async () => {

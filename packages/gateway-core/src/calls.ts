@@ -9,6 +9,8 @@ import {
   signCallCertificate,
   type Ed25519Signer,
 } from '@farebox/protocol';
+import type { schemas } from '@farebox/contract';
+import type { z } from 'zod';
 import type { Principal } from './auth/accounts.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
 import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
@@ -42,10 +44,38 @@ export interface TraceStep {
   detail?: Record<string, unknown>;
 }
 
-/** What the HTTP layer sends: a status and the JSON text (stored verbatim for idempotent replays). */
+/** A call's answer as stored for idempotent replays: its status and JSON text, verbatim. */
 export interface CallResponse {
   status: number;
   body: string;
+}
+
+/** The answer of a charged, served call (`@farebox/contract`'s CallResult). */
+export type CallResultBody = z.output<typeof schemas.CallResult>;
+/** The answer of a call that failed after it started: refunded; the reason, the call id and the trace. */
+export type CallFailureBody = z.output<typeof schemas.CallError>;
+
+/**
+ * What `calls.call` answers: the domain object (`value`: the call result, or
+ * the refunded failure) and the same answer as JSON text (`json`: what the
+ * HTTP host sends, with the service's result as the exact bytes it sent, and
+ * what an idempotent replay gives back).
+ */
+export type CallAnswer =
+  | { readonly ok: true; readonly status: 200; readonly value: CallResultBody; readonly json: string }
+  | { readonly ok: false; readonly status: number; readonly value: CallFailureBody; readonly json: string };
+
+/** A call answer from its JSON text; `value` is read from the text only when asked for (replays, the wallet path). */
+function answerFrom(response: CallResponse, value?: CallResultBody | CallFailureBody): CallAnswer {
+  let parsed = value;
+  return {
+    ok: response.status === 200,
+    status: response.status,
+    json: response.body,
+    get value() {
+      return (parsed ??= JSON.parse(response.body) as CallResultBody | CallFailureBody);
+    },
+  } as CallAnswer;
 }
 
 export interface CallsOptions {
@@ -173,7 +203,7 @@ export function createCalls(options: CallsOptions) {
   }
 
 /** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
-  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined): Promise<string> {
+  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined): Promise<{ text: string; json: unknown }> {
     const { header } = await signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer);
     let res;
     try {
@@ -230,10 +260,10 @@ export function createCalls(options: CallsOptions) {
     }
     if (res.statusCode < 200 || res.statusCode >= 300) throw new UpstreamError(`service error ${res.statusCode}${messageOf(json)}`);
     if (!parsed || json === undefined) throw new UpstreamError('service returned invalid JSON');
-    return text;
+    return { text, json };
   }
 
-  async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallResponse> {
+  async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallAnswer> {
     const timeline = new Timeline();
     const callId = `call_${randomBytes(12).toString('base64url')}`;
     const ctx: ChargeContext = { amount: 0n, wallet: false };
@@ -276,7 +306,7 @@ export function createCalls(options: CallsOptions) {
     timeline: Timeline,
     callId: string,
     ctx: ChargeContext,
-  ): Promise<CallResponse> {
+  ): Promise<CallAnswer> {
     const svc = await timeline.step('resolve_service', async () => {
       const found = await options.resolveService(service);
       if (!found) throw new GatewayError('NOT_FOUND', 'service not found');
@@ -295,11 +325,11 @@ export function createCalls(options: CallsOptions) {
       const other = await options.onInsufficientCredits({ principal, service: svc, payload, amount, callId, steps: timeline.steps });
       if ('response' in other) {
         ctx.wallet = true;
-        return other.response;
+        return answerFrom(other.response);
       }
       ({ holdId } = await holdCredits());
     }
-    let result: string;
+    let result: { text: string; json: unknown };
     try {
       await vetEndpoint(svc.endpoint);
       try {
@@ -321,7 +351,8 @@ export function createCalls(options: CallsOptions) {
       if (holdId) await timeline.step('refund', () => options.credits.void(holdId, (err as Error).message.slice(0, 200)));
       if (err instanceof UpstreamError || err instanceof GatewayError) {
         if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw err;
-        return { status: 500, body: JSON.stringify({ error: err.message, callId, trace: { steps: timeline.steps } }) };
+        const failure: CallFailureBody = { error: err.message, callId, trace: { steps: timeline.steps } };
+        return answerFrom({ status: 500, body: JSON.stringify(failure) }, failure);
       }
       throw err;
     }
@@ -331,24 +362,22 @@ export function createCalls(options: CallsOptions) {
       const extra = await options.afterPost({ callId, holdId, service: svc, amount }).catch(() => undefined);
       if (extra && extra.explorerUrl) explorerUrl = extra.explorerUrl;
     }
-    // The service's JSON goes into the answer as the bytes it sent.
-    return {
-      status: 200,
-      body: `{"result":${result},${JSON.stringify({
-        cost: costObject(amount),
-        paidWith: 'credit',
-        mode: CALL_MODES.platformSigned,
-        newBalance: costObject(posted.balance),
-        ...(explorerUrl ? { explorerUrl } : {}),
-        callId,
-        trace: { steps: timeline.steps },
-      }).slice(1)}`,
+    const rest = {
+      cost: costObject(amount),
+      paidWith: 'credit' as const,
+      mode: CALL_MODES.platformSigned,
+      newBalance: costObject(posted.balance),
+      ...(explorerUrl ? { explorerUrl } : {}),
+      callId,
+      trace: { steps: timeline.steps },
     };
+    // The JSON text carries the service's result as the bytes it sent; the value, as it parsed.
+    return answerFrom({ status: 200, body: `{"result":${result.text},${JSON.stringify(rest).slice(1)}` }, { result: result.json, ...rest });
   }
 
   return {
     /** `POST /v1/call`. Validation errors throw before anything is charged; service failures answer 500 after the refund. */
-    async call(principal: Principal, body: unknown, opts: { idempotencyKey?: string; maxCost?: string; requestId?: string } = {}): Promise<CallResponse> {
+    async call(principal: Principal, body: unknown, opts: { idempotencyKey?: string; maxCost?: string; requestId?: string } = {}): Promise<CallAnswer> {
       const { service, payload } = validateCallBody(body);
       let maxCost: bigint | undefined;
       if (opts.maxCost !== undefined) {
@@ -360,7 +389,13 @@ export function createCalls(options: CallsOptions) {
       }
       if (!opts.idempotencyKey) return run(principal, service, payload, maxCost, undefined, opts.requestId);
       const requestHash = JSON.stringify([service, payload, opts.maxCost ?? null]);
-      return options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, () => run(principal, service, payload, maxCost, opts.idempotencyKey, opts.requestId));
+      // The answer is stored as its JSON text; a replay gives back that text (and its value, read from it).
+      let fresh: CallAnswer | undefined;
+      const stored = await options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, async () => {
+        fresh = await run(principal, service, payload, maxCost, opts.idempotencyKey, opts.requestId);
+        return { status: fresh.status, body: fresh.json };
+      });
+      return fresh !== undefined && fresh.json === stored.body ? fresh : answerFrom(stored);
     },
     async close() {
       await dispatcher.close();

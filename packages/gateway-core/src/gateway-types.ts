@@ -3,7 +3,7 @@ import type { Database, Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig, RegistryClient } from '@farebox/stellar';
 import type { LocalKeystore } from '@farebox/wallets';
 import type { Accounts, Principal } from './auth/accounts.js';
-import type { CallResponse } from './calls.js';
+import type { CallAnswer } from './calls.js';
 import type { GatewayConfig, GatewayOptions } from './config.js';
 import type { OAuthOptions, OAuthServer } from './oauth/server.js';
 import type { checkOAuthAccess } from './oauth/scopes.js';
@@ -54,7 +54,7 @@ export interface CallOptions {
 /** Platform-signed calls. */
 export interface CallService {
   /** Validation errors throw before anything is charged; service failures answer 500 after the refund. */
-  call(principal: Principal, body: unknown, opts?: CallOptions): Promise<CallResponse>;
+  call(principal: Principal, body: unknown, opts?: CallOptions): Promise<CallAnswer>;
 }
 
 /**

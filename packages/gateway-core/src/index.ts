@@ -18,7 +18,7 @@ export type { BalanceView, ServiceView, TransactionView, WalletStatus } from './
 export type { CostView, SettlementView } from './settlement/view.js';
 export type { ManifestView } from './manifests.js';
 export type { TopupView } from './topups.js';
-export type { CallResponse } from './calls.js';
+export type { CallAnswer, CallResultBody, CallFailureBody } from './calls.js';
 export { MemoryRateLimitStore, enforceRateLimit } from './security/rate-limit.js';
 export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';
 export { RedisRateLimitStore } from './security/redis-rate-limit.js';

@@ -1,6 +1,6 @@
 import { registerMcpTools, toolError, type FareboxApi, type McpToolHost, type ToolRegistry } from '@farebox/client/mcp';
 import type { Principal, User } from '../auth/accounts.js';
-import type { CallResponse } from '../calls.js';
+import type { CallAnswer } from '../calls.js';
 import { GatewayError } from '../errors.js';
 import { requireScope } from '../oauth/scopes.js';
 
@@ -9,7 +9,7 @@ export { MCP_INSTRUCTIONS } from '@farebox/client/mcp';
 /** What the MCP tools need from the gateway core (the core satisfies it). */
 export interface McpToolDeps {
   catalog: { list(q?: string): Promise<unknown[]> };
-  calls: { call(principal: Principal, body: unknown): Promise<CallResponse> };
+  calls: { call(principal: Principal, body: unknown): Promise<CallAnswer> };
   account: {
     balance(user: User): Promise<unknown>;
     transactions(user: User, limit: unknown): Promise<unknown[]>;
@@ -27,10 +27,9 @@ export function mcpApi(deps: McpToolDeps, principal: Principal): FareboxApi {
       search: (query) => deps.catalog.list(query),
     },
     async call(service, payload) {
-      const r = await deps.calls.call(principal, { service, payload });
-      const body = JSON.parse(r.body) as Record<string, unknown> & { explorerUrl?: string; callId?: string };
-      if (r.status !== 200) throw new GatewayError('UPSTREAM', typeof body.error === 'string' ? body.error : `call failed (${r.status})`, { refunded: true, callId: body.callId });
-      return body as Awaited<ReturnType<FareboxApi['call']>>;
+      const answer = await deps.calls.call(principal, { service, payload });
+      if (!answer.ok) throw new GatewayError('UPSTREAM', answer.value.error, { refunded: true, callId: answer.value.callId });
+      return answer.value as Awaited<ReturnType<FareboxApi['call']>>;
     },
     balance: async () => (await deps.account.balance(principal.user)) as Record<string, unknown>,
     transactions: (options = {}) => deps.account.transactions(principal.user, options.limit),
