@@ -1,4 +1,4 @@
-import type { SearchIndex } from './search-index.js';
+import type { SearchIndex } from './search-types.js';
 
 /** The fields discovery needs from a registry entry (structurally, any catalog's agent). */
 export interface CatalogAgentLike {

@@ -13,7 +13,7 @@ export type {
   SearchStatus,
   ServiceDocument,
   SnapshotOptions,
-} from './search-index.js';
+} from './search-types.js';
 export { createEmbedder, prefetchModel, modelPath, DEFAULT_MODEL_ID, DEFAULT_DIMS } from './embedder.js';
 export type { EmbedderOptions } from './embedder.js';
 export type { Embedder, EmbedderStatus, EmbedKind } from './embedder-types.js';
