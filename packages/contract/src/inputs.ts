@@ -43,11 +43,23 @@ export const TopupBody = z.strictObject({ amount: z.number({ error: 'invalid amo
 export const CallBody = z
   .strictObject(
     {
-      service: z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)'),
+      service: z
+        .string({ error: (iss) => (iss.input === undefined || iss.input === null ? 'service required' : 'service must be a string') })
+        .min(1, 'service required')
+        .max(32, 'service name too long (max 32)'),
       /** The service's input ({} for none). */
-      payload: z.record(z.string(), z.unknown(), { error: "payload required (a JSON object: the service's input, {} for none)" }),
+      payload: z.record(z.string(), z.unknown(), {
+        error: (iss) => (iss.input === undefined ? "payload required (a JSON object: the service's input, {} for none)" : 'payload must be an object'),
+      }),
     },
-    { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field${iss.keys.length > 1 ? 's' : ''}: ${iss.keys.join(', ')} (only service and payload are accepted; put the service's input inside payload)` : undefined) },
+    {
+      error: (iss) =>
+        iss.code === 'unrecognized_keys'
+          ? `unknown field${iss.keys.length > 1 ? 's' : ''}: ${iss.keys.join(', ')} (only service and payload are accepted; put the service's input inside payload)`
+          : iss.code === 'invalid_type'
+            ? 'body must be a JSON object'
+            : undefined,
+    },
   )
   .meta({ id: 'CallBody', description: 'Exactly `{ service, payload }`: the service input goes inside `payload`.' });
 

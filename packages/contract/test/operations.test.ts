@@ -54,6 +54,11 @@ describe('input schemas give the spec messages', () => {
     expect(first(inputs.CallBody.safeParse({ service: 'echo' }))).toBe("payload required (a JSON object: the service's input, {} for none)");
     expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: {}, text: 'hi' }))).toBe("unknown field: text (only service and payload are accepted; put the service's input inside payload)");
     expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: { text: 'hi' } }))).toBe('ok');
+    expect(first(inputs.CallBody.safeParse({ service: null, payload: {} }))).toBe('service required');
+    expect(first(inputs.CallBody.safeParse({ service: 7, payload: {} }))).toBe('service must be a string');
+    expect(first(inputs.CallBody.safeParse({ service: 'x'.repeat(33), payload: {} }))).toBe('service name too long (max 32)');
+    for (const payload of ['x', [], null, 3]) expect(first(inputs.CallBody.safeParse({ service: 'echo', payload }))).toBe('payload must be an object');
+    for (const body of [[], 'x', null, 3]) expect(first(inputs.CallBody.safeParse(body))).toBe('body must be a JSON object');
   });
 
   it('POST /v1/topup, POST /v1/api-keys and the limit query', () => {

@@ -1,14 +1,13 @@
-import { z } from 'zod';
+import { inputs } from '@farebox/contract';
 import { toJsonInteger, toUsd } from '@farebox/protocol';
 import { parseTopupAmount, type Ledger } from '@farebox/ledger';
 import type { NetworkConfig } from '@farebox/stellar';
 import type { User } from '../auth/accounts.js';
-import { GatewayError } from '../errors.js';
 import { translated } from '../ledger-errors.js';
 import type { Topups, TopupView } from '../topups.js';
 import { balanceView, intParam, transactionView, type BalanceView, type TransactionView, type WalletStatus } from '../views.js';
 import type { WalletProvisioning } from '../wallet-provisioning.js';
-import { parse, unknownField } from './input.js';
+import { parse } from './input.js';
 
 /** `GET /v1/me`: the account and its balance. */
 export type MeView = {
@@ -74,7 +73,6 @@ export function createWalletReader(deps: { ledger: Ledger; balances: (address: s
   };
 }
 
-const TopupSchema = z.strictObject({ amount: z.unknown().optional() }, { error: unknownField });
 
 export interface AccountServiceDeps {
   ledger: Ledger;
@@ -116,9 +114,8 @@ export function createAccountService({ ledger, network, treasuryAddress, topups,
       };
     },
     async topup(user, body, idempotencyKey) {
-      const { amount } = parse(TopupSchema, body);
-      // `amount` is a JSON number (the spec's type): "5" is refused like any other bad amount.
-      if (typeof amount !== 'number') throw new GatewayError('BAD_REQUEST', 'invalid amount (must be 0 < n <= 1000)');
+      // The contract's TopupBody: `amount` is a JSON number, 0 < amount <= 1000 ("5" is refused like any other bad amount).
+      const { amount } = parse(inputs.TopupBody, body);
       const units = await translated(async () => parseTopupAmount(amount));
       return topups.topup(user, units, idempotencyKey, async (topup) => ({ ...(await wallet.balanceOf(user)), topup }));
     },
