@@ -26,14 +26,25 @@ export function intQuery(name: string, min: number, max: number, fallback: numbe
     .meta({ description: `${min} to ${max}, default ${fallback}`, type: 'integer', minimum: min, maximum: max, default: fallback } as Record<string, unknown>);
 }
 
-export const Credentials = z
+const Email = z.string({ error: 'email required' }).trim().min(1, 'email required').max(254, 'email too long (max 254)').email('invalid email');
+/** Form posts only: where to go after signing in (a same-origin path). */
+const Next = z.string().optional();
+
+export const SignupBody = z
   .object({
-    email: z.string({ error: 'email required' }).max(254, 'email too long (max 254)'),
-    password: z.string({ error: 'password required' }).max(256, 'password too long (max 256)'),
-    /** Form posts only: where to go after signing in (a same-origin path). */
-    next: z.string().optional(),
+    email: Email,
+    password: z.string({ error: 'password required' }).min(8, 'password too short (min 8)').max(256, 'password too long (max 256)'),
+    next: Next,
   })
-  .meta({ id: 'Credentials', description: 'E-mail and password (sign-up: password 8 to 256 characters). JSON or an HTML form.' });
+  .meta({ id: 'SignupBody', description: 'E-mail and a password of 8 to 256 characters. JSON or an HTML form.' });
+
+export const LoginBody = z
+  .object({
+    email: Email,
+    password: z.string({ error: 'password required' }).min(1, 'password required').max(256, 'password too long (max 256)'),
+    next: Next,
+  })
+  .meta({ id: 'LoginBody', description: 'E-mail and password. JSON or an HTML form.' });
 
 export const TopupBody = z.strictObject({ amount: z.number({ error: 'invalid amount (must be 0 < n <= 1000)' }).gt(0, 'invalid amount (must be 0 < n <= 1000)').lte(1000, 'invalid amount (must be 0 < n <= 1000)') }, { error: unknownField }).meta({
   id: 'TopupBody',

@@ -61,6 +61,16 @@ describe('input schemas give the spec messages', () => {
     for (const body of [[], 'x', null, 3]) expect(first(inputs.CallBody.safeParse(body))).toBe('body must be a JSON object');
   });
 
+  it('POST /auth/signup and /auth/login: the messages the gateway answers', () => {
+    expect(first(inputs.SignupBody.safeParse({ password: 'long enough' }))).toBe('email required');
+    expect(first(inputs.SignupBody.safeParse({ email: 'not-an-address', password: 'long enough' }))).toBe('invalid email');
+    expect(first(inputs.SignupBody.safeParse({ email: 'a@example.com', password: 'short' }))).toBe('password too short (min 8)');
+    expect(first(inputs.SignupBody.safeParse({ email: 'a@example.com', password: 'x'.repeat(257) }))).toBe('password too long (max 256)');
+    expect(first(inputs.SignupBody.safeParse({ email: ' a@example.com ', password: 'long enough', next: '/dashboard' }))).toBe('ok');
+    expect(first(inputs.LoginBody.safeParse({ email: 'a@example.com' }))).toBe('password required');
+    expect(first(inputs.LoginBody.safeParse({ email: 'a@example.com', password: 'short' }))).toBe('ok');
+  });
+
   it('POST /v1/topup, POST /v1/api-keys and the limit query', () => {
     for (const amount of [0, -1, 1000.01, '5']) expect(first(inputs.TopupBody.safeParse({ amount }))).toBe('invalid amount (must be 0 < n <= 1000)');
     expect(first(inputs.TopupBody.safeParse({ amount: 1000 }))).toBe('ok');

@@ -73,10 +73,9 @@ export interface CreditAccounts {
   openAccount(accountId: string): Promise<void>;
 }
 
-const CredentialsSchema = z.object({
-  email: z.string({ error: 'email required' }).trim().min(1, 'email required').max(254, 'email too long (max 254)').email('invalid email'),
-  password: z.string({ error: 'password required' }).min(8, 'password too short (min 8)').max(256, 'password too long (max 256)'),
-});
+/** The sign-up and sign-in bodies are the contract's (@farebox/contract). */
+const SignupSchema = inputs.SignupBody;
+const LoginSchema = inputs.LoginBody;
 
 /** `{ name }` of an API key and of a publisher (the contract's, @farebox/contract). */
 const ApiKeyNameSchema = inputs.NameBody;
@@ -130,7 +129,7 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
 
     /** Creates an account (wallet, credits with the 5 USD sign-up credit) and a session. */
     async signup(input: unknown) {
-      const { email, password } = parse(CredentialsSchema, input);
+      const { email, password } = parse(SignupSchema, input);
       const normalized = email.toLowerCase();
       const existing = await db.query('SELECT 1 FROM gw_users WHERE email_normalized = $1', [normalized]);
       if (existing.rows.length > 0) throw new GatewayError('CONFLICT', 'email already registered');
@@ -150,7 +149,7 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
 
     /** Checks credentials (constant time whether or not the account exists) and opens a session. */
     async login(input: unknown) {
-      const { email, password } = parse(CredentialsSchema.extend({ password: z.string({ error: 'password required' }).min(1, 'password required').max(256) }), input);
+      const { email, password } = parse(LoginSchema, input);
       const { rows } = await db.query<UserRow & { password_hash: string }>(`SELECT ${USER_COLUMNS}, password_hash FROM gw_users WHERE email_normalized = $1`, [
         email.toLowerCase(),
       ]);
