@@ -1,5 +1,5 @@
+import { inputs } from '@farebox/contract';
 import { nativeToScVal, rpc, scValToNative } from '@stellar/stellar-sdk';
-import { z } from 'zod';
 import type { Escrow, EscrowClient } from '@farebox/escrow';
 import { amountFields, isValidStrKey, toJsonInteger } from '@farebox/protocol';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
@@ -51,14 +51,10 @@ export interface DisputesOptions {
   now?: () => number;
 }
 
-const OpenSchema = z.strictObject(
-  {
-    escrowId: z.string({ error: 'escrowId required' }).refine((s) => isValidStrKey('contract', s), 'escrowId must be a C... contract id'),
-    proof: z.string({ error: 'proof required (a transaction signed by the funder, see docs/operator.md)' }).min(1, 'proof required').max(4096, 'proof too long'),
-    reason: z.string().max(500, 'reason too long (max 500)').optional(),
-  },
-  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown field: ${iss.keys.join(', ')}` : undefined) },
-);
+/** The contract's body (@farebox/contract), plus the checksum of the escrow's contract id (protocol's strkey). */
+const OpenSchema = inputs.OpenDisputeBody.superRefine((b, ctx) => {
+  if (!isValidStrKey('contract', b.escrowId)) ctx.addIssue({ code: 'custom', path: ['escrowId'], message: 'escrowId must be a C... contract id' });
+});
 
 type Row = {
   escrow_id: string;
