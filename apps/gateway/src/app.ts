@@ -1,6 +1,9 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { jsonBody } from './body.js';
+import { callRoute } from './call-route.js';
+import { idempotencyKey, stringHeader } from './headers.js';
 import { bearerToken, browserPolicy } from './browser-policy.js';
 import { errorHandler, readCookies, route } from './http.js';
 import { mcpRoutes } from './mcp-routes.js';
@@ -19,6 +22,26 @@ export interface AppOptions {
   /** Extra routers mounted before the API (the embedded devnet, the dashboard, OAuth, MCP). */
   mount?: (app: express.Express) => void;
   log?: (message: string, err?: unknown) => void;
+  /**
+   * Answer `POST /v1/call` with bearer credentials and JSON bodies without
+   * express (`call-route.ts`; default true). False sends every call through
+   * the express route, which answers the same (the tests compare the two).
+   */
+  fastCallRoute?: boolean;
+}
+
+const callRoutes = new WeakMap<express.Express, (req: IncomingMessage, res: ServerResponse) => boolean>();
+
+/**
+ * The gateway's request handler for `http.createServer`: calls that the
+ * express-free call route takes go straight to it, everything else to `app`.
+ */
+export function requestHandler(app: express.Express): (req: IncomingMessage, res: ServerResponse) => void {
+  const fast = callRoutes.get(app);
+  if (!fast) return app;
+  return (req, res) => {
+    if (!fast(req, res)) app(req, res);
+  };
 }
 
 /**
@@ -34,6 +57,14 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.set('json replacer', (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   // API answers are not cached: no SHA-1 of every body (static files keep theirs).
   app.set('etag', false);
+  if (options.fastCallRoute !== false) {
+    const fast = callRoute(core, app.get('trust proxy fn') as (addr: string, i: number) => boolean, log);
+    callRoutes.set(app, fast);
+    // Through express too (an app mounted by someone else): the same handler, first.
+    app.use((req, res, next) => {
+      if (!fast(req, res)) next();
+    });
+  }
   // X-Request-Id on every answer, one access-log line and the HTTP metrics per request.
   app.use(requestContext(core));
 
@@ -156,7 +187,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   v1.post(
     '/call',
     route(async (req, res) => {
-      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: header(req, 'farebox-max-cost'), requestId: requestIdOf(req) });
+      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId: requestIdOf(req) });
       res.status(result.status).type('application/json').send(result.json);
     }),
   );
@@ -180,14 +211,3 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   return app;
 }
 
-function header(req: Request, name: string): string | undefined {
-  const v = req.headers[name];
-  return typeof v === 'string' ? v : undefined;
-}
-
-function idempotencyKey(req: Request): string | undefined {
-  const key = header(req, 'idempotency-key');
-  if (key === undefined) return undefined;
-  if (key.length === 0 || key.length > 255) throw new GatewayError('BAD_REQUEST', 'invalid Idempotency-Key (1 to 255 characters)');
-  return key;
-}

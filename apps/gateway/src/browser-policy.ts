@@ -29,7 +29,7 @@ export interface BrowserPolicy {
  * when the header is not a single Bearer token (refused as an invalid
  * credential), else the token.
  */
-export function bearerToken(req: Request): string | null | undefined {
+export function bearerToken(req: Pick<Request, 'headers'>): string | null | undefined {
   const auth = req.headers.authorization;
   if (auth === undefined) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);

@@ -1,4 +1,4 @@
-export { createApp, SESSION_COOKIE, CSRF_COOKIE } from './app.js';
+export { createApp, requestHandler, SESSION_COOKIE, CSRF_COOKIE } from './app.js';
 export type { AppOptions } from './app.js';
 export { startGateway } from './server.js';
 export type { StartGatewayOptions, RunningGateway } from './server.js';

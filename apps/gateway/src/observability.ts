@@ -5,7 +5,7 @@ import { safeEqual, type GatewayCore, type Principal } from '@farebox/gateway-co
 import { bearerToken } from './browser-policy.js';
 
 /** `X-Request-Id` a caller may send: 1 to 128 visible characters of a safe set (anything else is replaced). */
-const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 const requestIds = new WeakMap<Request, string>();
 const principals = new WeakMap<Request, Principal>();
@@ -34,7 +34,6 @@ function routeOf(req: Request): string {
  * cookie, a body or a query string) and its HTTP metrics.
  */
 export function requestContext(core: GatewayCore) {
-  const { logger, metrics } = core;
   return (req: Request, res: Response, next: NextFunction): void => {
     const sent = req.headers['x-request-id'];
     const id = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
@@ -42,31 +41,58 @@ export function requestContext(core: GatewayCore) {
     res.setHeader('X-Request-Id', id);
     const t0 = performance.now();
     res.once('finish', () => {
-      const ms = performance.now() - t0;
-      const route = routeOf(req);
-      metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
-      metrics.httpDuration.observe({ route, method: req.method }, ms / 1000);
       const refusedBy = res.locals.rateLimitRule;
-      if (typeof refusedBy === 'string') metrics.rateLimited.inc({ rule: refusedBy });
-      if (!logger.isLevelEnabled('info')) return;
-      const p = principals.get(req);
-      logger.info(
-        {
-          event: 'request',
-          reqId: id,
-          method: req.method,
-          route,
-          status: res.statusCode,
-          ms: Math.round(ms * 100) / 100,
-          ip: req.ip,
-          ...(p ? { principal: p.via, accountId: p.user.id, ...(p.clientId ? { clientId: p.clientId } : {}) } : {}),
-          ...(typeof refusedBy === 'string' ? { rateLimit: refusedBy } : {}),
-        },
-        'request',
-      );
+      recordRequest(core, {
+        requestId: id,
+        method: req.method,
+        route: routeOf(req),
+        status: res.statusCode,
+        ms: performance.now() - t0,
+        ip: () => req.ip,
+        principal: principals.get(req),
+        refusedBy: typeof refusedBy === 'string' ? refusedBy : undefined,
+      });
     });
     next();
   };
+}
+
+/** One answered request, as the access log and the HTTP metrics see it. */
+export interface AnsweredRequest {
+  requestId: string;
+  method: string;
+  /** The route template (`/v1/agents/:service`), or `unmatched`. */
+  route: string;
+  status: number;
+  ms: number;
+  /** The client's address (read only when the line is written). */
+  ip: () => string | undefined;
+  principal: Principal | undefined;
+  /** The rate-limit rule that refused the request, if one did. */
+  refusedBy: string | undefined;
+}
+
+/** The HTTP metrics and the access-log line of one request (every route, the express-free call route too). */
+export function recordRequest({ logger, metrics }: Pick<GatewayCore, 'logger' | 'metrics'>, r: AnsweredRequest): void {
+  metrics.httpRequests.inc({ route: r.route, method: r.method, status: String(r.status) });
+  metrics.httpDuration.observe({ route: r.route, method: r.method }, r.ms / 1000);
+  if (r.refusedBy !== undefined) metrics.rateLimited.inc({ rule: r.refusedBy });
+  if (!logger.isLevelEnabled('info')) return;
+  const p = r.principal;
+  logger.info(
+    {
+      event: 'request',
+      reqId: r.requestId,
+      method: r.method,
+      route: r.route,
+      status: r.status,
+      ms: Math.round(r.ms * 100) / 100,
+      ip: r.ip(),
+      ...(p ? { principal: p.via, accountId: p.user.id, ...(p.clientId ? { clientId: p.clientId } : {}) } : {}),
+      ...(r.refusedBy !== undefined ? { rateLimit: r.refusedBy } : {}),
+    },
+    'request',
+  );
 }
 
 /**

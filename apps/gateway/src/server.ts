@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createDevnet, type DevnetCore } from '@farebox/devnet';
 import { createGateway, DEFAULT_NETWORK, networkFromEnv, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
-import { createApp } from './app.js';
+import { createApp, requestHandler } from './app.js';
 import { serveDashboard } from './dashboard.js';
 import { startMetricsServer } from './observability.js';
 
@@ -91,7 +91,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
       if (options.dashboard !== false) serveDashboard(a, options.dashboard);
     },
   });
-  handler = app;
+  handler = requestHandler(app);
   await core.start();
   const metricsServer = await startMetricsServer(core);
 
