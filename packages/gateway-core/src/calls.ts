@@ -1,11 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import {
+  base64UrlEncode,
   CERTIFICATE_HEADER,
   costObject,
   formatAmount,
   parseAmount,
   parsePaymentRequired,
+  randomBytes,
   signCallCertificate,
   type Ed25519Signer,
 } from '@farebox/protocol';
@@ -259,7 +260,7 @@ export function createCalls(options: CallsOptions) {
 
   async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallAnswer> {
     const timeline = new Timeline();
-    const callId = `call_${randomBytes(12).toString('base64url')}`;
+    const callId = `call_${base64UrlEncode(randomBytes(12))}`;
     const ctx: ChargeContext = { amount: 0n, wallet: false };
     if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
     const t0 = performance.now();

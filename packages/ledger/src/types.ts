@@ -283,7 +283,7 @@ export interface ClaimResult {
 }
 
 export interface VerifyMismatch {
-  kind: 'balance' | 'hold' | 'earning' | 'conservation';
+  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'conservation';
   id: string;
   expected: string;
   actual: string;

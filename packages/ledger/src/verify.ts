@@ -34,6 +34,17 @@ export async function verify(db: Database): Promise<VerifyReport> {
   for (const r of earnings.rows) {
     mismatches.push({ kind: 'earning', id: str(r.id), expected: `${str(r.state)} ${str(r.posted_amount ?? '-')}`, actual: `earning ${str(r.gross ?? 'none')} journal ${str(r.journal_gross ?? 'none')}` });
   }
+  // Every reference of the per-call rows names a row that exists (no foreign keys check them per row: migration 0004).
+  const references = await db.query(
+    `SELECT 'holds.account_id' AS ref, h.id::text AS id, h.account_id AS target FROM holds h WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = h.account_id)
+     UNION ALL
+     SELECT 'journal.account_id', j.id::text, j.account_id FROM journal j WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = j.account_id)
+     UNION ALL
+     SELECT 'journal.hold_id', j.id::text, j.hold_id::text FROM journal j WHERE j.hold_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = j.hold_id AND h.account_id = j.account_id)
+     UNION ALL
+     SELECT 'earnings.hold_id', e.id::text, e.hold_id::text FROM earnings e WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = e.hold_id AND h.account_id = e.payer_account_id)`,
+  );
+  for (const r of references.rows) mismatches.push({ kind: 'reference', id: str(r.id), expected: `${str(r.ref)} names an existing row`, actual: `no row ${str(r.target)}` });
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,

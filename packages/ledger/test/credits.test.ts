@@ -248,6 +248,49 @@ describe('journal', () => {
     expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
   });
 
+  it('keeps every account and hold the journal names: no DELETE, TRUNCATE or change of key', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const { hold } = await t.ledger.hold(id, USD, { callId: 'kept', service: 'svc' });
+    for (const sql of [
+      `DELETE FROM accounts WHERE id = '${id}'`,
+      'TRUNCATE accounts CASCADE',
+      `DELETE FROM holds WHERE id = '${hold.id}'`,
+      'TRUNCATE holds CASCADE',
+      `UPDATE accounts SET id = 'someone-else' WHERE id = '${id}'`,
+      `UPDATE holds SET account_id = 'someone-else' WHERE id = '${hold.id}'`,
+    ]) {
+      await expect(t.ledger.db.query(sql), sql).rejects.toThrow(/referenced by the journal|never changes/);
+    }
+    await t.ledger.void(hold.id, 'done');
+    expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
+    expect((await t.ledger.verify()).ok).toBe(true);
+  });
+
+  it('lets verify() find a journal row, hold or earning that names a missing row', async () => {
+    const own = await openTestLedger();
+    try {
+      const id = accountId();
+      await own.ledger.openAccount(id);
+      const { hold } = await own.ledger.hold(id, USD, { callId: 'ref', service: 'svc' });
+      await own.ledger.post(hold.id, { publisherOwner: 'GPUBLISHER', service: 'svc', gross: USD });
+      expect((await own.ledger.verify()).ok).toBe(true);
+      // Written by hand, past the ledger's statements: a top-up to no account, a post of no hold.
+      await own.ledger.db.query(`INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ('ghost', 'topup', 1, 1, 0, 'by hand')`);
+      await own.ledger.db.query(
+        `INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id) VALUES ($1, 'void', 1, 0, 0, '00000000-0000-4000-8000-000000000000')`,
+        [id],
+      );
+      const report = await own.ledger.verify();
+      expect(report.ok).toBe(false);
+      const refs = report.mismatches.filter((m) => m.kind === 'reference');
+      expect(refs.map((m) => m.expected).sort()).toEqual(['journal.account_id names an existing row', 'journal.hold_id names an existing row']);
+      expect(refs.map((m) => m.actual).sort()).toEqual(['no row 00000000-0000-4000-8000-000000000000', 'no row ghost']);
+    } finally {
+      await own.dispose();
+    }
+  });
+
   it('lets verify() find a balance that no longer matches the journal', async () => {
     const id = accountId();
     await t.ledger.openAccount(id);

@@ -97,9 +97,27 @@ export async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await subtle().digest('SHA-256', bytes as BufferSource));
 }
 
-/** `n` bytes from the runtime's CSPRNG. */
+const RANDOM_POOL_BYTES = 4096;
+let randomPool = new Uint8Array(0);
+let randomOffset = 0;
+
+/**
+ * `n` bytes from the runtime's CSPRNG. Small requests (ids, nonces: one or
+ * more per paid call) are cut from a 4 KiB block drawn at once, as Node's
+ * `randomUUID` does; each byte is handed out once.
+ */
 export function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  globalThis.crypto.getRandomValues(out);
+  if (n > 256) {
+    const out = new Uint8Array(n);
+    globalThis.crypto.getRandomValues(out);
+    return out;
+  }
+  if (randomOffset + n > randomPool.length) {
+    randomPool = new Uint8Array(RANDOM_POOL_BYTES);
+    globalThis.crypto.getRandomValues(randomPool);
+    randomOffset = 0;
+  }
+  const out = randomPool.slice(randomOffset, randomOffset + n);
+  randomOffset += n;
   return out;
 }

@@ -6,10 +6,16 @@ for (let i = 0; i < B64.length; i++) B64_LOOKUP[B64.charCodeAt(i)] = i;
 B64_LOOKUP['-'.charCodeAt(0)] = 62;
 B64_LOOKUP['_'.charCodeAt(0)] = 63;
 
+const encoder = new TextEncoder();
+const strictDecoder = new TextDecoder('utf-8', { fatal: true });
+
 export const utf8 = {
-  encode: (text: string): Uint8Array => new TextEncoder().encode(text),
-  decode: (bytes: Uint8Array): string => new TextDecoder('utf-8', { fatal: true }).decode(bytes),
+  encode: (text: string): Uint8Array => encoder.encode(text),
+  decode: (bytes: Uint8Array): string => strictDecoder.decode(bytes),
 };
+
+/** Node's Buffer where there is one (its base64url is native code); edge runtimes use the loop below. */
+const NodeBuffer = (globalThis as { Buffer?: { from(b: ArrayBuffer, offset: number, length: number): { toString(encoding: 'base64url'): string } } }).Buffer;
 
 /** Standard base64 with padding. */
 export function base64Encode(bytes: Uint8Array): string {
@@ -32,6 +38,7 @@ export function base64Encode(bytes: Uint8Array): string {
 
 /** Unpadded base64url (RFC 4648 section 5). */
 export function base64UrlEncode(bytes: Uint8Array): string {
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength).toString('base64url');
   return base64Encode(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
