@@ -8,7 +8,11 @@ export interface Pending<I, O> {
 export interface BatchOptions {
   /** Most items in one statement (default 64). */
   maxSize?: number;
-  /** Batches running at once (default 2). While they run, new items queue up and go together. */
+  /**
+   * Batches running at once (default 1). While one runs, new items queue up and go together.
+   * Measured (`pnpm bench gateway`, 32 callers): 2 gave 968 calls/s and 0.48 ms of PostgreSQL CPU per
+   * call, 1 gave 1,077 calls/s and 0.36 ms, with a lower median latency (fewer, larger statements).
+   */
   maxInFlight?: number;
 }
 
@@ -29,7 +33,7 @@ export class Batcher<I, O> {
     options: BatchOptions = {},
   ) {
     this.maxSize = options.maxSize ?? 64;
-    this.maxInFlight = options.maxInFlight ?? 2;
+    this.maxInFlight = options.maxInFlight ?? 1;
   }
 
   submit(input: I): Promise<O> {
