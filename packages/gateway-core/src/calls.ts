@@ -264,8 +264,9 @@ export function createCalls(options: CallsOptions) {
     const ctx: ChargeContext = { amount: 0n, wallet: false };
     if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
     const t0 = performance.now();
-    const finish = (status: number, outcome: CallSummary['outcome'], paidWith: CallSummary['paidWith'], error?: string) =>
-      options.onFinished!({
+    // The summary is taken now and reported (log line, metrics) once the caller's answer is on its way.
+    const finish = (status: number, outcome: CallSummary['outcome'], paidWith: CallSummary['paidWith'], error?: string) => {
+      const summary: CallSummary = {
         callId,
         requestId,
         accountId: principal.user.id,
@@ -277,7 +278,9 @@ export function createCalls(options: CallsOptions) {
         totalMs: round(performance.now() - t0),
         steps: timeline.steps.map((x) => ({ name: x.name, status: x.status, durationMs: x.durationMs })),
         ...(error ? { error } : {}),
-      });
+      };
+      setImmediate(options.onFinished!, summary);
+    };
     try {
       const response = await charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
       const charged = response.status === 200;
