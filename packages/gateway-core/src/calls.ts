@@ -117,6 +117,9 @@ export interface CallSummary {
 }
 
 
+/** A certificate signed during the hold is sent when the hold took less than this; else one is signed anew. */
+const FRESH_CERTIFICATE_MS = 5_000;
+
 /** `mode` values of a call result (documented in docs/api.md). */
 export const CALL_MODES = { platformSigned: 'platform-signed', walletEscrow: 'wallet-escrow' } as const;
 
@@ -198,8 +201,18 @@ export function createCalls(options: CallsOptions) {
   }
 
 /** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
-  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined): Promise<{ text: string; json: unknown }> {
-    const { header } = await signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer);
+  /** The certificate for `amount`, signed once the event loop has sent what is queued (the hold's statement). */
+  function signSoon(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string): Promise<string> {
+    const signed = new Promise<string>((resolve, reject) => {
+      setImmediate(() => signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer).then((c) => resolve(c.header), reject));
+    });
+    // A call refused before it reaches the service never reads it.
+    signed.catch(() => undefined);
+    return signed;
+  }
+
+  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined, certificate?: Promise<string>): Promise<{ text: string; json: unknown }> {
+    const header = await (certificate ?? signSoon(svc, bodyBytes, amount, callId));
     let res;
     try {
       res = await request(svc.endpoint, {
@@ -315,6 +328,9 @@ export function createCalls(options: CallsOptions) {
     ctx.amount = amount;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
     const holdCredits = () => timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
+    // Signed while the hold's statement is at the database (the amount, the call id and the bytes are known).
+    const certificate = signSoon(svc, bodyBytes, amount, callId);
+    const signedAt = Date.now();
     let holdId: string;
     try {
       ({ holdId } = await holdCredits());
@@ -331,7 +347,7 @@ export function createCalls(options: CallsOptions) {
     try {
       await vetEndpoint(svc.endpoint);
       try {
-        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId), () => ({ endpoint: svc.endpoint }));
+        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId, Date.now() - signedAt < FRESH_CERTIFICATE_MS ? certificate : undefined), () => ({ endpoint: svc.endpoint }));
       } catch (err) {
         const quote = err instanceof UpstreamError ? err.quote : undefined;
         const ceiling = [svc.pricePerCall * BigInt(options.maxPriceMultiple), ...(maxCost !== undefined ? [maxCost] : [])].reduce((a, b) => (a < b ? a : b));
