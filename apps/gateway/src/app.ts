@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { jsonBody } from './body.js';
+import { API_BODY_LIMIT, jsonBody } from './body.js';
 import { callRoute } from './call-route.js';
 import { idempotencyKey, stringHeader } from './headers.js';
 import { bearerToken, browserPolicy } from './browser-policy.js';
-import { errorHandler, readCookies, route } from './http.js';
+import { errorHandler, readCookies, route, setSecurityHeaders } from './http.js';
+import { admit, principalForBearer } from './credentials.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
 import { mountContractRoutes } from './contract-routes.js';
@@ -69,12 +70,11 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.use(requestContext(core));
 
   app.use((_req, res, next) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'no-referrer');
+    setSecurityHeaders(res);
     next();
   });
 
-  const json = jsonBody({ limit: '1mb', strict: false });
+  const json = jsonBody({ limit: API_BODY_LIMIT, strict: false });
   const form = express.urlencoded({ extended: false, limit: '64kb' });
   const body = [json, form];
 
@@ -143,11 +143,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   // ---- credentials --------------------------------------------------------
   async function authenticate(req: Request): Promise<Principal> {
     const bearer = bearerToken(req);
-    if (bearer !== undefined) {
-      const principal = bearer ? await core.authenticateBearer(bearer) : undefined;
-      if (!principal) throw new GatewayError('UNAUTHENTICATED', 'invalid credential', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
-      return principal;
-    }
+    if (bearer !== undefined) return principalForBearer(core, bearer);
     const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
     if (token) browser.checkHost(req);
     const principal = token ? await core.accounts.fromSession(token) : undefined;
@@ -166,9 +162,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   v1.use((req: Request, _res: Response, next: NextFunction) => {
     authenticate(req)
       .then(async (principal) => {
-        await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
-        if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
-        core.checkOAuthAccess(principal, req.method, req.path);
+        await admit(core, principal, req.method, req.path);
         principals.set(req, principal);
         notePrincipal(req, principal);
         next();

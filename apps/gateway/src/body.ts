@@ -5,6 +5,10 @@ import express from 'express';
 export const MAX_JSON_DEPTH = 64;
 export const JSON_TOO_DEEP = `JSON nested too deeply (max depth ${MAX_JSON_DEPTH})`;
 export const MALFORMED_URL = 'malformed percent-encoding in the URL';
+export const INVALID_JSON = 'invalid JSON body';
+export const BODY_TOO_LARGE = 'request body too large';
+/** The JSON body limit of the API's routes (`/v1`, `/mcp`): 1 MiB. */
+export const API_BODY_LIMIT = 1024 * 1024;
 
 const OPEN_OBJECT = 0x7b;
 const OPEN_ARRAY = 0x5b;
@@ -38,7 +42,7 @@ export const JSON_NOT_UTF8 = 'JSON bodies must be UTF-8';
  * JSON is taken in UTF-8 only (RFC 8259 8.1): in UTF-16 a character such as U+2200 carries a quote byte and
  * would hide the nesting after it.
  */
-export function jsonBody(options: { limit: string; strict?: boolean }): express.RequestHandler {
+export function jsonBody(options: { limit: string | number; strict?: boolean }): express.RequestHandler {
   return express.json({
     ...options,
     verify: (_req: IncomingMessage, _res, buf: Buffer, encoding: string) => {
@@ -61,11 +65,11 @@ export function inputError(err: unknown): { status: number; message: string } | 
   const e = err as { type?: string; status?: number; expose?: boolean; message?: string } | undefined;
   switch (e?.type) {
     case 'entity.parse.failed':
-      return { status: 400, message: 'invalid JSON body' };
+      return { status: 400, message: INVALID_JSON };
     case 'entity.too.deep':
       return { status: 400, message: JSON_TOO_DEEP };
     case 'entity.too.large':
-      return { status: 413, message: 'request body too large' };
+      return { status: 413, message: BODY_TOO_LARGE };
     case 'charset.unsupported':
       return { status: 415, message: e.message === JSON_NOT_UTF8 ? JSON_NOT_UTF8 : 'unsupported body encoding' };
     case 'encoding.unsupported':

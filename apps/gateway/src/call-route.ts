@@ -1,14 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
-import { enforceRateLimit, GatewayError, HTTP_STATUS, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { JSON_TOO_DEEP, jsonTooDeep } from './body.js';
+import { GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_TOO_DEEP, jsonTooDeep } from './body.js';
 import { bearerToken } from './browser-policy.js';
+import { admit, principalForBearer } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
-import { recordRequest, REQUEST_ID } from './observability.js';
+import { gatewayErrorAnswer, setSecurityHeaders } from './http.js';
+import { recordRequest, requestIdFrom } from './observability.js';
 
-/** The JSON body limit of `POST /v1/call` (express's `1mb`). */
-export const CALL_BODY_LIMIT = 1024 * 1024;
 const CALL_ROUTE = '/v1/call';
 /** `application/json`, optionally with `charset=utf-8`: the only bodies this route reads itself. */
 const JSON_UTF8 = /^application\/json\s*(?:;\s*charset\s*=\s*(?:utf-8|"utf-8")\s*)?$/i;
@@ -49,11 +48,9 @@ export function callRoute(core: GatewayCore, trustProxy: (addr: string, i: numbe
   };
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const sent = req.headers['x-request-id'];
-    const requestId = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+    const requestId = requestIdFrom(req.headers);
     res.setHeader('X-Request-Id', requestId);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'no-referrer');
+    setSecurityHeaders(res);
     const t0 = performance.now();
     let principal: Principal | undefined;
     let refusedBy: string | undefined;
@@ -70,30 +67,21 @@ export function callRoute(core: GatewayCore, trustProxy: (addr: string, i: numbe
       });
     });
     try {
-      principal = await authenticate(req);
-      await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
-      if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
-      core.checkOAuthAccess(principal, 'POST', '/call');
+      principal = await principalForBearer(core, bearerToken(req) ?? null);
+      await admit(core, principal, 'POST', '/call');
       const body = await readJson(req);
       if ('error' in body) return send(res, body.status, JSON.stringify({ error: body.error }));
       const answer = await core.calls.call(principal, body.value, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId });
       send(res, answer.status, answer.json);
     } catch (err) {
       if (err instanceof GatewayError) {
-        if (err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string') refusedBy = err.data.rule;
-        for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-        return send(res, HTTP_STATUS[err.code], JSON.stringify({ error: err.message }));
+        const answer = gatewayErrorAnswer(err, res);
+        refusedBy = answer.rateLimitRule;
+        return send(res, answer.status, answer.body);
       }
       log('request failed', err);
       send(res, 500, '{"error":"internal error"}');
     }
-  }
-
-  async function authenticate(req: IncomingMessage): Promise<Principal> {
-    const bearer = bearerToken(req);
-    const principal = bearer ? await core.authenticateBearer(bearer) : undefined;
-    if (!principal) throw new GatewayError('UNAUTHENTICATED', 'invalid credential', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
-    return principal;
   }
 }
 
@@ -109,7 +97,7 @@ type BodyResult = { value: unknown } | { status: number; error: string };
 
 /**
  * The body as express's JSON parser (`jsonBody` in body.ts) takes it: at most
- * {@link CALL_BODY_LIMIT} bytes (a longer body is read off before the 413, as
+ * {@link API_BODY_LIMIT} bytes (a longer body is read off before the 413, as
  * the parser does), nesting checked on the bytes, a UTF-8 byte order mark
  * dropped, an empty body read as `{}`, anything JSON.parse refuses a 400.
  */
@@ -119,17 +107,17 @@ function readJson(req: IncomingMessage): Promise<BodyResult> {
     const tooLarge = (): void => {
       req.removeAllListeners('data');
       req.resume();
-      const done = () => resolve({ status: 413, error: 'request body too large' });
+      const done = () => resolve({ status: 413, error: BODY_TOO_LARGE });
       if (req.complete) done();
       else req.once('end', done).once('error', done);
     };
-    if (declared !== undefined && Number(declared) > CALL_BODY_LIMIT) return tooLarge();
+    if (declared !== undefined && Number(declared) > API_BODY_LIMIT) return tooLarge();
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > CALL_BODY_LIMIT) {
+      if (size > API_BODY_LIMIT) {
         settled = true;
         chunks.length = 0;
         return tooLarge();
@@ -151,7 +139,7 @@ function readJson(req: IncomingMessage): Promise<BodyResult> {
       try {
         resolve({ value: JSON.parse(buf.toString('utf8')) });
       } catch {
-        resolve({ status: 400, error: 'invalid JSON body' });
+        resolve({ status: 400, error: INVALID_JSON });
       }
     });
   });

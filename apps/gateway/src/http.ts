@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
 import { inputError } from './body.js';
@@ -28,15 +29,32 @@ export function readCookies(header: string | undefined): Record<string, string> 
   return out;
 }
 
+/** Headers every answer carries. */
+export function setSecurityHeaders(res: ServerResponse): void {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+}
+
+/**
+ * The answer to a {@link GatewayError}: its status from the code table, its
+ * headers set on `res`, the body `{ "error": message }`, and the rate-limit
+ * rule that refused the request, if one did (for the access log and metrics).
+ */
+export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse): { status: number; body: string; rateLimitRule: string | undefined } {
+  for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
+  const rule = err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string' ? err.data.rule : undefined;
+  return { status: HTTP_STATUS[err.code], body: JSON.stringify({ error: err.message }), rateLimitRule: rule };
+}
+
 /** The one error handler: `{ "error": message }` with the status of the code table. */
 export function errorHandler(log: (message: string, err: unknown) => void) {
   return (err: unknown, _req: Request, res: Response, _next: NextFunction): void => {
     if (res.headersSent) return;
     if (err instanceof GatewayError) {
+      const answer = gatewayErrorAnswer(err, res);
       // The access log counts refusals by rule (farebox_rate_limited_total).
-      if (err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string') res.locals.rateLimitRule = err.data.rule;
-      for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-      res.status(HTTP_STATUS[err.code]).json({ error: err.message });
+      if (answer.rateLimitRule !== undefined) res.locals.rateLimitRule = answer.rateLimitRule;
+      res.status(answer.status).type('application/json').send(answer.body);
       return;
     }
     const bad = inputError(err);

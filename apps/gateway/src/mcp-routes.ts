@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { inputError, jsonBody } from './body.js';
+import { API_BODY_LIMIT, inputError, jsonBody } from './body.js';
 import { bearerToken } from './browser-policy.js';
 import { enforceRateLimit, GatewayError, MCP_INSTRUCTIONS, registerGatewayMcpTools, type GatewayCore, type Principal } from '@farebox/gateway-core';
 
@@ -24,7 +24,7 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
   const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
   const oauth = core.oauth;
   const router = express.Router();
-  const json = jsonBody({ limit: '1mb' });
+  const json = jsonBody({ limit: API_BODY_LIMIT });
 
   const challenge = (error?: { code: string; description: string }) =>
     error ? `Bearer error="${error.code}", error_description="${error.description}", resource_metadata="${oauth.resourceMetadataUrl}"` : `Bearer resource_metadata="${oauth.resourceMetadataUrl}"`;

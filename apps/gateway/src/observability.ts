@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { safeEqual, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { bearerToken } from './browser-policy.js';
 
 /** `X-Request-Id` a caller may send: 1 to 128 visible characters of a safe set (anything else is replaced). */
-export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 const requestIds = new WeakMap<Request, string>();
+
+/** The caller's `X-Request-Id` when well-formed, else a new one. */
+export function requestIdFrom(headers: IncomingHttpHeaders): string {
+  const sent = headers['x-request-id'];
+  return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+}
 const principals = new WeakMap<Request, Principal>();
 
 /** The request's id: the caller's `X-Request-Id` when well-formed, else one made here. */
@@ -35,8 +41,7 @@ function routeOf(req: Request): string {
  */
 export function requestContext(core: GatewayCore) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    const sent = req.headers['x-request-id'];
-    const id = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+    const id = requestIdFrom(req.headers);
     requestIds.set(req, id);
     res.setHeader('X-Request-Id', id);
     const t0 = performance.now();

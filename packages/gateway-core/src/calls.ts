@@ -200,7 +200,6 @@ export function createCalls(options: CallsOptions) {
     }
   }
 
-/** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
   /** The certificate for `amount`, signed once the event loop has sent what is queued (the hold's statement). */
   function signSoon(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string): Promise<string> {
     const signed = new Promise<string>((resolve, reject) => {
@@ -211,6 +210,7 @@ export function createCalls(options: CallsOptions) {
     return signed;
   }
 
+  /** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
   async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined, certificate?: Promise<string>): Promise<{ text: string; json: unknown }> {
     const header = await (certificate ?? signSoon(svc, bodyBytes, amount, callId));
     let res;
