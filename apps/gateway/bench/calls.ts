@@ -69,7 +69,17 @@ function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined, ceil
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
     const pid = Number(entry);
-    if (gatewayPids.includes(pid)) add('gateway', seconds);
+    if (gatewayPids.includes(pid)) {
+      add('gateway', seconds);
+      // Its event loop alone (the main thread): what bounds one gateway's calls per second.
+      try {
+        const main = readFileSync(`/proc/${entry}/task/${entry}/stat`, 'utf8');
+        const f = main.slice(main.lastIndexOf(')') + 2).split(' ');
+        add('gateway event loop', (Number(f[11]) + Number(f[12])) / 100);
+      } catch {
+        // exited between the two reads
+      }
+    }
     else if (pid === devnetPid) add('devnet', seconds);
     else if (pid === ceilingPid) add('debit server', seconds);
     else if (pid === process.pid) add('load generator + no-op service', seconds);
@@ -102,28 +112,50 @@ function pct(sorted: number[], p: number) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function load(pool: Pool, path: string, headersFor: (i: number) => Record<string, string>, body: (i: number) => string, concurrency: number, durationMs: number) {
+/** Busy and total CPU ticks of the whole machine so far (Linux /proc/stat; undefined elsewhere). */
+function machineTicks(): { busy: number; total: number } | undefined {
+  if (!existsSync('/proc/stat')) return undefined;
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  // idle and iowait: time no process could use.
+  return { busy: total - cpu[3]! - cpu[4]!, total };
+}
+
+async function load(pool: Pool, path: string, headersFor: (i: number) => Record<string, string>, body: (i: number) => string, concurrency: number, durationMs: number, steps?: Map<string, number[]>) {
   const lat: number[] = [];
   let errors = 0;
   let n = 0;
   const end = Date.now() + durationMs;
   const started = performance.now();
+  const ticks0 = machineTicks();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (Date.now() < end) {
         const i = n++;
         const t0 = performance.now();
         const res = await pool.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headersFor(i) }, body: body(i) });
-        await res.body.dump();
+        // One answer in 16 is read for its trace: where a call's time goes under load.
+        if (steps && i % 16 === 0 && res.statusCode === 200) addSteps(steps, await res.body.text());
+        else await res.body.dump();
         if (res.statusCode !== 200) errors++;
         lat.push(performance.now() - t0);
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const ticks1 = machineTicks();
   lat.sort((a, b) => a - b);
-  return { rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, n: lat.length };
+  const busy = ticks0 && ticks1 ? (ticks1.busy - ticks0.busy) / (ticks1.total - ticks0.total) : NaN;
+  return { rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, n: lat.length, busy };
 }
+
+function addSteps(steps: Map<string, number[]>, text: string) {
+  for (const step of (JSON.parse(text) as { trace: { steps: Array<{ name: string; durationMs: number }> } }).trace.steps) {
+    (steps.get(step.name) ?? steps.set(step.name, []).get(step.name)!).push(step.durationMs);
+  }
+}
+
+const stepMedians = (steps: Map<string, number[]>) => [...steps].map(([name, v]) => [name, pct(v.sort((a, b) => a - b), 50)] as const);
 
 interface Seq {
   p50: number;
@@ -142,16 +174,12 @@ async function sequential(targets: Array<{ pool: Pool; path: string; headers: Re
       const res = await t.pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: t.body });
       const text = await res.body.text();
       lat[i]!.push(performance.now() - t0);
-      if (t.steps && res.statusCode === 200) {
-        for (const step of (JSON.parse(text) as { trace: { steps: Array<{ name: string; durationMs: number }> } }).trace.steps) {
-          (steps.get(step.name) ?? steps.set(step.name, []).get(step.name)!).push(step.durationMs);
-        }
-      }
+      if (t.steps && res.statusCode === 200) addSteps(steps, text);
     }
   }
   return targets.map((t, i) => {
     const xs = lat[i]!.sort((a, b) => a - b);
-    return { p50: pct(xs, 50), p99: pct(xs, 99), stepP50: t.steps ? [...steps].map(([name, v]) => [name, pct(v.sort((a, b) => a - b), 50)] as const) : [] };
+    return { p50: pct(xs, 50), p99: pct(xs, 99), stepP50: t.steps ? stepMedians(steps) : [] };
   });
 }
 
@@ -316,9 +344,10 @@ try {
   const ceilingRuns: Run[] = [];
   const cpuGw = new Map<string, number>();
   const cpuCeiling = new Map<string, number>();
+  const loadSteps = new Map<string, number[]>();
   for (let r = 0; r < ROUNDS; r++) {
     let before = cpuNow();
-    runs.push(await load(pools[0]!, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS));
+    runs.push(await load(pools[0]!, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS, loadSteps));
     addInto(cpuGw, cpuDelta(before, cpuNow()));
     if (!ceiling) continue;
     before = cpuNow();
@@ -360,6 +389,7 @@ try {
     console.log(`  bare debit          p50 ${f(seqCeiling.p50)} ms p99 ${f(seqCeiling.p99)} ms; added/bare debit ${(added / seqCeiling.p50).toFixed(2)}x (target added <= 2 ms or <= 3x: ${added <= 2 || added <= 3 * seqCeiling.p50 ? 'met' : 'not met'})`);
   }
   console.log(`one gateway         ${one.rps.toFixed(0)} calls/s median of ${ROUNDS} runs (${runs.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(one.p50)} ms, p99 ${f(one.p99)} ms, ${runs.reduce((a, r) => a + r.errors, 0)} errors)`);
+  console.log(`  steps p50 (load)    ${stepMedians(loadSteps).map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; machine busy ${runs.map((r) => `${(r.busy * 100).toFixed(0)}%`).join(', ')} (ceiling ${ceilingRuns.map((r) => `${(r.busy * 100).toFixed(0)}%`).join(', ')})`);
   if (top) {
     console.log(`ceiling             ${top.rps.toFixed(0)} debits/s median of ${ROUNDS} runs (${ceilingRuns.map((r) => r.rps.toFixed(0)).join(', ')}) (p50 ${f(top.p50)} ms, p99 ${f(top.p99)} ms, ${ceilingRuns.reduce((a, r) => a + r.errors, 0)} errors)`);
     console.log(`  gateway/ceiling     ${(one.rps / top.rps).toFixed(2)} (target >= 0.40: ${one.rps / top.rps >= 0.4 ? 'met' : 'not met'})`);

@@ -138,6 +138,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       search.attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();
+      await infra.certificateSigner.close();
       await manifests.close();
       accounts.close();
       redis?.disconnect();

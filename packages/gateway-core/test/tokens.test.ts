@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hashPassword, verifyPassword } from '../src/auth/passwords.js';
-import { generateApiKey, hashToken, isWellFormedApiKey } from '../src/auth/tokens.js';
+import { API_KEY_PREFIX, generateApiKey, hashToken, isWellFormedApiKey } from '../src/auth/tokens.js';
 
 describe('API keys', () => {
   it('are sk_live_ + 43 base62 characters + a 6-character checksum', () => {
@@ -16,6 +16,20 @@ describe('API keys', () => {
     const typo = key.slice(0, i) + (key[i] === 'a' ? 'b' : 'a') + key.slice(i + 1);
     expect(isWellFormedApiKey(typo)).toBe(false);
     expect(isWellFormedApiKey('sk_live_short')).toBe(false);
+  });
+
+  it('made by earlier releases stay well-formed (the same CRC-32 checksum)', () => {
+    // Bodies and the checksums the first release computed for them (assembled here: no key-shaped literal).
+    const made = [
+      ['0'.repeat(43), '2CZclj'],
+      [`${'Farebox'.repeat(6)}x`, '4NPCUm'],
+      [`${'zZ9'.repeat(14)}q`, '2tLD1J'],
+      [`${'0'.repeat(42)}A`, '1kCDdV'],
+    ];
+    for (const [body, sum] of made) {
+      expect(isWellFormedApiKey(`${API_KEY_PREFIX}${body}${sum}`)).toBe(true);
+      expect(isWellFormedApiKey(`${API_KEY_PREFIX}${body}${sum!.slice(0, 5)}0`)).toBe(false);
+    }
   });
 
   it('are unique and hashed with SHA-256', () => {

@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createEd25519Signer, type Ed25519Signer } from '@farebox/protocol';
+import { createThreadedEd25519Signer } from '@farebox/protocol/signing-thread';
 import { Keypair, TransactionBuilder, FeeBumpTransaction, Transaction } from '@stellar/stellar-sdk';
 import { WalletError } from './errors.js';
 import type { TransactionSigner, WalletProvider } from './port.js';
@@ -23,8 +24,13 @@ export interface LocalKeystore extends WalletProvider {
   import(ref: string, secret: string): Promise<string>;
   /** A transaction signer for `ref`'s wallet. */
   signer(ref: string): Promise<TransactionSigner>;
-  /** An Ed25519 signer for raw messages (the platform's certificate key); it holds a key object, not the seed. */
-  ed25519Signer(ref: string): Promise<Ed25519Signer>;
+  /**
+   * An Ed25519 signer for raw messages (the platform's certificate key); it
+   * holds a key object, not the seed. With `thread: true` it signs on a worker
+   * thread (off the event loop, on machines with more than one core); `close`
+   * stops that thread.
+   */
+  ed25519Signer(ref: string, options?: { thread?: boolean }): Promise<Ed25519Signer & { close(): Promise<void> }>;
 }
 
 function parseKey(key: Uint8Array | string): Buffer {
@@ -153,9 +159,11 @@ export async function createLocalKeystore(options: LocalKeystoreOptions = {}): P
       const rec = await recordFor(ref);
       return { publicKey: rec.address, signTransaction: (xdr, passphrase) => sign(rec.address, xdr, passphrase) };
     },
-    async ed25519Signer(ref) {
+    async ed25519Signer(ref, options = {}) {
       const kp = open(await recordFor(ref));
-      return createEd25519Signer(kp.secret());
+      if (options.thread) return createThreadedEd25519Signer(kp.secret());
+      const signer = await createEd25519Signer(kp.secret());
+      return { publicKey: signer.publicKey, sign: signer.sign, close: async () => undefined };
     },
   };
 }

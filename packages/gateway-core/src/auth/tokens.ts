@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -12,17 +13,15 @@ function base62(bytes: Uint8Array): string {
   return out;
 }
 
-function crc32(text: string): number {
-  let crc = 0xffffffff;
-  for (const byte of Buffer.from(text)) {
-    crc ^= byte;
-    for (let i = 0; i < 8; i++) crc = (crc >>> 1) ^ (0xedb88320 & -(crc & 1));
-  }
-  return (crc ^ 0xffffffff) >>> 0;
-}
-
+/** The 6-character base62 CRC-32 of a key's body (zlib's CRC-32: checked on every authenticated request). */
 function checksum(body: string): string {
-  return base62(Uint8Array.from(Buffer.from(crc32(body).toString(16).padStart(8, '0'), 'hex'))).padStart(6, '0');
+  let n = crc32(body);
+  let out = '';
+  while (n > 0) {
+    out = BASE62[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out.padStart(6, '0');
 }
 
 /** API keys: `sk_live_` + base62 of 32 random bytes (43 chars) + a 6-char base62 CRC32 checksum. */

@@ -34,7 +34,8 @@ export interface Infrastructure {
   ledger: Ledger;
   wallets: LocalKeystore;
   treasuryAddress: string;
-  certificateSigner: Ed25519Signer;
+  /** Signs call certificates on a worker thread (one per paid call, off the event loop). */
+  certificateSigner: Ed25519Signer & { close(): Promise<void> };
   network: NetworkConfig;
   registry: RegistryClient;
   chain: StellarAccounts;
@@ -70,7 +71,7 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
   if (env.FAREBOX_TREASURY_SECRET) await wallets.import('platform:treasury', env.FAREBOX_TREASURY_SECRET);
   await wallets.create('platform:certificate');
   const treasuryAddress = await wallets.create('platform:treasury');
-  const certificateSigner = await wallets.ed25519Signer('platform:certificate');
+  const certificateSigner = await wallets.ed25519Signer('platform:certificate', { thread: true });
 
   const network = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
   const registry = createRegistryClient(network);
