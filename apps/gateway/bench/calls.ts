@@ -164,14 +164,15 @@ interface Seq {
 }
 
 /** One request to each target in turn, repeated for `durationMs`: paired samples of sequential latency. */
-async function sequential(targets: Array<{ pool: Pool; path: string; headers: Record<string, string>; body: string; steps?: boolean }>, durationMs: number): Promise<Seq[]> {
+async function sequential(targets: Array<{ pool: Pool; path: string; headers: Record<string, string> | (() => Record<string, string>); body: string; steps?: boolean }>, durationMs: number): Promise<Seq[]> {
   const lat = targets.map(() => [] as number[]);
   const steps = new Map<string, number[]>();
   const end = Date.now() + durationMs;
   while (Date.now() < end) {
     for (const [i, t] of targets.entries()) {
       const t0 = performance.now();
-      const res = await t.pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: t.body });
+      const headers = typeof t.headers === 'function' ? t.headers() : t.headers;
+      const res = await t.pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...headers }, body: t.body });
       const text = await res.body.text();
       lat[i]!.push(performance.now() - t0);
       if (t.steps && res.statusCode === 200) addSteps(steps, text);
@@ -323,19 +324,22 @@ try {
   await load(direct, '/', () => ({}), () => '{}', 8, 500);
   if (ceiling) await load(ceiling, '/', byAccount, () => '{}', 8, 1000);
 
-  // Sequential latency, one caller: a gateway call, a bare debit and a direct
-  // service request in turn, so all three see the same moment of this shared
-  // machine (measured apart, one of them may fall in a busy second).
+  // Sequential latency, one caller: a gateway call, a direct service request,
+  // a bare debit and a call with an Idempotency-Key in turn, so all see the
+  // same moment of this shared machine (measured apart, one of them may fall
+  // in a busy second).
+  let keyed = 0;
   const seq = await sequential(
     [
       { pool: pools[0]!, path: '/v1/call', headers: byKey(0), body: callBody(), steps: true },
       { pool: direct, path: '/', headers: {}, body: '{}' },
+      { pool: pools[0]!, path: '/v1/call', headers: () => ({ ...byKey(1), 'idempotency-key': `bench-${process.pid}-${keyed++}` }), body: callBody() },
       ...(ceiling ? [{ pool: ceiling, path: '/', headers: byAccount(0), body: '{}' }] : []),
     ],
     4000,
   );
-  const [seqGw, seqDirect] = seq as [Seq, Seq];
-  const seqCeiling = seq[2];
+  const [seqGw, seqDirect, seqKeyed] = seq as [Seq, Seq, Seq];
+  const seqCeiling = seq[3];
   // Throughput on these shared cores moves by a quarter from one run to the
   // next: three runs of each, the gateway and the ceiling taking turns, and
   // the median is the figure.
@@ -384,6 +388,7 @@ try {
   const added = seqGw.p50 - seqDirect.p50;
   console.log(`database: ${dbUrl ? 'PostgreSQL' : 'PGlite (PostgreSQL not reachable)'}; rate limits: ${redisUp ? 'Redis' : 'memory'}; concurrency ${CONCURRENCY}; ${ACCOUNTS} accounts; ${DURATION_MS} ms per run; gateway ${main} NODE_ENV=production`);
   console.log(`sequential latency  gateway p50 ${f(seqGw.p50)} ms p99 ${f(seqGw.p99)} ms | direct p50 ${f(seqDirect.p50)} ms p99 ${f(seqDirect.p99)} ms | added p50 ${f(added)} ms`);
+  console.log(`  with a key          p50 ${f(seqKeyed.p50)} ms p99 ${f(seqKeyed.p99)} ms (Idempotency-Key: the claim and the stored answer too)`);
   console.log(`  steps p50           ${seqGw.stepP50.map(([k, v]) => `${k} ${f(v)}`).join(', ')} ms; the rest is authentication, rate limit and HTTP`);
   if (seqCeiling) {
     console.log(`  bare debit          p50 ${f(seqCeiling.p50)} ms p99 ${f(seqCeiling.p99)} ms; added/bare debit ${(added / seqCeiling.p50).toFixed(2)}x (target added <= 2 ms or <= 3x: ${added <= 2 || added <= 3 * seqCeiling.p50 ? 'met' : 'not met'})`);

@@ -201,10 +201,9 @@ export class HoldBook {
   }
 
   private async holdOne({ accountId, amount, callId, service, key, timeoutMs }: HoldInput): Promise<HoldResult> {
-    if (key !== null) {
-      const existing = await this.liveHoldByKey(accountId, key);
-      if (existing) return existing;
-    }
+    // A key's live hold is found by the unique index (the statement fails as a
+    // whole, debit included) or, when the credits no longer cover a second
+    // one, by the lookup below: one round trip when the key is new.
     let rows: Row[];
     try {
       ({ rows } = await this.db.query(this.holdSql, [accountId, amount.toString(), callId, service, key, timeoutMs]));
@@ -217,6 +216,10 @@ export class HoldBook {
     }
     const row = rows[0];
     if (!row) {
+      if (key !== null) {
+        const existing = await this.liveHoldByKey(accountId, key);
+        if (existing) return existing;
+      }
       const { rows: acct } = await this.db.query('SELECT balance FROM accounts WHERE id = $1', [accountId]);
       const found = acct[0];
       if (!found) throw new LedgerError('ACCOUNT_NOT_FOUND', 'account not found', { accountId });

@@ -27,6 +27,21 @@ export function hashRequest(request: unknown): string {
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
 
+const claimSql = (commit: string) => `
+INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until)
+SELECT $1, $2, $3, 'in_progress', now() + make_interval(secs => $4::float8 / 1000)${commit}
+ON CONFLICT (account_id, key) DO NOTHING RETURNING attempt`;
+const CLAIM_SQL = claimSql('');
+/**
+ * On a PostgreSQL server the claim commits without waiting for its WAL flush
+ * (its own transaction only), as a hold does: nothing is answered before the
+ * completion's durable commit, and PostgreSQL flushes the log in order, so
+ * that commit (or any durable one the operation makes) flushes the claim
+ * first. A claim lost with a server crash leaves nothing done under it that
+ * was not lost too; the retry claims the key anew.
+ */
+const CLAIM_SQL_ASYNC = claimSql(`\nWHERE (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`);
+
 export async function withIdempotency<T>(
   db: Database,
   accountId: string,
@@ -42,12 +57,7 @@ export async function withIdempotency<T>(
   const waitMs = options.waitMs ?? 0;
   const started = Date.now();
   for (;;) {
-    const inserted = await db.query(
-      `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until)
-       VALUES ($1, $2, $3, 'in_progress', now() + make_interval(secs => $4::float8 / 1000))
-       ON CONFLICT (account_id, key) DO NOTHING RETURNING attempt`,
-      [accountId, key, requestHash, leaseMs],
-    );
+    const inserted = await db.query(db.kind === 'postgres' ? CLAIM_SQL_ASYNC : CLAIM_SQL, [accountId, key, requestHash, leaseMs]);
     let attempt: number | undefined = inserted.rows[0] ? Number(inserted.rows[0].attempt) : undefined;
     if (attempt === undefined) {
       const { rows } = await db.query('SELECT request_hash, state, response FROM idempotency_keys WHERE account_id = $1 AND key = $2', [accountId, key]);

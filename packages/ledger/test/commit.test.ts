@@ -48,5 +48,13 @@ it('leaves every other statement durable: after single and batched holds the ses
   expect(posted.applied).toBe(true);
   for (const r of burst) await ledger.void(r.hold.id, 'test');
   expect(await commitMode()).toBe('on');
+  // An idempotency claim (asynchronous commit on a server, like a hold) and a keyed hold leave it so too.
+  const claimed = await ledger.withIdempotency('commit_a', 'k-commit', 'h', async () => {
+    expect(await commitMode()).toBe('on');
+    return (await ledger.hold('commit_a', 10n, { callId: 'k1', service: 's', idempotencyKey: 'k-commit' })).hold.id;
+  });
+  expect(claimed.replayed).toBe(false);
+  expect(await commitMode()).toBe('on');
+  expect((await ledger.withIdempotency('commit_a', 'k-commit', 'h', async () => 'again')).response).toBe(claimed.response);
   expect((await ledger.verify()).ok).toBe(true);
 });

@@ -148,4 +148,21 @@ describe('withIdempotency', () => {
     expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
     expect((await t.ledger.verify()).mismatches).toEqual([]);
   });
+
+  it('takes over a crashed attempt whose hold took the last credits: the hold is reused, not refused for credits', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    await t.ledger.db.query(
+      `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until) VALUES ($1, 'key-8', $2, 'in_progress', now() - interval '1 second')`,
+      [id, hashRequest({ service: 'echo', payload: {} })],
+    );
+    const crashed = await t.ledger.hold(id, USD, { callId: 'key-8', service: 'echo', idempotencyKey: 'key-8' });
+    await t.ledger.hold(id, SIGNUP_CREDIT - USD, { callId: 'other', service: 'echo' });
+    expect((await t.ledger.balance(id)).balance).toBe(0n);
+    const call = paidCall(t.ledger, id, 'key-8', { service: 'echo', payload: {} }, async () => 'served');
+    const result = await call.run();
+    expect(result.response.status).toBe(200);
+    expect((await t.ledger.getHold(crashed.hold.id)).state).toBe('posted');
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
 });
