@@ -41,6 +41,15 @@ function paidCall(ledger: Ledger, account: string, key: string, body: { service:
   return { run, runs: () => runs };
 }
 
+/** A crashed attempt of `paidCall` for `{ service: 'echo', payload: {} }`: its key in progress past its lease, its hold pending, nothing else. */
+async function crashedAttempt(account: string, key: string) {
+  await t.ledger.db.query(
+    `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until) VALUES ($1, $2, $3, 'in_progress', now() - interval '1 second')`,
+    [account, key, hashRequest({ service: 'echo', payload: {} })],
+  );
+  return t.ledger.hold(account, USD, { callId: key, service: 'echo', idempotencyKey: key });
+}
+
 describe('withIdempotency', () => {
   it('charges once and replays the first response on retry', async () => {
     const id = accountId();
@@ -135,12 +144,7 @@ describe('withIdempotency', () => {
   it('takes over an attempt that crashed after its hold, reusing that hold instead of charging twice', async () => {
     const id = accountId();
     await t.ledger.openAccount(id);
-    // A crashed attempt: key in progress and its hold pending, nothing else.
-    await t.ledger.db.query(
-      `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until) VALUES ($1, 'key-7', $2, 'in_progress', now() - interval '1 second')`,
-      [id, hashRequest({ service: 'echo', payload: {} })],
-    );
-    const crashed = await t.ledger.hold(id, USD, { callId: 'key-7', service: 'echo', idempotencyKey: 'key-7' });
+    const crashed = await crashedAttempt(id, 'key-7');
     const call = paidCall(t.ledger, id, 'key-7', { service: 'echo', payload: {} }, async () => 'served');
     const result = await call.run();
     expect(result.response.status).toBe(200);
@@ -152,11 +156,7 @@ describe('withIdempotency', () => {
   it('takes over a crashed attempt whose hold took the last credits: the hold is reused, not refused for credits', async () => {
     const id = accountId();
     await t.ledger.openAccount(id);
-    await t.ledger.db.query(
-      `INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until) VALUES ($1, 'key-8', $2, 'in_progress', now() - interval '1 second')`,
-      [id, hashRequest({ service: 'echo', payload: {} })],
-    );
-    const crashed = await t.ledger.hold(id, USD, { callId: 'key-8', service: 'echo', idempotencyKey: 'key-8' });
+    const crashed = await crashedAttempt(id, 'key-8');
     await t.ledger.hold(id, SIGNUP_CREDIT - USD, { callId: 'other', service: 'echo' });
     expect((await t.ledger.balance(id)).balance).toBe(0n);
     const call = paidCall(t.ledger, id, 'key-8', { service: 'echo', payload: {} }, async () => 'served');

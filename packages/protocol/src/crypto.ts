@@ -17,7 +17,8 @@ const nodeCrypto: NodeCrypto | undefined = (() => {
 
 const PKCS8_ED25519_PREFIX = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
 
-function pkcs8FromSeed(seed: Uint8Array): Uint8Array {
+/** PKCS#8 DER of an Ed25519 key from its 32-byte seed (also the signing thread's key; not exported from the package). */
+export function pkcs8FromSeed(seed: Uint8Array): Uint8Array {
   const der = new Uint8Array(PKCS8_ED25519_PREFIX.length + 32);
   der.set(PKCS8_ED25519_PREFIX);
   der.set(seed, PKCS8_ED25519_PREFIX.length);

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { createEd25519Signer, type Ed25519Signer } from '../crypto.js';
+import { createEd25519Signer, pkcs8FromSeed, type Ed25519Signer } from '../crypto.js';
 import { decodeStrKey } from '../strkey.js';
 
 // Ed25519 signing on a worker thread (Node only). A platform signs one
@@ -28,8 +28,6 @@ parentPort.on('message', (m) => {
 });
 `;
 
-const PKCS8_ED25519_PREFIX = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
-
 /** An {@link Ed25519Signer} whose signatures are made on a worker thread; `close` stops the thread. */
 export interface ThreadedEd25519Signer extends Ed25519Signer {
   /** Whether signatures are made on a thread (false: inline, on a one-core machine). */
@@ -50,7 +48,7 @@ export interface ThreadedEd25519Signer extends Ed25519Signer {
 export async function createThreadedEd25519Signer(secretSeed: string, options: { thread?: boolean } = {}): Promise<ThreadedEd25519Signer> {
   const inline = await createEd25519Signer(secretSeed);
   if (!(options.thread ?? availableParallelism() > 1)) return { publicKey: inline.publicKey, sign: inline.sign, threaded: false, close: async () => undefined };
-  const der = Uint8Array.from([...PKCS8_ED25519_PREFIX, ...decodeStrKey('secretSeed', secretSeed)]);
+  const der = pkcs8FromSeed(decodeStrKey('secretSeed', secretSeed));
   const pending = new Map<number, { resolve(signature: Uint8Array): void; reject(error: Error): void }>();
   let worker: Worker | undefined;
   let nextId = 0;
