@@ -7,6 +7,10 @@
 //   and the no-op service run here. Prints medians, p99, calls/s and ratios.
 //   BENCH_GATEWAY_MAIN=<another checkout>/apps/gateway/dist/main.js benches that
 //   build instead (before/after on the same machine, docs/performance.md).
+//   BENCH_COMPARE_MAIN=<another build's dist/main.js> runs that build beside
+//   this one and only compares throughput, in turns of DURATION_MS (ABBA order,
+//   ROUNDS * 2 turns each): on a shared machine whose speed drifts by a quarter
+//   from one minute to the next, interleaved turns see the same moments.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -200,9 +204,10 @@ const redisUp = await fetch('http://127.0.0.1:6379').then(() => true, (e: { caus
 const schema = `bench_${process.pid}`;
 // As deployed: the built output (`pnpm build`), no source transpiler.
 const main = process.env.BENCH_GATEWAY_MAIN ?? fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const compareMain = process.env.BENCH_COMPARE_MAIN;
 const devnetCli = fileURLToPath(new URL('../../../packages/devnet/dist/cli.js', import.meta.url));
 const debitServer = fileURLToPath(new URL('./debit-server.mjs', import.meta.url));
-for (const file of [main, devnetCli]) {
+for (const file of [main, devnetCli, ...(compareMain ? [compareMain] : [])]) {
   if (!existsSync(file)) {
     console.error(`${file} is missing: run pnpm build first (the bench runs the built gateway)`);
     process.exit(1);
@@ -247,10 +252,10 @@ for (let i = 0; i < 100; i++) {
 }
 const devnetUrl = `http://127.0.0.1:${devnetPort}`;
 
-async function startInstance(logLevel = 'info'): Promise<string> {
+async function startInstance(logLevel = 'info', entry = main): Promise<string> {
   const port = await freePort();
   const extra = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
-  const child = spawn(process.execPath, [...extra, main], {
+  const child = spawn(process.execPath, [...extra, entry], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',
@@ -274,6 +279,17 @@ async function startInstance(logLevel = 'info'): Promise<string> {
   children.push(child);
   gatewayPids.push(child.pid!);
   return waitLine(child, /Farebox gateway\s+(\S+)/);
+}
+
+async function cleanUp() {
+  for (const c of children) c.kill('SIGTERM');
+  noop.close();
+  if (dbUrl) {
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.end();
+  }
 }
 
 try {
@@ -321,6 +337,35 @@ try {
     request: (opts: Parameters<Pool['request']>[0]) => ps[Math.floor(Math.random() * ps.length)]!.request(opts),
   }) as unknown as Pool;
   await load(pools[0]!, '/v1/call', byKey, callBody, 8, 1500);
+
+  if (compareMain) {
+    const otherUrl = await startInstance('info', compareMain);
+    await waitCatalog(otherUrl);
+    const other = new Pool(otherUrl, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
+    await load(other, '/v1/call', byKey, callBody, 8, 1500);
+    const builds = [
+      { name: 'this build', pool: pools[0]!, pid: gatewayPids[0]!, runs: [] as Array<Awaited<ReturnType<typeof load>>>, cpu: 0 },
+      { name: `other (${compareMain})`, pool: other, pid: gatewayPids.at(-1)!, runs: [] as Array<Awaited<ReturnType<typeof load>>>, cpu: 0 },
+    ];
+    const cpuOf = (pid: number) => cpuByProcess([pid], undefined).get('gateway') ?? NaN;
+    for (let turn = 0; turn < ROUNDS * 4; turn++) {
+      const b = builds[[0, 1, 1, 0][turn % 4]!]!;
+      const before = cpuOf(b.pid);
+      b.runs.push(await load(b.pool, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS));
+      b.cpu += cpuOf(b.pid) - before;
+    }
+    const mid = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    for (const b of builds) {
+      const calls = b.runs.reduce((a, r) => a + r.n, 0);
+      console.log(`${b.name.padEnd(12)} ${mid(b.runs.map((r) => r.rps)).toFixed(0)} calls/s median of ${b.runs.length} turns (${b.runs.map((r) => r.rps.toFixed(0)).join(', ')}); p50 ${mid(b.runs.map((r) => r.p50)).toFixed(2)} ms; gateway CPU ${((b.cpu * 1000) / calls).toFixed(2)} ms per call`);
+    }
+    const paired = builds[0]!.runs.map((r, i) => r.rps / builds[1]!.runs[i]!.rps);
+    console.log(`this/other  ${mid(paired).toFixed(3)} median of ${paired.length} paired turns (${paired.map((x) => x.toFixed(2)).join(', ')})`);
+    await other.close();
+    await pools[0]!.close();
+    await cleanUp();
+    process.exit(0);
+  }
   await load(direct, '/', () => ({}), () => '{}', 8, 500);
   if (ceiling) await load(ceiling, '/', byAccount, () => '{}', 8, 1000);
 
@@ -411,12 +456,5 @@ try {
   await direct.close();
   await ceiling?.close();
 } finally {
-  for (const c of children) c.kill('SIGTERM');
-  noop.close();
-  if (dbUrl) {
-    const c = new pg.Client({ connectionString: dbUrl });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await c.end();
-  }
+  await cleanUp();
 }

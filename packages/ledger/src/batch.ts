@@ -17,14 +17,22 @@ export interface BatchOptions {
 }
 
 /**
- * Group commit with natural batching: an item goes out at once when fewer
- * than `maxInFlight` batches are running, so a lone call waits for nothing;
- * under load, items that arrive while batches run are sent together, one
- * statement and one durable commit for all of them.
+ * Group commit with natural batching: what is submitted goes out at the end
+ * of the event loop's current turn (`setImmediate`) when fewer than
+ * `maxInFlight` batches are running, so a lone call waits for no window, and
+ * the calls of one burst (the answers of one batch, the requests of one read
+ * of the sockets) go together instead of the first alone and the rest after
+ * it. Under load, items that arrive while batches run are sent together when
+ * one finishes: one statement and one durable commit for all of them.
+ * Measured (`pnpm bench gateway` with BENCH_COMPARE_MAIN, 32 callers): sending
+ * the first item of a burst at once made half the statements single items;
+ * with the turn, holds go 9.4 to a statement instead of 5.8, posts 10 instead
+ * of 7.9, and a call costs the gateway 0.51 ms of CPU instead of 0.61.
  */
 export class Batcher<I, O> {
   private readonly queue: Array<Pending<I, O>> = [];
   private inFlight = 0;
+  private scheduled = false;
   private readonly maxSize: number;
   private readonly maxInFlight: number;
 
@@ -39,6 +47,16 @@ export class Batcher<I, O> {
   submit(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ input, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Sends what is queued once the current turn of the event loop has submitted all it will. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
       this.pump();
     });
   }
@@ -53,7 +71,7 @@ export class Batcher<I, O> {
         })
         .finally(() => {
           this.inFlight--;
-          this.pump();
+          this.schedule();
         });
     }
   }

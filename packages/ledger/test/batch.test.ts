@@ -3,10 +3,10 @@ import { Ledger, LedgerError, SIGNUP_CREDIT, openDatabase } from '@farebox/ledge
 import type { Database, HoldResult } from '@farebox/ledger';
 import { accountId, databaseUrl, onPostgres, openTestLedger, type TestLedger } from './helpers.js';
 
-// Group commit: holds and posts submitted while others are being written go
-// out together. One batch in flight makes the grouping deterministic: the
-// first item of a burst goes alone, everything submitted meanwhile goes next,
-// as one statement.
+// Group commit: holds and posts submitted in the same turn of the event loop,
+// or while others are being written, go out together. One batch in flight
+// makes the grouping deterministic: a burst goes as one statement, and
+// everything submitted while it runs goes next, as one statement.
 let t: TestLedger;
 let statements: string[];
 let ledger: Ledger;
@@ -29,6 +29,7 @@ afterAll(async () => {
 });
 
 const batchedHolds = () => statements.filter((s) => s.includes('farebox_hold_batch(')).length;
+const singleHolds = () => statements.filter((s) => s.includes('WITH debit AS')).length;
 const batchedPosts = () => statements.filter((s) => s.includes('unnest(') && s.includes('INSERT INTO earnings')).length;
 
 /** An account left with exactly `units` of credits. */
@@ -64,6 +65,17 @@ describe('batched holds', () => {
       expect(stored).toEqual(mine[0]!.hold);
     }
     expect((await ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('sends a burst on an idle ledger as one statement, its first hold included, and a lone hold alone', async () => {
+    const accounts = await Promise.all(Array.from({ length: 4 }, () => accountWith(10n)));
+    const [holds0, singles0] = [batchedHolds(), singleHolds()];
+    const results = await Promise.all(accounts.map((id, n) => ledger.hold(id, 3n, { callId: `idle${n}`, service: 'svc' })));
+    expect([batchedHolds() - holds0, singleHolds() - singles0]).toEqual([1, 0]);
+    expect(results.map((r) => r.balance)).toEqual([7n, 7n, 7n, 7n]);
+    const lone = await ledger.hold(accounts[0]!, 1n, { callId: 'lone', service: 'svc' });
+    expect([batchedHolds() - holds0, singleHolds() - singles0]).toEqual([1, 1]);
+    expect(lone.balance).toBe(6n);
   });
 
   it('decides holds that do not fit together one by one: never an overdraft, never a wrong refusal', async () => {
