@@ -57,6 +57,14 @@ describe('Ed25519 signing on a worker thread', () => {
     expect(await verifyEd25519(signer.publicKey, new Uint8Array([1]), await signer.sign(new Uint8Array([1])))).toBe(true);
   });
 
+  it('signs the bytes as they were when asked, though the caller changes them before the thread gets them', async () => {
+    const signer = await threaded({ thread: true });
+    const m = new TextEncoder().encode('asked');
+    const signed = signer.sign(m);
+    m.fill(0);
+    expect(await verifyEd25519(signer.publicKey, new TextEncoder().encode('asked'), await signed)).toBe(true);
+  });
+
   it('signs inline when asked not to use a thread', async () => {
     const signer = await threaded({ thread: false });
     expect(signer.threaded).toBe(false);

@@ -7,7 +7,9 @@ import { decodeStrKey } from '../strkey.js';
 // certificate per paid call: about 0.04 ms of CPU each on the event loop,
 // against about 0.017 ms to hand the message to a thread and take the
 // signature back (measured on a 2-core machine). Under load the event loop
-// is the gateway's bottleneck, so the signing moves to the other core.
+// is the gateway's bottleneck, so the signing moves to the other core. The
+// messages of one turn of the event loop go to the thread as one (a burst
+// of calls wakes it once), and their signatures come back as one.
 
 /**
  * The worker's code, evaluated (nothing to resolve on disk); it runs as a
@@ -19,12 +21,16 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
 const { createPrivateKey, sign } = process.getBuiltinModule('node:crypto');
 const key = createPrivateKey({ key: Buffer.from(workerData.der), format: 'der', type: 'pkcs8' });
-parentPort.on('message', (m) => {
-  try {
-    parentPort.postMessage([m[0], sign(null, m[1], key)]);
-  } catch (err) {
-    parentPort.postMessage([m[0], null, String(err && err.message)]);
+parentPort.on('message', (batch) => {
+  const out = [];
+  for (const m of batch) {
+    try {
+      out.push([m[0], sign(null, m[1], key)]);
+    } catch (err) {
+      out.push([m[0], null, String(err && err.message)]);
+    }
   }
+  parentPort.postMessage(out);
 });
 `;
 
@@ -53,6 +59,15 @@ export async function createThreadedEd25519Signer(secretSeed: string, options: {
   let worker: Worker | undefined;
   let nextId = 0;
   let closed = false;
+  /** The signatures asked for in this turn of the event loop, sent together at its end. */
+  let outbox: Array<[number, Uint8Array]> = [];
+
+  const send = () => {
+    // What a thread that failed or was closed meanwhile owed has failed with it; the rest goes to the thread now running.
+    const batch = outbox.filter(([id]) => pending.has(id));
+    outbox = [];
+    if (worker && batch.length > 0) worker.postMessage(batch);
+  };
 
   const failAll = (error: Error) => {
     for (const p of pending.values()) p.reject(error);
@@ -62,13 +77,15 @@ export async function createThreadedEd25519Signer(secretSeed: string, options: {
   function start(): Worker {
     const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { der } });
     w.unref();
-    w.on('message', ([id, signature, error]: [number, Uint8Array | null, string?]) => {
-      const p = pending.get(id);
-      if (!p) return;
-      pending.delete(id);
+    w.on('message', (results: Array<[number, Uint8Array | null, string?]>) => {
+      for (const [id, signature, error] of results) {
+        const p = pending.get(id);
+        if (!p) continue;
+        pending.delete(id);
+        if (signature) p.resolve(signature);
+        else p.reject(new Error(`signing failed: ${error}`));
+      }
       if (pending.size === 0) w.unref();
-      if (signature) p.resolve(signature);
-      else p.reject(new Error(`signing failed: ${error}`));
     });
     w.on('error', (err) => {
       if (worker === w) worker = undefined;
@@ -86,14 +103,16 @@ export async function createThreadedEd25519Signer(secretSeed: string, options: {
     threaded: true,
     sign(message) {
       if (closed) return Promise.reject(new Error('signer closed'));
+      // Checked here, so that a batch never holds a message the thread cannot take.
+      if (!(message instanceof Uint8Array)) return Promise.reject(new TypeError('the message to sign must be a Uint8Array'));
       const w = (worker ??= start());
       const id = nextId++;
       return new Promise<Uint8Array>((resolve, reject) => {
-        // Sent first: a message that cannot be sent rejects here and leaves nothing owed.
-        w.postMessage([id, message]);
         // Referenced while a signature is owed, so a script awaiting one is not cut short.
         if (pending.size === 0) w.ref();
         pending.set(id, { resolve, reject });
+        // A copy: the bytes as they are now are the bytes signed.
+        if (outbox.push([id, message.slice()]) === 1) setImmediate(send);
       });
     },
     async close() {
