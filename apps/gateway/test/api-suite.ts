@@ -264,6 +264,15 @@ export function apiSuite(kind: DbKind) {
       ['the service answers 500', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}'), 'service error 500: boom'],
       ['the service answers invalid JSON', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{not json'), 'service returned invalid JSON'],
       ['the service never answers', () => undefined, 'service timed out after 4000 ms'],
+      [
+        'the service trickles its answer past the deadline, a byte a second',
+        (_req: unknown, res: import('node:http').ServerResponse) => {
+          res.writeHead(200, { 'content-type': 'application/json' }).write('{"a":');
+          const drip = setInterval(() => res.write(' '), 1000);
+          res.on('close', () => clearInterval(drip));
+        },
+        'service timed out after 4000 ms',
+      ],
       ['the service answers 401', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid certificate signature"}'), 'service error 401: invalid certificate signature'],
     ])('refunds exactly once when %s', async (_label, handler, message) => {
       const srv = await rawServer(handler as never);

@@ -213,6 +213,17 @@ export function createCalls(options: CallsOptions) {
   /** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
   async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined, certificate?: Promise<string>): Promise<{ text: string; json: unknown }> {
     const header = await (certificate ?? signSoon(svc, bodyBytes, amount, callId));
+    // The whole exchange's deadline, cleared once the answer is read (AbortSignal.timeout's timer would stay and fire later, once per call).
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
+    try {
+      return await exchange(svc, bodyBytes, callId, requestId, header, deadline.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function exchange(svc: CallableService, bodyBytes: Buffer, callId: string, requestId: string | undefined, header: string, signal: AbortSignal): Promise<{ text: string; json: unknown }> {
     let res;
     try {
       res = await request(svc.endpoint, {
@@ -223,7 +234,7 @@ export function createCalls(options: CallsOptions) {
         headers: { 'content-type': 'application/json', accept: 'application/json', [CERTIFICATE_HEADER]: header, 'farebox-call-id': callId, ...(requestId ? { 'x-request-id': requestId } : {}) },
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal,
         maxRedirections: 0,
       } as Parameters<typeof request>[1]);
     } catch (err) {
