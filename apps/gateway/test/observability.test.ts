@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '@farebox/gateway-core';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 import { startProxy, type TcpProxy } from './proxy-kit.js';
@@ -78,9 +78,14 @@ describe('request ids', () => {
     expect(seen.at(-1)?.['farebox-call-id']).toBe(callId);
 
     // The request's line and the call's line share the id; the call's line has each step's time.
-    const entries = logged().filter((e) => e.reqId === 'call-trace-1');
-    expect(entries.find((e) => e.event === 'request')).toMatchObject({ method: 'POST', route: '/v1/call', status: 200, principal: 'api_key', accountId: u.id });
+    // Both lines are written once the answer is on its way: they may come just after it.
+    const entries = await vi.waitFor(() => {
+      const lines = logged().filter((e) => e.reqId === 'call-trace-1');
+      if (!lines.some((e) => e.event === 'call') || !lines.some((e) => e.event === 'request')) throw new Error('the request and call lines are not both written yet');
+      return lines;
+    });
     const call = entries.find((e) => e.event === 'call');
+    expect(entries.find((e) => e.event === 'request')).toMatchObject({ method: 'POST', route: '/v1/call', status: 200, principal: 'api_key', accountId: u.id });
     expect(call).toMatchObject({ callId, service: 'traced', outcome: 'ok', paidWith: 'credit', status: 200, accountId: u.id });
     expect(Object.keys(call!.steps)).toEqual(expect.arrayContaining(['resolve_service', 'hold_credits', 'call_service', 'post_payment']));
   });
