@@ -319,7 +319,8 @@ try {
   // The ceiling: the bare durable debit, its own process, same database and load shape.
   let ceilingPid: number | undefined;
   let ceilingUrl: string | undefined;
-  if (dbUrl) {
+  // (Not in a comparison of two builds, which measures throughput only.)
+  if (dbUrl && !compareMain) {
     const child = spawn(process.execPath, [debitServer, dbUrl, schema, String(ACCOUNTS), String(POOL_SIZE)], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(child);
     ceilingPid = child.pid;
@@ -354,7 +355,7 @@ try {
       b.runs.push(await load(b.pool, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS));
       b.cpu += cpuOf(b.pid) - before;
     }
-    const mid = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const mid = (xs: number[]) => pct([...xs].sort((x, y) => x - y), 50);
     for (const b of builds) {
       const calls = b.runs.reduce((a, r) => a + r.n, 0);
       console.log(`${b.name.padEnd(12)} ${mid(b.runs.map((r) => r.rps)).toFixed(0)} calls/s median of ${b.runs.length} turns (${b.runs.map((r) => r.rps.toFixed(0)).join(', ')}); p50 ${mid(b.runs.map((r) => r.p50)).toFixed(2)} ms; gateway CPU ${((b.cpu * 1000) / calls).toFixed(2)} ms per call`);

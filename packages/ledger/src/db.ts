@@ -53,6 +53,14 @@ const STALE_PLAN = '0A000';
 const PREPARED = new Map<string, string>();
 
 /**
+ * A condition that is always true and sets synchronous_commit off for the
+ * statement's own transaction only (is_local): its commit does not wait for
+ * the WAL flush. Evaluated once (an initplan). Used where a later durable
+ * commit flushes the log first (a hold, an idempotency claim).
+ */
+export const ASYNC_COMMIT_CONDITION = "(SELECT set_config('synchronous_commit', 'off', true)) = 'off'";
+
+/**
  * Marks a hot statement as prepared: each connection parses and plans it
  * once (`name`) and then only binds and executes it, which takes the parse
  * and plan work off every call (for the call path's statements, most of the

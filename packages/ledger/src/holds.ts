@@ -2,7 +2,7 @@ import { splitFee } from '@farebox/protocol';
 import { readBalance } from './accounts.js';
 import { Batcher, type Pending } from './batch.js';
 import type { Database } from './db.js';
-import { prepared } from './db.js';
+import { ASYNC_COMMIT_CONDITION, prepared } from './db.js';
 import { LedgerError, sqlState } from './errors.js';
 import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, text, toEarning, toHold, type Row } from './rows.js';
 import {
@@ -65,9 +65,7 @@ WITH debit AS (
 )
 SELECT h.*, debit.balance AS new_balance FROM h, debit`);
 
-// synchronous_commit off for this statement's own transaction only (is_local):
-// its commit does not wait for the WAL flush. Evaluated once (an initplan).
-const ASYNC_COMMIT = `\n    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`;
+const ASYNC_COMMIT = `\n    AND ${ASYNC_COMMIT_CONDITION}`;
 const HOLD_SQL = holdSql('ledger_hold', '');
 const HOLD_SQL_ASYNC = holdSql('ledger_hold_async', ASYNC_COMMIT);
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Database } from './db.js';
+import { ASYNC_COMMIT_CONDITION, type Database } from './db.js';
 import { LedgerError } from './errors.js';
 import { positiveInt, sleep, str, text } from './rows.js';
 import type { IdempotencyOptions, IdempotentResult } from './types.js';
@@ -40,7 +40,7 @@ const CLAIM_SQL = claimSql('');
  * first. A claim lost with a server crash leaves nothing done under it that
  * was not lost too; the retry claims the key anew.
  */
-const CLAIM_SQL_ASYNC = claimSql(`\nWHERE (SELECT set_config('synchronous_commit', 'off', true)) = 'off'`);
+const CLAIM_SQL_ASYNC = claimSql(`\nWHERE ${ASYNC_COMMIT_CONDITION}`);
 
 export async function withIdempotency<T>(
   db: Database,

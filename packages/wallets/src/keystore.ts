@@ -27,8 +27,9 @@ export interface LocalKeystore extends WalletProvider {
   /**
    * An Ed25519 signer for raw messages (the platform's certificate key); it
    * holds a key object, not the seed. With `thread: true` it signs on a worker
-   * thread (off the event loop, on machines with more than one core); `close`
-   * stops that thread.
+   * thread (off the event loop, on machines with more than one core) and keeps
+   * the key's PKCS#8 bytes in memory to start that thread (again, if it dies);
+   * `close` stops the thread.
    */
   ed25519Signer(ref: string, options?: { thread?: boolean }): Promise<Ed25519Signer & { close(): Promise<void> }>;
 }
