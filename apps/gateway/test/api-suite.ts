@@ -273,6 +273,11 @@ export function apiSuite(kind: DbKind) {
         },
         'service timed out after 4000 ms',
       ],
+      [
+        'the service answers more than 5 MiB',
+        (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(`{"a":"${'x'.repeat(5 * 1024 * 1024)}"}`),
+        'service response too large',
+      ],
       ['the service answers 401', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid certificate signature"}'), 'service error 401: invalid certificate signature'],
     ])('refunds exactly once when %s', async (_label, handler, message) => {
       const srv = await rawServer(handler as never);
