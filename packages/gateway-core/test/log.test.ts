@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { createLogger } from '@farebox/gateway-core';
 
 const fixture = fileURLToPath(new URL('./fixtures/buffered-log.ts', import.meta.url));
 
@@ -19,3 +20,36 @@ it('a buffered logger writes a lone line within its flush interval and every lin
   const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { n: number; msg: string });
   expect(lines.map((l) => l.n)).toEqual(Array.from({ length: 501 }, (_, i) => i));
 }, 30_000);
+
+it('censors fields named like secrets, at the top of a line and nested, and leaves what was logged as it was', () => {
+  const lines: string[] = [];
+  const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } });
+  const logged = {
+    token: 'tok-1',
+    user: { name: 'ann', password: 'pw-1' },
+    req: { headers: { authorization: 'Bearer sk-1', cookie: 'sid=c-1', accept: 'application/json' } },
+    steps: { hold_credits: 0.5 },
+  };
+  logger.info(logged, 'call');
+  const err = Object.assign(new Error('boom'), { config: { headers: { authorization: 'Bearer sk-2' } } });
+  logger.warn({ err }, 'failed');
+  logger.child({ secret: 's-1', region: 'eu' }).info({ access_token: 'at-1' }, 'child');
+
+  const all = lines.join('');
+  for (const secret of ['tok-1', 'pw-1', 'sk-1', 'c-1', 'sk-2', 's-1', 'at-1']) expect(all).not.toContain(secret);
+  const [call, failed, child] = lines.map((l) => JSON.parse(l));
+  expect(call).toMatchObject({
+    msg: 'call',
+    token: '[redacted]',
+    user: { name: 'ann', password: '[redacted]' },
+    req: { headers: { authorization: '[redacted]', cookie: '[redacted]', accept: 'application/json' } },
+    steps: { hold_credits: 0.5 },
+  });
+  // The error keeps what makes it useful.
+  expect(failed.err).toMatchObject({ type: 'Error', message: 'boom', config: { headers: { authorization: '[redacted]' } } });
+  expect(failed.err.stack).toContain('boom');
+  expect(child).toMatchObject({ msg: 'child', region: 'eu', secret: '[redacted]', access_token: '[redacted]' });
+  // The caller's objects are untouched.
+  expect(logged.req.headers.authorization).toBe('Bearer sk-1');
+  expect(err.config.headers.authorization).toBe('Bearer sk-2');
+});
