@@ -123,6 +123,8 @@ const HOLD_BATCH_SQL_ASYNC = prepared(
 // Group commit of posts that charge exactly the held amount (the call path's
 // case). Anything else (a partial charge, a hold already resolved, a
 // duplicate in the batch) is not matched and goes through POST_SQL alone.
+// A posted hold returns only what its result does not know from the post
+// (pg builds an object per row and parses each column it is sent).
 const POST_BATCH_SQL = prepared('ledger_post_batch', `
 WITH input AS (
   SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
@@ -140,7 +142,8 @@ WITH input AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'post', posted_amount, 0, -amount, id FROM h
 )
-SELECT h.*, e.id AS e_id, e.created_at AS e_created, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
+SELECT h.ord, h.account_id, h.call_id, h.service, h.idempotency_key, h.paid_with, h.expires_at, h.created_at, h.resolved_at,
+       e.id AS e_id, e.created_at AS e_created, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
 FROM h JOIN e ON e.hold_id = h.id`);
 
 /**
@@ -361,19 +364,35 @@ export class HoldBook {
       batch.map((p, i) => {
         const row = posted.get(i + 1);
         if (!row) return settle(p, () => this.postOne(p.input));
+        const { holdId, gross, publisherOwner, service, fee, net } = p.input;
+        const accountId = str(row.account_id);
         p.resolve({
-          hold: toHold(row),
+          hold: {
+            id: holdId,
+            accountId,
+            amount: gross,
+            state: 'posted',
+            callId: str(row.call_id),
+            service: str(row.service),
+            idempotencyKey: row.idempotency_key === null ? null : str(row.idempotency_key),
+            paidWith: row.paid_with as Hold['paidWith'],
+            postedAmount: gross,
+            voidReason: null,
+            expiresAt: date(row.expires_at),
+            createdAt: date(row.created_at),
+            resolvedAt: date(row.resolved_at),
+          },
           applied: true,
           balance: big(row.new_balance),
           earning: {
             id: str(row.e_id),
-            holdId: str(row.id),
-            payerAccountId: str(row.account_id),
-            publisherOwner: str(row.p_owner),
-            service: str(row.p_service),
-            gross: big(row.posted_amount),
-            fee: big(row.p_fee),
-            net: big(row.p_net),
+            holdId,
+            payerAccountId: accountId,
+            publisherOwner,
+            service,
+            gross,
+            fee,
+            net,
             cycleId: null,
             fundingBatchId: null,
             createdAt: date(row.e_created),

@@ -94,7 +94,8 @@ export async function verifyEd25519(publicKey: string, message: Uint8Array, sign
 
 /** SHA-256 of the given bytes. */
 export async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
-  if (nodeCrypto) return new Uint8Array(nodeCrypto.createHash('sha256').update(bytes).digest());
+  // crypto.hash: one call, no Hash object (about half the time for a call's body).
+  if (nodeCrypto) return new Uint8Array(nodeCrypto.hash('sha256', bytes, 'buffer') as unknown as Buffer);
   return new Uint8Array(await subtle().digest('SHA-256', bytes as BufferSource));
 }
 
