@@ -13,6 +13,7 @@ import { inputs, type schemas } from '@farebox/contract';
 import type { z } from 'zod';
 import type { Principal } from './auth/accounts.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
+import { isoTime } from './observability/iso-time.js';
 import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
 
 /** The catalog entry a call is priced and paid by: the registry's floor price and owner, never the service's word. */
@@ -129,10 +130,12 @@ class Timeline {
     const t0 = performance.now();
     try {
       const value = await fn();
-      this.steps.push({ name, status: 'ok', startedAt: new Date(started).toISOString(), durationMs: round(performance.now() - t0), ...(detail ? { detail: detail(value) } : {}) });
+      const step: TraceStep = { name, status: 'ok', startedAt: isoTime(started), durationMs: round(performance.now() - t0) };
+      if (detail) step.detail = detail(value);
+      this.steps.push(step);
       return value;
     } catch (err) {
-      this.steps.push({ name, status: 'failed', startedAt: new Date(started).toISOString(), durationMs: round(performance.now() - t0), detail: { error: (err as Error).message } });
+      this.steps.push({ name, status: 'failed', startedAt: isoTime(started), durationMs: round(performance.now() - t0), detail: { error: (err as Error).message } });
       throw err;
     }
   }

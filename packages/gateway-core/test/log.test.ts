@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { createLogger } from '@farebox/gateway-core';
+import { isoTime } from '../src/observability/iso-time.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/buffered-log.ts', import.meta.url));
 
@@ -52,4 +53,18 @@ it('censors fields named like secrets, at the top of a line and nested, and leav
   // The caller's objects are untouched.
   expect(logged.req.headers.authorization).toBe('Bearer sk-1');
   expect(err.config.headers.authorization).toBe('Bearer sk-2');
+});
+
+it('writes times as toISOString does, across seconds, days and years', () => {
+  const start = Date.UTC(2026, 11, 31, 23, 59, 58, 990);
+  const times = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 253_402_300_799_999, 253_402_300_800_000];
+  for (let ms = start; ms < start + 2_050; ms += 7) times.push(ms);
+  // Back and forth across a second, as lines from calls that began at different moments are.
+  times.push(start + 1_000, start + 10, start + 1_011);
+  for (const ms of times) expect(isoTime(ms)).toBe(new Date(ms).toISOString());
+  const lines: string[] = [];
+  createLogger({ destination: { write: (line: string) => void lines.push(line) } }).info('now');
+  const time = JSON.parse(lines[0]!).time as string;
+  expect(new Date(time).toISOString()).toBe(time);
+  expect(Math.abs(Date.parse(time) - Date.now())).toBeLessThan(5_000);
 });

@@ -1,4 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions as PinoOptions } from 'pino';
+import { isoTime } from './iso-time.js';
 
 export type { Logger };
 
@@ -75,7 +76,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     level: options.level ?? 'info',
     base: options.base ?? { service: 'farebox-gateway' },
     serializers: { err: stdSerializers.err },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    // pino.stdTimeFunctions.isoTime's format, without a toISOString per line.
+    timestamp: () => `,"time":"${isoTime(Date.now())}"`,
     formatters: { level: (label) => ({ level: label }), log: censorSecrets },
   };
   if (options.destination) return censoringChildren(pino(config, options.destination));
