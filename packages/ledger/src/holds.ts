@@ -4,7 +4,7 @@ import { Batcher, type Pending } from './batch.js';
 import type { Database } from './db.js';
 import { ASYNC_COMMIT_CONDITION, prepared } from './db.js';
 import { LedgerError, sqlState } from './errors.js';
-import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, text, toEarning, toHold, type Row } from './rows.js';
+import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, strOrNull, text, toEarning, toHold, type Row } from './rows.js';
 import {
   DEFAULT_HOLD_TIMEOUT_MS,
   LEDGER_MESSAGES,
@@ -374,7 +374,7 @@ export class HoldBook {
             state: 'posted',
             callId: str(row.call_id),
             service: str(row.service),
-            idempotencyKey: row.idempotency_key === null ? null : str(row.idempotency_key),
+            idempotencyKey: strOrNull(row.idempotency_key),
             paidWith: row.paid_with as Hold['paidWith'],
             postedAmount: gross,
             voidReason: null,

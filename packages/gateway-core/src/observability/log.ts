@@ -45,7 +45,8 @@ const CENSORED = '[redacted]';
  * this walk costs well under a microsecond for a flat line.
  */
 function censorSecrets<T>(value: T, depth = CENSOR_DEPTH): T {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  // Arrays and byte arrays hold no named fields (a logged Buffer is not walked byte by byte).
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || ArrayBuffer.isView(value)) return value;
   let copy: Record<string, unknown> | undefined;
   const source = value as Record<string, unknown>;
   for (const field in source) {
