@@ -20,10 +20,11 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint'> 
   // (FAREBOX_LOG_PRETTY=true|false decides instead; `npm start` passes its own terminal's answer).
   const level = config.log.level;
   const prettyLogs = config.log.pretty;
-  // JSON lines are gathered into 4 KiB writes off the main thread (a line waits at most 100 ms):
-  // a write per line was a tenth of the gateway's CPU under load (docs/performance.md).
+  // JSON lines are gathered into writes of up to 64 KiB off the main thread (a line waits at most
+  // 100 ms): a write per line was a tenth of the gateway's CPU under load, and each write wakes the
+  // process reading the logs (docs/performance.md).
   const logger = level
-    ? createLogger({ level, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : { bufferBytes: 4096 }) })
+    ? createLogger({ level, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : { bufferBytes: 65536 }) })
     : undefined; // an invalid level is reported with every other configuration problem
 
   let gw: RunningGateway;

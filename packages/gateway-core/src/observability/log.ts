@@ -83,8 +83,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   };
   if (options.destination) return censoringChildren(pino(config, options.destination));
   if (!options.bufferBytes) return censoringChildren(pino(config));
-  // Asynchronous pino destination: written at exit by pino's own exit hook.
-  const stdout = pino.destination({ dest: 1, sync: false, minLength: options.bufferBytes });
+  // Asynchronous pino destination: written at exit by pino's own exit hook. A write may take
+  // everything gathered (sonic-boom's default cap is 16 KiB).
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: options.bufferBytes, maxWrite: Math.max(16384, 2 * options.bufferBytes) });
   setInterval(() => {
     try {
       stdout.flush();
