@@ -93,6 +93,21 @@ function cpuByProcess(gatewayPids: number[], devnetPid: number | undefined, ceil
   return out;
 }
 
+/**
+ * Seconds a thread has spent on a core and runnable but waiting for one
+ * (`/proc/<pid>/task/<tid>/schedstat`; undefined without it). On these shared
+ * cores the gateway's main thread is also kept off its core by the processes
+ * its own writes wake (PostgreSQL, the load generator): the waiting share.
+ */
+function schedOf(pid: number): { run: number; wait: number } | undefined {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+    return { run: run! / 1e9, wait: wait! / 1e9 };
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU seconds per kind of process between two readings. */
 function cpuDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
   return new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
@@ -396,13 +411,28 @@ try {
   const cpuGw = new Map<string, number>();
   const cpuCeiling = new Map<string, number>();
   const loadSteps = new Map<string, number[]>();
+  // Where each server's main thread was during its runs: on a core, runnable but waiting for one, or idle.
+  const gatewayThread = { run: 0, wait: 0, wall: 0, known: true };
+  const ceilingThread = { run: 0, wait: 0, wall: 0, known: true };
+  const timed = async <T>(pid: number | undefined, into: typeof gatewayThread, work: () => Promise<T>): Promise<T> => {
+    const before = pid === undefined ? undefined : schedOf(pid);
+    const t0 = performance.now();
+    const out = await work();
+    const after = pid === undefined ? undefined : schedOf(pid);
+    if (before && after) {
+      into.run += after.run - before.run;
+      into.wait += after.wait - before.wait;
+      into.wall += (performance.now() - t0) / 1000;
+    } else into.known = false;
+    return out;
+  };
   for (let r = 0; r < ROUNDS; r++) {
     let before = cpuNow();
-    runs.push(await load(pools[0]!, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS, loadSteps));
+    runs.push(await timed(gatewayPids[0], gatewayThread, () => load(pools[0]!, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS, loadSteps)));
     addInto(cpuGw, cpuDelta(before, cpuNow()));
     if (!ceiling) continue;
     before = cpuNow();
-    ceilingRuns.push(await load(ceiling, '/', byAccount, () => '{}', CONCURRENCY, DURATION_MS));
+    ceilingRuns.push(await timed(ceilingPid, ceilingThread, () => load(ceiling, '/', byAccount, () => '{}', CONCURRENCY, DURATION_MS)));
     addInto(cpuCeiling, cpuDelta(before, cpuNow()));
   }
   const median = (xs: Run[]) => [...xs].sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)]!;
@@ -448,6 +478,13 @@ try {
     console.log(`  ceiling CPU ms/req  ${cpuPerCall(cpuCeiling, ceilingRuns.reduce((a, r) => a + r.n, 0))}`);
   }
   console.log(`  CPU ms per call     ${cpuOne} (target gateway <= 0.45: ${gatewayCpuMs <= 0.45 ? 'met' : 'not met'})`);
+  const where = (t: typeof gatewayThread) => {
+    const share = (x: number) => `${((x / t.wall) * 100).toFixed(0)}%`;
+    return `on a core ${share(t.run)}, waiting for one ${share(t.wait)}, idle ${share(Math.max(0, t.wall - t.run - t.wait))}`;
+  };
+  if (gatewayThread.known && gatewayThread.wall > 0) {
+    console.log(`  main thread         gateway ${where(gatewayThread)}${ceilingThread.known && ceilingThread.wall > 0 ? `; debit server ${where(ceilingThread)}` : ''}`);
+  }
   console.log(`logging             info ${one.rps.toFixed(0)} calls/s vs warn only ${quiet.rps.toFixed(0)} calls/s (${quietRuns.map((r) => r.rps.toFixed(0)).join(', ')}): ratio info/warn ${(one.rps / quiet.rps).toFixed(2)} (target >= 0.90)`);
   console.log(`two gateways        ${two.rps.toFixed(0)} calls/s (p50 ${f(two.p50)} ms, p99 ${f(two.p99)} ms, ${two.errors} errors), ratio two/one ${(two.rps / one.rps).toFixed(2)}`);
   console.log(`hot account         ${hot.rps.toFixed(0)} calls/s on one account (p50 ${f(hot.p50)} ms, p99 ${f(hot.p99)} ms, ${hot.errors} errors) vs ${spreadAgain.rps.toFixed(0)} spread just after: ratio hot/spread ${(hot.rps / spreadAgain.rps).toFixed(2)} (target >= 0.90)`);
