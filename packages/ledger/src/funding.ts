@@ -1,6 +1,6 @@
 import type { Database } from './db.js';
 import { LedgerError } from './errors.js';
-import { big, str, text, toBatch, type Row } from './rows.js';
+import { text, toBatch } from './rows.js';
 import { cycleIdParam, lockClaimable } from './settlement.js';
 import type { FundingBatch } from './types.js';
 
@@ -10,16 +10,22 @@ export async function prepareFunding(db: Database, cycleId: string): Promise<Fun
   const id = cycleIdParam(cycleId);
   return db.transaction(async (tx) => {
     await lockClaimable(tx, id, cycleId);
-    const picked = await tx.query(
-      'SELECT id, gross FROM earnings WHERE cycle_id = $1 AND funding_batch_id IS NULL ORDER BY id FOR UPDATE SKIP LOCKED',
+    // One statement: the earnings picked, the batch of their sum and each
+    // earning's batch, without sending every earning to this process and back.
+    const { rows } = await tx.query(
+      `WITH picked AS (
+         SELECT id, gross FROM earnings WHERE cycle_id = $1 AND funding_batch_id IS NULL ORDER BY id FOR UPDATE SKIP LOCKED
+       ), batch AS (
+         INSERT INTO funding_batches (cycle_id, amount)
+         SELECT $1, sum(gross) FROM picked HAVING count(*) > 0
+         RETURNING *
+       ), assigned AS (
+         UPDATE earnings SET funding_batch_id = batch.id FROM batch, picked WHERE earnings.id = picked.id
+       )
+       SELECT * FROM batch`,
       [id],
     );
-    if (picked.rows.length === 0) return null;
-    const amount = picked.rows.reduce((s, r) => s + big(r.gross), 0n);
-    const { rows } = await tx.query('INSERT INTO funding_batches (cycle_id, amount) VALUES ($1, $2::bigint) RETURNING *', [id, amount.toString()]);
-    const batch = toBatch(rows[0] as Row);
-    await tx.query('UPDATE earnings SET funding_batch_id = $1 WHERE id = ANY($2::bigint[])', [batch.id, picked.rows.map((r) => str(r.id))]);
-    return batch;
+    return rows[0] ? toBatch(rows[0]) : null;
   });
 }
 

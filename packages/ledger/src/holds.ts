@@ -4,7 +4,7 @@ import { Batcher, type Pending } from './batch.js';
 import type { Database } from './db.js';
 import { ASYNC_COMMIT_CONDITION, prepared } from './db.js';
 import { LedgerError, sqlState } from './errors.js';
-import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, strOrNull, text, toEarning, toHold, type Row } from './rows.js';
+import { big, invalid, isUuid, msDate, positiveAmount, positiveInt, str, strOrNull, text, toEarning, toHold, type Row } from './rows.js';
 import {
   DEFAULT_HOLD_TIMEOUT_MS,
   LEDGER_MESSAGES,
@@ -109,13 +109,21 @@ SELECT h.*, back.balance AS new_balance FROM h, back`);
 // Group commit of key-less holds: migration 0003's function (accounts locked
 // in id order; an account whose credits do not cover all of its holds in the
 // batch is left to the one-by-one path).
+//
+// The batches' times come back as whole Unix milliseconds (`epochMs`), which
+// the gateway reads with Number(), where a timestamp is text it parses into a
+// Date (six a call). date_part's float8 seconds hold a microsecond time within
+// 0.0003 ms, so adding 0.0005 before the floor gives the exact millisecond:
+// the Date a timestamp parses to (checked against the exact numeric extract
+// on four million times). PostgreSQL writes it as fast as the timestamp.
+const epochMs = (column: string) => `floor(date_part('epoch', ${column}) * 1000 + 0.0005)::int8`;
 const HOLD_BATCH_SQL = prepared(
   'ledger_hold_batch',
-  'SELECT o_ord AS ord, o_id AS id, o_created_at AS created_at, o_expires_at AS expires_at, o_balance AS new_balance FROM farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])',
+  `SELECT o_ord AS ord, o_id AS id, ${epochMs('o_created_at')} AS created_ms, ${epochMs('o_expires_at')} AS expires_ms, o_balance AS new_balance FROM farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])`,
 );
 const HOLD_BATCH_SQL_ASYNC = prepared(
   'ledger_hold_batch_async',
-  `SELECT o_ord AS ord, o_id AS id, o_created_at AS created_at, o_expires_at AS expires_at, o_balance AS new_balance
+  `SELECT o_ord AS ord, o_id AS id, ${epochMs('o_created_at')} AS created_ms, ${epochMs('o_expires_at')} AS expires_ms, o_balance AS new_balance
    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_mode,
         farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])`,
 );
@@ -142,8 +150,9 @@ WITH input AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'post', posted_amount, 0, -amount, id FROM h
 )
-SELECT h.ord, h.account_id, h.call_id, h.service, h.idempotency_key, h.paid_with, h.expires_at, h.created_at, h.resolved_at,
-       e.id AS e_id, e.created_at AS e_created, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
+SELECT h.ord, h.account_id, h.call_id, h.service, h.idempotency_key, h.paid_with,
+       ${epochMs('h.expires_at')} AS expires_ms, ${epochMs('h.created_at')} AS created_ms, ${epochMs('h.resolved_at')} AS resolved_ms,
+       e.id AS e_id, ${epochMs('e.created_at')} AS e_created_ms, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
 FROM h JOIN e ON e.hold_id = h.id`);
 
 /**
@@ -269,8 +278,8 @@ export class HoldBook {
           paidWith: 'credit',
           postedAmount: null,
           voidReason: null,
-          expiresAt: date(row.expires_at),
-          createdAt: date(row.created_at),
+          expiresAt: msDate(row.expires_ms),
+          createdAt: msDate(row.created_ms),
           resolvedAt: null,
         },
         balance: big(row.new_balance),
@@ -378,9 +387,9 @@ export class HoldBook {
             paidWith: row.paid_with as Hold['paidWith'],
             postedAmount: gross,
             voidReason: null,
-            expiresAt: date(row.expires_at),
-            createdAt: date(row.created_at),
-            resolvedAt: date(row.resolved_at),
+            expiresAt: msDate(row.expires_ms),
+            createdAt: msDate(row.created_ms),
+            resolvedAt: msDate(row.resolved_ms),
           },
           applied: true,
           balance: big(row.new_balance),
@@ -395,7 +404,7 @@ export class HoldBook {
             net,
             cycleId: null,
             fundingBatchId: null,
-            createdAt: date(row.e_created),
+            createdAt: msDate(row.e_created_ms),
           },
         });
         return undefined;

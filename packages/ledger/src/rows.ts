@@ -10,6 +10,8 @@ export const big = (v: unknown): bigint => BigInt(v as string);
 export const bigOrNull = (v: unknown): bigint | null => (v === null || v === undefined ? null : BigInt(v as string));
 export const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 export const date = (v: unknown): Date => (v instanceof Date ? v : new Date(String(v)));
+/** A time the statement sent as Unix milliseconds (a number, or its text). */
+export const msDate = (v: unknown): Date => new Date(Number(v));
 export const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : date(v));
 
 export function toHold(r: Row): Hold {

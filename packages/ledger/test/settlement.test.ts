@@ -173,6 +173,25 @@ describe('settlement cycles', () => {
     await expect(t.ledger.db.query('UPDATE earnings SET gross = gross + 1, net = net + 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
     await expect(t.ledger.db.query('UPDATE earnings SET cycle_id = NULL WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
     await expect(t.ledger.db.query('DELETE FROM earnings WHERE publisher_owner = $1', [owner])).rejects.toThrow(/append-only/);
+    await expect(t.ledger.db.query('TRUNCATE earnings')).rejects.toThrow(/append-only/);
+    // Every other column is fixed once written, and a funding batch once set.
+    const batch = (await t.ledger.prepareFunding(cycle.id))!;
+    expect(batch.amount).toBe(USD);
+    const other = await t.ledger.openCycle(accountId('GOTHER'));
+    for (const set of [
+      "hold_id = gen_random_uuid()",
+      "payer_account_id = 'someone else'",
+      "publisher_owner = 'GSOMEONE'",
+      "service = 'other'",
+      'fee = fee - 1, net = net + 1',
+      "created_at = created_at - interval '1 day'",
+      `cycle_id = ${other.id}`,
+      'funding_batch_id = NULL',
+    ]) {
+      await expect(t.ledger.db.query(`UPDATE earnings SET ${set} WHERE publisher_owner = $1`, [owner]), set).rejects.toThrow(/only an unset/);
+    }
+    const { rows } = await t.ledger.db.query('SELECT gross, fee, net, cycle_id, funding_batch_id FROM earnings WHERE publisher_owner = $1', [owner]);
+    expect(rows.map((r) => [String(r.gross), String(r.fee), String(r.net), String(r.cycle_id), String(r.funding_batch_id)])).toEqual([[String(USD), '500000', '9500000', cycle.id, batch.id]]);
   });
 });
 
