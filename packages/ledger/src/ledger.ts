@@ -330,8 +330,9 @@ export class Ledger {
   /**
    * Recomputes every balance and hold from the journal and reports each
    * mismatch: account credits vs. the journal's sum, each hold's state vs. its
-   * journal rows, posted holds vs. earnings, and conservation (sign-ups +
-   * top-ups = credits + held + gross earnings).
+   * journal rows, posted holds vs. earnings, each settlement cycle's totals
+   * vs. its earnings, and conservation (sign-ups + top-ups = credits + held +
+   * gross earnings).
    */
   verify(): Promise<VerifyReport> {
     return verify.verify(this.db);

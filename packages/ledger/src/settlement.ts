@@ -27,11 +27,8 @@ export async function openCycle(db: Database, publisherOwner: string): Promise<S
 export async function getCycle(db: Database, cycleId: string): Promise<SettlementCycle> {
   const id = cycleIdParam(cycleId);
   const { rows } = await db.query(
-    `SELECT c.*,
-       (SELECT count(*) FROM earnings WHERE cycle_id = c.id) AS calls,
-       (SELECT COALESCE(sum(gross), 0) FROM earnings WHERE cycle_id = c.id) AS gross,
-       (SELECT COALESCE(sum(fee), 0) FROM earnings WHERE cycle_id = c.id) AS fee,
-       (SELECT COALESCE(sum(net), 0) FROM earnings WHERE cycle_id = c.id) AS net
+    // The totals are the cycle's own (migration 0006: each claim adds to them), not a sum over its earnings.
+    `SELECT c.*, c.claimed_calls AS calls, c.claimed_gross AS gross, c.claimed_fee AS fee, c.claimed_net AS net
      FROM settlement_cycles c WHERE c.id = $1`,
     [id],
   );
@@ -92,17 +89,26 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
   const id = cycleIdParam(cycleId);
   const limit = options.limit === undefined ? 10_000 : positiveInt(options.limit, 'limit', 1_000_000);
   return db.transaction(async (tx) => {
-    const owner = await lockClaimable(tx, id, cycleId);
-    // Summed where the rows are: a tick claims up to 10,000 earnings, and
-    // reading each back cost the gateway 40-70 ms of its event loop.
+    // The cycle's row is locked as its update will lock it: two claims on one cycle take turns.
+    const owner = await lockClaimable(tx, id, cycleId, 'FOR NO KEY UPDATE');
+    // Summed where the rows are (a tick claims up to 10,000 earnings, and
+    // reading each back cost the gateway 40-70 ms of its event loop), and
+    // added to the cycle's totals in the same statement.
     const { rows } = await tx.query(
       `WITH claimed AS (
          UPDATE earnings SET cycle_id = $1
          WHERE id IN (SELECT id FROM earnings WHERE publisher_owner = $2 AND cycle_id IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
            AND cycle_id IS NULL
          RETURNING gross, fee, net
+       ), sums AS (
+         SELECT count(*) AS calls, coalesce(sum(gross), 0) AS gross, coalesce(sum(fee), 0) AS fee, coalesce(sum(net), 0) AS net FROM claimed
+       ), totals AS (
+         UPDATE settlement_cycles c
+            SET claimed_calls = c.claimed_calls + s.calls, claimed_gross = c.claimed_gross + s.gross,
+                claimed_fee = c.claimed_fee + s.fee, claimed_net = c.claimed_net + s.net
+           FROM sums s WHERE c.id = $1 AND s.calls > 0
        )
-       SELECT count(*) AS claimed, coalesce(sum(gross), 0) AS gross, coalesce(sum(fee), 0) AS fee, coalesce(sum(net), 0) AS net FROM claimed`,
+       SELECT calls AS claimed, gross, fee, net FROM sums`,
       [id, owner, limit],
     );
     const r = rows[0]!;
@@ -180,8 +186,8 @@ export async function unsettledOwners(db: Database, limit = 1000): Promise<strin
   return rows.map((r) => str(r.publisher_owner)).sort();
 }
 
-export async function lockClaimable(tx: Queryable, id: string, cycleId: string): Promise<string> {
-  const { rows } = await tx.query('SELECT publisher_owner, state FROM settlement_cycles WHERE id = $1 FOR SHARE', [id]);
+export async function lockClaimable(tx: Queryable, id: string, cycleId: string, lock: 'FOR SHARE' | 'FOR NO KEY UPDATE' = 'FOR SHARE'): Promise<string> {
+  const { rows } = await tx.query(`SELECT publisher_owner, state FROM settlement_cycles WHERE id = $1 ${lock}`, [id]);
   const row = rows[0];
   if (!row) throw new LedgerError('CYCLE_NOT_FOUND', 'settlement cycle not found', { cycleId });
   if (!CLAIMABLE.includes(row.state as CycleState)) {

@@ -283,7 +283,7 @@ export interface ClaimResult {
 }
 
 export interface VerifyMismatch {
-  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'conservation';
+  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'conservation';
   id: string;
   expected: string;
   actual: string;

@@ -45,6 +45,23 @@ export async function verify(db: Database): Promise<VerifyReport> {
      SELECT 'earnings.hold_id', e.id::text, e.hold_id::text FROM earnings e WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = e.hold_id AND h.account_id = e.payer_account_id)`,
   );
   for (const r of references.rows) mismatches.push({ kind: 'reference', id: str(r.id), expected: `${str(r.ref)} names an existing row`, actual: `no row ${str(r.target)}` });
+  // Each cycle's totals (kept on its row by the claims: migration 0006) are its earnings' sums.
+  const cycles = await db.query(
+    `SELECT c.id, c.claimed_calls, c.claimed_gross, c.claimed_fee, c.claimed_net,
+            COALESCE(t.calls, 0) AS calls, COALESCE(t.gross, 0) AS gross, COALESCE(t.fee, 0) AS fee, COALESCE(t.net, 0) AS net
+     FROM settlement_cycles c LEFT JOIN (
+       SELECT cycle_id, count(*) AS calls, sum(gross) AS gross, sum(fee) AS fee, sum(net) AS net FROM earnings WHERE cycle_id IS NOT NULL GROUP BY cycle_id
+     ) t ON t.cycle_id = c.id
+     WHERE (c.claimed_calls, c.claimed_gross, c.claimed_fee, c.claimed_net) <> (COALESCE(t.calls, 0), COALESCE(t.gross, 0), COALESCE(t.fee, 0), COALESCE(t.net, 0))`,
+  );
+  for (const r of cycles.rows) {
+    mismatches.push({
+      kind: 'cycle',
+      id: str(r.id),
+      expected: `earnings: ${str(r.calls)} calls, gross ${str(r.gross)}, fee ${str(r.fee)}, net ${str(r.net)}`,
+      actual: `cycle: ${str(r.claimed_calls)} calls, gross ${str(r.claimed_gross)}, fee ${str(r.claimed_fee)}, net ${str(r.claimed_net)}`,
+    });
+  }
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,

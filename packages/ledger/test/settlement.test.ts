@@ -1,7 +1,12 @@
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
+import pg from 'pg';
+import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, LedgerError, SIGNUP_CREDIT, migrate, migrateLedger, openDatabase, readMigrations } from '@farebox/ledger';
 import type { Ledger } from '@farebox/ledger';
-import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
+import { accountId, databaseUrl, onPostgres, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 let t: TestLedger;
 beforeAll(async () => {
@@ -192,6 +197,67 @@ describe('settlement cycles', () => {
     }
     const { rows } = await t.ledger.db.query('SELECT gross, fee, net, cycle_id, funding_batch_id FROM earnings WHERE publisher_owner = $1', [owner]);
     expect(rows.map((r) => [String(r.gross), String(r.fee), String(r.net), String(r.cycle_id), String(r.funding_batch_id)])).toEqual([[String(USD), '500000', '9500000', cycle.id, batch.id]]);
+  });
+});
+
+describe("a cycle's totals", () => {
+  it('are kept on the cycle as claims add earnings, and verify() finds totals that no longer match them', async () => {
+    const own = await openTestLedger();
+    try {
+      const owner = accountId('GTOTALS');
+      await earn(own.ledger, owner, 7, 1_000_001n);
+      const cycle = await own.ledger.openCycle(owner);
+      expect(await own.ledger.getCycle(cycle.id)).toMatchObject({ calls: 0, gross: 0n, fee: 0n, net: 0n });
+      expect(await own.ledger.claimEarnings(cycle.id, { limit: 3 })).toEqual({ claimed: 3, gross: 3_000_003n, fee: 150_000n, net: 2_850_003n });
+      expect(await own.ledger.getCycle(cycle.id)).toMatchObject({ calls: 3, gross: 3_000_003n, fee: 150_000n, net: 2_850_003n, unfunded: 3_000_003n });
+      await earn(own.ledger, owner, 2, 1_000_001n);
+      expect(await own.ledger.claimEarnings(cycle.id)).toMatchObject({ claimed: 6 });
+      expect(await own.ledger.claimEarnings(cycle.id)).toEqual({ claimed: 0, gross: 0n, fee: 0n, net: 0n });
+      // 9 calls of 1,000,001: fee floor(5%) = 50,000 each.
+      expect(await own.ledger.getCycle(cycle.id)).toMatchObject({ calls: 9, gross: 9_000_009n, fee: 450_000n, net: 8_550_009n });
+      expect((await own.ledger.verify()).ok).toBe(true);
+      await own.ledger.db.query('UPDATE settlement_cycles SET claimed_gross = claimed_gross + 1 WHERE id = $1', [cycle.id]);
+      const report = await own.ledger.verify();
+      expect(report.mismatches).toEqual([
+        { kind: 'cycle', id: cycle.id, expected: 'earnings: 9 calls, gross 9000009, fee 450000, net 8550009', actual: 'cycle: 9 calls, gross 9000010, fee 450000, net 8550009' },
+      ]);
+    } finally {
+      await own.dispose();
+    }
+  });
+
+  it('are filled in from the earnings already claimed when the ledger is upgraded to keep them', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'farebox-ledger-0005-'));
+    const schema = `ledger_upgrade_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const db = onPostgres ? await openDatabase({ url: databaseUrl, schema }) : await openDatabase({ dataDir: 'memory://', env: {} });
+    try {
+      // A ledger as schema version 5 left it: cycles without totals, earnings claimed into two of them.
+      for (const f of (await readMigrations(LEDGER_MIGRATIONS_DIR)).filter((m) => m.version <= 5)) await copyFile(join(LEDGER_MIGRATIONS_DIR, f.name), join(dir, f.name));
+      expect((await migrate(db, dir, LEDGER_NAMESPACE)).applied).toHaveLength(5);
+      await db.query(`INSERT INTO settlement_cycles (publisher_owner) VALUES ('GA'), ('GB'), ('GC')`);
+      await db.query(
+        `INSERT INTO earnings (hold_id, payer_account_id, publisher_owner, service, gross, fee, net, cycle_id)
+         SELECT gen_random_uuid(), 'p', c.publisher_owner, 's', g, g / 20, g - g / 20, CASE WHEN c.publisher_owner = 'GC' THEN NULL ELSE c.id END
+         FROM settlement_cycles c, generate_series(100, 104) g`,
+      );
+      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql']);
+      const { rows } = await db.query(`SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`);
+      expect(rows.map((r) => [r.publisher_owner, ...[r.claimed_calls, r.claimed_gross, r.claimed_fee, r.claimed_net].map(String)])).toEqual([
+        // 100..104: gross 510, fee 5 x 5 = 25, net 485; GC's earnings are not claimed.
+        ['GA', '5', '510', '25', '485'],
+        ['GB', '5', '510', '25', '485'],
+        ['GC', '0', '0', '0', '0'],
+      ]);
+    } finally {
+      await db.close();
+      if (onPostgres) {
+        const client = new pg.Client({ connectionString: databaseUrl });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await client.end();
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
