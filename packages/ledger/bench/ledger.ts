@@ -1,6 +1,7 @@
 // Hold+post throughput of the ledger on embedded PGlite and, when reachable,
 // on PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test):
-// every call on one hot account vs calls spread over many accounts.
+// every call on one hot account vs calls spread over many accounts; then, on
+// PostgreSQL, what settlement's bookkeeping costs per tick as a cycle grows.
 //   pnpm exec tsx packages/ledger/bench/ledger.ts
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -70,6 +71,72 @@ async function bench(label: string, ledger: Ledger, calls: number, concurrency: 
   if (!report.ok) throw new Error(`ledger does not verify after the bench: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
 }
 
+/** CPU milliseconds of this process so far. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/**
+ * What a settlement tick costs as its cycle grows: claiming the calls of a
+ * tick into the cycle and fixing them into a funding batch (wall time, this
+ * process's CPU, the longest event-loop stall), then reading the cycle, which
+ * the settler does several times a tick, against summing its earnings (what
+ * reading it cost before the cycle kept its totals, migration 0006).
+ */
+async function settlementBookkeeping(ledger: Ledger): Promise<void> {
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const TICK = 10_000;
+  const owner = `GSETTLE_${randomBytes(3).toString('hex')}`;
+  const payers = await prepareAccounts(ledger, `payer_${randomBytes(3).toString('hex')}`, 16);
+  const cycle = await ledger.openCycle(owner);
+  console.log(`settlement bookkeeping on PostgreSQL: ticks of ${TICK} calls into one cycle`);
+  for (let tick = 1; tick <= 4; tick++) {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < TICK) {
+          const i = next++;
+          const { hold } = await ledger.hold(payers[i % payers.length]!, PRICE, { callId: `s${tick}_${i}`, service: 'bench' });
+          await ledger.post(hold.id, { publisherOwner: owner, service: 'bench', gross: PRICE });
+        }
+      }),
+    );
+    const stall = monitorEventLoopDelay({ resolution: 1 });
+    stall.enable();
+    const t0 = performance.now();
+    const c0 = cpuMs();
+    const claimed = await ledger.claimEarnings(cycle.id);
+    const batch = await ledger.prepareFunding(cycle.id);
+    const tickMs = performance.now() - t0;
+    const tickCpu = cpuMs() - c0;
+    stall.disable();
+    if (claimed.claimed !== TICK || batch?.amount !== PRICE * BigInt(TICK)) throw new Error(`tick ${tick}: claimed ${claimed.claimed}, batch ${String(batch?.amount)}`);
+    const reads: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      const t = performance.now();
+      const read = await ledger.getCycle(cycle.id);
+      reads.push(performance.now() - t);
+      if (read.calls !== tick * TICK) throw new Error(`cycle reads ${read.calls} calls, expected ${tick * TICK}`);
+    }
+    const sums: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      const t = performance.now();
+      await ledger.db.query(
+        `SELECT (SELECT count(*) FROM earnings WHERE cycle_id = $1), (SELECT sum(gross) FROM earnings WHERE cycle_id = $1),
+                (SELECT sum(fee) FROM earnings WHERE cycle_id = $1), (SELECT sum(net) FROM earnings WHERE cycle_id = $1)`,
+        [cycle.id],
+      );
+      sums.push(performance.now() - t);
+    }
+    console.log(
+      `  cycle of ${String(tick * TICK).padStart(6)} calls: claim + batch ${tickMs.toFixed(0)} ms (this process ${tickCpu.toFixed(0)} ms of CPU, longest stall ${(stall.max / 1e6).toFixed(1)} ms) | read the cycle ${median(reads).toFixed(1)} ms, sum its earnings ${median(sums).toFixed(1)} ms (medians of 5)`,
+    );
+  }
+  const report = await ledger.verify();
+  if (!report.ok) throw new Error(`ledger does not verify after settlement bookkeeping: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
+}
+
 console.log(`hold+post pairs per second, median of ${ROUNDS} rounds (holds and posts that arrive together share a statement and a commit: group commit)`);
 
 const dataDir = await mkdtemp(join(tmpdir(), 'farebox-bench-'));
@@ -95,6 +162,7 @@ try {
 if (ledger) {
   try {
     await bench('PostgreSQL (pool 16, 16 in flight)', ledger, 1_500, 16);
+    await settlementBookkeeping(ledger);
   } finally {
     await ledger.close();
     const client = new pg.Client({ connectionString: url });
