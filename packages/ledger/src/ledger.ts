@@ -236,8 +236,11 @@ export class Ledger {
    * the cycle, atomically: each earning ends in exactly one cycle, and
    * concurrent claimers take disjoint sets (`FOR UPDATE SKIP LOCKED`). Only
    * while the cycle is `open`, `closing` or `deployed` (`CYCLE_NOT_OPEN`).
+   * With `batch: true` what is claimed also forms a `prepared` funding batch
+   * in the same statement (as {@link prepareFunding} would make next), so
+   * each earning is written once.
    */
-  claimEarnings(cycleId: string, options: { limit?: number } = {}): Promise<ClaimResult> {
+  claimEarnings(cycleId: string, options: { limit?: number; batch?: boolean } = {}): Promise<ClaimResult> {
     return settlement.claimEarnings(this.db, cycleId, options);
   }
 

@@ -85,34 +85,45 @@ export async function activeCycles(db: Database, states?: readonly CycleState[])
   return Promise.all(rows.map((r) => getCycle(db, str(r.id))));
 }
 
-export async function claimEarnings(db: Database, cycleId: string, options: { limit?: number } = {}): Promise<ClaimResult> {
+export async function claimEarnings(db: Database, cycleId: string, options: { limit?: number; batch?: boolean } = {}): Promise<ClaimResult> {
   const id = cycleIdParam(cycleId);
   const limit = options.limit === undefined ? 10_000 : positiveInt(options.limit, 'limit', 1_000_000);
+  const batch = options.batch === true;
   return db.transaction(async (tx) => {
     // The cycle's row is locked as its update will lock it: two claims on one cycle take turns.
     const owner = await lockClaimable(tx, id, cycleId, 'FOR NO KEY UPDATE');
-    // Summed where the rows are (a tick claims up to 10,000 earnings, and
-    // reading each back cost the gateway 40-70 ms of its event loop), and
-    // added to the cycle's totals in the same statement.
+    // One statement: the earnings picked (locked, so concurrent claimers of
+    // the owner's cycles take disjoint sets), summed where they are (a tick
+    // claims up to 10,000, and reading each back cost the gateway 40-70 ms of
+    // its event loop), their funding batch when asked (each earning is then
+    // written once, not once for its cycle and again for its batch), the
+    // earnings assigned, and the sums added to the cycle's totals.
     const { rows } = await tx.query(
-      `WITH claimed AS (
-         UPDATE earnings SET cycle_id = $1
-         WHERE id IN (SELECT id FROM earnings WHERE publisher_owner = $2 AND cycle_id IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-           AND cycle_id IS NULL
-         RETURNING gross, fee, net
+      `WITH picked AS (
+         SELECT id, gross, fee, net FROM earnings
+         WHERE publisher_owner = $2 AND cycle_id IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
        ), sums AS (
-         SELECT count(*) AS calls, coalesce(sum(gross), 0) AS gross, coalesce(sum(fee), 0) AS fee, coalesce(sum(net), 0) AS net FROM claimed
+         SELECT count(*) AS calls, coalesce(sum(gross), 0) AS gross, coalesce(sum(fee), 0) AS fee, coalesce(sum(net), 0) AS net FROM picked
+       ), batch AS (
+         INSERT INTO funding_batches (cycle_id, amount)
+         SELECT $1, s.gross FROM sums s WHERE $4::boolean AND s.calls > 0
+         RETURNING *
+       ), claimed AS (
+         UPDATE earnings SET cycle_id = $1, funding_batch_id = (SELECT b.id FROM batch b)
+         FROM picked p WHERE earnings.id = p.id
        ), totals AS (
          UPDATE settlement_cycles c
             SET claimed_calls = c.claimed_calls + s.calls, claimed_gross = c.claimed_gross + s.gross,
                 claimed_fee = c.claimed_fee + s.fee, claimed_net = c.claimed_net + s.net
            FROM sums s WHERE c.id = $1 AND s.calls > 0
        )
-       SELECT calls AS claimed, gross, fee, net FROM sums`,
-      [id, owner, limit],
+       SELECT s.calls AS s_calls, s.gross AS s_gross, s.fee AS s_fee, s.net AS s_net, b.*
+       FROM sums s LEFT JOIN batch b ON true`,
+      [id, owner, limit, batch],
     );
     const r = rows[0]!;
-    return { claimed: Number(r.claimed), gross: big(r.gross), fee: big(r.fee), net: big(r.net) };
+    const claimed: ClaimResult = { claimed: Number(r.s_calls), gross: big(r.s_gross), fee: big(r.s_fee), net: big(r.s_net) };
+    return batch ? { ...claimed, batch: r.id === null || r.id === undefined ? null : toBatch(r) } : claimed;
   });
 }
 

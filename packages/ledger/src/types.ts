@@ -280,6 +280,8 @@ export interface ClaimResult {
   gross: bigint;
   fee: bigint;
   net: bigint;
+  /** With `batch: true`: the `prepared` funding batch of what was claimed (null when nothing was). */
+  batch?: FundingBatch | null;
 }
 
 export interface VerifyMismatch {

@@ -76,19 +76,23 @@ describe('settlement cycles', () => {
     const owner = accountId('GCLAIM');
     await earn(t.ledger, owner, 60, 1_000n);
     const cycle = await t.ledger.openCycle(owner);
-    const claimer = async () => {
+    const claimer = async (batch: boolean) => {
       let total = 0;
       for (;;) {
-        const r = await t.ledger.claimEarnings(cycle.id, { limit: 7 });
+        const r = await t.ledger.claimEarnings(cycle.id, { limit: 7, batch });
         if (r.claimed === 0) return total;
         total += r.claimed;
       }
     };
-    const counts = await Promise.all([claimer(), claimer(), claimer()]);
+    // One claims without a batch, two with one.
+    const counts = await Promise.all([claimer(false), claimer(true), claimer(true)]);
     expect(counts.reduce((a, b) => a + b, 0)).toBe(60);
     const { rows } = await t.ledger.db.query('SELECT count(*) AS n, count(DISTINCT cycle_id) AS cycles FROM earnings WHERE publisher_owner = $1', [owner]);
-    expect(rows[0]).toMatchObject({ n: '60', cycles: '1' });
-    expect((await t.ledger.getCycle(cycle.id)).gross).toBe(60_000n);
+    expect(rows[0]).toMatchObject({ n: String(60), cycles: String(1) });
+    const read = await t.ledger.getCycle(cycle.id);
+    expect(read).toMatchObject({ calls: 60, gross: 60_000n });
+    // What the batching claimers took is in their batches, exactly.
+    expect(read.fundingPrepared).toBe(BigInt(counts[1]! + counts[2]!) * 1_000n);
   });
 
   it('puts each earning in exactly one cycle across cycles of the same owner', async () => {
@@ -224,6 +228,23 @@ describe("a cycle's totals", () => {
     } finally {
       await own.dispose();
     }
+  });
+
+  it('can come with their funding batch: each claimed earning in it, nothing left to batch, and no batch for an empty claim', async () => {
+    const owner = accountId('GBATCHED');
+    await earn(t.ledger, owner, 4, 2_000_000n);
+    const cycle = await t.ledger.openCycle(owner);
+    const claim = await t.ledger.claimEarnings(cycle.id, { batch: true, limit: 3 });
+    expect(claim).toMatchObject({ claimed: 3, gross: 6_000_000n, batch: { cycleId: cycle.id, amount: 6_000_000n, state: 'prepared' } });
+    const { rows } = await t.ledger.db.query('SELECT count(*) AS n FROM earnings WHERE cycle_id = $1 AND funding_batch_id = $2', [cycle.id, claim.batch!.id]);
+    expect(String(rows[0]?.n)).toBe('3');
+    expect(await t.ledger.prepareFunding(cycle.id)).toBeNull();
+    expect(await t.ledger.getCycle(cycle.id)).toMatchObject({ calls: 3, gross: 6_000_000n, fundingPrepared: 6_000_000n, unfunded: 0n });
+    // The rest, claimed without a batch, is batched next as before.
+    expect(await t.ledger.claimEarnings(cycle.id)).toEqual({ claimed: 1, gross: 2_000_000n, fee: 100_000n, net: 1_900_000n });
+    expect(await t.ledger.prepareFunding(cycle.id)).toMatchObject({ amount: 2_000_000n });
+    expect(await t.ledger.claimEarnings(cycle.id, { batch: true })).toEqual({ claimed: 0, gross: 0n, fee: 0n, net: 0n, batch: null });
+    expect((await t.ledger.getCycle(cycle.id)).batches.map((b) => b.amount)).toEqual([6_000_000n, 2_000_000n]);
   });
 
   it('are filled in from the earnings already claimed when the ledger is upgraded to keep them', async () => {

@@ -133,9 +133,12 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
     }
   }
 
-  /** Claims the owner's new earnings into the open cycle and funds them (one transaction per batch). */
+  /**
+   * Claims the owner's new earnings into the open cycle, as a funding batch
+   * of their own (one statement), and funds them (one transaction per batch).
+   */
   async function fundOpen(c: SettlementCycle): Promise<SettlementCycle> {
-    await ledger.claimEarnings(c.id);
+    await ledger.claimEarnings(c.id, { batch: true });
     let cycle = await ledger.getCycle(c.id);
     if (cycle.unfunded <= 0n && !cycle.batches.some((b) => b.state === 'prepared')) return cycle;
     cycle = await deploy(cycle);
@@ -152,7 +155,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
           c = (await advance(c.id, 'open', 'closing')).cycle;
           break;
         case 'closing': {
-          await ledger.claimEarnings(c.id);
+          await ledger.claimEarnings(c.id, { batch: true });
           c = await ledger.getCycle(c.id);
           if (c.calls === 0) {
             c = (await advance(c.id, 'closing', 'done')).cycle;
