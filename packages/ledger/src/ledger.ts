@@ -233,8 +233,10 @@ export class Ledger {
 
   /**
    * Assigns the owner's unassigned earnings (oldest first, up to `limit`) to
-   * the cycle, atomically: each earning ends in exactly one cycle, and
-   * concurrent claimers take disjoint sets (`FOR UPDATE SKIP LOCKED`). Only
+   * the cycle, atomically, and adds their sums to the cycle's totals: each
+   * earning ends in exactly one cycle, claims on one cycle take turns, and
+   * claims on two cycles of the owner take disjoint sets (`FOR UPDATE SKIP
+   * LOCKED`). Only
    * while the cycle is `open`, `closing` or `deployed` (`CYCLE_NOT_OPEN`).
    * With `batch: true` what is claimed also forms a `prepared` funding batch
    * in the same statement (as {@link prepareFunding} would make next), so
