@@ -34,17 +34,30 @@ export async function verify(db: Database): Promise<VerifyReport> {
   for (const r of earnings.rows) {
     mismatches.push({ kind: 'earning', id: str(r.id), expected: `${str(r.state)} ${str(r.posted_amount ?? '-')}`, actual: `earning ${str(r.gross ?? 'none')} journal ${str(r.journal_gross ?? 'none')}` });
   }
-  // Every reference of the per-call rows names a row that exists (no foreign keys check them per row: migration 0004).
+  // Every reference of the per-call rows names a row that exists (no foreign keys check them per row:
+  // migrations 0004 and 0007), an earning's cycle is its owner's and its batch is its cycle's.
   const references = await db.query(
-    `SELECT 'holds.account_id' AS ref, h.id::text AS id, h.account_id AS target FROM holds h WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = h.account_id)
+    `SELECT 'holds.account_id' AS ref, h.id::text AS id, h.account_id AS target, NULL AS found FROM holds h WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = h.account_id)
      UNION ALL
-     SELECT 'journal.account_id', j.id::text, j.account_id FROM journal j WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = j.account_id)
+     SELECT 'journal.account_id', j.id::text, j.account_id, NULL FROM journal j WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = j.account_id)
      UNION ALL
-     SELECT 'journal.hold_id', j.id::text, j.hold_id::text FROM journal j WHERE j.hold_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = j.hold_id AND h.account_id = j.account_id)
+     SELECT 'journal.hold_id', j.id::text, j.hold_id::text, NULL FROM journal j WHERE j.hold_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = j.hold_id AND h.account_id = j.account_id)
      UNION ALL
-     SELECT 'earnings.hold_id', e.id::text, e.hold_id::text FROM earnings e WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = e.hold_id AND h.account_id = e.payer_account_id)`,
+     SELECT 'earnings.hold_id', e.id::text, e.hold_id::text, NULL FROM earnings e WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = e.hold_id AND h.account_id = e.payer_account_id)
+     UNION ALL
+     SELECT 'earnings.cycle_id', e.id::text, e.cycle_id::text, (SELECT 'the cycle of ' || c.publisher_owner FROM settlement_cycles c WHERE c.id = e.cycle_id) FROM earnings e
+     WHERE e.cycle_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM settlement_cycles c WHERE c.id = e.cycle_id AND c.publisher_owner = e.publisher_owner)
+     UNION ALL
+     SELECT 'earnings.funding_batch_id', e.id::text, e.funding_batch_id::text, (SELECT 'a batch of cycle ' || b.cycle_id FROM funding_batches b WHERE b.id = e.funding_batch_id) FROM earnings e
+     WHERE e.funding_batch_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM funding_batches b WHERE b.id = e.funding_batch_id AND b.cycle_id = e.cycle_id)`,
   );
-  for (const r of references.rows) mismatches.push({ kind: 'reference', id: str(r.id), expected: `${str(r.ref)} names an existing row`, actual: `no row ${str(r.target)}` });
+  const named: Record<string, string> = {
+    'earnings.cycle_id': "names a cycle of the earning's owner",
+    'earnings.funding_batch_id': "names a funding batch of the earning's cycle",
+  };
+  for (const r of references.rows) {
+    mismatches.push({ kind: 'reference', id: str(r.id), expected: `${str(r.ref)} ${named[str(r.ref)] ?? 'names an existing row'}`, actual: r.found ? `${str(r.target)} is ${str(r.found)}` : `no row ${str(r.target)}` });
+  }
   // Each cycle's totals (kept on its row by the claims: migration 0006) are its earnings' sums.
   const cycles = await db.query(
     `SELECT c.id, c.claimed_calls, c.claimed_gross, c.claimed_fee, c.claimed_net,

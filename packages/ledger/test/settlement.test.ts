@@ -204,6 +204,63 @@ describe('settlement cycles', () => {
   });
 });
 
+describe("an earning's cycle and batch", () => {
+  it('are checked by verify(), not per row: a cycle of another owner, a missing cycle, a batch of another cycle', async () => {
+    const own = await openTestLedger();
+    try {
+      const owner = accountId('GREFS');
+      await earn(own.ledger, owner, 4, USD);
+      const cycle = await own.ledger.openCycle(owner);
+      const claimed = await own.ledger.claimEarnings(cycle.id, { limit: 1, batch: true });
+      expect(claimed).toMatchObject({ claimed: 1, batch: { amount: USD } });
+      const elsewhere = accountId('GELSE');
+      await earn(own.ledger, elsewhere, 1, USD);
+      const otherCycle = await own.ledger.openCycle(elsewhere);
+      const otherBatch = (await own.ledger.claimEarnings(otherCycle.id, { batch: true })).batch!;
+      expect((await own.ledger.verify()).ok).toBe(true);
+      // Written by hand, past the ledger's statements, into unclaimed earnings (which the guard lets be set once).
+      const { rows } = await own.ledger.db.query('SELECT id FROM earnings WHERE publisher_owner = $1 AND cycle_id IS NULL ORDER BY id', [owner]);
+      const [a, b, c] = rows.map((r) => String(r.id));
+      await own.ledger.db.query('UPDATE earnings SET cycle_id = $2 WHERE id = $1', [a, otherCycle.id]);
+      await own.ledger.db.query('UPDATE earnings SET cycle_id = 999999999 WHERE id = $1', [b]);
+      await own.ledger.db.query('UPDATE earnings SET cycle_id = $2, funding_batch_id = $3 WHERE id = $1', [c, cycle.id, otherBatch.id]);
+      const report = await own.ledger.verify();
+      expect(report.mismatches.filter((m) => m.kind === 'reference').sort((x, y) => Number(x.id) - Number(y.id))).toEqual([
+        { kind: 'reference', id: a, expected: "earnings.cycle_id names a cycle of the earning's owner", actual: `${otherCycle.id} is the cycle of ${otherCycle.publisherOwner}` },
+        { kind: 'reference', id: b, expected: "earnings.cycle_id names a cycle of the earning's owner", actual: 'no row 999999999' },
+        { kind: 'reference', id: c, expected: "earnings.funding_batch_id names a funding batch of the earning's cycle", actual: `${otherBatch.id} is a batch of cycle ${otherCycle.id}` },
+      ]);
+    } finally {
+      await own.dispose();
+    }
+  });
+
+  it('name cycles and batches that are kept: no DELETE, TRUNCATE or change of key', async () => {
+    const owner = accountId('GKEPT');
+    await earn(t.ledger, owner, 1, USD);
+    const cycle = await t.ledger.openCycle(owner);
+    const { batch } = await t.ledger.claimEarnings(cycle.id, { batch: true });
+    const other = await t.ledger.openCycle(accountId('GKEPT2'));
+    for (const sql of [
+      `DELETE FROM settlement_cycles WHERE id = ${cycle.id}`,
+      'TRUNCATE settlement_cycles CASCADE',
+      `DELETE FROM funding_batches WHERE id = ${batch!.id}`,
+      'TRUNCATE funding_batches CASCADE',
+    ]) {
+      await expect(t.ledger.db.query(sql), sql).rejects.toThrow(/rows are referenced by the journal: (DELETE|TRUNCATE) refused/);
+    }
+    for (const sql of [
+      `UPDATE settlement_cycles SET id = id + 1000000 WHERE id = ${cycle.id}`,
+      `UPDATE settlement_cycles SET publisher_owner = 'GSOMEONE' WHERE id = ${cycle.id}`,
+      `UPDATE funding_batches SET cycle_id = ${other.id} WHERE id = ${batch!.id}`,
+      `UPDATE funding_batches SET id = id + 1000000 WHERE id = ${batch!.id}`,
+    ]) {
+      await expect(t.ledger.db.query(sql), sql).rejects.toThrow(/\.id and (publisher_owner|cycle_id) never change: UPDATE refused/);
+    }
+    expect(await t.ledger.getCycle(cycle.id)).toMatchObject({ publisherOwner: owner, calls: 1, batches: [{ id: batch!.id, amount: USD }] });
+  });
+});
+
 describe("a cycle's totals", () => {
   it('are kept on the cycle as claims add earnings, and verify() finds totals that no longer match them', async () => {
     const own = await openTestLedger();
@@ -261,7 +318,7 @@ describe("a cycle's totals", () => {
          SELECT gen_random_uuid(), 'p', c.publisher_owner, 's', g, g / 20, g - g / 20, CASE WHEN c.publisher_owner = 'GC' THEN NULL ELSE c.id END
          FROM settlement_cycles c, generate_series(100, 104) g`,
       );
-      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql', '0007_settlement_references.sql']);
       const { rows } = await db.query(`SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`);
       expect(rows.map((r) => [r.publisher_owner, ...[r.claimed_calls, r.claimed_gross, r.claimed_fee, r.claimed_net].map(String)])).toEqual([
         // 100..104: gross 510, fee 5 x 5 = 25, net 485; GC's earnings are not claimed.
