@@ -1,10 +1,13 @@
 // Hold+post throughput of the ledger on embedded PGlite and, when reachable,
 // on PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test):
 // every call on one hot account vs calls spread over many accounts; then, on
-// PostgreSQL, what settlement's bookkeeping costs per tick as a cycle grows.
+// PostgreSQL, what settlement's bookkeeping costs per tick as a cycle grows,
+// and what a call writes and costs once the ledger has grown (BENCH_GROWN_CALLS,
+// default 1,000,000 calls written straight into its tables).
 //   pnpm exec tsx packages/ledger/bench/ledger.ts
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,6 +141,88 @@ async function settlementBookkeeping(ledger: Ledger): Promise<void> {
   if (!report.ok) throw new Error(`ledger does not verify after settlement bookkeeping: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
 }
 
+/** CPU clock ticks of each PostgreSQL process of this machine (backends, WAL writer, checkpointer), by pid. */
+function postgresTicks(): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).startsWith('postgres')) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks.set(entry, Number(fields[11]) + Number(fields[12]));
+  }
+  return ticks;
+}
+
+/** CPU milliseconds PostgreSQL's processes used between two readings (a process gone meanwhile is not counted). */
+function postgresCpuMs(before: Map<string, number>, after: Map<string, number>): number {
+  let ticks = 0;
+  for (const [pid, t] of after) ticks += t - (before.get(pid) ?? 0);
+  return ticks * 10; // USER_HZ is 100 on Linux
+}
+
+// `n` posted calls of PRICE from `payer` written straight into the tables, as
+// the ledger's statements leave them (a top-up of their sum first, so the
+// credits do not move and verify() holds).
+const GROW_SQL = `
+WITH t AS (
+  INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference)
+  VALUES ($1, 'topup', $2::bigint * $3::bigint, $2::bigint * $3::bigint, 0, 'bench: grown ledger')
+), h AS (
+  INSERT INTO holds (account_id, amount, state, call_id, service, posted_amount, expires_at, resolved_at)
+  SELECT $1, $3::bigint, 'posted', 'grown_' || g, 'bench', $3::bigint, now(), now() FROM generate_series(1, $2::int) g
+  RETURNING id, account_id
+), jh AS (
+  INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
+  SELECT account_id, 'hold', $3::bigint, -$3::bigint, $3::bigint, id FROM h
+), jp AS (
+  INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
+  SELECT account_id, 'post', $3::bigint, 0, -$3::bigint, id FROM h
+)
+INSERT INTO earnings (hold_id, payer_account_id, publisher_owner, service, gross, fee, net)
+SELECT id, account_id, 'GGROWN', 'bench', $3::bigint, $4::bigint, $5::bigint FROM h`;
+
+/**
+ * A ledger that has grown: holds, journal and earnings already hold `grown`
+ * calls. What a hold+post pair then writes to the WAL, and costs PostgreSQL's
+ * processes in CPU, in the minute after a checkpoint, when the first change of
+ * each index page since the checkpoint puts the whole page in the WAL.
+ */
+async function grownLedger(ledger: Ledger, grown: number): Promise<void> {
+  const { splitFee } = await import('@farebox/protocol');
+  const { fee, net } = splitFee(PRICE);
+  const payers = await prepareAccounts(ledger, `grown_${randomBytes(3).toString('hex')}`, 16);
+  const t0 = performance.now();
+  for (let done = 0; done < grown; done += 100_000) {
+    await ledger.db.query(GROW_SQL, [payers[done / 100_000 % payers.length], Math.min(100_000, grown - done), PRICE.toString(), fee.toString(), net.toString()]);
+  }
+  await ledger.db.query('VACUUM ANALYZE holds, journal, earnings');
+  const growMs = performance.now() - t0;
+  const PAIRS = 10_000;
+  const wal: number[] = [];
+  const cpu: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    await ledger.db.query('CHECKPOINT');
+    const { rows } = await ledger.db.query('SELECT pg_current_wal_lsn()::text AS lsn');
+    const c0 = postgresTicks();
+    await run(ledger, payers, PAIRS, 16);
+    const c1 = postgresTicks();
+    const { rows: after } = await ledger.db.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) AS bytes', [rows[0]!.lsn]);
+    wal.push(Number(after[0]!.bytes) / PAIRS);
+    cpu.push(postgresCpuMs(c0, c1) / PAIRS);
+  }
+  console.log(
+    `a ledger grown to ${grown} calls (${(growMs / 1000).toFixed(0)} s to grow), ${PAIRS} hold+post pairs after a checkpoint: WAL ${median(wal).toFixed(0)} bytes per pair (${wal.map((w) => w.toFixed(0)).join(', ')}), PostgreSQL CPU ${median(cpu).toFixed(3)} ms per pair (${cpu.map((c) => c.toFixed(3)).join(', ')})`,
+  );
+  const report = await ledger.verify();
+  if (!report.ok) throw new Error(`ledger does not verify after growing: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
+}
+
 console.log(`hold+post pairs per second, median of ${ROUNDS} rounds (holds and posts that arrive together share a statement and a commit: group commit)`);
 
 const dataDir = await mkdtemp(join(tmpdir(), 'farebox-bench-'));
@@ -164,6 +249,7 @@ if (ledger) {
   try {
     await bench('PostgreSQL (pool 16, 16 in flight)', ledger, 1_500, 16);
     await settlementBookkeeping(ledger);
+    await grownLedger(ledger, Number(process.env.BENCH_GROWN_CALLS ?? 1_000_000));
   } finally {
     await ledger.close();
     const client = new pg.Client({ connectionString: url });

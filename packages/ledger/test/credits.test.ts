@@ -1,6 +1,24 @@
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BALANCE_CAP, LedgerError, SIGNUP_CREDIT, TOPUP_MAX, parseTopupAmount } from '@farebox/ledger';
-import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
+import {
+  BALANCE_CAP,
+  LEDGER_MIGRATIONS_DIR,
+  LEDGER_NAMESPACE,
+  Ledger,
+  LedgerError,
+  SIGNUP_CREDIT,
+  TOPUP_MAX,
+  migrate,
+  migrateLedger,
+  openDatabase,
+  parseTopupAmount,
+  readMigrations,
+} from '@farebox/ledger';
+import { accountId, databaseUrl, onPostgres, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 let t: TestLedger;
 beforeAll(async () => {
@@ -300,5 +318,67 @@ describe('journal', () => {
     expect(report.mismatches).toContainEqual({ kind: 'balance', id, expected: String(SIGNUP_CREDIT), actual: String(SIGNUP_CREDIT + 1n) });
     await t.ledger.db.query('UPDATE accounts SET balance = balance - 1 WHERE id = $1', [id]);
     expect((await t.ledger.verify()).ok).toBe(true);
+  });
+});
+
+describe('hold ids', () => {
+  /** The Unix milliseconds in a version-7 id's first 48 bits. */
+  const idTime = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+  const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it('are time-ordered (UUIDv7): one by one, with a key and in a batch, led by the time each hold was placed', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const before = Date.now();
+    const lone = await t.ledger.hold(id, 1n, { callId: 'v7-lone', service: 'svc' });
+    const keyed = await t.ledger.hold(id, 1n, { callId: 'v7-keyed', service: 'svc', idempotencyKey: 'v7-key' });
+    await new Promise((r) => setTimeout(r, 5));
+    const burst = await Promise.all([1, 2, 3, 4].map((n) => t.ledger.hold(id, 1n, { callId: `v7-burst-${n}`, service: 'svc' })));
+    const after = Date.now();
+    const holds = [lone, keyed, ...burst].map((r) => r.hold);
+    for (const hold of holds) {
+      expect(hold.id).toMatch(V7);
+      // The database's clock and this process's are the same machine's here.
+      expect(idTime(hold.id)).toBeGreaterThanOrEqual(before - 1_000);
+      expect(idTime(hold.id)).toBeLessThanOrEqual(after + 1_000);
+    }
+    // Placed 5 ms apart: the burst's ids sort after the first two.
+    const [first, second, ...rest] = holds.map((h) => idTime(h.id));
+    for (const later of rest) expect(later).toBeGreaterThan(Math.max(first!, second!));
+    expect(new Set(holds.map((h) => h.id)).size).toBe(6);
+  });
+
+  it('placed before the upgrade keep their ids, and post and void as before', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'farebox-ledger-0007-'));
+    const schema = `ledger_ids_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const db = onPostgres ? await openDatabase({ url: databaseUrl, schema }) : await openDatabase({ dataDir: 'memory://', env: {} });
+    try {
+      for (const f of (await readMigrations(LEDGER_MIGRATIONS_DIR)).filter((m) => m.version <= 7)) await copyFile(join(LEDGER_MIGRATIONS_DIR, f.name), join(dir, f.name));
+      expect((await migrate(db, dir, LEDGER_NAMESPACE)).applied).toHaveLength(7);
+      const ledger = new Ledger(db);
+      const id = accountId();
+      await ledger.openAccount(id);
+      const old = await Promise.all([1, 2, 3].map((n) => ledger.hold(id, USD, { callId: `old-${n}`, service: 'svc' })));
+      for (const r of old) expect(r.hold.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
+      expect((await migrateLedger(db)).applied).toEqual(['0008_time_ordered_ids.sql']);
+      const [a, b, c] = old.map((r) => r.hold.id) as [string, string, string];
+      expect((await ledger.post(a, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD })).hold).toMatchObject({ id: a, state: 'posted' });
+      expect((await ledger.void(b, 'after the upgrade')).hold).toMatchObject({ id: b, state: 'voided' });
+      const fresh = await ledger.hold(id, USD, { callId: 'new', service: 'svc' });
+      expect(fresh.hold.id).toMatch(V7);
+      expect(await ledger.getHold(c)).toMatchObject({ id: c, state: 'pending' });
+      // 5 USD - 4 held + 1 voided back = 2; 2 held (c and the new one); 1 posted.
+      expect(await ledger.balance(id)).toMatchObject({ balance: 2n * USD, held: 2n * USD });
+      expect((await ledger.verify()).mismatches).toEqual([]);
+    } finally {
+      await db.close();
+      if (onPostgres) {
+        const client = new pg.Client({ connectionString: databaseUrl });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await client.end();
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
