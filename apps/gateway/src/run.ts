@@ -3,7 +3,7 @@
 // stops it on SIGINT/SIGTERM. `main.ts` runs it as is; the crash tests' entry
 // script runs it with their crash hook.
 import { ConfigError } from '@farebox/protocol';
-import { createLogger } from '@farebox/gateway-core';
+import { createLogger, flushLogger } from '@farebox/gateway-core';
 import pretty from 'pino-pretty';
 import { loadConfig } from './config.js';
 import { startGateway, type RunningGateway, type StartGatewayOptions } from './server.js';
@@ -48,9 +48,11 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint'> 
     process.on(signal, () => {
       if (stopping) process.exit(1);
       stopping = true;
+      // The last block of log lines is written before the process ends (flushLogger).
+      const exit = (code: number) => (logger ? flushLogger(logger) : Promise.resolve()).then(() => process.exit(code));
       gw.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
+        () => exit(0),
+        () => exit(1),
       );
     });
   }

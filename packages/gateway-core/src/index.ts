@@ -27,7 +27,7 @@ export type { AuthorizationCheck, AuthorizationRequest, ConnectionView, OAuthCli
 export type { OAuthScope } from './oauth/scopes.js';
 export { MCP_INSTRUCTIONS, registerGatewayMcpTools } from './mcp/tools.js';
 export type { McpToolDeps } from './mcp/tools.js';
-export { createLogger, legacySink, LOG_LEVELS } from './observability/log.js';
+export { createLogger, flushLogger, legacySink, LOG_LEVELS } from './observability/log.js';
 export type { Logger, LoggerOptions, LogLevel } from './observability/log.js';
 export type { Metrics } from './observability/metrics.js';
 export type { Settlement, SettlementConfigOptions } from './settlement/index.js';

@@ -6,7 +6,7 @@ import { isoTime } from '../src/observability/iso-time.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/buffered-log.ts', import.meta.url));
 
-it('a buffered logger writes a lone line within its flush interval and every line by exit', async () => {
+it('a buffered logger writes a lone line within its flush interval, and every line when the process stops as the gateway does', async () => {
   const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', fixture], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let beforePause: string | undefined;
@@ -14,7 +14,7 @@ it('a buffered logger writes a lone line within its flush interval and every lin
   child.stderr.on('data', (d) => {
     if (String(d).includes('paused')) beforePause = out;
   });
-  const code = await new Promise((r) => child.once('exit', r));
+  const code = await new Promise((r) => child.once('close', r));
   expect(code).toBe(0);
   // The first line was out before the burst started (400 ms later), not held for the buffer to fill.
   expect(beforePause).toContain('"msg":"alone"');

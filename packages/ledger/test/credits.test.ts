@@ -1,24 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  BALANCE_CAP,
-  LEDGER_MIGRATIONS_DIR,
-  LEDGER_NAMESPACE,
-  Ledger,
-  LedgerError,
-  SIGNUP_CREDIT,
-  TOPUP_MAX,
-  migrate,
-  migrateLedger,
-  openDatabase,
-  parseTopupAmount,
-  readMigrations,
-} from '@farebox/ledger';
-import { accountId, databaseUrl, onPostgres, openTestLedger, USD, type TestLedger } from './helpers.js';
+import { BALANCE_CAP, Ledger, LedgerError, SIGNUP_CREDIT, TOPUP_MAX, migrateLedger, parseTopupAmount } from '@farebox/ledger';
+import { accountId, openLedgerAt, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 let t: TestLedger;
 beforeAll(async () => {
@@ -349,12 +331,8 @@ describe('hold ids', () => {
   });
 
   it('placed before the upgrade keep their ids, and post and void as before', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'farebox-ledger-0007-'));
-    const schema = `ledger_ids_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const db = onPostgres ? await openDatabase({ url: databaseUrl, schema }) : await openDatabase({ dataDir: 'memory://', env: {} });
+    const { db, dispose } = await openLedgerAt(7);
     try {
-      for (const f of (await readMigrations(LEDGER_MIGRATIONS_DIR)).filter((m) => m.version <= 7)) await copyFile(join(LEDGER_MIGRATIONS_DIR, f.name), join(dir, f.name));
-      expect((await migrate(db, dir, LEDGER_NAMESPACE)).applied).toHaveLength(7);
       const ledger = new Ledger(db);
       const id = accountId();
       await ledger.openAccount(id);
@@ -371,14 +349,7 @@ describe('hold ids', () => {
       expect(await ledger.balance(id)).toMatchObject({ balance: 2n * USD, held: 2n * USD });
       expect((await ledger.verify()).mismatches).toEqual([]);
     } finally {
-      await db.close();
-      if (onPostgres) {
-        const client = new pg.Client({ connectionString: databaseUrl });
-        await client.connect();
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        await client.end();
-      }
-      await rm(dir, { recursive: true, force: true });
+      await dispose();
     }
   });
 });

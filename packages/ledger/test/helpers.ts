@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openLedger } from '@farebox/ledger';
-import type { Ledger } from '@farebox/ledger';
+import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate, openDatabase, openLedger, readMigrations } from '@farebox/ledger';
+import type { Database, Ledger } from '@farebox/ledger';
 
 export const onPostgres = process.env.LEDGER_TEST_BACKEND === 'postgres';
 export const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -49,6 +49,37 @@ export async function openTestLedger(): Promise<TestLedger> {
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A database of its own as an older ledger left it: the ledger's migrations up
+ * to schema `version` only, for upgrade tests (`migrateLedger` brings it up to
+ * date). `dispose` closes it and removes its schema or data.
+ */
+export async function openLedgerAt(version: number): Promise<{ db: Database; dispose(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), `farebox-ledger-v${version}-`));
+  const schema = `ledger_v${version}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const db = onPostgres ? await openDatabase({ url: databaseUrl, schema }) : await openDatabase({ dataDir: 'memory://', env: {} });
+  const dispose = async () => {
+    await db.close();
+    if (onPostgres) {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client.end();
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const files = (await readMigrations(LEDGER_MIGRATIONS_DIR)).filter((m) => m.version <= version);
+    for (const f of files) await copyFile(join(LEDGER_MIGRATIONS_DIR, f.name), join(dir, f.name));
+    const { applied } = await migrate(db, dir, LEDGER_NAMESPACE);
+    if (applied.length !== version) throw new Error(`schema version ${version}: applied ${applied.length} migrations`);
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  return { db, dispose };
 }
 
 let counter = 0;

@@ -1,12 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
-import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, LedgerError, SIGNUP_CREDIT, migrate, migrateLedger, openDatabase, readMigrations } from '@farebox/ledger';
+import { LedgerError, SIGNUP_CREDIT, migrateLedger } from '@farebox/ledger';
 import type { Ledger } from '@farebox/ledger';
-import { accountId, databaseUrl, onPostgres, openTestLedger, USD, type TestLedger } from './helpers.js';
+import { accountId, openLedgerAt, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 let t: TestLedger;
 beforeAll(async () => {
@@ -305,13 +300,9 @@ describe("a cycle's totals", () => {
   });
 
   it('are filled in from the earnings already claimed when the ledger is upgraded to keep them', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'farebox-ledger-0005-'));
-    const schema = `ledger_upgrade_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const db = onPostgres ? await openDatabase({ url: databaseUrl, schema }) : await openDatabase({ dataDir: 'memory://', env: {} });
+    // A ledger as schema version 5 left it: cycles without totals, earnings claimed into two of them.
+    const { db, dispose } = await openLedgerAt(5);
     try {
-      // A ledger as schema version 5 left it: cycles without totals, earnings claimed into two of them.
-      for (const f of (await readMigrations(LEDGER_MIGRATIONS_DIR)).filter((m) => m.version <= 5)) await copyFile(join(LEDGER_MIGRATIONS_DIR, f.name), join(dir, f.name));
-      expect((await migrate(db, dir, LEDGER_NAMESPACE)).applied).toHaveLength(5);
       await db.query(`INSERT INTO settlement_cycles (publisher_owner) VALUES ('GA'), ('GB'), ('GC')`);
       await db.query(
         `INSERT INTO earnings (hold_id, payer_account_id, publisher_owner, service, gross, fee, net, cycle_id)
@@ -327,14 +318,7 @@ describe("a cycle's totals", () => {
         ['GC', '0', '0', '0', '0'],
       ]);
     } finally {
-      await db.close();
-      if (onPostgres) {
-        const client = new pg.Client({ connectionString: databaseUrl });
-        await client.connect();
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        await client.end();
-      }
-      await rm(dir, { recursive: true, force: true });
+      await dispose();
     }
   });
 });

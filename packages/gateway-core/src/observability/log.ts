@@ -16,8 +16,10 @@ export interface LoggerOptions {
   /**
    * Lines to stdout gathered up to this many bytes and written off the main
    * thread, one write for many lines (default 0: each line written at once,
-   * synchronously). A line waits at most 100 ms; everything is written at
-   * exit; a process killed with SIGKILL loses what was not written yet.
+   * synchronously). A line waits at most 100 ms; a process that ends itself
+   * awaits {@link flushLogger} first (the exit hook writes what is gathered
+   * but cannot wait for a write already on its way); a process killed with
+   * SIGKILL loses what was not written yet.
    */
   bufferBytes?: number;
 }
@@ -103,6 +105,34 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     }
   }, FLUSH_MS).unref();
   return censoringChildren(pino(config, lines));
+}
+
+/**
+ * Resolves once every line `logger` has taken is written, or after
+ * `timeoutMs` (a reader that stopped reading does not hold the process).
+ * With `bufferBytes`, a block of lines may be on its way to the descriptor
+ * from libuv's thread pool: `process.exit` does not wait for it, so a process
+ * that ends itself awaits this first.
+ *
+ * @example
+ * await gateway.close();
+ * await flushLogger(log);
+ * process.exit(0);
+ */
+export function flushLogger(logger: Logger, timeoutMs = 2_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    try {
+      // An error (a descriptor that cannot be fsync'ed, such as a pipe) still means the writes are done.
+      logger.flush(done);
+    } catch {
+      done();
+    }
+  });
 }
 
 /** `logger` whose children (and theirs) censor their bindings, which pino writes without the log formatter. */
