@@ -34,6 +34,7 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint'> 
     if (!(err instanceof ConfigError)) throw err;
     // Every problem at once, one per line (docs/production.md says what each setting is for).
     console.error(`farebox-gateway: refusing to start, the configuration is unsafe or invalid:\n${err.problems.map((p) => `  - ${p}`).join('\n')}`);
+    if (logger) await flushLogger(logger);
     process.exit(1);
   }
   const key = gw.core.platform.key();
