@@ -15,6 +15,7 @@ it('exports exactly the runtime names hosts use', () => {
     'createGateway',
     'createLogger',
     'enforceRateLimit',
+    'flushLogger',
     'grantOperator',
     'legacySink',
     'listOperators',
