@@ -108,10 +108,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 }
 
 /**
- * Resolves once every line `logger` has taken is written, or after
+ * Resolves once no block of lines is on its way any more, or after
  * `timeoutMs` (a reader that stopped reading does not hold the process).
- * With `bufferBytes`, a block of lines may be on its way to the descriptor
- * from libuv's thread pool: `process.exit` does not wait for it, so a process
+ * With `bufferBytes`, a block may be on its way to the descriptor from
+ * libuv's thread pool: `process.exit` does not wait for it, and pino's exit
+ * hook writes only the lines still gathered (synchronously), so a process
  * that ends itself awaits this first.
  *
  * @example
