@@ -1,7 +1,8 @@
 // Hold+post throughput of the ledger on embedded PGlite and, when reachable,
 // on PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test):
 // every call on one hot account vs calls spread over many accounts; then, on
-// PostgreSQL, what settlement's bookkeeping costs per tick as a cycle grows,
+// PostgreSQL, its CPU per call by callers in flight (the batches' size), what
+// settlement's bookkeeping costs per tick as a cycle grows,
 // and what a call writes and costs once the ledger has grown (BENCH_GROWN_CALLS,
 // default 1,000,000 calls written straight into its tables).
 //   pnpm exec tsx packages/ledger/bench/ledger.ts
@@ -166,6 +167,30 @@ function postgresCpuMs(before: Map<string, number>, after: Map<string, number>):
   return ticks * 10; // USER_HZ is 100 on Linux
 }
 
+/**
+ * PostgreSQL's CPU per hold+post pair as the number of callers in flight
+ * grows. A statement has a fixed cost (waking its backend, starting the
+ * executor, the constraints of each table it writes) besides its rows, and
+ * group commit spreads it over the calls that arrive while the previous
+ * statement runs: the more callers in flight, the larger the batches.
+ */
+async function byCallersInFlight(ledger: Ledger): Promise<void> {
+  const payers = await prepareAccounts(ledger, `flight_${randomBytes(3).toString('hex')}`, 16);
+  const PAIRS = 4_000;
+  console.log(`PostgreSQL CPU per hold+post pair by callers in flight (16 accounts, ${PAIRS} pairs a round, median of ${ROUNDS})`);
+  for (const inFlight of [4, 8, 16, 32]) {
+    await run(ledger, payers, 500, inFlight); // warm-up
+    const rates: number[] = [];
+    const cpu: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const c0 = postgresTicks();
+      rates.push(await run(ledger, payers, PAIRS, inFlight));
+      cpu.push(postgresCpuMs(c0, postgresTicks()) / PAIRS);
+    }
+    console.log(`  ${String(inFlight).padStart(2)} in flight   ${median(rates).toFixed(0).padStart(6)} pairs/s   PostgreSQL CPU ${median(cpu).toFixed(3)} ms per pair (${cpu.map((c) => c.toFixed(3)).join(', ')})`);
+  }
+}
+
 // `n` posted calls of PRICE from `payer` written straight into the tables, as
 // the ledger's statements leave them (a top-up of their sum first, so the
 // credits do not move and verify() holds).
@@ -255,6 +280,7 @@ try {
 if (ledger) {
   try {
     await bench('PostgreSQL (pool 16, 16 in flight)', ledger, 1_500, 16);
+    await byCallersInFlight(ledger);
     await settlementBookkeeping(ledger);
     await grownLedger(ledger, Number(process.env.BENCH_GROWN_CALLS ?? 1_000_000));
   } finally {
