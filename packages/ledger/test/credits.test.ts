@@ -338,7 +338,7 @@ describe('hold ids', () => {
       await ledger.openAccount(id);
       const old = await Promise.all([1, 2, 3].map((n) => ledger.hold(id, USD, { callId: `old-${n}`, service: 'svc' })));
       for (const r of old) expect(r.hold.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
-      expect((await migrateLedger(db)).applied).toEqual(['0008_time_ordered_ids.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(['0008_time_ordered_ids.sql', '0009_call_path_indexes.sql']);
       const [a, b, c] = old.map((r) => r.hold.id) as [string, string, string];
       expect((await ledger.post(a, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD })).hold).toMatchObject({ id: a, state: 'posted' });
       expect((await ledger.void(b, 'after the upgrade')).hold).toMatchObject({ id: b, state: 'voided' });
@@ -347,6 +347,42 @@ describe('hold ids', () => {
       expect(await ledger.getHold(c)).toMatchObject({ id: c, state: 'pending' });
       // 5 USD - 4 held + 1 voided back = 2; 2 held (c and the new one); 1 posted.
       expect(await ledger.balance(id)).toMatchObject({ balance: 2n * USD, held: 2n * USD });
+      expect((await ledger.verify()).mismatches).toEqual([]);
+    } finally {
+      await dispose();
+    }
+  });
+});
+
+describe('an account journal indexed for its credits only (schema version 9)', () => {
+  it('lists the credits and calls written before the upgrade, and a top-up replay still finds its first', async () => {
+    const { db, dispose } = await openLedgerAt(8);
+    try {
+      const ledger = new Ledger(db);
+      const id = accountId();
+      await ledger.openAccount(id);
+      expect((await ledger.topup(id, 2n * USD, { reference: 'wallet:before', once: true })).applied).toBe(true);
+      const { hold } = await ledger.hold(id, USD, { callId: 'before', service: 'svc' });
+      await ledger.post(hold.id, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD });
+      expect((await migrateLedger(db)).applied).toEqual(['0009_call_path_indexes.sql']);
+
+      // The same reference again, before and after a new top-up: credited once.
+      expect((await ledger.topup(id, 2n * USD, { reference: 'wallet:before', once: true })).applied).toBe(false);
+      expect((await ledger.topup(id, 3n * USD, { reference: 'wallet:after', once: true })).applied).toBe(true);
+      expect((await ledger.topup(id, 3n * USD, { reference: 'wallet:after', once: true })).applied).toBe(false);
+      const again = await ledger.hold(id, USD, { callId: 'after', service: 'svc' });
+      await ledger.post(again.hold.id, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD });
+
+      const list = await ledger.transactions(id);
+      expect(list.map((t) => [t.type, t.amount, t.status, t.note])).toEqual([
+        ['call', USD, 'completed', null],
+        ['topup', 3n * USD, 'completed', 'wallet:after'],
+        ['call', USD, 'completed', null],
+        ['topup', 2n * USD, 'completed', 'wallet:before'],
+        ['topup', SIGNUP_CREDIT, 'completed', 'signup'],
+      ]);
+      // 5 sign-up + 2 + 3 - 1 - 1.
+      expect(await ledger.balance(id)).toMatchObject({ balance: 8n * USD, held: 0n });
       expect((await ledger.verify()).mismatches).toEqual([]);
     } finally {
       await dispose();

@@ -309,7 +309,7 @@ describe("a cycle's totals", () => {
          SELECT gen_random_uuid(), 'p', c.publisher_owner, 's', g, g / 20, g - g / 20, CASE WHEN c.publisher_owner = 'GC' THEN NULL ELSE c.id END
          FROM settlement_cycles c, generate_series(100, 104) g`,
       );
-      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql', '0007_settlement_references.sql', '0008_time_ordered_ids.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql', '0007_settlement_references.sql', '0008_time_ordered_ids.sql', '0009_call_path_indexes.sql']);
       const { rows } = await db.query(`SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`);
       expect(rows.map((r) => [r.publisher_owner, ...[r.claimed_calls, r.claimed_gross, r.claimed_fee, r.claimed_net].map(String)])).toEqual([
         // 100..104: gross 510, fee 5 x 5 = 25, net 485; GC's earnings are not claimed.
