@@ -388,4 +388,20 @@ describe('an account journal indexed for its credits only (schema version 9)', (
       await dispose();
     }
   });
+
+  it('upgrades a ledger whose operator built the credits index beforehand (docs/deploy.md)', async () => {
+    const { db, dispose } = await openLedgerAt(8);
+    try {
+      const ledger = new Ledger(db);
+      const id = accountId();
+      await ledger.openAccount(id);
+      await db.query(`CREATE INDEX IF NOT EXISTS journal_credits ON journal (account_id, id) WHERE kind IN ('signup', 'topup')`);
+      expect((await migrateLedger(db)).applied).toEqual(['0009_call_path_indexes.sql']);
+      expect((await ledger.topup(id, USD, { reference: 'wallet:kept', once: true })).applied).toBe(true);
+      expect((await ledger.topup(id, USD, { reference: 'wallet:kept', once: true })).applied).toBe(false);
+      expect((await ledger.transactions(id)).map((t) => t.note)).toEqual(['wallet:kept', 'signup']);
+    } finally {
+      await dispose();
+    }
+  });
 });
