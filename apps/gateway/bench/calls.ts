@@ -10,7 +10,8 @@
 //   BENCH_COMPARE_MAIN=<another build's dist/main.js> runs that build beside
 //   this one and only compares throughput, in turns of DURATION_MS (ABBA order,
 //   ROUNDS * 2 turns each): on a shared machine whose speed drifts by a quarter
-//   from one minute to the next, interleaved turns see the same moments.
+//   from one minute to the next, interleaved turns see the same moments. Each
+//   build has its own database schema (or PGlite directory), accounts and keys.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -223,6 +224,9 @@ const servicePort = (noop.address() as AddressInfo).port;
 const dbUrl = await postgresUrl();
 const redisUp = await fetch('http://127.0.0.1:6379').then(() => true, (e: { cause?: { code?: string } }) => e?.cause?.code !== 'ECONNREFUSED');
 const schema = `bench_${process.pid}`;
+// A build compared with this one (BENCH_COMPARE_MAIN) gets a database schema of its own (its
+// migrations, indexes and tables), so builds that change the ledger's schema compare too.
+const otherSchema = `${schema}_other`;
 // As deployed: the built output (`pnpm build`), no source transpiler.
 const main = process.env.BENCH_GATEWAY_MAIN ?? fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const compareMain = process.env.BENCH_COMPARE_MAIN;
@@ -259,6 +263,7 @@ if (dbUrl) {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  if (compareMain) await c.query(`CREATE SCHEMA IF NOT EXISTS ${otherSchema}`);
   await c.end();
 }
 
@@ -273,7 +278,7 @@ for (let i = 0; i < 100; i++) {
 }
 const devnetUrl = `http://127.0.0.1:${devnetPort}`;
 
-async function startInstance(logLevel = 'info', entry = main): Promise<string> {
+async function startInstance(logLevel = 'info', entry = main, inSchema = schema): Promise<string> {
   const port = await freePort();
   const extra = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
   const child = spawn(process.execPath, [...extra, entry], {
@@ -293,7 +298,7 @@ async function startInstance(logLevel = 'info', entry = main): Promise<string> {
       FAREBOX_ACCOUNT_RATE_LIMIT: '10000000',
       FAREBOX_DB_POOL_SIZE: String(POOL_SIZE),
       ...(redisUp ? { FAREBOX_REDIS_URL: 'redis://127.0.0.1:6379' } : {}),
-      ...(dbUrl ? { DATABASE_URL: `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}` } : {}),
+      ...(dbUrl ? { DATABASE_URL: `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}options=-c%20search_path%3D${inSchema}` } : {}),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -309,6 +314,7 @@ async function cleanUp() {
     const c = new pg.Client({ connectionString: dbUrl });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.query(`DROP SCHEMA IF EXISTS ${otherSchema} CASCADE`);
     await c.end();
   }
 }
@@ -320,17 +326,22 @@ try {
   await fetch(`${devnetUrl}/friendbot?addr=${owner.publicKey()}`);
   await createRegistryClient(network).register(keypairSigner(owner.secret()), { service: 'noop', pricePerCall: 1n, endpoint: `http://127.0.0.1:${servicePort}/`, description: 'no-op' });
 
-  const keys: string[] = [];
-  for (let i = 0; i < ACCOUNTS; i++) {
-    const s = await fetch(`${first}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench${i}@example.com`, password: 'bench password' }) });
-    const cookie = s.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const { csrf_token } = (await s.json()) as { csrf_token: string };
-    const k = await fetch(`${first}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'bench' }) });
-    keys.push(((await k.json()) as { key: string }).key);
+  /** ACCOUNTS sign-ups on the gateway at `base`, an API key each. */
+  async function signUpKeys(base: string): Promise<string[]> {
+    const out: string[] = [];
+    for (let i = 0; i < ACCOUNTS; i++) {
+      const s = await fetch(`${base}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench${i}@example.com`, password: 'bench password' }) });
+      const cookie = s.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const { csrf_token } = (await s.json()) as { csrf_token: string };
+      const k = await fetch(`${base}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'bench' }) });
+      out.push(((await k.json()) as { key: string }).key);
+    }
+    return out;
   }
-  async function waitCatalog(base: string) {
+  const keys = await signUpKeys(first);
+  async function waitCatalog(base: string, key = keys[0]) {
     for (;;) {
-      const list = (await (await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${keys[0]}` } })).json()) as Array<{ service: string }>;
+      const list = (await (await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${key}` } })).json()) as Array<{ service: string }>;
       if (list.some((s) => s.service === 'noop')) return;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -353,7 +364,8 @@ try {
   const direct = new Pool(`http://127.0.0.1:${servicePort}`, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
   const ceiling = ceilingUrl ? new Pool(ceilingUrl, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 }) : undefined;
   const callBody = () => '{"service":"noop","payload":{}}';
-  const byKey = (i: number) => ({ authorization: `Bearer ${keys[i % ACCOUNTS]}` });
+  const byKeyOf = (ks: string[]) => (i: number) => ({ authorization: `Bearer ${ks[i % ACCOUNTS]}` });
+  const byKey = byKeyOf(keys);
   const byAccount = (i: number) => ({ 'x-account': String(i % ACCOUNTS) });
   const spread = (ps: Pool[]) => ({
     request: (opts: Parameters<Pool['request']>[0]) => ps[Math.floor(Math.random() * ps.length)]!.request(opts),
@@ -361,19 +373,21 @@ try {
   await load(pools[0]!, '/v1/call', byKey, callBody, 8, 1500);
 
   if (compareMain) {
-    const otherUrl = await startInstance('info', compareMain);
-    await waitCatalog(otherUrl);
+    // Its own schema on PostgreSQL, its own data directory on PGlite: its own accounts and keys.
+    const otherUrl = await startInstance('info', compareMain, otherSchema);
+    const otherKeys = await signUpKeys(otherUrl);
+    await waitCatalog(otherUrl, otherKeys[0]);
     const other = new Pool(otherUrl, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
-    await load(other, '/v1/call', byKey, callBody, 8, 1500);
+    await load(other, '/v1/call', byKeyOf(otherKeys), callBody, 8, 1500);
     const builds = [
-      { name: 'this build', pool: pools[0]!, pid: gatewayPids[0]!, runs: [] as Array<Awaited<ReturnType<typeof load>>>, cpu: 0 },
-      { name: `other (${compareMain})`, pool: other, pid: gatewayPids.at(-1)!, runs: [] as Array<Awaited<ReturnType<typeof load>>>, cpu: 0 },
+      { name: 'this build', pool: pools[0]!, pid: gatewayPids[0]!, byKey, runs: [] as Array<Awaited<ReturnType<typeof load>>>, cpu: 0 },
+      { name: `other (${compareMain})`, pool: other, pid: gatewayPids.at(-1)!, byKey: byKeyOf(otherKeys), runs: [] as Array<Awaited<ReturnType<typeof load>>>, cpu: 0 },
     ];
     const cpuOf = (pid: number) => cpuByProcess([pid], undefined).get('gateway') ?? NaN;
     for (let turn = 0; turn < ROUNDS * 4; turn++) {
       const b = builds[[0, 1, 1, 0][turn % 4]!]!;
       const before = cpuOf(b.pid);
-      b.runs.push(await load(b.pool, '/v1/call', byKey, callBody, CONCURRENCY, DURATION_MS));
+      b.runs.push(await load(b.pool, '/v1/call', b.byKey, callBody, CONCURRENCY, DURATION_MS));
       b.cpu += cpuOf(b.pid) - before;
     }
     const mid = (xs: number[]) => pct([...xs].sort((x, y) => x - y), 50);
