@@ -15,7 +15,16 @@
 -- 194 ms for 2,000,001 rows (443 MB, cached) on this project's machines. On
 -- a larger journal it can be built beforehand without blocking (`CREATE INDEX
 -- CONCURRENTLY journal_credits ...`, the same definition), and this
--- migration keeps it (docs/deploy.md).
+-- migration keeps it (docs/deploy.md). A concurrent build that failed leaves
+-- an invalid index of that name, which no query can use: it is built again.
 DROP INDEX earnings_service;
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              WHERE c.relname = 'journal_credits' AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid) THEN
+    DROP INDEX journal_credits;
+  END IF;
+END
+$$;
 CREATE INDEX IF NOT EXISTS journal_credits ON journal (account_id, id) WHERE kind IN ('signup', 'topup');
 DROP INDEX journal_account;

@@ -404,4 +404,24 @@ describe('an account journal indexed for its credits only (schema version 9)', (
       await dispose();
     }
   });
+
+  it('builds the credits index again when a build beforehand failed and left it invalid', async () => {
+    const { db, dispose } = await openLedgerAt(8);
+    try {
+      const ledger = new Ledger(db);
+      const id = accountId();
+      await ledger.openAccount(id);
+      await db.query(`CREATE INDEX journal_credits ON journal (account_id, id) WHERE kind IN ('signup', 'topup')`);
+      // What a failed CREATE INDEX CONCURRENTLY leaves behind.
+      const invalidFlag = `UPDATE pg_index SET indisvalid = $1 WHERE indexrelid = (SELECT c.oid FROM pg_class c WHERE c.relname = 'journal_credits' AND c.relnamespace = current_schema()::regnamespace)`;
+      await db.query(invalidFlag, [false]);
+      const valid = `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'journal_credits' AND c.relnamespace = current_schema()::regnamespace`;
+      expect((await db.query(valid)).rows).toEqual([{ valid: false }]);
+      expect((await migrateLedger(db)).applied).toEqual(['0009_call_path_indexes.sql']);
+      expect((await db.query(valid)).rows).toEqual([{ valid: true }]);
+      expect((await ledger.transactions(id)).map((t) => t.note)).toEqual(['signup']);
+    } finally {
+      await dispose();
+    }
+  });
 });
