@@ -210,10 +210,12 @@ async function sequential(targets: Array<{ pool: Pool; path: string; headers: Re
   });
 }
 
+// Answers as a provider built with @farebox/provider does: it says it verifies v1 and v2
+// certificates (so the gateway batch-signs), and does not verify them (the service's work is not benched).
 const noop = createServer((req, res) => {
   req.resume();
   req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': 11 });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': 11, 'farebox-certificate-versions': 'v1, v2' });
     res.end('{"ok":true}');
   });
 });

@@ -6,12 +6,12 @@ import {
   parseAmount,
   parsePaymentRequired,
   randomBytes,
-  signCallCertificate,
   type Ed25519Signer,
 } from '@farebox/protocol';
 import { inputs, type schemas } from '@farebox/contract';
 import type { z } from 'zod';
 import type { Principal } from './auth/accounts.js';
+import { createCertificateIssuer } from './certificates.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
 import { isoTime } from './observability/iso-time.js';
 import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
@@ -198,6 +198,7 @@ export function createCalls(options: CallsOptions) {
   });
   const maxResponseBytes = options.maxResponseBytes ?? 5 * 1024 * 1024;
   const endpointChecks = new Map<string, { ok: boolean; message?: string; until: number }>();
+  const certificates = createCertificateIssuer(options.signer);
 
   async function vetEndpoint(endpoint: string) {
     const cached = endpointChecks.get(endpoint);
@@ -215,11 +216,9 @@ export function createCalls(options: CallsOptions) {
     }
   }
 
-  /** The certificate for `amount`, signed once the event loop has sent what is queued (the hold's statement). */
+  /** The certificate for `amount`, signed at the end of this turn of the event loop, with the other certificates asked for in it. */
   function signSoon(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string): Promise<string> {
-    const signed = new Promise<string>((resolve, reject) => {
-      setImmediate(() => signCallCertificate({ service: svc.service, body: bodyBytes, amount, callId }, options.signer).then((c) => resolve(c.header), reject));
-    });
+    const signed = certificates.issue(svc.endpoint, { service: svc.service, body: bodyBytes, amount, callId });
     // A call refused before it reaches the service never reads it.
     signed.catch(() => undefined);
     return signed;
@@ -231,7 +230,13 @@ export function createCalls(options: CallsOptions) {
     // X-Request-Id: the caller's request id, for the service's logs (not part of the signed bytes).
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', [CERTIFICATE_HEADER]: header, 'farebox-call-id': callId };
     if (requestId) headers['x-request-id'] = requestId;
-    const res = await exchange(svc.endpoint, bodyBytes, headers);
+    let res = await exchange(svc.endpoint, bodyBytes, headers);
+    if (!certificates.noteAnswer(svc.endpoint, res.headers) && res.status === 401 && certificates.isBatchSigned(header)) {
+      // The service no longer verifies batch-signed certificates (an older provider answers there now): once more, with a v1 certificate.
+      headers[CERTIFICATE_HEADER] = await signSoon(svc, bodyBytes, amount, callId);
+      res = await exchange(svc.endpoint, bodyBytes, headers);
+      certificates.noteAnswer(svc.endpoint, res.headers);
+    }
     const text = res.body.toString('utf8');
     let json: unknown;
     let parsed = true;
@@ -373,12 +378,13 @@ export function createCalls(options: CallsOptions) {
     ctx.amount = amount;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
     const holdCredits = () => timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
-    // Signed while the hold's statement is at the database (the amount, the call id and the bytes are known).
+    const holding = holdCredits();
+    // Signed while the hold's statement is at the database (asked for after it, so the statement goes first).
     const certificate = signSoon(svc, bodyBytes, amount, callId);
     const signedAt = Date.now();
     let holdId: string;
     try {
-      ({ holdId } = await holdCredits());
+      ({ holdId } = await holding);
     } catch (err) {
       if (!(err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE' && options.onInsufficientCredits)) throw err;
       const other = await options.onInsufficientCredits({ principal, service: svc, payload, amount, callId, steps: timeline.steps });

@@ -1,4 +1,4 @@
-import { createEd25519Signer, randomBytes, sha256, verifyEd25519, type Ed25519Signer } from './crypto.js';
+import { createEd25519Signer, randomBytes, sha256, sha256Sync, verifyEd25519, type Ed25519Signer } from './crypto.js';
 import { base64Decode, base64UrlEncode, timingSafeEqualBytes, toBytes, utf8 } from './encoding.js';
 import { FareboxError } from './errors.js';
 import { isValidStrKey } from './strkey.js';
@@ -14,9 +14,23 @@ export const CLOCK_TOLERANCE_SECONDS = 120;
 /** Minimum nonce size: 128 bits. */
 export const CERTIFICATE_NONCE_BYTES = 16;
 
+/**
+ * The response header by which a service says which certificate versions it
+ * verifies (`v1, v2`). A gateway sends v2 (batch-signed) certificates only
+ * to a service whose answers carry `v2` in it; every other service gets v1.
+ */
+export const CERTIFICATE_VERSIONS_HEADER = 'farebox-certificate-versions';
+/** The versions this package verifies, as a service announces them in {@link CERTIFICATE_VERSIONS_HEADER}. */
+export const CERTIFICATE_VERSIONS = 'v1, v2';
+/** Most certificates under one v2 signature (a proof of at most 8 steps). */
+export const CERTIFICATE_BATCH_MAX = 256;
+/** Longest v2 proof a verifier accepts, steps (batches of up to 65,536). */
+export const CERTIFICATE_MAX_PROOF_STEPS = 16;
+
 /** A decoded call certificate. */
 export interface CallCertificate {
-  version: 1;
+  /** 1: signed alone; 2: signed in a batch, under one signature over a Merkle root. */
+  version: 1 | 2;
   /** The platform's public key, `G...`. */
   issuer: string;
   /** Registry name of the service being called. */
@@ -84,8 +98,41 @@ export interface SignedCallCertificate {
   certificate: CallCertificate;
 }
 
+/** The claims of one certificate and the segment that carries them. */
+async function makeClaims(input: SignCallCertificateInput, issuer: string, version: 1 | 2): Promise<{ certificate: CallCertificate; segment: string }> {
+  const issuedAt = input.now ?? Math.floor(Date.now() / 1000);
+  const ttl = input.ttlSeconds ?? CERTIFICATE_TTL_SECONDS;
+  if (ttl <= 0 || ttl > CERTIFICATE_MAX_LIFETIME_SECONDS) throw new FareboxError('INVALID_CERTIFICATE', `ttlSeconds must be in 1..${CERTIFICATE_MAX_LIFETIME_SECONDS}`);
+  if (input.amount < 0n) throw new FareboxError('INVALID_CERTIFICATE', 'amount must not be negative');
+  const nonce = input.nonce ?? base64UrlEncode(randomBytes(CERTIFICATE_NONCE_BYTES));
+  const body = toBytes(input.body);
+  const certificate: CallCertificate = {
+    version,
+    issuer,
+    service: input.service,
+    bodySha256: base64UrlEncode(sha256Sync(body) ?? (await sha256(body))),
+    amount: input.amount,
+    callId: input.callId,
+    issuedAt,
+    expiresAt: issuedAt + ttl,
+    nonce,
+  };
+  const claims = {
+    v: version,
+    iss: certificate.issuer,
+    svc: certificate.service,
+    bh: certificate.bodySha256,
+    amt: certificate.amount.toString(),
+    cid: certificate.callId,
+    iat: certificate.issuedAt,
+    exp: certificate.expiresAt,
+    nonce: certificate.nonce,
+  };
+  return { certificate, segment: base64UrlEncode(utf8.encode(JSON.stringify(claims))) };
+}
+
 /**
- * Signs a call certificate with the platform key.
+ * Signs a call certificate with the platform key (version 1: one signature per certificate).
  *
  * Wire format (one header, ASCII):
  * `farebox-certificate: v1.<base64url(JSON claims)>.<base64url(ed25519 signature)>`
@@ -98,36 +145,93 @@ export interface SignedCallCertificate {
  * await fetch(endpoint, { method: 'POST', body, headers: { [CERTIFICATE_HEADER]: header } });
  */
 export async function signCallCertificate(input: SignCallCertificateInput, signer: Ed25519Signer): Promise<SignedCallCertificate> {
-  const issuedAt = input.now ?? Math.floor(Date.now() / 1000);
-  const ttl = input.ttlSeconds ?? CERTIFICATE_TTL_SECONDS;
-  if (ttl <= 0 || ttl > CERTIFICATE_MAX_LIFETIME_SECONDS) throw new FareboxError('INVALID_CERTIFICATE', `ttlSeconds must be in 1..${CERTIFICATE_MAX_LIFETIME_SECONDS}`);
-  if (input.amount < 0n) throw new FareboxError('INVALID_CERTIFICATE', 'amount must not be negative');
-  const nonce = input.nonce ?? base64UrlEncode(randomBytes(CERTIFICATE_NONCE_BYTES));
-  const certificate: CallCertificate = {
-    version: 1,
-    issuer: signer.publicKey,
-    service: input.service,
-    bodySha256: base64UrlEncode(await sha256(toBytes(input.body))),
-    amount: input.amount,
-    callId: input.callId,
-    issuedAt,
-    expiresAt: issuedAt + ttl,
-    nonce,
-  };
-  const claims = {
-    v: 1,
-    iss: certificate.issuer,
-    svc: certificate.service,
-    bh: certificate.bodySha256,
-    amt: certificate.amount.toString(),
-    cid: certificate.callId,
-    iat: certificate.issuedAt,
-    exp: certificate.expiresAt,
-    nonce: certificate.nonce,
-  };
-  const signingInput = `v1.${base64UrlEncode(utf8.encode(JSON.stringify(claims)))}`;
+  const { certificate, segment } = await makeClaims(input, signer.publicKey, 1);
+  const signingInput = `v1.${segment}`;
   const signature = await signer.sign(utf8.encode(signingInput));
   return { header: `${signingInput}.${base64UrlEncode(signature)}`, certificate };
+}
+
+const LEAF = Uint8Array.of(0);
+const NODE = Uint8Array.of(1);
+
+/** A v2 leaf: SHA-256 of 0x00 and the ASCII bytes `v2.<claims>`. */
+function leafHash(segment: string): Promise<Uint8Array> | Uint8Array {
+  return hashParts(LEAF, utf8.encode(`v2.${segment}`));
+}
+
+/** A v2 inner node: SHA-256 of 0x01, the left child and the right child. */
+function nodeHash(left: Uint8Array, right: Uint8Array): Promise<Uint8Array> | Uint8Array {
+  return hashParts(NODE, left, right);
+}
+
+function hashParts(...parts: Uint8Array[]): Promise<Uint8Array> | Uint8Array {
+  let size = 0;
+  for (const p of parts) size += p.length;
+  const bytes = new Uint8Array(size);
+  let o = 0;
+  for (const p of parts) {
+    bytes.set(p, o);
+    o += p.length;
+  }
+  return sha256Sync(bytes) ?? sha256(bytes);
+}
+
+/** The bytes a v2 signature covers: the ASCII text `v2.root.<base64url(root)>`. */
+function rootMessage(root: Uint8Array): Uint8Array {
+  return utf8.encode(`v2.root.${base64UrlEncode(root)}`);
+}
+
+/**
+ * Signs up to {@link CERTIFICATE_BATCH_MAX} call certificates with one
+ * signature (version 2). Each certificate carries its own claims and the
+ * path from its leaf to the Merkle root the platform signed, so a service
+ * verifies it alone, exactly as a v1 certificate, with a few more hashes.
+ *
+ * Wire format (one header, ASCII):
+ * `farebox-certificate: v2.<base64url(JSON claims)>.<base64url(proof)>.<base64url(ed25519 signature)>`
+ * - leaf = SHA-256(0x00 ‖ ASCII `v2.<claims>`); inner node = SHA-256(0x01 ‖ left ‖ right);
+ *   an odd node at the end of a level goes up unchanged;
+ * - proof = one 33-byte step per level, leaf upwards: 0x00 when the sibling
+ *   is on the left, 0x01 when on the right, then the sibling's 32 bytes
+ *   (empty for a batch of one);
+ * - the signature covers the ASCII bytes `v2.root.<base64url(root)>`.
+ *
+ * The answers are in the order of `inputs`.
+ */
+export async function signCallCertificateBatch(inputs: readonly SignCallCertificateInput[], signer: Ed25519Signer): Promise<SignedCallCertificate[]> {
+  if (inputs.length === 0) return [];
+  if (inputs.length > CERTIFICATE_BATCH_MAX) throw new FareboxError('INVALID_CERTIFICATE', `at most ${CERTIFICATE_BATCH_MAX} certificates under one signature`);
+  const made: Array<{ certificate: CallCertificate; segment: string }> = [];
+  for (const input of inputs) made.push(await makeClaims(input, signer.publicKey, 2));
+  let level: Uint8Array[] = [];
+  for (const m of made) level.push(await leafHash(m.segment));
+  // proofs[i]: leaf i's steps so far; where[i]: its node's index on the current level.
+  const proofs: Uint8Array[][] = made.map(() => []);
+  const where = made.map((_, i) => i);
+  while (level.length > 1) {
+    const next: Uint8Array[] = [];
+    for (let i = 0; i + 1 < level.length; i += 2) next.push(await nodeHash(level[i]!, level[i + 1]!));
+    if (level.length % 2 === 1) next.push(level[level.length - 1]!);
+    for (let leaf = 0; leaf < made.length; leaf++) {
+      const at = where[leaf]!;
+      const sibling = at ^ 1;
+      if (sibling < level.length) {
+        const step = new Uint8Array(33);
+        step[0] = sibling < at ? 0 : 1;
+        step.set(level[sibling]!, 1);
+        proofs[leaf]!.push(step);
+      }
+      where[leaf] = at >> 1;
+    }
+    level = next;
+  }
+  const signature = base64UrlEncode(await signer.sign(rootMessage(level[0]!)));
+  return made.map((m, i) => {
+    const steps = proofs[i]!;
+    const proof = new Uint8Array(steps.length * 33);
+    steps.forEach((step, k) => proof.set(step, k * 33));
+    return { header: `v2.${m.segment}.${base64UrlEncode(proof)}.${signature}`, certificate: m.certificate };
+  });
 }
 
 /** Creates the platform's certificate signer from its Stellar secret seed (`S...`). */
@@ -153,7 +257,7 @@ function reject(reason: CertificateRejection): CertificateVerdict {
 
 const B64URL = /^[A-Za-z0-9_-]+$/;
 
-function decodeClaims(segment: string): CallCertificate | null {
+function decodeClaims(segment: string, version: 1 | 2): CallCertificate | null {
   if (!B64URL.test(segment)) return null;
   const bytes = base64Decode(segment);
   if (!bytes) return null;
@@ -165,7 +269,7 @@ function decodeClaims(segment: string): CallCertificate | null {
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
   const c = raw as Record<string, unknown>;
-  if (c.v !== 1) return null;
+  if (c.v !== version) return null;
   if (typeof c.iss !== 'string' || !isValidStrKey('publicKey', c.iss)) return null;
   if (typeof c.svc !== 'string' || c.svc.length === 0 || c.svc.length > 32) return null;
   if (typeof c.bh !== 'string' || !B64URL.test(c.bh) || base64Decode(c.bh)?.length !== 32) return null;
@@ -177,7 +281,7 @@ function decodeClaims(segment: string): CallCertificate | null {
   const expiresAt = c.exp as number;
   if (expiresAt <= issuedAt || expiresAt - issuedAt > CERTIFICATE_MAX_LIFETIME_SECONDS) return null;
   return {
-    version: 1,
+    version,
     issuer: c.iss,
     service: c.svc,
     bodySha256: c.bh,
@@ -201,16 +305,33 @@ function decodeClaims(segment: string): CallCertificate | null {
 export async function verifyCallCertificate(header: string | undefined | null, options: VerifyCallCertificateOptions): Promise<CertificateVerdict> {
   if (typeof header !== 'string' || header.length > 4096) return reject('malformed');
   const parts = header.trim().split('.');
-  if (parts.length !== 3 || parts[0] !== 'v1') return reject('malformed');
-  const [, claimsPart, sigPart] = parts as [string, string, string];
-  const certificate = decodeClaims(claimsPart);
+  const version = parts[0] === 'v1' && parts.length === 3 ? 1 : parts[0] === 'v2' && parts.length === 4 ? 2 : 0;
+  if (version === 0) return reject('malformed');
+  const claimsPart = parts[1]!;
+  const sigPart = parts[parts.length - 1]!;
+  const certificate = decodeClaims(claimsPart, version);
   if (!certificate) return reject('malformed');
   if (!B64URL.test(sigPart)) return reject('malformed');
   const signature = base64Decode(sigPart);
   if (!signature || signature.length !== 64) return reject('malformed');
+  let signed: Uint8Array;
+  if (version === 1) {
+    signed = utf8.encode(`v1.${claimsPart}`);
+  } else {
+    const proofPart = parts[2]!;
+    const proof = proofPart === '' ? new Uint8Array(0) : B64URL.test(proofPart) ? base64Decode(proofPart) : null;
+    if (!proof || proof.length % 33 !== 0 || proof.length / 33 > CERTIFICATE_MAX_PROOF_STEPS) return reject('malformed');
+    let node = await leafHash(claimsPart);
+    for (let o = 0; o < proof.length; o += 33) {
+      const side = proof[o];
+      if (side !== 0 && side !== 1) return reject('malformed');
+      const sibling = proof.subarray(o + 1, o + 33);
+      node = await (side === 0 ? nodeHash(sibling, node) : nodeHash(node, sibling));
+    }
+    signed = rootMessage(node);
+  }
   if (certificate.issuer !== options.platformPublicKey) return reject('wrong_issuer');
-  const signed = await verifyEd25519(options.platformPublicKey, utf8.encode(`v1.${claimsPart}`), signature);
-  if (!signed) return reject('bad_signature');
+  if (!(await verifyEd25519(options.platformPublicKey, signed, signature))) return reject('bad_signature');
   if (certificate.service !== options.service) return reject('wrong_service');
   const bodyHash = await sha256(toBytes(options.body));
   const claimed = base64Decode(certificate.bodySha256)!;

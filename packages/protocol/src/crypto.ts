@@ -94,9 +94,14 @@ export async function verifyEd25519(publicKey: string, message: Uint8Array, sign
 
 /** SHA-256 of the given bytes. */
 export async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
+  return sha256Sync(bytes) ?? new Uint8Array(await subtle().digest('SHA-256', bytes as BufferSource));
+}
+
+/** SHA-256 of the given bytes where the runtime hashes synchronously (Node); undefined elsewhere (use {@link sha256}). */
+export function sha256Sync(bytes: Uint8Array): Uint8Array | undefined {
   // crypto.hash: one call, no Hash object (about half the time for a call's body).
   if (nodeCrypto) return new Uint8Array(nodeCrypto.hash('sha256', bytes, 'buffer') as unknown as Buffer);
-  return new Uint8Array(await subtle().digest('SHA-256', bytes as BufferSource));
+  return undefined;
 }
 
 const RANDOM_POOL_BYTES = 4096;

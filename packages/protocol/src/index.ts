@@ -22,11 +22,16 @@ export type { Ed25519Signer } from './crypto.js';
 export { base64Encode, base64Decode, base64UrlEncode, hexEncode, timingSafeEqualBytes } from './encoding.js';
 export {
   CERTIFICATE_HEADER,
+  CERTIFICATE_VERSIONS_HEADER,
+  CERTIFICATE_VERSIONS,
+  CERTIFICATE_BATCH_MAX,
+  CERTIFICATE_MAX_PROOF_STEPS,
   CERTIFICATE_TTL_SECONDS,
   CERTIFICATE_MAX_LIFETIME_SECONDS,
   CERTIFICATE_NONCE_BYTES,
   CLOCK_TOLERANCE_SECONDS,
   signCallCertificate,
+  signCallCertificateBatch,
   verifyCallCertificate,
   createCertificateSigner,
 } from './certificate.js';

@@ -6,10 +6,14 @@ import {
   decodeStrKey,
   encodeStrKey,
   isValidStrKey,
+  CERTIFICATE_BATCH_MAX,
   signCallCertificate,
+  signCallCertificateBatch,
   verifyCallCertificate,
   verifyEd25519,
+  type Ed25519Signer,
 } from '../src/index.js';
+import { createHash } from 'node:crypto';
 
 interface Vector {
   name: string;
@@ -89,6 +93,62 @@ describe('signCallCertificate / verifyCallCertificate', () => {
       const verdict = await verifyCallCertificate(header as string, { body: '', service: 's', platformPublicKey: kp.publicKey() });
       expect(verdict).toMatchObject({ ok: false, reason: 'malformed' });
     }
+  });
+});
+
+describe('signCallCertificateBatch (v2)', () => {
+  const countingSigner = (signer: Ed25519Signer) => {
+    const counted = { signatures: 0, publicKey: signer.publicKey, sign: (m: Uint8Array) => (counted.signatures++, signer.sign(m)) };
+    return counted;
+  };
+
+  it.each([1, 2, 3, 5, 8, 13, 64, CERTIFICATE_BATCH_MAX])('signs %i certificates with one signature, each verifying alone against its own body', async (n) => {
+    const kp = Keypair.random();
+    const signer = countingSigner(await createCertificateSigner(kp.secret()));
+    const bodies = Array.from({ length: n }, (_, i) => `{"i":${i}}`);
+    const signed = await signCallCertificateBatch(
+      bodies.map((body, i) => ({ service: 'svc', body, amount: BigInt(i + 1), callId: `c${i}`, now: 1000 })),
+      signer,
+    );
+    expect(signer.signatures).toBe(1);
+    expect(new Set(signed.map((c) => c.header.split('.')[3])).size).toBe(1);
+    for (const [i, c] of signed.entries()) {
+      expect(c.header.startsWith('v2.')).toBe(true);
+      expect(c.certificate).toMatchObject({ version: 2, callId: `c${i}`, amount: BigInt(i + 1) });
+      const verdict = await verifyCallCertificate(c.header, { body: bodies[i]!, service: 'svc', platformPublicKey: kp.publicKey(), now: 1000 });
+      expect(verdict).toEqual({ ok: true, certificate: c.certificate, acceptableUntil: 1000 + 60 + 120 });
+      // Another certificate's body never passes under this one's claims.
+      if (n > 1) expect(await verifyCallCertificate(c.header, { body: bodies[(i + 1) % n]!, service: 'svc', platformPublicKey: kp.publicKey(), now: 1000 })).toMatchObject({ ok: false, reason: 'body_mismatch' });
+    }
+  });
+
+  it('signs a root that an independent Merkle fold and the Stellar SDK verify', async () => {
+    const kp = Keypair.random();
+    const signer = await createCertificateSigner(kp.secret());
+    const signed = await signCallCertificateBatch(
+      Array.from({ length: 7 }, (_, i) => ({ service: 's', body: String(i), amount: 1n, callId: `c${i}` })),
+      signer,
+    );
+    const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+    for (const { header } of signed) {
+      const [v, claims, proof, sig] = header.split('.') as [string, string, string, string];
+      let node = sha(Buffer.from([0]), Buffer.from(`${v}.${claims}`));
+      const steps = Buffer.from(proof, 'base64url');
+      // 7 leaves: 3 levels, and leaf 6 goes up one level alone.
+      expect(steps.length / 33).toBeLessThanOrEqual(3);
+      for (let o = 0; o < steps.length; o += 33) {
+        const sibling = steps.subarray(o + 1, o + 33);
+        node = steps[o] === 0 ? sha(Buffer.from([1]), sibling, node) : sha(Buffer.from([1]), node, sibling);
+      }
+      expect(kp.verify(Buffer.from(`v2.root.${node.toString('base64url')}`), Buffer.from(sig, 'base64url'))).toBe(true);
+    }
+  });
+
+  it('refuses more than CERTIFICATE_BATCH_MAX certificates and answers nothing for none', async () => {
+    const signer = await createCertificateSigner(Keypair.random().secret());
+    const one = { service: 's', body: '', amount: 1n, callId: 'c' };
+    await expect(signCallCertificateBatch(Array.from({ length: CERTIFICATE_BATCH_MAX + 1 }, () => one), signer)).rejects.toThrow(`at most ${CERTIFICATE_BATCH_MAX}`);
+    expect(await signCallCertificateBatch([], signer)).toEqual([]);
   });
 });
 

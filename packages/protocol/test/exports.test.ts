@@ -8,10 +8,14 @@ describe('public surface', () => {
       [
         "BASE_UNITS_PER_USDC",
         "BASE_UNIT_NAME",
+        "CERTIFICATE_BATCH_MAX",
         "CERTIFICATE_HEADER",
         "CERTIFICATE_MAX_LIFETIME_SECONDS",
+        "CERTIFICATE_MAX_PROOF_STEPS",
         "CERTIFICATE_NONCE_BYTES",
         "CERTIFICATE_TTL_SECONDS",
+        "CERTIFICATE_VERSIONS",
+        "CERTIFICATE_VERSIONS_HEADER",
         "CLOCK_TOLERANCE_SECONDS",
         "ConfigError",
         "ContractIdSchema",
@@ -55,6 +59,7 @@ describe('public surface', () => {
         "randomBytes",
         "sha256",
         "signCallCertificate",
+        "signCallCertificateBatch",
         "splitFee",
         "timingSafeEqualBytes",
         "toJsonInteger",
@@ -88,5 +93,8 @@ describe('edge runtimes (no node:crypto)', () => {
     const good = file.vectors[0];
     const again = await edge.signCallCertificate({ service: 'echo', body: good.body, amount: 100_000n, callId: 'call_0001', now: good.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }, signer);
     expect(again.header).toBe(good.header);
+    const v2 = file.vectors.find((x: { name: string }) => x.name === 'v2: a batch of one (empty proof)');
+    const [batched] = await edge.signCallCertificateBatch([{ service: 'echo', body: v2.body, amount: 100_000n, callId: 'call_0001', now: v2.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }], signer);
+    expect(batched!.header).toBe(v2.header);
   });
 });

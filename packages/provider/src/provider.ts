@@ -1,5 +1,7 @@
 import {
   CERTIFICATE_HEADER,
+  CERTIFICATE_VERSIONS,
+  CERTIFICATE_VERSIONS_HEADER,
   ConfigError,
   PLATFORM_FEE_PCT,
   X402_HEADERS,
@@ -87,7 +89,8 @@ export interface Provider {
   close(): Promise<void>;
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
+// Every answer says which certificate versions this provider verifies, so a gateway may send it batch-signed (v2) ones.
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', [CERTIFICATE_VERSIONS_HEADER]: CERTIFICATE_VERSIONS } as const;
 
 function respond(status: number, body: unknown, headers: Record<string, string> = {}): ProviderResponse {
   return { status, headers: { ...JSON_HEADERS, ...headers }, body };

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import {
   CERTIFICATE_HEADER,
+  CERTIFICATE_VERSIONS_HEADER,
   ManifestSchema,
   base64Decode,
   base64UrlEncode,
@@ -8,6 +9,7 @@ import {
   encodeStrKey,
   parsePaymentRequired,
   randomBytes,
+  signCallCertificateBatch,
 } from '@farebox/protocol';
 import { LOCAL_REGISTRY_CONTRACT_ID } from '@farebox/stellar';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +49,27 @@ describe('platform-signed calls over HTTP', () => {
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ echo: { text: 'hello world' } });
     expect(seen[0]).toMatchObject({ paidWith: 'platform', amount: 10_000n, price: 10_000n });
+  });
+
+  it('serves batch-signed (v2) certificates, each once, and says on every answer that it verifies v1 and v2', async () => {
+    const calls: unknown[] = [];
+    const { url } = await start(baseOptions(platform), (p) => (calls.push(p), { ok: true }));
+    const bodies = ['{"text":"a"}', '{"text":"b"}', '{"text":"c"}'];
+    const signed = await signCallCertificateBatch(
+      bodies.map((b, i) => ({ service: 'echo', body: b, amount: 10_000n, callId: `c_batch_${i}` })),
+      platform,
+    );
+    for (const [i, c] of signed.entries()) {
+      const res = await post(url, bodies[i]!, { [CERTIFICATE_HEADER]: c.header });
+      expect(res.status).toBe(200);
+      expect(res.headers.get(CERTIFICATE_VERSIONS_HEADER)).toBe('v1, v2');
+    }
+    const swapped = await post(url, bodies[0]!, { [CERTIFICATE_HEADER]: signed[1]!.header });
+    expect(swapped).toMatchObject({ status: 401, json: { error: 'certificate does not match the request body' } });
+    expect(swapped.headers.get(CERTIFICATE_VERSIONS_HEADER)).toBe('v1, v2');
+    const replay = await post(url, bodies[2]!, { [CERTIFICATE_HEADER]: signed[2]!.header });
+    expect(replay).toMatchObject({ status: 401, json: { error: 'certificate already used (replay)' } });
+    expect(calls).toEqual(bodies.map((b) => JSON.parse(b)));
   });
 
   it('refuses an expired certificate with 401', async () => {
