@@ -98,37 +98,49 @@ export interface SignedCallCertificate {
   certificate: CallCertificate;
 }
 
-/** The claims of one certificate and the segment that carries them. */
-async function makeClaims(input: SignCallCertificateInput, issuer: string, version: 1 | 2): Promise<{ certificate: CallCertificate; segment: string }> {
+interface Made {
+  certificate: CallCertificate;
+  segment: string;
+}
+
+/**
+ * The claims of one certificate and the segment that carries them; at once
+ * where the runtime hashes synchronously (Node), else a promise.
+ */
+function makeClaims(input: SignCallCertificateInput, issuer: string, version: 1 | 2): Made | Promise<Made> {
   const issuedAt = input.now ?? Math.floor(Date.now() / 1000);
   const ttl = input.ttlSeconds ?? CERTIFICATE_TTL_SECONDS;
   if (ttl <= 0 || ttl > CERTIFICATE_MAX_LIFETIME_SECONDS) throw new FareboxError('INVALID_CERTIFICATE', `ttlSeconds must be in 1..${CERTIFICATE_MAX_LIFETIME_SECONDS}`);
   if (input.amount < 0n) throw new FareboxError('INVALID_CERTIFICATE', 'amount must not be negative');
   const nonce = input.nonce ?? base64UrlEncode(randomBytes(CERTIFICATE_NONCE_BYTES));
   const body = toBytes(input.body);
-  const certificate: CallCertificate = {
-    version,
-    issuer,
-    service: input.service,
-    bodySha256: base64UrlEncode(sha256Sync(body) ?? (await sha256(body))),
-    amount: input.amount,
-    callId: input.callId,
-    issuedAt,
-    expiresAt: issuedAt + ttl,
-    nonce,
+  const made = (digest: Uint8Array): Made => {
+    const certificate: CallCertificate = {
+      version,
+      issuer,
+      service: input.service,
+      bodySha256: base64UrlEncode(digest),
+      amount: input.amount,
+      callId: input.callId,
+      issuedAt,
+      expiresAt: issuedAt + ttl,
+      nonce,
+    };
+    const claims = {
+      v: version,
+      iss: certificate.issuer,
+      svc: certificate.service,
+      bh: certificate.bodySha256,
+      amt: certificate.amount.toString(),
+      cid: certificate.callId,
+      iat: certificate.issuedAt,
+      exp: certificate.expiresAt,
+      nonce: certificate.nonce,
+    };
+    return { certificate, segment: base64UrlEncode(utf8.encode(JSON.stringify(claims))) };
   };
-  const claims = {
-    v: version,
-    iss: certificate.issuer,
-    svc: certificate.service,
-    bh: certificate.bodySha256,
-    amt: certificate.amount.toString(),
-    cid: certificate.callId,
-    iat: certificate.issuedAt,
-    exp: certificate.expiresAt,
-    nonce: certificate.nonce,
-  };
-  return { certificate, segment: base64UrlEncode(utf8.encode(JSON.stringify(claims))) };
+  const digest = sha256Sync(body);
+  return digest ? made(digest) : sha256(body).then(made);
 }
 
 /**
@@ -151,28 +163,18 @@ export async function signCallCertificate(input: SignCallCertificateInput, signe
   return { header: `${signingInput}.${base64UrlEncode(signature)}`, certificate };
 }
 
-const LEAF = Uint8Array.of(0);
-const NODE = Uint8Array.of(1);
-
 /** A v2 leaf: SHA-256 of 0x00 and the ASCII bytes `v2.<claims>`. */
-function leafHash(segment: string): Promise<Uint8Array> | Uint8Array {
-  return hashParts(LEAF, utf8.encode(`v2.${segment}`));
+function leafHash(segment: string): Uint8Array | Promise<Uint8Array> {
+  const bytes = utf8.encode(`\u0000v2.${segment}`);
+  return sha256Sync(bytes) ?? sha256(bytes);
 }
 
 /** A v2 inner node: SHA-256 of 0x01, the left child and the right child. */
-function nodeHash(left: Uint8Array, right: Uint8Array): Promise<Uint8Array> | Uint8Array {
-  return hashParts(NODE, left, right);
-}
-
-function hashParts(...parts: Uint8Array[]): Promise<Uint8Array> | Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const bytes = new Uint8Array(size);
-  let o = 0;
-  for (const p of parts) {
-    bytes.set(p, o);
-    o += p.length;
-  }
+function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array | Promise<Uint8Array> {
+  const bytes = new Uint8Array(65);
+  bytes[0] = 1;
+  bytes.set(left, 1);
+  bytes.set(right, 33);
   return sha256Sync(bytes) ?? sha256(bytes);
 }
 
@@ -201,37 +203,46 @@ function rootMessage(root: Uint8Array): Uint8Array {
 export async function signCallCertificateBatch(inputs: readonly SignCallCertificateInput[], signer: Ed25519Signer): Promise<SignedCallCertificate[]> {
   if (inputs.length === 0) return [];
   if (inputs.length > CERTIFICATE_BATCH_MAX) throw new FareboxError('INVALID_CERTIFICATE', `at most ${CERTIFICATE_BATCH_MAX} certificates under one signature`);
-  const made: Array<{ certificate: CallCertificate; segment: string }> = [];
-  for (const input of inputs) made.push(await makeClaims(input, signer.publicKey, 2));
+  const n = inputs.length;
+  const made: Made[] = [];
+  for (const input of inputs) {
+    const m = makeClaims(input, signer.publicKey, 2);
+    made.push(m instanceof Promise ? await m : m);
+  }
   let level: Uint8Array[] = [];
-  for (const m of made) level.push(await leafHash(m.segment));
-  // proofs[i]: leaf i's steps so far; where[i]: its node's index on the current level.
-  const proofs: Uint8Array[][] = made.map(() => []);
+  for (const m of made) {
+    const h = leafHash(m.segment);
+    level.push(h instanceof Promise ? await h : h);
+  }
+  // Leaf i's proof: steps[i], `used[i]` steps of 33 bytes so far; where[i]: its node's index on the current level.
+  const depth = 32 - Math.clz32(n - 1);
+  const steps = made.map(() => new Uint8Array(depth * 33));
+  const used = new Array<number>(n).fill(0);
   const where = made.map((_, i) => i);
   while (level.length > 1) {
     const next: Uint8Array[] = [];
-    for (let i = 0; i + 1 < level.length; i += 2) next.push(await nodeHash(level[i]!, level[i + 1]!));
+    for (let i = 0; i + 1 < level.length; i += 2) {
+      const h = nodeHash(level[i]!, level[i + 1]!);
+      next.push(h instanceof Promise ? await h : h);
+    }
     if (level.length % 2 === 1) next.push(level[level.length - 1]!);
-    for (let leaf = 0; leaf < made.length; leaf++) {
+    for (let leaf = 0; leaf < n; leaf++) {
       const at = where[leaf]!;
       const sibling = at ^ 1;
       if (sibling < level.length) {
-        const step = new Uint8Array(33);
-        step[0] = sibling < at ? 0 : 1;
-        step.set(level[sibling]!, 1);
-        proofs[leaf]!.push(step);
+        const o = used[leaf]!++ * 33;
+        steps[leaf]![o] = sibling < at ? 0 : 1;
+        steps[leaf]!.set(level[sibling]!, o + 1);
       }
       where[leaf] = at >> 1;
     }
     level = next;
   }
   const signature = base64UrlEncode(await signer.sign(rootMessage(level[0]!)));
-  return made.map((m, i) => {
-    const steps = proofs[i]!;
-    const proof = new Uint8Array(steps.length * 33);
-    steps.forEach((step, k) => proof.set(step, k * 33));
-    return { header: `v2.${m.segment}.${base64UrlEncode(proof)}.${signature}`, certificate: m.certificate };
-  });
+  return made.map((m, i) => ({
+    header: `v2.${m.segment}.${base64UrlEncode(steps[i]!.subarray(0, used[i]! * 33))}.${signature}`,
+    certificate: m.certificate,
+  }));
 }
 
 /** Creates the platform's certificate signer from its Stellar secret seed (`S...`). */
