@@ -49,6 +49,7 @@ export type {
   TransactionStatus,
   VerifyMismatch,
   VerifyReport,
+  WalletCredit,
   WalletPayment,
   WalletPaymentInput,
 } from './types.js';

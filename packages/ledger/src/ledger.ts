@@ -18,6 +18,7 @@ import {
   type AdvanceData,
   type AdvanceResult,
   type AnalyticsPoint,
+  type WalletCredit,
   type ClaimResult,
   type CycleState,
   type FundingBatch,
@@ -310,14 +311,21 @@ export class Ledger {
    * Resolves a pending wallet payment once: `completed` with its transaction,
    * or `failed` with the reason. A `topup` completed here also credits its
    * amount in the same database transaction (journal reference
-   * `wallet:<txHash>`), within the top-up limits; `applied: false` when the
-   * payment was already resolved.
+   * `wallet:<txHash>`), within the top-up limits, and claims the transaction
+   * in `wallet_credits`: a transaction that already backs a credit (of any
+   * account) credits nothing again, and the payment ends `failed` saying so.
+   * `applied: false` when the payment was already resolved.
    */
   resolveWalletPayment(
     paymentId: string,
     outcome: { state: 'completed'; txHash: string; explorerUrl?: string; escrowId?: string } | { state: 'failed'; error: string },
   ): Promise<{ applied: boolean; payment: WalletPayment; balance: bigint | null }> {
     return walletPayments.resolveWalletPayment(this.db, paymentId, outcome);
+  }
+
+  /** Credits that wallet payments back, oldest first after a cursor (the chain audit reads them). */
+  walletCredits(options: { after?: { createdAt: Date; txHash: string }; limit?: number } = {}): Promise<WalletCredit[]> {
+    return walletPayments.walletCredits(this.db, options);
   }
 
   /** A wallet payment by id. */
@@ -336,8 +344,10 @@ export class Ledger {
    * Recomputes every balance and hold from the journal and reports each
    * mismatch: account credits vs. the journal's sum, each hold's state vs. its
    * journal rows, posted holds vs. earnings, each settlement cycle's totals
-   * vs. its earnings, and conservation (sign-ups + top-ups = credits + held +
-   * gross earnings).
+   * vs. its earnings, each wallet-backed credit vs. its payment and its
+   * transaction's single claim, and conservation (sign-ups + top-ups =
+   * credits + held + gross earnings). What the chain holds is checked by the
+   * gateway's wallet-credit audit, which reads {@link walletCredits}.
    */
   verify(): Promise<VerifyReport> {
     return verify.verify(this.db);

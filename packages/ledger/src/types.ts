@@ -284,8 +284,18 @@ export interface ClaimResult {
   batch?: FundingBatch | null;
 }
 
+/** A credit that a wallet payment backs: its transaction's single claim (table `wallet_credits`). */
+export interface WalletCredit {
+  txHash: string;
+  paymentId: string;
+  accountId: string;
+  amount: bigint;
+  createdAt: Date;
+}
+
 export interface VerifyMismatch {
-  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'conservation';
+  /** `wallet-credit`: a credit for a wallet payment that is not backed by exactly one claimed transaction (`id` is the transaction hash or the payment id). */
+  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'conservation';
   id: string;
   expected: string;
   actual: string;

@@ -75,6 +75,37 @@ export async function verify(db: Database): Promise<VerifyReport> {
       actual: `cycle: ${str(r.claimed_calls)} calls, gross ${str(r.claimed_gross)}, fee ${str(r.claimed_fee)}, net ${str(r.claimed_net)}`,
     });
   }
+  // Every credit a wallet payment backs: its transaction is claimed once (wallet_credits, schema 10), the claim's
+  // credit is in the journal exactly once, on that account and for that amount, and its payment completed with it.
+  const claims = await db.query(
+    `SELECT c.tx_hash, c.account_id, c.amount, c.payment_id, count(j.id) AS credits,
+            string_agg(j.account_id || ' ' || j.amount, ', ' ORDER BY j.id) AS found,
+            (SELECT w.state || ' ' || w.kind || ' ' || w.account_id || ' ' || w.amount || ' ' || COALESCE(w.tx_hash, '-') FROM wallet_payments w WHERE w.id = c.payment_id) AS payment
+       FROM wallet_credits c LEFT JOIN journal j ON j.kind = 'topup' AND j.reference = 'wallet:' || c.tx_hash
+      GROUP BY c.tx_hash, c.account_id, c.amount, c.payment_id
+     HAVING count(j.id) <> 1 OR NOT bool_and(j.account_id = c.account_id AND j.amount = c.amount)
+         OR NOT EXISTS (SELECT 1 FROM wallet_payments w WHERE w.id = c.payment_id AND w.kind = 'topup' AND w.state = 'completed'
+                          AND w.tx_hash = c.tx_hash AND w.account_id = c.account_id AND w.amount = c.amount)`,
+  );
+  for (const r of claims.rows) {
+    const expected = `one credit of ${str(r.amount)} to ${str(r.account_id)} for payment ${str(r.payment_id)} (completed topup ${str(r.account_id)} ${str(r.amount)} ${str(r.tx_hash)})`;
+    const credits = Number(r.credits);
+    const actual = credits === 0 ? 'no credit in the journal' : `${credits} credit${credits === 1 ? '' : 's'} in the journal (${str(r.found)})`;
+    mismatches.push({ kind: 'wallet-credit', id: str(r.tx_hash), expected, actual: `${actual}; payment ${str(r.payment ?? 'missing')}` });
+  }
+  const unclaimed = await db.query(
+    `SELECT w.id, w.account_id, w.amount, w.tx_hash, c.tx_hash AS claimed
+       FROM wallet_payments w LEFT JOIN wallet_credits c ON c.payment_id = w.id
+      WHERE w.kind = 'topup' AND w.state = 'completed' AND (c.tx_hash IS NULL OR c.tx_hash IS DISTINCT FROM w.tx_hash)`,
+  );
+  for (const r of unclaimed.rows) {
+    mismatches.push({
+      kind: 'wallet-credit',
+      id: str(r.id),
+      expected: `completed wallet payment credited from its own transaction ${str(r.tx_hash ?? '-')}`,
+      actual: r.claimed ? `claims transaction ${str(r.claimed)}` : `no claim: transaction ${str(r.tx_hash ?? '-')} backs another credit`,
+    });
+  }
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,

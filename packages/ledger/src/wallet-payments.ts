@@ -1,8 +1,8 @@
 import type { Database } from './db.js';
 import { LedgerError } from './errors.js';
 import { topupIn } from './accounts.js';
-import { invalid, isUuid, positiveAmount, positiveInt, text, toWalletPayment, type Row } from './rows.js';
-import type { WalletPayment, WalletPaymentInput } from './types.js';
+import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, text, toWalletPayment, type Row } from './rows.js';
+import type { WalletCredit, WalletPayment, WalletPaymentInput } from './types.js';
 
 // The wallet path: payments from an account's own wallet, recorded before they are sent.
 
@@ -51,8 +51,21 @@ export async function resolveWalletPayment(db: Database,
       const txHash = text(outcome.txHash, 'txHash');
       const explorerUrl = outcome.explorerUrl === undefined ? null : text(outcome.explorerUrl, 'explorerUrl', 2048);
       const escrowId = outcome.escrowId === undefined ? null : text(outcome.escrowId, 'escrowId');
-      // The USDC is in the treasury: it becomes credits whatever happened to the balance meanwhile.
-      if (current.kind === 'topup') balance = (await topupIn(tx, current.accountId, current.amount, `wallet:${txHash}`, false)).balance;
+      if (current.kind === 'topup') {
+        // One credit per on-chain transaction: the claim and the credit commit together, and the primary key
+        // refuses a second claim (a concurrent one waits for the first to commit, then finds it).
+        const claim = await tx.query(
+          `INSERT INTO wallet_credits (tx_hash, payment_id, account_id, amount) VALUES ($1, $2, $3, $4::bigint) ON CONFLICT DO NOTHING RETURNING tx_hash`,
+          [txHash, paymentId, current.accountId, current.amount.toString()],
+        );
+        if (claim.rows.length === 0) {
+          const error = `transaction ${txHash} already backs another credit; nothing was credited for it`;
+          ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [paymentId, error]));
+          return { applied: true, payment: toWalletPayment(updated[0] as Row), balance: null };
+        }
+        // The USDC is in the treasury: it becomes credits whatever happened to the balance meanwhile.
+        balance = (await topupIn(tx, current.accountId, current.amount, `wallet:${txHash}`, false)).balance;
+      }
       ({ rows: updated } = await tx.query(
         `UPDATE wallet_payments SET state = 'completed', tx_hash = $2, explorer_url = $3, escrow_id = COALESCE($4, escrow_id), resolved_at = now() WHERE id = $1 RETURNING *`,
         [paymentId, txHash, explorerUrl, escrowId],
@@ -76,4 +89,22 @@ export async function pendingWalletPayments(db: Database, limit = 100): Promise<
   positiveInt(limit, 'limit', 10_000);
   const { rows } = await db.query(`SELECT * FROM wallet_payments WHERE state = 'pending' ORDER BY created_at LIMIT $1`, [limit]);
   return rows.map(toWalletPayment);
+}
+
+/**
+ * Credits that wallet payments back (one per on-chain transaction), oldest
+ * first, after the `(createdAt, txHash)` cursor: what the gateway's audit
+ * checks against the chain.
+ */
+export async function walletCredits(db: Database, options: { after?: { createdAt: Date; txHash: string }; limit?: number } = {}): Promise<WalletCredit[]> {
+  const limit = options.limit ?? 500;
+  positiveInt(limit, 'limit', 10_000);
+  const after = options.after;
+  const { rows } = await db.query(
+    `SELECT tx_hash, payment_id, account_id, amount, created_at FROM wallet_credits
+      WHERE $1::timestamptz IS NULL OR (created_at, tx_hash) > ($1::timestamptz, $2::text)
+      ORDER BY created_at, tx_hash LIMIT $3`,
+    [after ? after.createdAt.toISOString() : null, after ? after.txHash : '', limit],
+  );
+  return rows.map((r) => ({ txHash: str(r.tx_hash), paymentId: str(r.payment_id), accountId: str(r.account_id), amount: big(r.amount), createdAt: date(r.created_at) }));
 }

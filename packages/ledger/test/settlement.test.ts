@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerError, SIGNUP_CREDIT, migrateLedger } from '@farebox/ledger';
-import type { Ledger } from '@farebox/ledger';
+import { Ledger, LedgerError, SIGNUP_CREDIT, migrateLedger } from '@farebox/ledger';
 import { accountId, openLedgerAt, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 let t: TestLedger;
@@ -309,7 +308,7 @@ describe("a cycle's totals", () => {
          SELECT gen_random_uuid(), 'p', c.publisher_owner, 's', g, g / 20, g - g / 20, CASE WHEN c.publisher_owner = 'GC' THEN NULL ELSE c.id END
          FROM settlement_cycles c, generate_series(100, 104) g`,
       );
-      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql', '0007_settlement_references.sql', '0008_time_ordered_ids.sql', '0009_call_path_indexes.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql', '0007_settlement_references.sql', '0008_time_ordered_ids.sql', '0009_call_path_indexes.sql', '0010_wallet_credits.sql']);
       const { rows } = await db.query(`SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`);
       expect(rows.map((r) => [r.publisher_owner, ...[r.claimed_calls, r.claimed_gross, r.claimed_fee, r.claimed_net].map(String)])).toEqual([
         // 100..104: gross 510, fee 5 x 5 = 25, net 485; GC's earnings are not claimed.
@@ -407,5 +406,78 @@ describe('wallet payments', () => {
     expect(results.filter((r) => r.applied)).toHaveLength(1);
     expect((await t.ledger.balance(once)).balance).toBe(SIGNUP_CREDIT + 10n);
     expect((await t.ledger.verify()).ok).toBe(true);
+  });
+
+  it('credits one on-chain transaction once: racing payments that name the same transaction credit one of them, on any account', async () => {
+    const [a, b] = [accountId('same-tx-a'), accountId('same-tx-b')];
+    await t.ledger.openAccount(a);
+    await t.ledger.openAccount(b);
+    const hash = `same-${a}`;
+    const payments = await Promise.all(
+      [a, a, a, b, b].map((acct, i) => t.ledger.recordWalletPayment(acct, { kind: 'topup', callId: `race-${i}`, amount: 10n * USD })),
+    );
+    const outcomes = await Promise.all(payments.map((p) => t.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash })));
+    const credited = outcomes.filter((o) => o.payment.state === 'completed');
+    expect(credited).toHaveLength(1);
+    for (const o of outcomes.filter((x) => x.payment.state !== 'completed')) {
+      expect(o.payment).toMatchObject({ state: 'failed', error: `transaction ${hash} already backs another credit; nothing was credited for it` });
+      expect(o.balance).toBeNull();
+    }
+    const balances = [(await t.ledger.balance(a)).balance, (await t.ledger.balance(b)).balance];
+    expect(balances[0]! + balances[1]!).toBe(2n * SIGNUP_CREDIT + 10n * USD);
+    expect((await t.ledger.walletCredits()).filter((c) => c.txHash === hash)).toEqual([
+      expect.objectContaining({ txHash: hash, paymentId: credited[0]!.payment.id, accountId: credited[0]!.payment.accountId, amount: 10n * USD }),
+    ]);
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('verify names a credit planted with the reference of a transaction that already backs one', async () => {
+    const [payer, other] = [accountId('planted'), accountId('planted-other')];
+    await t.ledger.openAccount(payer);
+    await t.ledger.openAccount(other);
+    const p = await t.ledger.recordWalletPayment(payer, { kind: 'topup', callId: 'real', amount: 3n * USD });
+    const hash = `real-${payer}`;
+    await t.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash });
+    expect((await t.ledger.verify()).mismatches).toEqual([]);
+    // A second credit of the same transaction, written around the claim (as the race before schema 10 did).
+    await t.ledger.topup(other, 3n * USD, { reference: `wallet:${hash}` });
+    const found = (await t.ledger.verify()).mismatches.filter((m) => m.kind === 'wallet-credit');
+    expect(found).toEqual([
+      {
+        kind: 'wallet-credit',
+        id: hash,
+        expected: `one credit of ${3n * USD} to ${payer} for payment ${p.id} (completed topup ${payer} ${3n * USD} ${hash})`,
+        actual: `2 credits in the journal (${payer} ${3n * USD}, ${other} ${3n * USD}); payment completed topup ${payer} ${3n * USD} ${hash}`,
+      },
+    ]);
+  });
+
+  it('an upgrade to schema 10 claims each transaction for its first credit and verify names the duplicates a race left', async () => {
+    const { db, dispose } = await openLedgerAt(9);
+    try {
+      const ledger = new Ledger(db);
+      const acct = accountId('dup-upgrade');
+      await ledger.openAccount(acct);
+      // What racing top-ups left before schema 10: three payments, one transaction, three credits.
+      const ps = [];
+      for (let i = 0; i < 3; i++) {
+        // As schema 9's resolveWalletPayment wrote them: the credit, then the payment completed with its hash.
+        const p = await ledger.recordWalletPayment(acct, { kind: 'topup', callId: `r${i}`, amount: 10n * USD });
+        await ledger.topup(acct, 10n * USD, { reference: 'wallet:h-dup' });
+        await db.query(`UPDATE wallet_payments SET state = 'completed', tx_hash = 'h-dup', resolved_at = now() WHERE id = $1`, [p.id]);
+        ps.push(p);
+      }
+      expect((await migrateLedger(db)).applied).toEqual(['0010_wallet_credits.sql']);
+      expect((await ledger.walletCredits()).map((c) => [c.txHash, c.paymentId])).toEqual([['h-dup', ps[0]!.id]]);
+      const found = (await ledger.verify()).mismatches.filter((m) => m.kind === 'wallet-credit');
+      expect(found.map((m) => m.id).sort()).toEqual(['h-dup', ps[1]!.id, ps[2]!.id].sort());
+      expect(found.find((m) => m.id === 'h-dup')?.actual).toMatch(/^3 credits in the journal/);
+      expect(found.find((m) => m.id === ps[1]!.id)?.actual).toBe('no claim: transaction h-dup backs another credit');
+      // From now on the database refuses another credit of that transaction.
+      const again = await ledger.recordWalletPayment(acct, { kind: 'topup', callId: 'r3', amount: 10n * USD });
+      expect((await ledger.resolveWalletPayment(again.id, { state: 'completed', txHash: 'h-dup' })).payment.state).toBe('failed');
+    } finally {
+      await dispose();
+    }
   });
 });
