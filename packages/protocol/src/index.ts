@@ -75,3 +75,4 @@ export {
   firstIssueMessage,
 } from './schemas.js';
 export type { Manifest } from './schemas.js';
+export { SERVICE_NAME_PATTERN, INVALID_SERVICE_NAME, serviceNameProblem, isValidServiceName, codePointLength, textProblem, printable, unsafeTextIn } from './text.js';

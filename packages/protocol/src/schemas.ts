@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isValidStrKey } from './strkey.js';
+import { SERVICE_NAME_PATTERN, serviceNameProblem } from './text.js';
 
 /** Registry limits (the registry contract enforces the same). */
 export const LIMITS = {
@@ -10,10 +11,17 @@ export const LIMITS = {
   pricingNote: 256,
 } as const;
 
+/**
+ * A service name under the one name policy ({@link serviceNameProblem}): lower-case ASCII
+ * letters, digits and single hyphens, 1 to 32, starting and ending with a letter or digit.
+ */
 export const ServiceNameSchema = z
-  .string()
-  .min(1, 'service required')
-  .max(LIMITS.serviceName, `service name too long (max ${LIMITS.serviceName})`);
+  .string({ error: 'service required' })
+  .superRefine((v, ctx) => {
+    const problem = serviceNameProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({ minLength: 1, maxLength: LIMITS.serviceName, pattern: SERVICE_NAME_PATTERN.source } as Record<string, unknown>);
 
 export const EndpointSchema = z.string().min(1, 'endpoint required').max(LIMITS.endpoint, `endpoint too long (max ${LIMITS.endpoint})`);
 
