@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LIMITS, SERVICE_NAME_PATTERN, codePointLength, serviceNameProblem, textProblem } from '@farebox/protocol';
 
 /**
  * Request parts: bodies, query strings, path parameters and headers. Messages
@@ -25,6 +26,23 @@ export function intQuery(name: string, min: number, max: number, fallback: numbe
     })
     .meta({ description: `${min} to ${max}, default ${fallback}`, type: 'integer', minimum: min, maximum: max, default: fallback } as Record<string, unknown>);
 }
+
+/**
+ * A service name: `@farebox/protocol`'s one policy (lower-case ASCII letters, digits and single
+ * hyphens, 1 to 32, starting and ending with a letter or digit); its messages
+ * (`service required`, `service name too long (max 32)`, `invalid service name: ...`).
+ */
+const serviceNameRule = (v: string, ctx: z.RefinementCtx) => {
+  const problem = serviceNameProblem(v);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+};
+const SERVICE_NAME_META = { minLength: 1, maxLength: LIMITS.serviceName, pattern: SERVICE_NAME_PATTERN.source } as Record<string, unknown>;
+
+/** Names and ids carry no control character at all (not even tab or a line break) and no unpaired surrogate. */
+const nameText = (field: string) => (v: string, ctx: z.RefinementCtx) => {
+  const problem = textProblem(v, 'name');
+  if (problem) ctx.addIssue({ code: 'custom', message: `invalid ${field}: ${problem}` });
+};
 
 const Email = z.string({ error: 'email required' }).trim().min(1, 'email required').max(254, 'email too long (max 254)').email('invalid email');
 /** Form posts only: where to go after signing in (a same-origin path). */
@@ -56,8 +74,8 @@ export const CallBody = z
     {
       service: z
         .string({ error: (iss) => (iss.input === undefined || iss.input === null ? 'service required' : 'service must be a string') })
-        .min(1, 'service required')
-        .max(32, 'service name too long (max 32)'),
+        .superRefine(serviceNameRule)
+        .meta(SERVICE_NAME_META),
       /** The service's input ({} for none). */
       payload: z.record(z.string(), z.unknown(), {
         error: (iss) => (iss.input === undefined ? "payload required (a JSON object: the service's input, {} for none)" : 'payload must be an object'),
@@ -74,7 +92,7 @@ export const CallBody = z
   )
   .meta({ id: 'CallBody', description: 'Exactly `{ service, payload }`: the service input goes inside `payload`.' });
 
-const ServiceName = z.string({ error: 'service required' }).min(1, 'service required').max(32, 'service name too long (max 32)');
+const ServiceName = z.string({ error: 'service required' }).superRefine(serviceNameRule).meta(SERVICE_NAME_META);
 const Price = z
   .number({ error: 'pricePerCallLamports required (integer base units)' })
   .int('pricePerCallLamports must be an integer (base units)')
@@ -96,17 +114,19 @@ export const NameBody = z
     name: z
       .string({ error: 'name required' })
       .refine((s) => s.trim().length > 0, 'name required')
-      .refine((s) => s.length <= 64, 'name too long (max 64)')
+      // Characters as people count them (code points): 64 emoji are a 64-character name.
+      .refine((s) => codePointLength(s) <= 64, 'name too long (max 64)')
+      .superRefine(nameText('name'))
       .meta({ minLength: 1, maxLength: 64 } as Record<string, unknown>),
   })
-  .meta({ id: 'NameBody', description: 'A name, 1 to 64 characters.' });
+  .meta({ id: 'NameBody', description: 'A name, 1 to 64 characters (code points), without control characters.' });
 
 export const EmptyBody = z.object({}).meta({ id: 'EmptyBody' });
 
 export const OpenDisputeBody = z
   .strictObject(
     {
-      escrowId: z.string({ error: 'escrowId required' }),
+      escrowId: z.string({ error: 'escrowId required' }).superRefine(nameText('escrowId')),
       proof: z.string({ error: 'proof required (a transaction signed by the funder, see docs/operator.md)' }).min(1, 'proof required').max(4096, 'proof too long'),
       reason: z.string().max(500, 'reason too long (max 500)').optional(),
     },

@@ -148,7 +148,7 @@ export const operations = {
     output: S.CallResult,
     errors: {
       ...AUTH_ERRORS,
-      400: 'service required; payload required; an unknown-field message; invalid Farebox-Max-Cost; price exceeds Farebox-Max-Cost',
+      400: 'service required; invalid service name: ...; payload required; an unknown-field message; invalid <field>: control character U+.... not allowed (or unpaired surrogate); invalid Farebox-Max-Cost; price exceeds Farebox-Max-Cost',
       402: 'insufficient balance',
       403: 'OAuth daily spending limit reached, or the token lacks agents:call',
       404: 'service not found',
@@ -170,7 +170,7 @@ export const operations = {
     input: { body: I.NameBody },
     status: 201,
     output: S.CreatedApiKey,
-    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64)' },
+    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64); invalid name: control character U+.... not allowed' },
   }),
   revokeApiKey: op({
     id: 'revokeApiKey',
@@ -220,7 +220,7 @@ export const operations = {
     input: { body: I.NameBody },
     status: 200,
     output: S.PublisherActivation,
-    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64)' },
+    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64); invalid name: control character U+.... not allowed' },
   }),
   publisherOverview: op({
     id: 'publisherOverview',
@@ -292,7 +292,7 @@ export const operations = {
     input: { body: I.RegisterServiceBody },
     status: 201,
     output: S.RegisteredService,
-    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field; endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
+    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field (invalid service name: ...; invalid <field>: control character U+.... not allowed); endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
   }),
   updateAgent: op({
     id: 'updateAgent',

@@ -6,8 +6,8 @@ describe('public surface', () => {
     expect(Object.keys(contract).sort()).toEqual(['OAUTH_SCOPES', 'findOperation', 'inputs', 'openApiPath', 'operationList', 'operations', 'schemas']);
   });
 
-  it('depends on zod only (runtime-neutral)', async () => {
+  it('depends on zod and @farebox/protocol only (both runtime-neutral; the name policy is protocol\'s)', async () => {
     const pkg = (await import('../package.json', { with: { type: 'json' } })).default as { dependencies: Record<string, string> };
-    expect(Object.keys(pkg.dependencies)).toEqual(['zod']);
+    expect(Object.keys(pkg.dependencies)).toEqual(['@farebox/protocol', 'zod']);
   });
 });

@@ -61,6 +61,26 @@ describe('input schemas give the spec messages', () => {
     for (const body of [[], 'x', null, 3]) expect(first(inputs.CallBody.safeParse(body))).toBe('body must be a JSON object');
   });
 
+  it('service names follow the one policy of @farebox/protocol', () => {
+    const invalid = 'invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit';
+    const register = (service: unknown) => inputs.RegisterServiceBody.safeParse({ service, pricePerCallLamports: 100, endpoint: 'https://x.example', description: '' });
+    for (const bad of ['\u0435cho', 'echo\u200b', 'ECHO', 'echo ', '\u202eohce', 'Qa Y!', 'my_service', 'my.service', 'a--b', '-a', 'a\u0000b']) {
+      expect(first(inputs.CallBody.safeParse({ service: bad, payload: {} })), bad).toBe(invalid);
+      expect(first(register(bad)), bad).toBe(invalid);
+    }
+    expect(first(register('fx-convert-2'))).toBe('ok');
+    expect(first(register(''))).toBe('service required');
+    expect(first(register('x'.repeat(33)))).toBe('service name too long (max 32)');
+  });
+
+  it('key and publisher names count characters, not UTF-16 units, and carry no control character', () => {
+    expect(first(inputs.NameBody.safeParse({ name: '😀'.repeat(64) }))).toBe('ok');
+    expect(first(inputs.NameBody.safeParse({ name: '😀'.repeat(65) }))).toBe('name too long (max 64)');
+    expect(first(inputs.NameBody.safeParse({ name: 'ci\tserver' }))).toBe('invalid name: control character U+0009 not allowed');
+    expect(first(inputs.NameBody.safeParse({ name: 'ci\ud800' }))).toBe('invalid name: unpaired surrogate U+D800 not allowed');
+    expect(first(inputs.OpenDisputeBody.safeParse({ escrowId: 'C\n', proof: 'x' }))).toBe('invalid escrowId: control character U+000A not allowed');
+  });
+
   it('POST /auth/signup and /auth/login: the messages the gateway answers', () => {
     expect(first(inputs.SignupBody.safeParse({ password: 'long enough' }))).toBe('email required');
     expect(first(inputs.SignupBody.safeParse({ email: 'not-an-address', password: 'long enough' }))).toBe('invalid email');
