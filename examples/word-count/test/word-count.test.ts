@@ -31,9 +31,9 @@ async function quote(body: string) {
 describe('word-count example', () => {
   it('prices per word above the floor', async () => {
     const short = await quote(JSON.stringify({ text: 'three little words' }));
-    expect(short.quote.accepts[0].amount).toBe(10_000n);
+    expect(short.quote.price).toBe(10_000n);
     const long = await quote(JSON.stringify({ text: Array.from({ length: 25 }, (_, i) => `w${i}`).join(' ') }));
-    expect(long.quote.accepts[0].amount).toBe(25_000n);
+    expect(long.quote.price).toBe(25_000n);
   });
 
   it('answers 400 for a payload without text', async () => {

@@ -7,15 +7,17 @@ export type ClientErrorCode =
   | 'NOT_FOUND'
   /** The service did not answer with a usable x402 quote (nothing was paid). */
   | 'QUOTE'
+  /** The quote offers nothing this client can pay: no `escrow` offer on its network, e.g. a service paid through the gateway only (nothing was paid). */
+  | 'NO_DIRECT_PAYMENT'
   /** The quote names a receiver other than the service's registry owner (nothing was paid). */
   | 'PAYTO_MISMATCH'
   /** The quoted price is above the caller's `maxCost` (nothing was paid). */
   | 'PRICE_LIMIT'
   /** An escrow operation (deploy, fund, dispute) failed at the escrow provider. */
   | 'ESCROW'
-  /** The service refused the escrow payment (402/409): the escrow stays funded; `escrowId` is in `data`. */
+  /** The service refused the escrow payment (402/409): the escrow stays funded; get it back with `client.dispute(data.escrowId)`. */
   | 'PAYMENT_REFUSED'
-  /** The service failed after the escrow was funded: open a dispute with `client.dispute(escrowId)`. */
+  /** The service failed after the escrow was funded: get it back with `client.dispute(data.escrowId)`. */
   | 'SERVICE'
   /** A request could not be sent or timed out. */
   | 'NETWORK'
@@ -34,6 +36,12 @@ export interface ClientErrorData {
   serverMessage?: string;
   /** The escrow involved, once one exists: funds may be locked there (see `client.dispute`). */
   escrowId?: string;
+  /** Base units the escrow `escrowId` still holds after this error (it was funded, the call was not served): a dispute gets them back. */
+  lockedBaseUnits?: string;
+  /** With `lockedBaseUnits`: what went wrong, without the way back that the message adds. */
+  reason?: string;
+  /** `NO_DIRECT_PAYMENT`: how the service says it can be paid (its quote's `payments`, e.g. `["platform"]`: through the gateway only). */
+  payments?: string[];
   service?: string;
   [key: string]: unknown;
 }

@@ -258,6 +258,50 @@ describe('direct escrow calls', () => {
     expect(service.owner.publicKey).not.toBe(payer.publicKey);
   });
 
+  it('reads the quote first and refuses a service that takes no direct payment: no escrow deployed, not a base unit moved', async () => {
+    let served = 0;
+    // Escrow off (no escrow API key), platform-signed calls on: paid through the gateway only.
+    await world.publish('dir-gateway-only', {
+      extra: { trustlessWork: {}, platform: { publicKey: world.treasury.publicKey } },
+      handler: () => {
+        served += 1;
+        return 'x';
+      },
+    });
+    const payer = await world.party(10n * USDC);
+    const contracts = world.devnet.stats().contracts.length;
+    const events: ProgressEvent[] = [];
+
+    const err = await failure(world.client(payer).call('dir-gateway-only', { hi: 1 }, { onProgress: (e) => events.push(e) }));
+
+    expect(err.code).toBe('NO_DIRECT_PAYMENT');
+    expect(err.message).toBe('dir-gateway-only takes no direct payment: it is paid through the gateway only; nothing was paid');
+    expect(err.data).toMatchObject({ service: 'dir-gateway-only', payments: ['platform'] });
+    expect(err.data.escrowId).toBeUndefined();
+    expect(events.map((e) => `${e.step}:${e.phase}`)).toEqual(['quote:start', 'quote:failed']);
+    expect(world.usdcOf(payer.publicKey)).toBe(10n * USDC);
+    expect(world.devnet.stats().contracts.length).toBe(contracts);
+    expect(served).toBe(0);
+  });
+
+  it('names the funded escrow and the way back when the service refuses it after funding, and the escrow still holds the money', async () => {
+    // A price that changes between the quote and the paid call (priceFn must be deterministic: this one is not).
+    let quotes = 0;
+    await world.publish('dir-reprices', { price: '0.5', priceFn: () => (quotes++ === 0 ? '0.5' : '1') });
+    const payer = await world.party(10n * USDC);
+    const client = world.client(payer);
+
+    const err = await failure(client.call('dir-reprices', {}));
+
+    expect(err.code).toBe('PAYMENT_REFUSED');
+    const escrowId = err.data.escrowId!;
+    expect(escrowId).toMatch(/^C[A-Z2-7]{55}$/);
+    expect(err.data).toMatchObject({ status: 402, lockedBaseUnits: '5000000', reason: `the service refused escrow ${escrowId}: escrow ${escrowId} holds 0.5 USDC, this payload costs 1 USDC: fund it with at least the quoted amount` });
+    expect(err.message).toContain(`escrow ${escrowId} still holds 0.5 USDC: get it back with a dispute, client.dispute('${escrowId}') or \`farebox dispute ${escrowId} --keypair <payer key file>\``);
+    expect(world.usdcOf(payer.publicKey)).toBe(10n * USDC - 5_000_000n);
+    expect(await client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { released: false } });
+  });
+
   it('reports a service missing from the registry as NOT_FOUND', async () => {
     const payer = await world.party();
     const err = await failure(world.client(payer).call('dir-nobody-here', {}));

@@ -248,8 +248,8 @@ export function createCalls(options: CallsOptions) {
     if (res.status === 402) {
       let quote: bigint | undefined;
       try {
-        const q = parsePaymentRequired({ headers: res.headers, body: json });
-        quote = q.accepts[0]?.amount;
+        // The price: the first offer's amount, or the top-level one of a service that takes no direct payment (no offers).
+        quote = parsePaymentRequired({ headers: res.headers, body: json }).price;
       } catch {
         quote = undefined;
       }

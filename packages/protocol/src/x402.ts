@@ -45,7 +45,10 @@ export interface PaymentRequirements {
 export interface PaymentRequiredBody {
   x402Version: 1;
   error: string;
+  /** Empty when the service takes no direct payment (it is paid through the gateway only). */
   accepts: PaymentRequirements[];
+  /** Farebox's quote data (service, price) when no offer carries it: `accepts` is empty. */
+  extra?: Record<string, unknown>;
 }
 
 export interface QuoteInput {
@@ -62,6 +65,12 @@ export interface QuoteInput {
   /** Scheme-specific data: Farebox puts the service name, quote id, pricing note and the escrow parameters here. */
   extra?: Record<string, unknown>;
   error?: string;
+  /**
+   * Whether the `escrow` scheme is offered (default true). False for a service
+   * that takes no direct payment right now: `accepts` is empty and `extra`
+   * moves to the top level of both forms, so the price stays readable.
+   */
+  escrow?: boolean;
 }
 
 /**
@@ -84,6 +93,14 @@ export function buildPaymentRequired(input: QuoteInput): { body: PaymentRequired
     ...(input.extra ? { extra: input.extra } : {}),
   };
   const error = input.error ?? 'payment required';
+  if (input.escrow === false) {
+    const extra = input.extra ? { extra: input.extra } : {};
+    const v2 = { x402Version: 2, error, resource: { url: input.resource, description: input.description, mimeType: requirement.mimeType }, accepts: [], ...extra };
+    return {
+      body: { x402Version: 1, error, accepts: [], ...extra },
+      headers: { [X402_HEADERS.paymentRequired]: encodeJsonHeader(v2) },
+    };
+  }
   const v2 = {
     x402Version: 2,
     error,
@@ -125,33 +142,45 @@ const RequirementV1Schema = z.object({
 const PaymentRequiredV1Schema = z.object({
   x402Version: z.literal(1),
   error: z.string(),
-  accepts: z.array(RequirementV1Schema).min(1),
+  accepts: z.array(RequirementV1Schema),
+  extra: z.record(z.string(), z.unknown()).optional(),
 });
 
 const PaymentRequiredV2Schema = z.object({
   x402Version: z.literal(2),
   error: z.string().optional().default(''),
   resource: z.object({ url: z.string(), description: z.string().optional().default(''), mimeType: z.string().optional() }),
-  accepts: z
-    .array(
-      z.object({
-        scheme: z.string(),
-        network: NetworkSchema,
-        amount: z.string().regex(/^\d+$/),
-        asset: z.string(),
-        payTo: z.string(),
-        maxTimeoutSeconds: z.number().int().positive(),
-        extra: z.record(z.string(), z.unknown()).optional(),
-      }),
-    )
-    .min(1),
+  accepts: z.array(
+    z.object({
+      scheme: z.string(),
+      network: NetworkSchema,
+      amount: z.string().regex(/^\d+$/),
+      asset: z.string(),
+      payTo: z.string(),
+      maxTimeoutSeconds: z.number().int().positive(),
+      extra: z.record(z.string(), z.unknown()).optional(),
+    }),
+  ),
+  extra: z.record(z.string(), z.unknown()).optional(),
 });
 
 /** A quote as the caller sees it, whichever x402 version carried it. */
 export interface ParsedQuote {
   version: 1 | 2;
   error: string;
+  /** The offers; empty when the service takes no direct payment. */
   accepts: Array<PaymentRequirements & { amount: bigint }>;
+  /** Farebox's top-level quote data, sent when no offer carries it (`service`, `priceBaseUnits`, `payments`). */
+  extra?: Record<string, unknown>;
+  /** The quoted price, base units: the first offer's amount, else the top-level `extra.priceBaseUnits`. */
+  price?: bigint;
+}
+
+/** The price a quote names: its first offer, else Farebox's top-level `extra.priceBaseUnits`. */
+function priceOf(accepts: ParsedQuote['accepts'], extra: Record<string, unknown> | undefined): { price?: bigint } {
+  if (accepts[0]) return { price: accepts[0].amount };
+  const units = extra?.priceBaseUnits;
+  return typeof units === 'string' && /^\d{1,30}$/.test(units) && BigInt(units) > 0n ? { price: BigInt(units) } : {};
 }
 
 /**
@@ -164,32 +193,27 @@ export function parsePaymentRequired(input: { headers?: Record<string, string | 
     const parsed = PaymentRequiredV2Schema.safeParse(decodeJsonHeader(header));
     if (parsed.success) {
       const v2 = parsed.data;
-      return {
-        version: 2,
-        error: v2.error,
-        accepts: v2.accepts.map((a) => ({
-          scheme: a.scheme,
-          network: a.network,
-          maxAmountRequired: a.amount,
-          amount: BigInt(a.amount),
-          asset: a.asset,
-          payTo: a.payTo,
-          resource: v2.resource.url,
-          description: v2.resource.description,
-          maxTimeoutSeconds: a.maxTimeoutSeconds,
-          ...(v2.resource.mimeType ? { mimeType: v2.resource.mimeType } : {}),
-          ...(a.extra ? { extra: a.extra } : {}),
-        })),
-      };
+      const accepts = v2.accepts.map((a) => ({
+        scheme: a.scheme,
+        network: a.network,
+        maxAmountRequired: a.amount,
+        amount: BigInt(a.amount),
+        asset: a.asset,
+        payTo: a.payTo,
+        resource: v2.resource.url,
+        description: v2.resource.description,
+        maxTimeoutSeconds: a.maxTimeoutSeconds,
+        ...(v2.resource.mimeType ? { mimeType: v2.resource.mimeType } : {}),
+        ...(a.extra ? { extra: a.extra } : {}),
+      }));
+      return { version: 2, error: v2.error, accepts, ...(v2.extra ? { extra: v2.extra } : {}), ...priceOf(accepts, v2.extra) };
     }
   }
   const parsed = PaymentRequiredV1Schema.safeParse(input.body);
   if (!parsed.success) throw new FareboxError('INVALID_PAYMENT', 'not an x402 payment-required answer');
-  return {
-    version: 1,
-    error: parsed.data.error,
-    accepts: parsed.data.accepts.map((a) => ({ ...a, amount: BigInt(a.maxAmountRequired) }) as PaymentRequirements & { amount: bigint }),
-  };
+  const accepts = parsed.data.accepts.map((a) => ({ ...a, amount: BigInt(a.maxAmountRequired) }) as PaymentRequirements & { amount: bigint });
+  const extra = parsed.data.extra;
+  return { version: 1, error: parsed.data.error, accepts, ...(extra ? { extra } : {}), ...priceOf(accepts, extra) };
 }
 
 /** What a caller presents to pay with an escrow. */

@@ -55,6 +55,17 @@ describe('buildPaymentRequired', () => {
   it('refuses a zero quote', () => {
     expect(() => buildPaymentRequired({ ...quote, amount: 0n })).toThrow('positive');
   });
+
+  it('offers nothing when escrow is off: accepts is empty in both forms and the price stays readable at the top level', () => {
+    const extra = { service: 'echo', priceBaseUnits: '100000', payments: ['platform'] };
+    const { body, headers } = buildPaymentRequired({ ...quote, extra, escrow: false, error: 'echo takes no direct payment: it is paid through the gateway only' });
+    expect(body).toEqual({ x402Version: 1, error: 'echo takes no direct payment: it is paid through the gateway only', accepts: [], extra });
+    const decoded = JSON.parse(Buffer.from(headers['payment-required']!, 'base64').toString('utf8'));
+    expect(decoded).toMatchObject({ x402Version: 2, accepts: [], extra });
+    for (const parsed of [parsePaymentRequired({ headers, body }), parsePaymentRequired({ body })]) {
+      expect(parsed).toMatchObject({ accepts: [], extra, price: 100_000n, error: 'echo takes no direct payment: it is paid through the gateway only' });
+    }
+  });
 });
 
 describe('parsePaymentRequired', () => {
@@ -67,6 +78,7 @@ describe('parsePaymentRequired', () => {
     expect(v2.accepts[0]!.amount).toBe(100_000n);
     expect(v1.accepts[0]!.amount).toBe(100_000n);
     expect(v2.accepts[0]!.payTo).toBe(v1.accepts[0]!.payTo);
+    expect([v2.price, v1.price]).toEqual([100_000n, 100_000n]);
   });
 
   it('throws on a body that is not a quote', () => {

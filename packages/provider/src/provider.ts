@@ -169,10 +169,15 @@ export function createProvider(options: ProviderOptions): Provider {
     return host ? `http://${host}${config.endpointPath}` : config.endpointPath;
   }
 
+  // Escrow is offered only when it can be served right now: a quote that offers it makes callers lock USDC in an escrow.
+  const escrowServed = config.escrow.enabled && escrowVerifier !== undefined;
+  const noDirectPayment = `${config.service} takes no direct payment: it is paid through the gateway only`;
+
+  /** How this service can be paid now: the manifest's `payments`, and the quote offers `escrow` exactly when it is listed. */
   function payments(): Array<'platform' | 'escrow'> {
     const out: Array<'platform' | 'escrow'> = [];
     if (config.platformPublicKey) out.push('platform');
-    if (config.escrow.enabled && escrowVerifier) out.push('escrow');
+    if (escrowServed) out.push('escrow');
     return out;
   }
 
@@ -194,16 +199,24 @@ export function createProvider(options: ProviderOptions): Provider {
     };
   }
 
+  /**
+   * The 402 answer. With escrow served: one `escrow` offer. Without: `accepts`
+   * is empty, the error says the service is paid through the gateway only, and
+   * the price and `payments` sit in the top-level `extra` (the gateway reprices from it).
+   */
   function quote(price: bigint, headers: HeadersInput | undefined, error?: string): ProviderResponse {
     const extra: Record<string, unknown> = {
       service: config.service,
       priceBaseUnits: price.toString(),
       price: formatAmount(price, { trim: true }),
-      quoteId: escrowVerifier?.quoteId?.({ service: config.service, payTo: config.ownerWallet, amount: price, network: config.x402Network }) ?? `q_${base64UrlEncode(randomBytes(12))}`,
+      ...(escrowServed
+        ? { quoteId: escrowVerifier?.quoteId?.({ service: config.service, payTo: config.ownerWallet, amount: price, network: config.x402Network }) ?? `q_${base64UrlEncode(randomBytes(12))}` }
+        : { payments: payments() }),
       ...(config.pricingNote !== undefined ? { pricingNote: config.pricingNote } : {}),
       ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
-      ...(config.escrow.enabled ? { escrow: { platformAddress: config.escrow.platformAddress, platformFee: PLATFORM_FEE_PCT } } : {}),
+      ...(escrowServed ? { escrow: { platformAddress: config.escrow.platformAddress, platformFee: PLATFORM_FEE_PCT } } : {}),
     };
+    if (!escrowServed) error ??= noDirectPayment;
     const { body, headers: quoteHeaders } = buildPaymentRequired({
       resource: publicEndpoint(headers),
       description: config.description || config.service,
@@ -212,6 +225,7 @@ export function createProvider(options: ProviderOptions): Provider {
       network: config.x402Network,
       asset: config.asset,
       extra,
+      escrow: escrowServed,
       ...(error !== undefined ? { error } : {}),
     });
     return respond(402, body, quoteHeaders);

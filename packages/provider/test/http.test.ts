@@ -1,4 +1,7 @@
+import { mkdtemp } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   CERTIFICATE_HEADER,
   CERTIFICATE_VERSIONS_HEADER,
@@ -158,7 +161,7 @@ describe('platform-signed calls over HTTP', () => {
     expect(res.status).toBe(402);
     expect(res.json?.error).toBe("certificate amount 0.015 USDC is below this payload's price 0.02 USDC");
     const quote = parsePaymentRequired({ headers: res.headers, body: res.json });
-    expect(quote.accepts[0]).toMatchObject({ amount: 200_000n, payTo: ownerWallet, network: 'stellar:local' });
+    expect(quote).toMatchObject({ accepts: [], price: 200_000n, extra: { service: 'echo', priceBaseUnits: '200000', payments: ['platform'] } });
     const paid = await post(url, body, { [CERTIFICATE_HEADER]: await certificateFor(platform, body, { amount: 200_000n }) });
     expect(paid.status).toBe(200);
   });
@@ -197,7 +200,9 @@ describe('platform-signed calls over HTTP', () => {
 
 describe('quotes, bodies and routes over HTTP', () => {
   it('answers an unpaid request with 402 and an x402 quote naming the owner, the price and a quote id', async () => {
-    const { url } = await start(baseOptions(platform, { pricingNote: 'flat' }));
+    const servedStorePath = join(await mkdtemp(join(tmpdir(), 'farebox-provider-')), 'served.json');
+    const platformAddress = (await newSigner()).publicKey;
+    const { url } = await start(baseOptions(platform, { pricingNote: 'flat', trustlessWork: { apiKey: 'tw_key', platformAddress }, servedStorePath }));
     const res = await post(url, body);
     expect(res.status).toBe(402);
     expect(res.json).toMatchObject({ x402Version: 1, error: 'payment required' });
@@ -208,14 +213,31 @@ describe('quotes, bodies and routes over HTTP', () => {
     expect(accept?.asset).toMatch(/^USDC:G[A-Z2-7]{55}$/);
     expect(accept?.extra).toMatchObject({ service: 'echo', priceBaseUnits: '10000', pricingNote: 'flat', platformPublicKey: platform.publicKey });
     expect(String(accept?.extra?.quoteId)).toMatch(/^q_/);
+    expect(quote.accepts).toHaveLength(1);
+  });
+
+  it('offers no escrow while escrow is off: 402 with empty accepts, the price at the top level, and the manifest says the same', async () => {
+    const { base, url } = await start(baseOptions(platform, { pricingNote: 'flat' }));
+    const res = await post(url, body);
+    expect(res.status).toBe(402);
+    expect(res.json).toEqual({
+      x402Version: 1,
+      error: 'echo takes no direct payment: it is paid through the gateway only',
+      accepts: [],
+      extra: { service: 'echo', priceBaseUnits: '10000', price: '0.001', payments: ['platform'], pricingNote: 'flat', platformPublicKey: platform.publicKey },
+    });
+    const quote = parsePaymentRequired({ headers: res.headers, body: res.json });
+    expect(quote).toMatchObject({ version: 2, accepts: [], price: 10_000n, error: 'echo takes no direct payment: it is paid through the gateway only' });
+    const manifest = ManifestSchema.parse(await (await fetch(`${base}/manifest`)).json());
+    expect(manifest.payments).toEqual(['platform']);
   });
 
   it('quotes max(priceFn(payload), pricePerCall)', async () => {
     const { url } = await start(baseOptions(platform, { priceFn: (p) => (p as { n: number }).n }));
     const cheap = await post(url, JSON.stringify({ n: 0.0000001 }));
     const dear = await post(url, JSON.stringify({ n: '0.5' }));
-    expect((cheap.json?.accepts as Array<{ maxAmountRequired: string }>)[0]?.maxAmountRequired).toBe('10000');
-    expect((dear.json?.accepts as Array<{ maxAmountRequired: string }>)[0]?.maxAmountRequired).toBe('5000000');
+    expect((cheap.json?.extra as { priceBaseUnits: string }).priceBaseUnits).toBe('10000');
+    expect((dear.json?.extra as { priceBaseUnits: string }).priceBaseUnits).toBe('5000000');
   });
 
   it('answers 400 when priceFn cannot price the payload', async () => {
@@ -311,22 +333,24 @@ describe('escrow payments', () => {
     const { url } = await start(baseOptions(platform));
     const res = await post(url, body, { 'x-payment': encodePaymentHeader({ escrowId, network: 'stellar:local' }) });
     expect(res.status).toBe(402);
-    expect(res.json).toMatchObject({ error: 'escrow payments are disabled for this service', accepts: [{ maxAmountRequired: '10000' }] });
+    expect(res.json).toMatchObject({ error: 'escrow payments are disabled for this service', accepts: [], extra: { priceBaseUnits: '10000', payments: ['platform'] } });
     const v2 = await post(url, body, { 'payment-signature': encodePaymentHeader({ escrowId, network: 'stellar:local' }, 2) });
     expect(v2.json?.error).toBe('escrow payments are disabled for this service');
   });
 
-  it('says plainly that escrow payments cannot be verified when escrow is on but the owner key to release them is missing', async () => {
+  it('says plainly that escrow payments cannot be verified when escrow is on but the owner key to release them is missing, and offers no escrow', async () => {
     const platformAddress = (await newSigner()).publicKey;
-    const { url } = await start(baseOptions(platform, { wallet: {}, ownerWallet, trustlessWork: { apiKey: 'tw_key', platformAddress } }));
+    const { base, url } = await start(baseOptions(platform, { wallet: {}, ownerWallet, trustlessWork: { apiKey: 'tw_key', platformAddress } }));
     const bad = await post(url, body, { 'x-payment': 'not-an-escrow' });
     expect(bad.status).toBe(402);
     expect(bad.json?.error).toBe('payment header is neither an escrow id nor an x402 envelope');
     const res = await post(url, body, { 'x-payment': escrowId });
     expect(res.status).toBe(503);
     expect(res.json?.error).toMatch(/no escrowVerifier/);
+    // It could not release an escrow, so it does not ask for one.
     const quote = await post(url, body);
-    expect((quote.json?.accepts as Array<{ extra: Record<string, unknown> }>)[0]?.extra.escrow).toEqual({ platformAddress, platformFee: 5 });
+    expect(quote.json).toMatchObject({ error: 'echo takes no direct payment: it is paid through the gateway only', accepts: [] });
+    expect(ManifestSchema.parse(await (await fetch(`${base}/manifest`)).json()).payments).toEqual(['platform']);
   });
 
   it('refuses platform-signed calls with 401 when no platform key is configured', async () => {

@@ -7,6 +7,8 @@ import { errorText, serverMessage } from './http.js';
 import { parseMax, pickQuote } from './quote.js';
 import type { CallOptions, DirectCallResult, DirectCallStep, ProgressEvent, ServiceTarget, TraceStep } from './types.js';
 
+const usdcText = (units: bigint) => formatAmount(units, { trim: true });
+
 /**
  * `FareboxClient.call`: quote, open and fund a single-release escrow naming the
  * service's registry owner, call the service with `X-PAYMENT`, and read the
@@ -86,12 +88,15 @@ export async function payAndCall<T>(ctx: DirectContext, target: ServiceTarget, p
   }
 
   let quoteId = quote.quoteId;
+  // What the escrow holds once funded: said with the way back in every error after that point.
+  let locked = quote.amount;
   if (escrowId) {
     const existing = await ctx.escrowApi().getEscrows([escrowId]);
     const found = existing.find((e) => e.contractId === escrowId);
     if (!found) throw new ClientError('ESCROW', `escrow ${escrowId} not found`, { escrowId });
     if (found.roles.receiver !== resolved.owner) throw new ClientError('PAYTO_MISMATCH', `escrow ${escrowId} pays ${found.roles.receiver}, not ${resolved.owner}`, { escrowId });
     quoteId = found.engagementId;
+    locked = found.balance;
   } else {
     const roles: EscrowRoles = {
       approver: resolved.owner,
@@ -128,16 +133,30 @@ export async function payAndCall<T>(ctx: DirectContext, target: ServiceTarget, p
     );
   }
   const paidEscrow = escrowId;
+  const wayBack = (holds: string) =>
+    `escrow ${paidEscrow} ${holds} ${usdcText(locked)} USDC: get it back with a dispute, client.dispute('${paidEscrow}') or \`farebox dispute ${paidEscrow} --keypair <payer key file>\``;
 
   const served = await step(
     'call',
     async () => {
-      const answer = await post({ [X402_HEADERS.payment]: encodePaymentHeader({ escrowId: paidEscrow, network: net.x402Network, quoteId }, 1) });
+      const lockedData = { escrowId: paidEscrow, lockedBaseUnits: locked.toString(), ...(resolved.service ? { service: resolved.service } : {}) };
+      let answer;
+      try {
+        answer = await post({ [X402_HEADERS.payment]: encodePaymentHeader({ escrowId: paidEscrow, network: net.x402Network, quoteId }, 1) });
+      } catch (e) {
+        // No answer: the service may or may not have served (and released) it.
+        const reason = `no answer to the call paid with escrow ${paidEscrow}: ${errorText(e)}`;
+        throw new ClientError(e instanceof ClientError ? e.code : 'NETWORK', `${reason}; ${wayBack('may still hold')} (refused if it was served)`, { ...lockedData, reason });
+      }
       if (answer.status === 200) return answer;
       const msg = serverMessage(answer.json, answer.text);
-      const data = { status: answer.status, serverMessage: msg, escrowId: paidEscrow, ...(resolved.service ? { service: resolved.service } : {}) };
-      if (answer.status === 402 || answer.status === 409) throw new ClientError('PAYMENT_REFUSED', `the service refused escrow ${paidEscrow}: ${msg}`, data);
-      throw new ClientError('SERVICE', `the service failed after escrow ${paidEscrow} was funded (HTTP ${answer.status}): ${msg}; open a dispute to be refunded`, data);
+      const data = { status: answer.status, serverMessage: msg, ...lockedData };
+      if (answer.status === 402 || answer.status === 409) {
+        const reason = `the service refused escrow ${paidEscrow}: ${msg}`;
+        throw new ClientError('PAYMENT_REFUSED', `${reason}; ${wayBack('still holds')}`, { ...data, reason });
+      }
+      const reason = `the service failed after escrow ${paidEscrow} was funded (HTTP ${answer.status}): ${msg}`;
+      throw new ClientError('SERVICE', `${reason}; ${wayBack('still holds')}`, { ...data, reason });
     },
     () => ({ detail: { escrowId: paidEscrow } }),
   );

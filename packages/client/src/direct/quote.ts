@@ -1,4 +1,4 @@
-import { ESCROW_SCHEME, formatAmount, parseAmount, parsePaymentRequired, type PaymentRequirements } from '@farebox/protocol';
+import { ESCROW_SCHEME, formatAmount, parseAmount, parsePaymentRequired, type ParsedQuote, type PaymentRequirements } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
 import { z } from 'zod';
 import { ClientError } from '../errors.js';
@@ -31,6 +31,19 @@ export function parseMax(value: number | string): bigint {
   }
 }
 
+/** Nothing in the quote can be paid from this client: said before any escrow exists. */
+function noDirectPayment(net: NetworkConfig, quote: ParsedQuote, resolved: ResolvedTarget): ClientError {
+  const name = resolved.service ?? resolved.endpoint;
+  const listed = Array.isArray(quote.extra?.payments) ? quote.extra.payments.filter((p): p is string => typeof p === 'string') : undefined;
+  const data = { ...(resolved.service ? { service: resolved.service } : {}), ...(listed ? { payments: listed } : {}) };
+  if (quote.accepts.length === 0 && listed?.includes('platform')) {
+    return new ClientError('NO_DIRECT_PAYMENT', `${name} takes no direct payment: it is paid through the gateway only; nothing was paid`, data);
+  }
+  const offers = quote.accepts.map((a) => `${a.scheme} on ${a.network}`);
+  const why = offers.length > 0 ? `it offers ${offers.join(', ')}` : quote.error || 'its quote offers no payment';
+  return new ClientError('NO_DIRECT_PAYMENT', `${name} offers no escrow payment on ${net.x402Network} (${why}); nothing was paid`, data);
+}
+
 /** The escrow offer of a 402 answer on this network, checked against the registry owner, the USDC asset and `maxCost`. */
 export function pickQuote(net: NetworkConfig, answer: { headers: Headers; json: unknown }, resolved: ResolvedTarget, maxCost: bigint | undefined): Quote {
   let parsed;
@@ -40,7 +53,7 @@ export function pickQuote(net: NetworkConfig, answer: { headers: Headers; json: 
     throw new ClientError('QUOTE', `${resolved.endpoint} answered 402 without a readable x402 quote: ${errorText(e)}`);
   }
   const requirement = parsed.accepts.find((a) => a.scheme === ESCROW_SCHEME && a.network === net.x402Network);
-  if (!requirement) throw new ClientError('QUOTE', `the service offers no escrow payment on ${net.x402Network}`);
+  if (!requirement) throw noDirectPayment(net, parsed, resolved);
   if (requirement.payTo !== resolved.owner) {
     throw new ClientError('PAYTO_MISMATCH', `the quote asks to pay ${requirement.payTo}, but the service's registry owner is ${resolved.owner}: nothing was paid`, {
       ...(resolved.service ? { service: resolved.service } : {}),
