@@ -191,6 +191,37 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     expect(retry.body.balance_base_units).toBe(before + 40_000_000);
   });
 
+  it('racing paid top-ups credit each on-chain payment once, exact to the base unit (8 at once on 25 USDC, 6 at once on exactly 10)', async () => {
+    const usdc = async (a: string) => (await chain().balances(a)).usdc ?? 0n;
+    const credits = async (u: { api: (p: string) => Promise<{ body: any }> }) => BigInt((await u.api('/v1/balance')).body.balance_base_units);
+    for (const [held, racers, fits] of [
+      [25n, 8, 2],
+      [10n, 6, 1],
+    ] as const) {
+      const u = await s.user();
+      await walletReady(u.wallet);
+      await s.devnet.friendbot(u.wallet, held * USDC);
+      const [credits0, wallet0, treasury0] = [await credits(u), await usdc(u.wallet), await usdc(s.gw.core.treasuryAddress)];
+      // Half with an Idempotency-Key of their own, half with none.
+      const answers = await Promise.all(
+        Array.from({ length: racers }, (_, i) => u.api('/v1/topup', { body: { amount: 10 }, headers: i % 2 ? { 'idempotency-key': `race-${held}-${i}` } : {} })),
+      );
+      const paid = answers.filter((r) => r.status === 200);
+      const left = wallet0 - (await usdc(u.wallet));
+      // What left the wallet reached the treasury, and became exactly that many credits.
+      expect(await usdc(s.gw.core.treasuryAddress)).toBe(treasury0 + left);
+      expect((await credits(u)) - credits0).toBe(left);
+      expect(left).toBe(BigInt(fits) * 10n * USDC);
+      expect(paid).toHaveLength(fits);
+      expect(new Set(paid.map((r) => r.body.topup.tx_signature)).size).toBe(fits);
+      for (const r of answers.filter((x) => x.status !== 200)) {
+        expect(r.status, JSON.stringify(r.body)).toBe(402);
+        expect(r.body.error).toMatch(/^insufficient USDC in your wallet: \d+(\.\d+)? USDC there, 10 needed/);
+      }
+      expect((await s.gw.core.ledger.verify()).mismatches).toEqual([]);
+    }
+  }, 120_000);
+
   it('gives the configured sign-up credit', async () => {
     const u = await s.user();
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(50_000_000);

@@ -446,6 +446,18 @@ export const operations = {
     output: z.array(S.AuditEntry),
     errors: { ...OPERATOR_ERRORS, ...LIMIT('limit', 1, 1000) },
   }),
+  operatorReconciliation: op({
+    id: 'operatorReconciliation',
+    method: 'GET',
+    path: '/v1/operator/reconciliation',
+    tag: 'operator',
+    summary: 'Every wallet-backed credit checked against the chain, the ledger audit, and the treasury against what it owes',
+    auth: OPERATOR,
+    input: {},
+    status: 200,
+    output: S.Reconciliation,
+    errors: OPERATOR_ERRORS,
+  }),
 } as const satisfies Record<string, Operation>;
 
 export type Operations = typeof operations;

@@ -391,6 +391,24 @@ export const Treasury = z
   })
   .meta({ id: 'Treasury', description: "The treasury's on-chain balance against what it owes publishers." });
 
+export const Reconciliation = z
+  .object({
+    /** True when nothing below needs an operator. */
+    ok: z.boolean(),
+    /** Wallet-backed credits checked against the chain; `complete` is false when the network did not answer for some. */
+    wallet_credits: z.object({
+      checked: z.number().int(),
+      complete: z.boolean(),
+      problems: z.array(z.object({ tx_hash: z.string(), account_id: z.string(), payment_id: z.string(), amount: Money, problem: z.string() })),
+    }),
+    /** The ledger's own audit (balances, holds, earnings, cycles, wallet credits, conservation). */
+    ledger: z.object({ ok: z.boolean(), mismatches: z.array(z.object({ kind: z.string(), id: z.string(), expected: z.string(), actual: z.string() })) }),
+    /** The treasury's USDC against what it owes: credits outstanding (account balances) plus earnings still to fund. */
+    treasury: z.object({ balance: Money, owed: Money, covered: z.boolean(), status: z.string() }),
+    at: Timestamp,
+  })
+  .meta({ id: 'Reconciliation', description: 'What backs the credits: each wallet-backed credit against its on-chain payment, the ledger audit, and the treasury.' });
+
 export const OperatorSettlement = Settlement.extend({
   publisher_owner: Address,
   updated_at: Timestamp,

@@ -17,6 +17,7 @@ import { checkConfiguration } from './runtime/configuration.js';
 import { openInfrastructure } from './runtime/infrastructure.js';
 import { GATEWAY_MIGRATIONS_DIR } from './migrations-dir.js';
 import { latestLedgerReader, observeGateway, startBackgroundJobs } from './runtime/jobs.js';
+import { createWalletCreditAudit } from './wallet-audit.js';
 import { createPayments } from './runtime/payments.js';
 import { createAccountService, createWalletReader } from './services/account.js';
 import { createCatalogService } from './services/catalog.js';
@@ -57,7 +58,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   };
   const crashPoint = options.crashPoint;
   const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury, ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
-  const operator = createOperator({ db, ledger, network, settlement, treasury, env, log });
+  const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
+  const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, env, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
   const { calls, topups, walletPath } = createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint });
   const manifests = createManifests({ policy: infra.policy });
@@ -79,7 +81,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const networkLedger = latestLedgerReader(infra);
   const platform = createPlatformService({ ...infra, platformPublicKey: infra.certificateSigner.publicKey, topupMode: topups.mode, catalogStaleMs: config.catalogStaleMs, networkLedger });
   observeGateway(metrics, infra, networkLedger);
-  const jobs = startBackgroundJobs({ infra, topups, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
+  const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;
 
   return {
@@ -125,6 +127,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       provisioning.start();
       jobs.reconcileTopups();
+      void jobs.auditWalletCredits();
       settlement.start();
       operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));

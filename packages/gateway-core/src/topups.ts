@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { Asset, BASE_FEE, Horizon, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
+import { createHash, randomUUID } from 'node:crypto';
+import { Asset, BASE_FEE, Horizon, Memo, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
 import { BALANCE_CAP, TOPUP_MAX, hashRequest, type Ledger, type WalletPayment } from '@farebox/ledger';
-import { formatAmount, toJsonInteger, toUsd } from '@farebox/protocol';
+import { formatAmount, parseAmount, toJsonInteger, toUsd } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
 import type { WalletProvider } from '@farebox/wallets';
 import { GatewayError } from './errors.js';
@@ -75,6 +75,34 @@ function horizonReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * The memo of the payment a wallet payment record sends: SHA-256 of
+ * `farebox wallet payment <record id>`. It ties each envelope to one record,
+ * so two records never sign the same envelope (same source, sequence and
+ * amount would otherwise hash the same), and the chain audit can tell which
+ * record a transaction paid.
+ */
+export function walletPaymentMemo(paymentId: string): Buffer {
+  return createHash('sha256').update(`farebox wallet payment ${paymentId}`).digest();
+}
+
+/** The serialised (one at a time per key) runner: one wallet's payments are built and submitted in order. */
+function keyedQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(key: string, fn: () => Promise<T>): Promise<T> => {
+    const run = (tails.get(key) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return run;
+  };
+}
+
 /** Refusals after which the envelope can never apply (anything else may still be in flight). */
 const DEFINITIVE = /tx_bad_seq|tx_failed|tx_too_late|tx_insufficient_balance|tx_no_source_account|tx_bad_auth|op_/;
 
@@ -89,6 +117,7 @@ export function createTopups(o: TopupsOptions) {
   const crash = o.crashPoint ?? (() => undefined);
   const horizon = new Horizon.Server(o.network.horizonUrl, { allowHttp: o.network.allowHttp });
   const usdc = new Asset(o.network.usdc.code, o.network.usdc.issuer);
+  const inOrder = keyedQueue();
 
   async function submit(signedXdr: string, hash: string): Promise<{ applied: boolean; definitive: boolean; reason: string }> {
     let reason = 'not applied';
@@ -104,9 +133,6 @@ export function createTopups(o: TopupsOptions) {
     return { applied: false, definitive: status.status === 'FAILED' || DEFINITIVE.test(reason), reason };
   }
 
-  const confirmed = async (p: WalletPayment, hash: string) =>
-    (await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) })).payment;
-
   /**
    * Moves `amount` USDC from the wallet to the treasury and credits it, once
    * per `reference`: a repeat finds the first record and finishes it (or
@@ -120,7 +146,23 @@ export function createTopups(o: TopupsOptions) {
     if (record.amount !== amount) throw new GatewayError('CONFLICT', 'idempotency key reused with a different request');
     if (record.state === 'completed') return record;
     if (record.state === 'failed') throw new GatewayError('UPSTREAM', `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`);
+    // One payment of a wallet at a time on this gateway: each is built on the sequence the one before left, and
+    // sees the USDC the one before left. (Gateways sharing a database may still race: see tx_bad_seq below.)
+    return inOrder(account.walletAddress, () => sendPayment(account, record));
+  }
 
+  /** The credited payment, or the failure its record now says. */
+  async function confirmed(p: WalletPayment, hash: string): Promise<WalletPayment> {
+    const { payment } = await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) });
+    if (payment.state !== 'completed') throw new GatewayError('UPSTREAM', `the top-up was not credited: ${payment.error ?? 'not applied'}`);
+    return payment;
+  }
+
+  async function sendPayment(account: TopupAccount, first: WalletPayment): Promise<WalletPayment> {
+    const record = await o.ledger.getWalletPayment(first.id);
+    if (record.state === 'completed') return record;
+    if (record.state === 'failed') throw new GatewayError('UPSTREAM', `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`);
+    const amount = record.amount;
     const earlier = typeof record.data.xdr === 'string' && typeof record.data.hash === 'string' ? { xdr: record.data.xdr, hash: record.data.hash } : undefined;
     if (earlier) {
       const status = await o.probe.transaction(earlier.hash).catch(() => ({ status: 'NOT_FOUND' as const }));
@@ -133,32 +175,48 @@ export function createTopups(o: TopupsOptions) {
       // The earlier envelope can never apply: a new one is built below.
     }
 
-    let account_;
-    try {
-      account_ = await horizon.loadAccount(account.walletAddress);
-    } catch (err) {
-      await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `wallet not found on chain: ${horizonReason(err)}` });
-      throw new GatewayError('UPSTREAM', 'the wallet is not set up on chain yet; nothing was charged');
-    }
-    const tx = new TransactionBuilder(account_, { fee: BASE_FEE, networkPassphrase: o.network.passphrase })
-      .addOperation(Operation.payment({ destination: o.treasuryAddress, asset: usdc, amount: formatAmount(amount) }))
-      .setTimeout(120)
-      .build();
-    const signed = await o.wallets.sign(account.walletAddress, tx.toXDR(), o.network.passphrase);
-    const hash = TransactionBuilder.fromXDR(signed, o.network.passphrase).hash().toString('hex');
-    await o.ledger.noteWalletPayment(record.id, { data: { hash, xdr: signed } });
-    crash('topup:signed');
-    const sent = await submit(signed, hash);
-    if (!sent.applied) {
-      if (sent.definitive) {
-        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `refused by the network: ${sent.reason}` });
-        throw new GatewayError('UPSTREAM', `the top-up payment was refused by the network (${sent.reason}); nothing was charged`);
+    for (let attempt = 1; ; attempt++) {
+      let source;
+      try {
+        source = await horizon.loadAccount(account.walletAddress);
+      } catch (err) {
+        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `wallet not found on chain: ${horizonReason(err)}` });
+        throw new GatewayError('UPSTREAM', 'the wallet is not set up on chain yet; nothing was charged');
       }
-      throw new GatewayError('UPSTREAM', 'the top-up payment is submitted and not confirmed yet; it is credited once the network confirms it');
+      // The USDC there now (after this wallet's earlier payments), not what the request saw before it queued.
+      const line = source.balances.find((b) => 'asset_code' in b && b.asset_code === usdc.code && 'asset_issuer' in b && b.asset_issuer === usdc.issuer);
+      const held = line ? parseAmount(line.balance) : 0n;
+      if (held < amount) {
+        const message = insufficientWallet(account, held, amount);
+        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: message });
+        throw new GatewayError('INSUFFICIENT_BALANCE', message);
+      }
+      const tx = new TransactionBuilder(source, { fee: BASE_FEE, networkPassphrase: o.network.passphrase })
+        .addOperation(Operation.payment({ destination: o.treasuryAddress, asset: usdc, amount: formatAmount(amount) }))
+        .addMemo(Memo.hash(walletPaymentMemo(record.id)))
+        .setTimeout(120)
+        .build();
+      const signed = await o.wallets.sign(account.walletAddress, tx.toXDR(), o.network.passphrase);
+      const hash = TransactionBuilder.fromXDR(signed, o.network.passphrase).hash().toString('hex');
+      await o.ledger.noteWalletPayment(record.id, { data: { hash, xdr: signed } });
+      crash('topup:signed');
+      const sent = await submit(signed, hash);
+      if (sent.applied) {
+        crash('topup:submitted');
+        return confirmed(record, hash);
+      }
+      if (!sent.definitive) throw new GatewayError('UPSTREAM', 'the top-up payment is submitted and not confirmed yet; it is credited once the network confirms it');
+      // Another gateway (or the wallet's owner) used the sequence number first: this envelope can never apply, so a
+      // new one on the next sequence number pays instead (a few times, then the request fails with nothing charged).
+      if (/tx_bad_seq/.test(sent.reason) && attempt < 4 && !(await canStillApplyTx(o.probe, signed, o.network.passphrase))) continue;
+      await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `refused by the network: ${sent.reason}` });
+      throw new GatewayError('UPSTREAM', `the top-up payment was refused by the network (${sent.reason}); nothing was charged`);
     }
-    crash('topup:submitted');
-    return confirmed(record, hash);
   }
+
+  const insufficientWallet = (account: TopupAccount, held: bigint, amount: bigint) =>
+    `insufficient USDC in your wallet: ${formatAmount(held, { trim: true })} USDC there, ${formatAmount(amount, { trim: true })} needed. ` +
+    `Fund it by sending USDC (${o.network.name}, issuer ${o.network.usdc.issuer}) to ${account.walletAddress}; no memo needed`;
 
   /** Checks the amount, the cap and the wallet before anything moves. */
   async function precheck(account: TopupAccount, amount: bigint): Promise<void> {
@@ -172,11 +230,7 @@ export function createTopups(o: TopupsOptions) {
       throw new GatewayError('UNAVAILABLE', `your wallet ${account.walletAddress} is still being set up on chain; try again in a moment`, undefined, { 'Retry-After': '5' });
     }
     if (wallet < amount) {
-      throw new GatewayError(
-        'INSUFFICIENT_BALANCE',
-        `insufficient USDC in your wallet: ${formatAmount(wallet, { trim: true })} USDC there, ${formatAmount(amount, { trim: true })} needed. ` +
-          `Fund it by sending USDC (${o.network.name}, issuer ${o.network.usdc.issuer}) to ${account.walletAddress}; no memo needed`,
-      );
+      throw new GatewayError('INSUFFICIENT_BALANCE', insufficientWallet(account, wallet, amount));
     }
   }
 
@@ -239,7 +293,9 @@ export function createTopups(o: TopupsOptions) {
           if (hash) {
             const status = await o.probe.transaction(hash);
             if (status.status === 'SUCCESS') {
-              if ((await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) })).applied) credited++;
+              const r = await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: hash, explorerUrl: o.network.explorer.tx(hash) });
+              if (r.applied && r.payment.state === 'completed') credited++;
+              else if (r.applied) failed++;
               continue;
             }
             if (status.status === 'NOT_FOUND' && xdr && (await canStillApplyTx(o.probe, xdr, o.network.passphrase))) continue;

@@ -155,6 +155,8 @@ export function createWalletPath(o: WalletPathOptions) {
           throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
         }
         const paid = await o.topups.payFromWallet(user, shortfall, `${input.callId}.topup`).catch((err: unknown) => {
+          // The wallet's USDC went to another payment meanwhile (a concurrent call or top-up): nothing covers this call.
+          if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
           throw new GatewayError('UPSTREAM', `moving the shortfall from the wallet failed; nothing was charged (${err instanceof Error ? err.message : String(err)})`);
         });
         const txHash = paid.txHash ?? '';

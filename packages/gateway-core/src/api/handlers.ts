@@ -83,5 +83,6 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
     operatorRetrySettlement: async (p, i) => core.operator.retrySettlement(p.user, i.params.id),
     operatorRevenue: async (p, i) => core.operator.revenue(p.user, i.query.days),
     operatorAudit: async (p, i) => core.operator.audit(p.user, i.query.limit),
+    operatorReconciliation: async (p) => core.operator.reconciliation(p.user),
   };
 }

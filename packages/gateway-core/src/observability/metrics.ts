@@ -5,7 +5,7 @@ export interface MetricSources {
   holds(): Promise<{ pending: number; oldestAgeSeconds: number }>;
   settlementCycles(): Promise<Array<{ state: string; count: number }>>;
   treasury(): Promise<{ balance: bigint; owed: bigint } | undefined>;
-  mirror(): Promise<{ lagLedgers: number | null; lastSyncAgeSeconds: number | null; failures: number }>;
+  mirror(): Promise<{ lagLedgers: number | null; lastSyncAgeSeconds: number | null; failures: number; skipped: number }>;
   search(): { mode: string; documents: number; vectors: number };
   pool(): { total: number; idle: number; waiting: number };
   redis(): 'ready' | 'down' | 'none';
@@ -35,6 +35,12 @@ export function createMetrics() {
     rateLimited: new Counter({ name: 'farebox_rate_limited_total', help: 'Requests refused by a rate limit, by rule.', labelNames: ['rule'] as const, registers }),
     settlementFailures: new Counter({ name: 'farebox_settlement_failures_total', help: 'Settlement steps that failed (retried).', registers }),
     settlementLastFailure: new Gauge({ name: 'farebox_settlement_last_failure_timestamp_seconds', help: 'When a settlement step last failed (0: never since start).', registers }),
+    walletCreditsAudited: new Counter({ name: 'farebox_wallet_credits_audited_total', help: 'Wallet-backed credits checked against the chain by the wallet-credit audit.', registers }),
+    walletCreditProblems: new Gauge({
+      name: 'farebox_wallet_credit_problems',
+      help: 'Wallet-backed credits not backed by exactly one matching on-chain payment to the treasury, as of the last audit pass (each needs an operator).',
+      registers,
+    }),
     topupsReconciled: new Counter({ name: 'farebox_topups_reconciled_total', help: 'Wallet top-ups settled by reconciliation after a crash or a slow network, by result.', labelNames: ['result'] as const, registers }),
 
     /**
@@ -81,6 +87,7 @@ export function createMetrics() {
       treasuryOwed = new Gauge({ name: 'farebox_treasury_owed_base_units', help: 'What the treasury owes: outstanding credits plus unpaid earnings (USDC base units).', registers });
       let mirrorAge: Gauge | undefined;
       let mirrorFailures: Gauge | undefined;
+      let mirrorSkipped: Gauge | undefined;
       new Gauge({
         name: 'farebox_catalog_lag_ledgers',
         help: 'Ledgers the catalog mirror is behind the network.',
@@ -91,10 +98,12 @@ export function createMetrics() {
           if (m.lagLedgers !== null) this.set(m.lagLedgers);
           if (m.lastSyncAgeSeconds !== null) mirrorAge?.set(m.lastSyncAgeSeconds);
           mirrorFailures?.set(m.failures);
+          mirrorSkipped?.set(m.skipped);
         },
       });
       mirrorAge = new Gauge({ name: 'farebox_catalog_last_sync_age_seconds', help: 'Seconds since the catalog mirror last read the registry successfully.', registers });
       mirrorFailures = new Gauge({ name: 'farebox_catalog_sync_failures', help: 'Catalog syncs failed in a row.', registers });
+      mirrorSkipped = new Gauge({ name: 'farebox_catalog_skipped_services', help: 'Registry names the catalog left out since start because they break the service-name policy.', registers });
       let searchDocs: Gauge | undefined;
       let searchVectors: Gauge | undefined;
       new Gauge({

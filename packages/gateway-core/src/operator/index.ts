@@ -3,6 +3,7 @@ import type { Ledger } from '@farebox/ledger';
 import { createAccounts as createStellarAccounts, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import type { User } from '../auth/accounts.js';
 import type { Db } from '../db.js';
+import type { WalletCreditAudit } from '../wallet-audit.js';
 import { GatewayError } from '../errors.js';
 import type { Settlement } from '../settlement/index.js';
 import { parseDuration } from '../settlement/config.js';
@@ -43,6 +44,8 @@ export interface CreateOperatorOptions {
   network: NetworkConfig;
   settlement: Settlement;
   treasury: TxSigner;
+  /** Checks wallet-backed credits against the chain (the reconciliation report). */
+  walletAudit: WalletCreditAudit;
   env: Record<string, string | undefined>;
   log(message: string, err?: unknown): void;
 }
@@ -295,6 +298,36 @@ export function createOperator(o: CreateOperatorOptions) {
       const points = rows.map((r) => ({ day: String(r.day), calls: Number(r.calls), volume: money(big(r.gross)), revenue: money(big(r.fee)) }));
       const total = rows.reduce((s, r) => s + big(r.fee), 0n);
       return { days: n, total: money(total), points };
+    },
+
+    /**
+     * The full reconciliation: every wallet-backed credit against its payment
+     * on chain, the ledger's audit, and the treasury's USDC against what it
+     * owes (credits outstanding plus earnings still to fund).
+     */
+    async reconciliation(user: User) {
+      await requireOperator(user, 'reconciliation.view');
+      const [credits, report, bal, owed, stats] = await Promise.all([
+        o.walletAudit.audit(),
+        ledger.verify(),
+        chain.balances(o.treasury.publicKey).catch(() => undefined),
+        obligations(),
+        ledger.platformStats(),
+      ]);
+      const balance = bal?.usdc ?? 0n;
+      const due = owed.reduce((s, r) => s + r.toFund, 0n) + stats.credits;
+      const covered = balance >= due;
+      return {
+        ok: credits.problems.length === 0 && credits.complete && report.ok && covered,
+        wallet_credits: {
+          checked: credits.checked,
+          complete: credits.complete,
+          problems: credits.problems.map((p) => ({ tx_hash: p.txHash, account_id: p.accountId, payment_id: p.paymentId, amount: money(p.amount), problem: p.problem })),
+        },
+        ledger: { ok: report.ok, mismatches: report.mismatches },
+        treasury: { balance: money(balance), owed: money(due), covered, status: bal ? (bal.exists ? 'ok' : 'not_created') : 'unavailable' },
+        at: new Date().toISOString(),
+      };
     },
 
     async audit(user: User, limit: unknown) {

@@ -2,18 +2,40 @@ import { rpc as StellarRpc } from '@stellar/stellar-sdk';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Topups } from '../topups.js';
+import type { WalletCreditAudit } from '../wallet-audit.js';
 import { withTimeout } from '../services/platform.js';
 import type { Infrastructure } from './infrastructure.js';
 
-/** The gateway's timers: the hold reaper and top-up reconciliation. */
+/** How often the wallet-credit audit checks new wallet-backed credits against the chain. */
+export const WALLET_AUDIT_INTERVAL_MS = 5 * 60_000;
+
+/** The gateway's timers: the hold reaper, top-up reconciliation and the wallet-credit audit. */
 export interface BackgroundJobs {
   /** Settles wallet top-ups left unfinished (also run once at start). */
   reconcileTopups(): void;
+  /** One pass of the wallet-credit audit (also run once at start); resolves when it is done. */
+  auditWalletCredits(): Promise<void>;
   stop(): void;
 }
 
-export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; holdTimeoutMs: number; logger: Logger; metrics: Metrics; log: (message: string, err?: unknown) => void }): BackgroundJobs {
+export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; audit: WalletCreditAudit; holdTimeoutMs: number; logger: Logger; metrics: Metrics; log: (message: string, err?: unknown) => void }): BackgroundJobs {
   const { logger, metrics, log } = o;
+  const auditWalletCredits = () =>
+    o.audit
+      .pass()
+      .then((r) => {
+        metrics.walletCreditsAudited.inc(r.checked);
+        metrics.walletCreditProblems.set(r.problems.length + r.ledger.length);
+        if (r.problems.length || r.ledger.length) {
+          logger.error(
+            { event: 'wallet-credit-audit', problems: r.problems.slice(0, 20).map((p) => ({ ...p, amount: p.amount.toString() })), ledger: r.ledger.slice(0, 20) },
+            'wallet-backed credits the chain does not back (docs/operations.md, "Wallet-backed credits")',
+          );
+        }
+      })
+      .catch((err) => log('wallet-credit audit failed', err));
+  const auditor = setInterval(() => void auditWalletCredits(), WALLET_AUDIT_INTERVAL_MS);
+  auditor.unref();
   const reconcileTopups = () =>
     void o.topups
       .reconcile()
@@ -39,7 +61,9 @@ export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; 
   reaper.unref();
   return {
     reconcileTopups,
+    auditWalletCredits,
     stop() {
+      clearInterval(auditor);
       clearInterval(reaper);
       clearInterval(topupReconciler);
     },
@@ -86,7 +110,7 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
     async mirror() {
       const m = mirror.status();
       const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
-      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
+      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures, skipped: m.skipped };
     },
     search: () => searchBackend.status(),
     pool: () => ({ total: db.pool.totalCount, idle: db.pool.idleCount, waiting: db.pool.waitingCount }),
