@@ -1,6 +1,6 @@
 import express, { type Request, type Response } from 'express';
 import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { formatAmount } from '@farebox/protocol';
+import { displayText, formatAmount } from '@farebox/protocol';
 import { inputError, jsonBody } from './body.js';
 import { browserPolicy } from './browser-policy.js';
 import { readCookies } from './http.js';
@@ -13,12 +13,24 @@ export interface OAuthRoutesOptions {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+/**
+ * A string the app chose (its name, its redirect host), as a page shows it:
+ * without control, format and bidi characters (`displayText`), escaped, and
+ * inside `<bdi>`, which isolates what is left (right-to-left text included)
+ * from the page's own words around it.
+ */
+const appText = (s: string, fallback: string) => `<bdi>${escapeHtml(displayText(s, fallback))}</bdi>`;
+
 /** Clickjacking protection and no caching on every page of the authorization flow. */
 function pageHeaders(res: Response) {
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'");
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Pragma', 'no-cache');
+  // The sign-in and consent forms post to this origin, which refuses a post without its own Origin.
+  // Under `no-referrer` (every other answer's policy) a browser sends `Origin: null` with a form's
+  // post, so these pages say `same-origin`: Origin on their own posts, no Referer to the app.
+  res.setHeader('Referrer-Policy', 'same-origin');
 }
 
 function page(title: string, body: string): string {
@@ -178,7 +190,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       .send(
         page(
           'Sign in',
-          `<h1>Sign in to Farebox</h1><p><strong>${escapeHtml(clientName)}</strong> wants to connect to your Farebox account. Sign in first.</p>
+          `<h1>Sign in to Farebox</h1><p><strong>${appText(clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span> wants to connect to your Farebox account. Sign in first.</p>
           ${fields('/auth/login', 'in', 'current-password')}
           <hr><p class="muted">New to Farebox? Create an account (it starts with 5 USD of credits).</p>
           ${fields('/auth/signup', 'up', 'new-password')}`,
@@ -196,8 +208,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       .send(
         page(
           'Authorize',
-          `<h1>Connect ${escapeHtml(request.client.clientName)} to Farebox?</h1>
-          <p><strong>${escapeHtml(request.client.clientName)}</strong> <span class="muted">(name given by the app, not verified)</span> asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
+          `<h1>Connect ${appText(request.client.clientName, 'Unnamed app')} to Farebox?</h1>
+          <p><strong>${appText(request.client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span> asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
           <ul>${scopes}</ul>
           <form method="post" action="/authorize">
             ${hidden('_csrf', principal.csrfToken)}
@@ -215,7 +227,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
             ${opts.error ? `<p class="error">${escapeHtml(opts.error)}</p>` : ''}
             <div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
           </form>
-          <p class="muted">After your choice you are sent back to ${escapeHtml(back.origin)}.</p>`,
+          <p class="muted">After your choice you are sent back to ${appText(back.origin, back.protocol)}.</p>`,
         ),
       );
   }

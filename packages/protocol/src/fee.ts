@@ -2,6 +2,17 @@
 export const PLATFORM_FEE_BPS = 500n;
 /** The platform fee in percent, as the escrow provider's `platformFee` and `fee.pct` carry it. */
 export const PLATFORM_FEE_PCT = 5;
+/**
+ * The lowest price per call a service may set, base units: the smallest
+ * amount whose 5 % fee, rounded down, is one base unit (20 x 5 % = 1). Below
+ * it the platform's share of a call paid on its own (a direct or wallet-path
+ * escrow, released per call) would round to nothing. Registration, updates,
+ * the provider SDK's price and its quotes refuse less; a service registered
+ * on chain for less before this rule is still listed and callable, and its
+ * credit calls are settled with the fee on each batch's total
+ * (docs/settlement.md).
+ */
+export const MIN_PRICE_BASE_UNITS = 20n;
 
 export interface FeeSplit {
   /** Amount split, base units. */

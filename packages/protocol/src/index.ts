@@ -13,8 +13,9 @@ export {
   amountFields,
   costObject,
 } from './amounts.js';
-export { PLATFORM_FEE_BPS, PLATFORM_FEE_PCT, splitFee } from './fee.js';
+export { PLATFORM_FEE_BPS, PLATFORM_FEE_PCT, MIN_PRICE_BASE_UNITS, splitFee } from './fee.js';
 export type { FeeSplit } from './fee.js';
+export { displayText } from './display.js';
 export { encodeStrKey, decodeStrKey, isValidStrKey } from './strkey.js';
 export type { StrKeyKind } from './strkey.js';
 export { createEd25519Signer, verifyEd25519, sha256, randomBytes } from './crypto.js';

@@ -155,7 +155,9 @@ function Connections() {
             return (
               <li key={c.id} className="conn">
                 <div className="conn-head">
-                  <strong>{c.client_name}</strong>
+                  <strong>
+                    <bdi>{c.client_name}</bdi>
+                  </strong>
                   <button type="button" className="danger small" onClick={() => disconnect(c)} aria-label={`Disconnect ${c.client_name}`}>
                     Disconnect
                   </button>

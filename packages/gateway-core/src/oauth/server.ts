@@ -1,4 +1,4 @@
-import { toJsonInteger, toUsd } from '@farebox/protocol';
+import { displayText, toJsonInteger, toUsd } from '@farebox/protocol';
 import { GatewayError } from '../errors.js';
 import { createAuthorization } from './authorization.js';
 import { createClientRegistry } from './registration.js';
@@ -98,7 +98,8 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
           return {
             id: r.id,
             client_id: r.client_id,
-            client_name: r.client_name,
+            // As the consent page showed it: the app's name without control, format and bidi characters.
+            client_name: displayText(r.client_name, 'Unnamed app'),
             scopes: r.scopes.split(' '),
             daily_limit_usd: limit === null ? null : toUsd(limit),
             daily_limit_base_units: limit === null ? null : toJsonInteger(limit),
