@@ -55,6 +55,8 @@ export interface DiscoveryHealth {
   last_sync_age_s: number | null;
   sync_failures: number;
   last_sync_error: string | null;
+  /** Registry names left out since start because they break the service-name policy (each logged once). */
+  skipped_services: number;
   /** Where the index came from at start: a snapshot (and its ledger) or empty. */
   restored_from: { ledger: number | null; saved_at: string; graph_loaded: boolean } | null;
   last_snapshot_at: string | null;
@@ -187,6 +189,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
         attachment?.handle(change);
       },
       onError: (err) => log('registry sync failed (will retry)', err),
+      onSkip: ({ shown, reason }) => log(`registry entry "${shown}" skipped: ${reason}`),
     });
     mirror = m;
     await m.start();
@@ -270,6 +273,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
         last_sync_age_s: m?.lastSyncAt ? Math.round((Date.now() - m.lastSyncAt) / 100) / 10 : null,
         sync_failures: m?.failures ?? 0,
         last_sync_error: m?.lastError ?? null,
+        skipped_services: m?.skipped ?? 0,
         restored_from: restoredFrom,
         last_snapshot_at: lastSnapshotAt,
         startup_ms: { ...startup },

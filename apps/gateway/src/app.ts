@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { API_BODY_LIMIT, jsonBody } from './body.js';
+import { API_BODY_LIMIT, formBody, jsonBody } from './body.js';
 import { callRoute } from './call-route.js';
 import { idempotencyKey, stringHeader } from './headers.js';
 import { bearerToken, browserPolicy } from './browser-policy.js';
@@ -75,7 +75,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   });
 
   const json = jsonBody({ limit: API_BODY_LIMIT, strict: false });
-  const form = express.urlencoded({ extended: false, limit: '64kb' });
+  const form = formBody({ limit: '64kb' });
   const body = [json, form];
 
   const secure = (req: Request) => core.config.secureCookies ?? req.secure;

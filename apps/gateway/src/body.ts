@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import express from 'express';
+import { unsafeTextIn } from '@farebox/protocol';
 
 /** The deepest JSON body any route accepts: deeper nesting is refused before parsing (no handler ever walks it). */
 export const MAX_JSON_DEPTH = 64;
@@ -43,13 +44,47 @@ export const JSON_NOT_UTF8 = 'JSON bodies must be UTF-8';
  * would hide the nesting after it.
  */
 export function jsonBody(options: { limit: string | number; strict?: boolean }): express.RequestHandler {
-  return express.json({
-    ...options,
-    verify: (_req: IncomingMessage, _res, buf: Buffer, encoding: string) => {
-      if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error(JSON_NOT_UTF8), { status: 415, type: 'charset.unsupported' });
-      if (jsonTooDeep(buf)) throw Object.assign(new Error(JSON_TOO_DEEP), { status: 400, type: 'entity.too.deep' });
-    },
-  });
+  return checkedText(
+    express.json({
+      ...options,
+      verify: (_req: IncomingMessage, _res, buf: Buffer, encoding: string) => {
+        if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error(JSON_NOT_UTF8), { status: 415, type: 'charset.unsupported' });
+        if (jsonTooDeep(buf)) throw Object.assign(new Error(JSON_TOO_DEEP), { status: 400, type: 'entity.too.deep' });
+      },
+    }),
+  );
+}
+
+/** `express.urlencoded` with the same text rule as JSON bodies. */
+export function formBody(options: { limit: string | number; parameterLimit?: number }): express.RequestHandler {
+  return checkedText(express.urlencoded({ extended: false, ...options }));
+}
+
+/**
+ * The error for a parsed body with a string (a value or a field name, at any depth) that carries a
+ * control character other than tab, line feed and carriage return, or an unpaired surrogate
+ * (`@farebox/protocol`'s `unsafeTextIn`): `400 invalid <field>: control character U+0000 not allowed`.
+ * Every body of every route passes here (and the express-free call route's reader), before any handler.
+ */
+export function unsafeTextError(body: unknown): Error | undefined {
+  const message = unsafeTextIn(body);
+  return message === undefined ? undefined : Object.assign(new Error(message), { status: 400, expose: true, type: 'entity.text.unsafe' });
+}
+
+/** Runs a body parser, then refuses the body it parsed if a string in it breaks the text rule. */
+function checkedText(parser: express.RequestHandler): express.RequestHandler {
+  return (req, res, next) => {
+    const before = req.body;
+    parser(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      // Only a body this parser read (another parser may have read it first and been checked then).
+      if (req.body !== before) {
+        const bad = unsafeTextError(req.body);
+        if (bad) return next(bad);
+      }
+      next();
+    });
+  };
 }
 
 /** True for the error a route raises on a path parameter that is not valid percent-encoding. */
@@ -68,6 +103,8 @@ export function inputError(err: unknown): { status: number; message: string } | 
       return { status: 400, message: INVALID_JSON };
     case 'entity.too.deep':
       return { status: 400, message: JSON_TOO_DEEP };
+    case 'entity.text.unsafe':
+      return { status: 400, message: e.message ?? 'invalid text' };
     case 'entity.too.large':
       return { status: 413, message: BODY_TOO_LARGE };
     case 'charset.unsupported':

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
 import { GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_TOO_DEEP, jsonTooDeep } from './body.js';
+import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_TOO_DEEP, jsonTooDeep, unsafeTextError } from './body.js';
 import { bearerToken } from './browser-policy.js';
 import { admit, principalForBearer } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
@@ -99,7 +99,8 @@ type BodyResult = { value: unknown } | { status: number; error: string };
  * The body as express's JSON parser (`jsonBody` in body.ts) takes it: at most
  * {@link API_BODY_LIMIT} bytes (a longer body is read off before the 413, as
  * the parser does), nesting checked on the bytes, a UTF-8 byte order mark
- * dropped, an empty body read as `{}`, anything JSON.parse refuses a 400.
+ * dropped, an empty body read as `{}`, anything JSON.parse refuses a 400, a
+ * string with a control character or an unpaired surrogate a 400 naming it.
  */
 function readJson(req: IncomingMessage): Promise<BodyResult> {
   return new Promise((resolve) => {
@@ -136,11 +137,14 @@ function readJson(req: IncomingMessage): Promise<BodyResult> {
       if (jsonTooDeep(buf)) return resolve({ status: 400, error: JSON_TOO_DEEP });
       if (buf.length >= 3 && buf[0] === BOM[0] && buf[1] === BOM[1] && buf[2] === BOM[2]) buf = buf.subarray(3);
       if (buf.length === 0) return resolve({ value: {} });
+      let value: unknown;
       try {
-        resolve({ value: JSON.parse(buf.toString('utf8')) });
+        value = JSON.parse(buf.toString('utf8'));
       } catch {
-        resolve({ status: 400, error: INVALID_JSON });
+        return resolve({ status: 400, error: INVALID_JSON });
       }
+      const bad = unsafeTextError(value);
+      resolve(bad ? { status: 400, error: bad.message } : { value });
     });
   });
 }

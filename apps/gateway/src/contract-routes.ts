@@ -2,7 +2,7 @@ import express, { type Request } from 'express';
 import { operationList, type Operation } from '@farebox/contract';
 import { createApiHandlers, enforceRateLimit, GatewayError, type ApiHandler, type GatewayCore, type MountedOperationId, type Principal } from '@farebox/gateway-core';
 import type { z } from 'zod';
-import { jsonBody } from './body.js';
+import { jsonBody, unsafeTextError } from './body.js';
 import { route } from './http.js';
 
 export interface ContractRoutesInput {
@@ -13,9 +13,14 @@ export interface ContractRoutesInput {
   who(req: Request): Principal;
 }
 
-/** Parses one part of a request with the operation's schema: the first problem is the 400 answer. */
-function part<S extends z.ZodType | undefined>(schema: S, value: unknown): unknown {
+/**
+ * Parses one part of a request with the operation's schema: the first problem is the 400 answer.
+ * Path parameters and query strings keep to the bodies' text rule too (`%00` in a path is no name).
+ */
+function part<S extends z.ZodType | undefined>(schema: S, value: unknown, text = false): unknown {
   if (!schema) return {};
+  const bad = text ? unsafeTextError(value) : undefined;
+  if (bad) throw new GatewayError('BAD_REQUEST', bad.message);
   const r = schema.safeParse(value ?? {});
   if (!r.success) throw new GatewayError('BAD_REQUEST', r.error.issues[0]?.message ?? 'invalid input');
   return r.data;
@@ -48,8 +53,8 @@ export function mountContractRoutes({ app, v1, core, who }: ContractRoutesInput)
         if (op.ipRateLimited) await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, req.ip ?? 'unknown');
         const principal = open ? undefined : who(req);
         const input = {
-          params: part(op.input.params, req.params),
-          query: part(op.input.query, req.query),
+          params: part(op.input.params, req.params, true),
+          query: part(op.input.query, req.query, true),
           headers: part(op.input.headers, req.headers),
           body: req.body,
         } as Parameters<ApiHandler<MountedOperationId>>[1];

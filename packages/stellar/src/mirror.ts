@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { printable, serviceNameProblem } from '@farebox/protocol';
 import { writeFileAtomic } from '@farebox/protocol/files';
 import { StellarError } from './errors.js';
 import type { RegistryAgent, RegistryClient } from './registry.js';
@@ -33,6 +34,13 @@ export interface CatalogMirrorOptions {
   initial?: Iterable<RegistryAgent>;
   /** Called with each failed sync (the mirror keeps its services and retries). */
   onError?: (error: unknown) => void;
+  /**
+   * Called once per name the mirror leaves out because it breaks the service-name policy of
+   * `@farebox/protocol` (anyone can write any name to the registry contract): never listed,
+   * searched or called. `reason` is the policy's message; `shown` the name with everything
+   * but printable ASCII escaped (`\u0435cho`), fit for a log line.
+   */
+  onSkip?: (skipped: { service: string; shown: string; reason: string }) => void;
 }
 
 export interface CatalogMirror {
@@ -66,6 +74,8 @@ export interface CatalogMirrorStatus {
   /** Syncs failed in a row since the last success. */
   failures: number;
   lastError: string | null;
+  /** Registry names left out since start because they break the service-name policy (each counted once). */
+  skipped: number;
 }
 
 /** A cursor store in memory (tests, short-lived processes). */
@@ -156,7 +166,22 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
   const pollMs = opts.pollIntervalMs ?? 500;
   const maxBackoff = opts.maxBackoffMs ?? 30_000;
   const agents = new Map<string, RegistryAgent>();
-  for (const agent of opts.initial ?? []) agents.set(agent.service, agent);
+  const skippedNames = new Set<string>();
+  /** True when the name breaks the policy: it is dropped (and reported the first time). */
+  function skipped(service: string): boolean {
+    const reason = serviceNameProblem(service);
+    if (reason === undefined) return false;
+    if (!skippedNames.has(service)) {
+      skippedNames.add(service);
+      try {
+        opts.onSkip?.({ service, shown: printable(service), reason });
+      } catch {
+        // A failing observer never stops the mirror.
+      }
+    }
+    return true;
+  }
+  for (const agent of opts.initial ?? []) if (!skipped(agent.service)) agents.set(agent.service, agent);
   let loaded = false;
   let running = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -170,6 +195,11 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
   const readyPromise = new Promise<void>((r) => (resolveReady = r));
 
   async function confirm(service: string): Promise<void> {
+    // A name that breaks the policy is not even read (`get_agent`): it is never listed, and a name the RPC cannot take does not stall the sync.
+    if (skipped(service)) {
+      if (agents.delete(service)) opts.onChange?.({ type: 'remove', service });
+      return;
+    }
     const agent = await registry.getAgent(service);
     const before = agents.get(service);
     if (agent) {
@@ -258,7 +288,7 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
       await inFlight?.catch(() => undefined);
     },
     syncOnce,
-    status: () => ({ syncedLedger, lastSyncAt, failures, lastError }),
+    status: () => ({ syncedLedger, lastSyncAt, failures, lastError, skipped: skippedNames.size }),
     async confirm(service: string) {
       await confirm(service);
       await persistServices();

@@ -5,7 +5,9 @@ export interface MetricSources {
   holds(): Promise<{ pending: number; oldestAgeSeconds: number }>;
   settlementCycles(): Promise<Array<{ state: string; count: number }>>;
   treasury(): Promise<{ balance: bigint; owed: bigint } | undefined>;
-  mirror(): Promise<{ lagLedgers: number | null; lastSyncAgeSeconds: number | null; failures: number; skipped: number }>;
+  mirror(): Promise<{ lagLedgers: number | null; lastSyncAgeSeconds: number | null; failures: number }>;
+  /** Registry names the catalog mirror left out (they break the service-name policy). */
+  catalogSkipped(): number;
   search(): { mode: string; documents: number; vectors: number };
   pool(): { total: number; idle: number; waiting: number };
   redis(): 'ready' | 'down' | 'none';
@@ -87,7 +89,6 @@ export function createMetrics() {
       treasuryOwed = new Gauge({ name: 'farebox_treasury_owed_base_units', help: 'What the treasury owes: outstanding credits plus unpaid earnings (USDC base units).', registers });
       let mirrorAge: Gauge | undefined;
       let mirrorFailures: Gauge | undefined;
-      let mirrorSkipped: Gauge | undefined;
       new Gauge({
         name: 'farebox_catalog_lag_ledgers',
         help: 'Ledgers the catalog mirror is behind the network.',
@@ -98,12 +99,18 @@ export function createMetrics() {
           if (m.lagLedgers !== null) this.set(m.lagLedgers);
           if (m.lastSyncAgeSeconds !== null) mirrorAge?.set(m.lastSyncAgeSeconds);
           mirrorFailures?.set(m.failures);
-          mirrorSkipped?.set(m.skipped);
         },
       });
       mirrorAge = new Gauge({ name: 'farebox_catalog_last_sync_age_seconds', help: 'Seconds since the catalog mirror last read the registry successfully.', registers });
       mirrorFailures = new Gauge({ name: 'farebox_catalog_sync_failures', help: 'Catalog syncs failed in a row.', registers });
-      mirrorSkipped = new Gauge({ name: 'farebox_catalog_skipped_services', help: 'Registry names the catalog left out since start because they break the service-name policy.', registers });
+      new Gauge({
+        name: 'farebox_catalog_skipped_services',
+        help: 'Registry names the catalog left out since start because they break the service-name policy.',
+        registers,
+        collect() {
+          this.set(sources.catalogSkipped());
+        },
+      });
       let searchDocs: Gauge | undefined;
       let searchVectors: Gauge | undefined;
       new Gauge({

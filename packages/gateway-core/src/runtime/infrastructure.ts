@@ -104,6 +104,8 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
     cursorStore: new FileCursorStore(join(config.dataDir, `catalog-${network.name}.json`)),
     onChange: (change) => search.attachment?.handle(change),
     onError: (err) => log('catalog sync failed (will retry)', err),
+    // Anyone can write any name to the registry contract: one that breaks the name policy is left out (never listed, searched or called).
+    onSkip: ({ shown, reason }) => log(`catalog: registry entry "${shown}" skipped: ${reason}`),
   });
   return { db, ledger, wallets, treasuryAddress, certificateSigner, network, registry, chain, redis, rateLimits, searchIndex, searchBackend, mirror, search, policy };
 }

@@ -110,8 +110,9 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
     async mirror() {
       const m = mirror.status();
       const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
-      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures, skipped: m.skipped };
+      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
     },
+    catalogSkipped: () => mirror.status().skipped,
     search: () => searchBackend.status(),
     pool: () => ({ total: db.pool.totalCount, idle: db.pool.idleCount, waiting: db.pool.waitingCount }),
     redis: () => (redis ? (redis.status === 'ready' ? 'ready' : 'down') : 'none'),

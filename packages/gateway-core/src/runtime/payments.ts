@@ -1,3 +1,4 @@
+import { isValidServiceName } from '@farebox/protocol';
 import type { Ledger } from '@farebox/ledger';
 import type { GatewayConfig } from '../config.js';
 import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from '../calls.js';
@@ -74,6 +75,8 @@ export function callFinishedReporter(logger: Logger, metrics: Metrics): (c: Call
 export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint }: PaymentsDeps): Payments {
   const { ledger, wallets, network, treasuryAddress, chain, mirror, registry, policy } = infra;
   async function resolveService(name: string): Promise<CallableService | undefined> {
+    // A registry name that breaks the name policy is never called, even when it is on chain.
+    if (!isValidServiceName(name)) return undefined;
     const agent = mirror.get(name) ?? (await registry.getAgent(name).catch(() => null)) ?? undefined;
     return agent ? { service: agent.service, owner: agent.owner, pricePerCall: agent.pricePerCall, endpoint: agent.endpoint } : undefined;
   }

@@ -1,4 +1,5 @@
 import { inputs } from '@farebox/contract';
+import { isValidServiceName } from '@farebox/protocol';
 import type { CatalogAttachment, SearchIndex } from '@farebox/discovery';
 import type { Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig, RegistryAgent, RegistryClient } from '@farebox/stellar';
@@ -87,12 +88,14 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
       const hits = await d.searchBackend.search(q, 50);
       return hits.flatMap((h) => {
-        // A discovery backend may know a registration this gateway's mirror has not read yet.
+        // A discovery backend may know a registration this gateway's mirror has not read yet (never one whose name breaks the policy).
         const agent = mirror.get(h.id) ?? h.agent;
-        return agent ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
+        return agent && isValidServiceName(agent.service) ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
       });
     },
     async manifest(name) {
+      // A registry name that breaks the name policy is not shown, even when it is on chain.
+      if (!isValidServiceName(name)) throw new GatewayError('NOT_FOUND', 'service not found');
       const agent = mirror.get(name) ?? (await registry.getAgent(name).catch(() => null));
       if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
       return d.manifests.get({ service: agent.service, owner: agent.owner, endpoint: agent.endpoint });
