@@ -3,18 +3,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type TestUser } from './harness.js';
 import { rawClient } from './oauth-browser.js';
 
+// Strings no request may carry (NUL, other C0 and C1 controls, unpaired
+// surrogates) and names that deceive (look-alikes, invisible characters, case).
+const BAD_TEXT = ['a\u0000b', '\u0000', '\ud800x', 'x\udc00', '\udc00\ud800', 'c1\u0085', 'esc\u001b[31m', 'del\u007f', '\u0435cho', 'echo\u200b', 'ECHO', 'echo ', '\u202eohce', 'Qa Y!'];
+const badText = fc.oneof(
+  fc.constantFrom(...BAD_TEXT),
+  fc.tuple(fc.string({ maxLength: 8 }), fc.constantFrom('\u0000', '\u0001', '\u001f', '\u007f', '\u0080', '\u009f', '\ud800', '\udfff'), fc.string({ maxLength: 8 })).map(([a, c, b]) => a + c + b),
+);
+
 // Bodies that look like the real ones with wrong types, extra keys, huge or
 // odd values, plus arbitrary JSON.
 const oddValue = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
   fc.constantFrom(-1, 0, 1e308, -0, 0.1 + 0.2, 1000.0000001, Number.MAX_SAFE_INTEGER, '', ' ', '0x10', '1e3', 'NaN', null, [], {}, 'x'.repeat(600)),
   fc.string({ maxLength: 80 }),
+  badText,
+  fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), badText), fc.oneof(badText, fc.string({ maxLength: 6 })), { maxKeys: 3 }),
 );
 const bodyFor = (keys: string[]) =>
   fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.record(Object.fromEntries(keys.map((k) => [k, oddValue])), { requiredKeys: [] }),
-    fc.dictionary(fc.oneof(fc.constantFrom(...keys), fc.string({ maxLength: 12 })), oddValue, { maxKeys: 5 }),
+    fc.dictionary(fc.oneof(fc.constantFrom(...keys), fc.string({ maxLength: 12 }), badText), oddValue, { maxKeys: 5 }),
   );
 
 const endpoints: Array<{ method: string; path: string; keys: string[] }> = [
@@ -60,6 +70,71 @@ describe('fuzzing every JSON endpoint', () => {
       }),
       { numRuns: 18 },
     );
+  }, 120_000);
+
+  it('refuses NUL, controls and unpaired surrogates in every field of every JSON route with 400 naming the field, and changes nothing', async () => {
+    const valid: Record<string, unknown> = { amount: 1, service: 'echo', payload: {}, name: 'k', pricePerCallLamports: 1000, endpoint: 'https://example.com/x', description: 'd', email: 'x@example.com', password: 'correct horse battery' };
+    const bad: Array<[string, string]> = [
+      ['a\u0000b', 'control character U+0000 not allowed'],
+      ['\ud800x', 'unpaired surrogate U+D800 not allowed'],
+      ['c1\u0085', 'control character U+0085 not allowed'],
+      ['x\u001b', 'control character U+001B not allowed'],
+    ];
+    const mcp = await mcpHeaders();
+    const routes: Array<{ method: string; path: string; keys: string[]; wrap?: (body: Record<string, unknown>) => unknown; field?: (key: string) => string; headers?: Record<string, string>; error?: (r: { body: any }) => string }> = [
+      ...endpoints,
+      { method: 'POST', path: '/v1/call', keys: ['text'], wrap: (b) => ({ service: 'echo', payload: b }), field: (k) => `payload.${k}` },
+      { method: 'POST', path: '/register', keys: ['client_name'], wrap: (b) => ({ redirect_uris: ['http://127.0.0.1:9/cb'], ...b }), error: (r) => r.body.error_description },
+      { method: 'POST', path: '/v1/disputes', keys: ['escrowId', 'proof', 'reason'] },
+      {
+        method: 'POST',
+        path: '/mcp',
+        keys: ['service'],
+        headers: mcp,
+        wrap: (b) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'call_agent', arguments: { service: 'echo', payload: {}, ...b } } }),
+        field: (k) => `params.arguments.${k}`,
+        error: (r) => r.body.error.message,
+      },
+    ];
+    for (const r of routes) {
+      for (const key of r.keys) {
+        for (const [text, problem] of bad) {
+          const fields = { ...Object.fromEntries(r.keys.map((k) => [k, valid[k] ?? 'x'])), [key]: text };
+          const before = await snapshot();
+          // JSON.stringify writes an unpaired surrogate as its escape (\ud800), as a client does.
+          const res = await u.api(r.path, { method: r.method, body: JSON.stringify(r.wrap ? r.wrap(fields) : fields), ...(r.headers ? { headers: r.headers } : {}) });
+          const label = `${r.method} ${r.path} ${key} ${JSON.stringify(text)}`;
+          expect(res.status, label).toBe(400);
+          expect(r.error ? r.error(res) : res.body.error, label).toBe(`invalid ${r.field ? r.field(key) : key}: ${problem}`);
+          expect(await snapshot(), label).toBe(before);
+        }
+      }
+      // In a field name too.
+      const res = await u.api(r.path, { method: r.method, body: JSON.stringify(r.wrap ? r.wrap({ 'k\u0000': 1 }) : { 'k\u0000': 1 }), ...(r.headers ? { headers: r.headers } : {}) });
+      expect(res.status, `${r.path} field name`).toBe(400);
+      expect(r.error ? r.error(res) : res.body.error, `${r.path} field name`).toMatch(/^invalid field name( in [\w.]+)?: control character U\+0000 not allowed$/);
+    }
+    // Forms (sign-in) take the same rule.
+    const form = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=x%40example.com&password=a%00b', redirect: 'manual' });
+    expect([form.status, await form.json()]).toEqual([400, { error: 'invalid password: control character U+0000 not allowed' }]);
+    // And every path parameter and query string.
+    for (const [method, path, field] of [
+      ['GET', '/v1/agents/a%00b/manifest', 'service'],
+      ['PUT', '/v1/agents/a%00b', 'service'],
+      ['DELETE', '/v1/agents/a%00b', 'service'],
+      ['DELETE', '/v1/api-keys/a%C2%85', 'id'],
+      ['DELETE', '/v1/oauth/connections/%00', 'id'],
+      ['GET', '/v1/disputes/%00', 'escrowId'],
+      ['GET', '/v1/agents?q=%00', 'q'],
+      ['GET', '/v1/transactions?limit=%00', 'limit'],
+    ] as const) {
+      const before = await snapshot();
+      const res = await u.api(path, { method, ...(method === 'PUT' ? { body: { description: 'x' } } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(400);
+      expect(res.body.error, `${method} ${path}`).toMatch(new RegExp(`^invalid ${field}: control character U\\+00(00|85) not allowed$`));
+      expect(await snapshot()).toBe(before);
+    }
+    for (const path of ['/v1/operator/disputes/%00/resolve', '/v1/operator/settlements/%00/retry']) expect((await u.api(path, { method: 'POST', body: '{}' })).status, path).toBeLessThan(500);
   }, 120_000);
 
   it('answers malformed JSON, a wrong content type and an oversize body without a 500', async () => {
