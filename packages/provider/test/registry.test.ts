@@ -40,6 +40,22 @@ async function signedCall(p: Provider, service: string) {
 }
 
 describe('bootstrap() on the devnet', () => {
+  it('never registers a name that breaks the service-name policy: the provider is refused at construction, nothing reaches the chain', async () => {
+    for (const service of ['Echo', '\u0435cho', 'echo\u200b', 'my_svc', 'my.svc', 'echo--2', 'echo-', 'a\u0000b']) {
+      let error: unknown;
+      try {
+        await createProvider(baseOptions(platform, { service, endpoint })).bootstrap();
+      } catch (e) {
+        error = e;
+      }
+      expect(error, JSON.stringify(service)).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems, JSON.stringify(service)).toContain(
+        'service: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit',
+      );
+      expect(await registry.getAgent(service)).toBeNull();
+    }
+  });
+
   it('registers a service configured with no payment path yet (no platform key, no escrow API key): escrow disabled, registration works', async () => {
     const service = freshName();
     const warnings: string[] = [];
