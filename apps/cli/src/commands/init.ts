@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAmount } from '@farebox/protocol';
+import { parseAmount, serviceNameProblem } from '@farebox/protocol';
 import type { CommandGroup, CommandResult } from './shared.js';
 import { CliError } from '../errors.js';
 
@@ -30,8 +30,17 @@ async function listFiles(dir: string): Promise<string[]> {
  */
 export async function runInit(dir: string, opts: { name?: string; price?: string; description?: string }): Promise<CommandResult> {
   const target = resolve(dir);
-  const name = opts.name ?? basename(target).toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
-  if (!/^[a-z0-9][a-z0-9-]{0,31}$/.test(name)) throw new CliError('USAGE', `service name ${JSON.stringify(name)}: 1 to 32 lowercase letters, digits or dashes (use --name)`);
+  // The folder's name made into a service name (the one policy of @farebox/protocol): `My_Cool.Service` -> `my-cool-service`.
+  const name =
+    opts.name ??
+    basename(target)
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+/, '')
+      .slice(0, 32)
+      .replace(/-+$/, '');
+  const problem = serviceNameProblem(name);
+  if (problem) throw new CliError('USAGE', `${problem} (got ${JSON.stringify(name)}; use --name)`);
   const price = opts.price ?? '0.001';
   try {
     if (parseAmount(price) <= 0n) throw new Error('must be more than 0');

@@ -1,4 +1,4 @@
-import { parseAmount } from '@farebox/protocol';
+import { parseAmount, serviceNameProblem } from '@farebox/protocol';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { pairs, table, usd } from '../format.js';
@@ -25,6 +25,9 @@ export async function runPublisherActivate(ctx: Context, name: string): Promise<
 }
 
 export async function runPublisherRegister(ctx: Context, opts: { service: string; price: string; endpoint: string; description: string }): Promise<CommandResult> {
+  // The gateway's rule (@farebox/protocol's name policy), checked before anything is sent.
+  const problem = serviceNameProblem(opts.service);
+  if (problem) throw new CliError('USAGE', `--service ${JSON.stringify(opts.service)}: ${problem}`);
   const gw = await ctx.gateway();
   const r = await gatewayCall(() => gw.agents.register({ service: opts.service, pricePerCallLamports: priceUnits(opts.price), endpoint: opts.endpoint, description: opts.description }));
   return result(r, `Registered "${r.service}" at ${r.endpoint} for ${priceOf(r)} USDC per call.${r.explorerUrl ? `\n${r.explorerUrl}` : ''}`);
