@@ -1,3 +1,4 @@
+import { PLATFORM_FEE_BPS } from '@farebox/protocol';
 import type { Database, Queryable } from './db.js';
 import { LedgerError } from './errors.js';
 import { big, date, dateOrNull, invalid, positiveInt, str, strOrNull, text, toBatch } from './rows.js';
@@ -98,19 +99,28 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
     // its event loop), their funding batch when asked (each earning is then
     // written once, not once for its cycle and again for its batch), the
     // earnings assigned, and the sums added to the cycle's totals.
+    // The fee is the cycle's (schema 11): each earning's is the fee on the
+    // cycle's running total up to and including it, less the fee on the total
+    // before it, so the cycle's fee is always floor(gross x 5 %) of its whole
+    // gross, what its escrow takes at release, however the calls were priced.
     const { rows } = await tx.query(
       `WITH picked AS (
-         SELECT id, gross, fee, net FROM earnings
+         SELECT id, gross FROM earnings
          WHERE publisher_owner = $2 AND cycle_id IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+       ), split AS (
+         SELECT p.id, p.gross,
+                (div((c.claimed_gross + p.run) * $5::numeric, 10000) - div((c.claimed_gross + p.run - p.gross) * $5::numeric, 10000))::bigint AS fee
+         FROM (SELECT id, gross, sum(gross) OVER (ORDER BY id) AS run FROM picked) p
+         CROSS JOIN settlement_cycles c WHERE c.id = $1
        ), sums AS (
-         SELECT count(*) AS calls, coalesce(sum(gross), 0) AS gross, coalesce(sum(fee), 0) AS fee, coalesce(sum(net), 0) AS net FROM picked
+         SELECT count(*) AS calls, coalesce(sum(gross), 0) AS gross, coalesce(sum(fee), 0) AS fee, coalesce(sum(gross - fee), 0) AS net FROM split
        ), batch AS (
          INSERT INTO funding_batches (cycle_id, amount)
          SELECT $1, s.gross FROM sums s WHERE $4::boolean AND s.calls > 0
          RETURNING *
        ), claimed AS (
-         UPDATE earnings SET cycle_id = $1, funding_batch_id = (SELECT b.id FROM batch b)
-         FROM picked p WHERE earnings.id = p.id
+         UPDATE earnings SET cycle_id = $1, funding_batch_id = (SELECT b.id FROM batch b), fee = p.fee, net = p.gross - p.fee
+         FROM split p WHERE earnings.id = p.id
        ), totals AS (
          UPDATE settlement_cycles c
             SET claimed_calls = c.claimed_calls + s.calls, claimed_gross = c.claimed_gross + s.gross,
@@ -119,7 +129,7 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
        )
        SELECT s.calls AS s_calls, s.gross AS s_gross, s.fee AS s_fee, s.net AS s_net, b.*
        FROM sums s LEFT JOIN batch b ON true`,
-      [id, owner, limit, batch],
+      [id, owner, limit, batch, PLATFORM_FEE_BPS.toString()],
     );
     const r = rows[0]!;
     const claimed: ClaimResult = { claimed: Number(r.s_calls), gross: big(r.s_gross), fee: big(r.s_fee), net: big(r.s_net) };

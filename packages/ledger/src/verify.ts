@@ -1,3 +1,4 @@
+import { PLATFORM_FEE_BPS } from '@farebox/protocol';
 import type { Database } from './db.js';
 import { big, str, type Row } from './rows.js';
 import type { VerifyMismatch, VerifyReport } from './types.js';
@@ -74,6 +75,15 @@ export async function verify(db: Database): Promise<VerifyReport> {
       expected: `earnings: ${str(r.calls)} calls, gross ${str(r.gross)}, fee ${str(r.fee)}, net ${str(r.net)}`,
       actual: `cycle: ${str(r.claimed_calls)} calls, gross ${str(r.claimed_gross)}, fee ${str(r.claimed_fee)}, net ${str(r.claimed_net)}`,
     });
+  }
+  // Each cycle's fee is the one its escrow takes at release: 5 % of its gross, rounded down once (schema 11).
+  const fees = await db.query(
+    `SELECT id, claimed_gross, claimed_fee, div(claimed_gross::numeric * $1::numeric, 10000) AS due FROM settlement_cycles
+     WHERE claimed_fee <> div(claimed_gross::numeric * $1::numeric, 10000)`,
+    [PLATFORM_FEE_BPS.toString()],
+  );
+  for (const r of fees.rows) {
+    mismatches.push({ kind: 'cycle', id: str(r.id), expected: `fee ${str(r.due)} (5 % of gross ${str(r.claimed_gross)}, rounded down)`, actual: `fee ${str(r.claimed_fee)}` });
   }
   // Every credit a wallet payment backs: its transaction is claimed once (wallet_credits, schema 10), the claim's
   // credit is in the journal exactly once, on that account and for that amount, and its payment completed with it.
