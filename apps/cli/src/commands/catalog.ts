@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import { createClient, type ProgressEvent } from '@farebox/client';
+import { ClientError, createClient, type ProgressEvent } from '@farebox/client';
+import { DEFAULT_GATEWAY_URL } from '@farebox/client/oauth';
+import { formatAmount } from '@farebox/protocol';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { pairs, table, usd } from '../format.js';
@@ -81,6 +83,32 @@ const STEP_LABEL: Record<ProgressEvent['step'], string> = {
   settled: 'Settled',
 };
 
+/** An argument as a POSIX shell reads it back: bare when it is safe, else single-quoted. */
+const shellWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * What the user reads when a direct call fails: nothing offered can be paid
+ * (said before any escrow exists), or, once money sits in an escrow, its id and
+ * the one command that gets it back.
+ */
+function directCallError(e: ClientError, ctx: Context, service: string, keypair: string): CliError {
+  if (e.code === 'NO_DIRECT_PAYMENT') {
+    const gatewayOnly = e.data.payments?.includes('platform') === true;
+    return new CliError(
+      'GATEWAY',
+      gatewayOnly ? `${service} takes no direct payment: it is paid through the gateway only; drop --direct to pay from your credits (nothing was paid)` : e.message,
+      { code: e.code },
+    );
+  }
+  const escrowId = e.data.escrowId;
+  if (escrowId === undefined || e.data.lockedBaseUnits === undefined) return new CliError('GATEWAY', e.message, { code: e.code, ...e.data });
+  const command = ['farebox', 'dispute', escrowId, '--keypair', shellWord(keypair), ...(ctx.url !== DEFAULT_GATEWAY_URL ? ['--url', shellWord(ctx.url)] : [])].join(' ');
+  const amount = formatAmount(BigInt(e.data.lockedBaseUnits), { trim: true });
+  const holds = e.code === 'PAYMENT_REFUSED' || e.code === 'SERVICE' ? 'still holds' : 'may still hold';
+  // No HTTP status in the data: the error line would end with it, after the command to copy.
+  return new CliError('GATEWAY', `${e.data.reason ?? e.message}\nescrow ${escrowId} ${holds} ${amount} USDC; get it back with:\n  ${command}`, { code: e.code, escrowId });
+}
+
 /** A call paid directly from a local keypair through a single-use escrow, with progress on stderr. */
 export async function runDirectCall(
   ctx: Context,
@@ -115,9 +143,12 @@ export async function runDirectCall(
         opts.onProgress?.(e);
         const where = e.explorerUrl ? ` ${e.explorerUrl}` : e.escrowId ? ` escrow ${e.escrowId}` : '';
         if (e.phase === 'done') ctx.log(`  ✓ ${STEP_LABEL[e.step]} (${(e.elapsedMs / 1000).toFixed(1)} s)${where}`);
-        else if (e.phase === 'failed') ctx.log(`  ✗ ${STEP_LABEL[e.step]}: ${e.message ?? 'failed'}`);
+        // Why it failed is the command's error, the last line.
+        else if (e.phase === 'failed') ctx.log(`  ✗ ${STEP_LABEL[e.step]}`);
         else ctx.log(`  … ${STEP_LABEL[e.step]}`);
       },
+    }).catch((e: unknown) => {
+      throw e instanceof ClientError ? directCallError(e, ctx, service, opts.keypair) : e;
     }),
   );
   const human = [

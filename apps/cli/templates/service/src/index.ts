@@ -1,5 +1,6 @@
-// __SERVICE__: a paid Farebox service. Callers pay __PRICE__ USDC per call,
-// through the gateway (platform-signed calls) or directly through an escrow.
+// __SERVICE__: a paid Farebox service. Callers pay __PRICE__ USDC per call
+// through the gateway (platform-signed calls) and, when TRUSTLESS_WORK_API_KEY
+// is set, directly through an escrow.
 import { createProvider, ensureKeypairFile } from '@farebox/provider';
 
 const env = { ...process.env };
@@ -12,10 +13,12 @@ if (!env.AGENT_WALLET_SECRET && !env.KEYPAIR_PATH) {
   const { publicKey, created } = ensureKeypairFile(env.KEYPAIR_PATH);
   if (created) console.log(`created the owner key ${publicKey} in ${env.KEYPAIR_PATH}`);
 }
-if (!env.FAREBOX_PLATFORM_PUBLIC_KEY) {
-  // Accept calls signed by this gateway.
+if (!env.FAREBOX_PLATFORM_PUBLIC_KEY || (env.TRUSTLESS_WORK_API_KEY && !env.TRUSTLESS_WORK_PLATFORM_ADDRESS)) {
+  // Accept calls signed by this gateway and, with an escrow API key, direct escrows naming its treasury.
   const res = await fetch(`${gateway}/v1/platform/key`);
-  env.FAREBOX_PLATFORM_PUBLIC_KEY = ((await res.json()) as { publicKey: string }).publicKey;
+  const platform = (await res.json()) as { publicKey: string; treasury: string };
+  env.FAREBOX_PLATFORM_PUBLIC_KEY ||= platform.publicKey;
+  if (env.TRUSTLESS_WORK_API_KEY) env.TRUSTLESS_WORK_PLATFORM_ADDRESS ||= platform.treasury;
 }
 
 const service = createProvider({
