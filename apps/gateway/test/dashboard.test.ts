@@ -148,6 +148,12 @@ describe('the web dashboard in a real browser', () => {
     await page.getByLabel('Key name').fill('x'.repeat(65));
     await page.getByRole('button', { name: 'Create key' }).click();
     expect(await text(page.getByRole('alert'))).toBe('name too long (max 64)');
+    // 64 characters are 64 code points: 64 emoji (128 UTF-16 units) are a valid name, typed in full.
+    const emoji = '😀'.repeat(64);
+    await page.getByLabel('Key name').fill(emoji);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByTestId('new-key').waitFor();
+    expect(await text(page.getByRole('row').filter({ hasText: '😀' }))).toContain(emoji);
   });
 
   it('finds a service by search and pays for a call from its page, showing the result, the cost and the payment trace', async () => {
@@ -206,6 +212,11 @@ describe('the web dashboard in a real browser', () => {
     await page.getByText('No settlement yet', { exact: false }).waitFor();
 
     const backend = await h.serve('dashsvc', { price: '0.05', ownerWallet: wallet });
+    // The gateway's name policy, checked in the form before anything is signed.
+    await page.getByLabel('Service name').fill('Dash_Svc');
+    await page.getByLabel('Price per call (USDC)').fill('0.05');
+    await page.getByRole('button', { name: 'Register service' }).click();
+    expect(await text(page.getByRole('alert'))).toBe('Service name: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit');
     await page.getByLabel('Service name').fill('dashsvc');
     await page.getByLabel('Price per call (USDC)').fill('0.123456789');
     await page.getByLabel('Endpoint URL').fill(backend.endpoint);

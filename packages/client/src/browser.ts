@@ -3,4 +3,6 @@
 // and for programs that never pay directly (the stdio MCP adapter).
 export * from './gateway.js';
 export { ClientError, GatewayApiError } from './errors.js';
+// The service-name policy the gateway applies (lower-case letters, digits and single hyphens, 1 to 32), for forms to check as the user types.
+export { serviceNameProblem, INVALID_SERVICE_NAME } from '@farebox/protocol';
 export type { ClientErrorCode, ClientErrorData } from './errors.js';

@@ -58,7 +58,7 @@ function ApiKeys() {
       <form onSubmit={create} className="inline-form" noValidate>
         <label htmlFor="key-name">Key name</label>
         <div className="row">
-          <input id="key-name" maxLength={64} placeholder="e.g. ci-server" value={name} onChange={(e) => setName(e.target.value)} />
+          <input id="key-name" placeholder="e.g. ci-server" value={name} onChange={(e) => setName(e.target.value)} />
           <button type="submit" disabled={busy}>
             {busy ? 'Creating…' : 'Create key'}
           </button>

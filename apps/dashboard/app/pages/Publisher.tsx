@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { errorMessage, gw, type Account, type AnalyticsPoint, type Overview, type Service, type Settlement } from '../gateway.js';
-import type { UpdateServiceInput } from '@farebox/client/gateway';
+import { serviceNameProblem, type UpdateServiceInput } from '@farebox/client/gateway';
 import { formatBaseUnits, formatDate, formatUsd, parseUsdc, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
 import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
@@ -37,7 +37,7 @@ function Activate({ onDone }: { onDone: () => Promise<void> }) {
         <p className="muted">Register any HTTP service, set a price per call in USDC, and get paid to your wallet, 95 percent of each call (the platform fee is 5 percent).</p>
         <form onSubmit={submit} noValidate>
           <label htmlFor="pub-name">Publisher name</label>
-          <input id="pub-name" maxLength={64} placeholder="e.g. Acme Labs" value={name} onChange={(e) => setName(e.target.value)} />
+          <input id="pub-name" placeholder="e.g. Acme Labs" value={name} onChange={(e) => setName(e.target.value)} />
           <ErrorBox error={error} />
           <button type="submit" disabled={busy}>
             {busy ? 'Activating…' : 'Become a publisher'}
@@ -173,9 +173,9 @@ function ServiceForm({ initial, editing, onSubmit, onCancel, busy }: { initial: 
       <div className="grid two">
         <div>
           <label htmlFor={`${id}-service`}>Service name</label>
-          <input id={`${id}-service`} maxLength={32} value={d.service} onChange={set('service')} readOnly={editing} aria-describedby={`${id}-service-hint`} />
+          <input id={`${id}-service`} maxLength={32} autoCapitalize="none" spellCheck={false} value={d.service} onChange={set('service')} readOnly={editing} aria-describedby={`${id}-service-hint`} />
           <p id={`${id}-service-hint`} className="hint">
-            {editing ? 'Names cannot change.' : 'Unique across the registry, at most 32 characters.'}
+            {editing ? 'Names cannot change.' : 'Lower-case letters, digits and single hyphens, 1 to 32 (like npm names), unique across the registry.'}
           </p>
         </div>
         <div>
@@ -230,10 +230,13 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
   const register = async (d: Draft) => {
     const price = parseUsdc(d.price);
     if ('error' in price) return setFormError(`Price: ${price.error}`);
-    if (!d.service.trim()) return setFormError('Service name: required');
+    // The gateway's name policy (@farebox/protocol), checked before anything is signed.
+    const service = d.service.trim();
+    const nameProblem = serviceNameProblem(service);
+    if (nameProblem) return setFormError(`Service name: ${nameProblem}`);
     const ok = await run(async () => {
-      await gw.agents.register({ service: d.service.trim(), pricePerCallLamports: Number(price.units), endpoint: d.endpoint.trim(), description: d.description });
-      return `Registered ${d.service.trim()}.`;
+      await gw.agents.register({ service, pricePerCallLamports: Number(price.units), endpoint: d.endpoint.trim(), description: d.description });
+      return `Registered ${service}.`;
     });
     if (ok) setFormKey((k) => k + 1);
   };
