@@ -183,6 +183,32 @@ describe('discovery replicas on the devnet', () => {
     expect(JSON.parse(await listing(replicaB)).map((a: { service: string }) => a.service)).toEqual(expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']));
   });
 
+  it('never lists or finds a registry name that breaks the service-name policy (written to the contract directly), logs it once, counts it in /health, and goes on', async () => {
+    const logged: string[] = [];
+    const replicaC = await startDiscovery({ port: 0, host: '127.0.0.1', dataDir: await mkdtemp(join(tmpdir(), 'farebox-disc-c-')), network: 'local', devnetUrl: devnet.url, env: {}, vectorIndex: 'flat', pollIntervalMs: 50, snapshotIntervalMs: 0, log: (m) => void logged.push(m) });
+    closers.push(() => replicaC.close());
+    const owner = await party();
+    const deceptive = ['\u0435cho-rates', 'echo-rates\u200b', 'ECHO-RATES', 'echo-rates ', '\u202eohce', 'Qa Y!', 'echo_rates', 'a\u0000b'];
+    for (const service of deceptive) await registry.register(owner, { service, pricePerCall: 1000n, endpoint: 'http://127.0.0.1:9/', description: 'echo rates look-alike' });
+    // A good name written after them: the replicas read past the bad ones.
+    await registry.register(owner, { service: 'echo-rates', pricePerCall: 1000n, endpoint: 'http://127.0.0.1:9/', description: 'echo rates' });
+    for (const r of [replicaA, replicaB, replicaC]) {
+      await until(`echo-rates on ${r.url}`, async () => (await names(r.url, 'echo rates')).includes('echo-rates'));
+      expect(await names(r.url, 'echo rates look-alike')).toEqual(['echo-rates']);
+      const all = ((await (await fetch(`${r.url}/agents?limit=1000`)).json()) as { agents: Array<{ service: string }> }).agents.map((a) => a.service);
+      for (const service of deceptive) {
+        expect(all, JSON.stringify(service)).not.toContain(service);
+        expect((await fetch(`${r.url}/agents/${encodeURIComponent(service)}`)).status, JSON.stringify(service)).toBeGreaterThanOrEqual(400);
+      }
+      const health = await (await fetch(`${r.url}/health`)).json();
+      expect(health).toMatchObject({ ok: true, sync_failures: 0, skipped_services: deceptive.length });
+    }
+    expect(logged.filter((l) => l.includes('skipped: invalid service name'))).toHaveLength(deceptive.length);
+    expect(logged).toContain('registry entry "\\u0435cho-rates" skipped: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit');
+    // Through a gateway searching with this backend: the same.
+    expect(await gatewayNames('echo rates look-alike')).toEqual(['echo-rates']);
+  });
+
   it('a direct caller finds a service through the discovery URL and pays it through the x402 escrow, with no gateway account', async () => {
     const { owner } = await publish('eur-usd', 'Exchange rates: convert euros to US dollars');
     const discovery = createDiscoveryClient({ url: replicaB.url, env: {} });
