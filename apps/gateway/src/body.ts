@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import express from 'express';
 import { unsafeTextIn } from '@farebox/protocol';
@@ -36,6 +37,8 @@ export function jsonTooDeep(buf: Uint8Array, max = MAX_JSON_DEPTH): boolean {
 }
 
 export const JSON_NOT_UTF8 = 'JSON bodies must be UTF-8';
+/** Bytes that are no UTF-8 (an encoded surrogate, a cut sequence): refused, not read as U+FFFD. */
+export const JSON_BAD_UTF8 = 'invalid UTF-8 in the JSON body';
 
 /**
  * `express.json` with the depth limit: a deeper body fails with `type: 'entity.too.deep'` (answered 400).
@@ -50,6 +53,7 @@ export function jsonBody(options: { limit: string | number; strict?: boolean }):
       verify: (_req: IncomingMessage, _res, buf: Buffer, encoding: string) => {
         if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error(JSON_NOT_UTF8), { status: 415, type: 'charset.unsupported' });
         if (jsonTooDeep(buf)) throw Object.assign(new Error(JSON_TOO_DEEP), { status: 400, type: 'entity.too.deep' });
+        if (!isUtf8(buf)) throw Object.assign(new Error(JSON_BAD_UTF8), { status: 400, expose: true, type: 'entity.text.unsafe' });
       },
     }),
   );

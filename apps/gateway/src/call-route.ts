@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
 import { GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_TOO_DEEP, jsonTooDeep, unsafeTextError } from './body.js';
+import { isUtf8 } from 'node:buffer';
+import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_BAD_UTF8, JSON_TOO_DEEP, jsonTooDeep, unsafeTextError } from './body.js';
 import { bearerToken } from './browser-policy.js';
 import { admit, principalForBearer } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
@@ -99,8 +100,9 @@ type BodyResult = { value: unknown } | { status: number; error: string };
  * The body as express's JSON parser (`jsonBody` in body.ts) takes it: at most
  * {@link API_BODY_LIMIT} bytes (a longer body is read off before the 413, as
  * the parser does), nesting checked on the bytes, a UTF-8 byte order mark
- * dropped, an empty body read as `{}`, anything JSON.parse refuses a 400, a
- * string with a control character or an unpaired surrogate a 400 naming it.
+ * dropped, an empty body read as `{}`, bytes that are no UTF-8 or anything
+ * JSON.parse refuses a 400, a string with a control character or an unpaired
+ * surrogate a 400 naming it.
  */
 function readJson(req: IncomingMessage): Promise<BodyResult> {
   return new Promise((resolve) => {
@@ -135,6 +137,7 @@ function readJson(req: IncomingMessage): Promise<BodyResult> {
       settled = true;
       let buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       if (jsonTooDeep(buf)) return resolve({ status: 400, error: JSON_TOO_DEEP });
+      if (!isUtf8(buf)) return resolve({ status: 400, error: JSON_BAD_UTF8 });
       if (buf.length >= 3 && buf[0] === BOM[0] && buf[1] === BOM[1] && buf[2] === BOM[2]) buf = buf.subarray(3);
       if (buf.length === 0) return resolve({ value: {} });
       let value: unknown;

@@ -120,6 +120,25 @@ describe('service names and the text of requests', () => {
     expect(JSON.stringify(served.body)).toContain('a\\tb\\r\\nc 😀');
   });
 
+  it('refuses bytes that are no UTF-8 (an encoded surrogate, a cut sequence) instead of reading them as U+FFFD', async () => {
+    const before = await state();
+    const bodies = [
+      Buffer.concat([Buffer.from('{"service":"echo","payload":{"t":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('x"}}')]),
+      Buffer.concat([Buffer.from('{"service":"echo","payload":{"t":"'), Buffer.from([0xe2, 0x82]), Buffer.from('"}}')]),
+    ];
+    for (const body of bodies) {
+      for (const [path, headers] of [
+        ['/v1/call', { authorization: `Bearer ${u.key}` }],
+        ['/v1/call', { cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url }],
+        ['/v1/api-keys', { authorization: `Bearer ${u.key}` }],
+      ] as const) {
+        const r = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: new Uint8Array(body) });
+        expect([r.status, await r.json()], path).toEqual([400, { error: 'invalid UTF-8 in the JSON body' }]);
+      }
+    }
+    expect(await state()).toBe(before);
+  });
+
   it('counts key and publisher names in characters and refuses control characters in them', async () => {
     const emoji = '😀'.repeat(64);
     expect(await u.api('/v1/api-keys', { body: { name: emoji } })).toMatchObject({ status: 201, body: { name: emoji } });
