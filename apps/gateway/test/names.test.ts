@@ -98,6 +98,22 @@ describe('service names and the text of requests', () => {
     expect((await u.api('/v1/agents')).body.find((a: { service: string }) => a.service === 'two-lines')).toMatchObject({ description: 'first line\nsecond\tline' });
   });
 
+  it('lets the owner remove, not change, a service it registered before the name policy; it is never listed or called', async () => {
+    // What a gateway upgraded to the policy holds: a name registered through it (signed by the account's wallet) before.
+    const wallet = (await pub.api('/v1/wallet')).body.pubkey as string;
+    const signer = { publicKey: wallet, signTransaction: (xdr: string, passphrase: string) => h.gw.core.wallets.sign(wallet, xdr, passphrase) };
+    const { txHash } = await registry().register(signer, { service: 'Legacy_Svc', pricePerCall: 100_000n, endpoint, description: 'from before' });
+    await h.gw.core.db.query('INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)', ['Legacy_Svc', pub.id, wallet, txHash]);
+    await h.gw.core.mirror.syncOnce();
+    expect(((await u.api('/v1/agents')).body as Array<{ service: string }>).map((a) => a.service)).not.toContain('Legacy_Svc');
+    expect(((await pub.api('/v1/agents/mine')).body as Array<{ service: string }>).map((a) => a.service)).toContain('Legacy_Svc');
+    expect(await pub.api('/v1/agents/Legacy_Svc', { method: 'PUT', body: { description: 'changed' } })).toMatchObject({ status: 400, body: { error: `${INVALID_NAME} (this service can only be removed)` } });
+    expect(await registry().getAgent('Legacy_Svc')).toMatchObject({ description: 'from before' });
+    expect(await pub.api('/v1/agents/Legacy_Svc', { method: 'DELETE' })).toMatchObject({ status: 200, body: { service: 'Legacy_Svc', removed: true } });
+    expect(await registry().getAgent('Legacy_Svc')).toBeNull();
+    expect(((await pub.api('/v1/agents/mine')).body as Array<{ service: string }>).map((a) => a.service)).not.toContain('Legacy_Svc');
+  });
+
   it('refuses them in a call, on the fast route and through express (cookie session), before anything is held', async () => {
     const before = await state();
     const cases: Array<[string, string]> = [

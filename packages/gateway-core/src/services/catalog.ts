@@ -1,5 +1,5 @@
 import { inputs } from '@farebox/contract';
-import { isValidServiceName } from '@farebox/protocol';
+import { isValidServiceName, serviceNameProblem } from '@farebox/protocol';
 import type { CatalogAttachment, SearchIndex } from '@farebox/discovery';
 import type { Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig, RegistryAgent, RegistryClient } from '@farebox/stellar';
@@ -139,6 +139,9 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       if (input.pricePerCallLamports === undefined && input.endpoint === undefined && input.description === undefined) {
         throw new GatewayError('BAD_REQUEST', 'nothing to update (pricePerCallLamports, endpoint or description)');
       }
+      // A name registered before the name policy is never listed or called again: it can be removed, not changed (nothing is written).
+      const nameProblem = serviceNameProblem(service);
+      if (nameProblem) throw new GatewayError('BAD_REQUEST', `${nameProblem} (this service can only be removed)`);
       await ownedAgent(user, service);
       if (input.endpoint !== undefined) await checkEndpoint(input.endpoint, d.policy);
       const { txHash } = await translated(() =>
