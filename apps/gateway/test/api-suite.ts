@@ -424,7 +424,7 @@ export function apiSuite(kind: DbKind) {
       expect(created.status).toBe(201);
       expect(created.body).toMatchObject({ service: 'mine1', pricePerCall: 0.002, ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
       expect((await pub.api('/v1/agents/mine')).body.map((s: { service: string }) => s.service)).toEqual(['mine1']);
-      const dup = await pub.api('/v1/agents', { body: { service: 'echo', pricePerCallLamports: 1, endpoint: svc.endpoint, description: '' } });
+      const dup = await pub.api('/v1/agents', { body: { service: 'echo', pricePerCallLamports: 20, endpoint: svc.endpoint, description: '' } });
       expect(dup.status).toBe(409);
       const upd = await pub.api('/v1/agents/mine1', { method: 'PUT', body: { description: 'better' } });
       expect(upd.body.description).toBe('better');

@@ -13,7 +13,8 @@ describe(`load: ${RATE} calls/s for ${SECONDS} s`, () => {
   let users: TestUser[];
   beforeAll(async () => {
     h = await startHarness('postgres', { env: { FAREBOX_REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' }, rateLimits: { authPerMinute: 1000, accountPerMinute: 1_000_000 } });
-    await h.publish('loadsvc', { price: '0.0000001' });
+    // The lowest price a service may set: 20 base units (MIN_PRICE_BASE_UNITS).
+    await h.publish('loadsvc', { price: '0.000002' });
     users = await Promise.all(Array.from({ length: 4 }, () => h.user()));
   }, 120_000);
   afterAll(() => h?.close());
@@ -39,7 +40,7 @@ describe(`load: ${RATE} calls/s for ${SECONDS} s`, () => {
     const count = (state: string) => Number(rows.find((r) => r.state === state)?.n ?? 0);
     expect(count('pending')).toBe(0);
     const completed = count('posted');
-    expect(charged).toBe(completed);
+    expect(charged).toBe(completed * 20);
     expect(completed - result['2xx']).toBeGreaterThanOrEqual(0);
     expect(completed - result['2xx']).toBeLessThanOrEqual(16);
     expect((await h.gw.core.ledger.verify()).ok).toBe(true);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS, SERVICE_NAME_PATTERN, codePointLength, serviceNameProblem, textProblem } from '@farebox/protocol';
+import { LIMITS, MIN_PRICE_BASE_UNITS, SERVICE_NAME_PATTERN, codePointLength, serviceNameProblem, textProblem } from '@farebox/protocol';
 
 /**
  * Request parts: bodies, query strings, path parameters and headers. Messages
@@ -93,10 +93,12 @@ export const CallBody = z
   .meta({ id: 'CallBody', description: 'Exactly `{ service, payload }`: the service input goes inside `payload`.' });
 
 const ServiceName = z.string({ error: 'service required' }).superRefine(serviceNameRule).meta(SERVICE_NAME_META);
+/** The lowest price (MIN_PRICE_BASE_UNITS): 20 base units, whose 5 % platform fee is one base unit. */
+const MIN_PRICE = Number(MIN_PRICE_BASE_UNITS);
 const Price = z
   .number({ error: 'pricePerCallLamports required (integer base units)' })
   .int('pricePerCallLamports must be an integer (base units)')
-  .positive('pricePerCallLamports must be greater than 0')
+  .min(MIN_PRICE, `pricePerCallLamports must be at least ${MIN_PRICE} base units (0.000002 USDC), so that the 5 % platform fee of a call is at least one base unit`)
   .max(Number.MAX_SAFE_INTEGER, 'pricePerCallLamports too large');
 const Endpoint = z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)');
 const Description = z.string({ error: 'description required' }).max(512, 'description too long (max 512)');

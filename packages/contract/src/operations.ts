@@ -292,7 +292,7 @@ export const operations = {
     input: { body: I.RegisterServiceBody },
     status: 201,
     output: S.RegisteredService,
-    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field (invalid service name: ...; invalid <field>: control character U+.... not allowed); endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
+    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field (invalid service name: ...; invalid <field>: control character U+.... not allowed; pricePerCallLamports must be at least 20 base units ...); endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
   }),
   updateAgent: op({
     id: 'updateAgent',
@@ -304,7 +304,7 @@ export const operations = {
     input: { params: I.ServiceParams, body: I.UpdateServiceBody },
     status: 200,
     output: S.RegisteredService,
-    errors: { ...AUTH_ERRORS, 400: 'nothing to update (pricePerCallLamports, endpoint or description); an invalid field', 403: 'activate publishing first (POST /v1/publisher/activate)', 404: 'service not found' },
+    errors: { ...AUTH_ERRORS, 400: 'nothing to update (pricePerCallLamports, endpoint or description); an invalid field (pricePerCallLamports must be at least 20 base units ...)', 403: 'activate publishing first (POST /v1/publisher/activate)', 404: 'service not found' },
   }),
   removeAgent: op({
     id: 'removeAgent',

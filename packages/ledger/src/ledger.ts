@@ -123,7 +123,9 @@ export class Ledger {
 
   /**
    * Posts a pending hold (the call succeeded): records the publisher earning
-   * with gross, fee and net (`splitFee`, fee rounded down) and returns any
+   * with gross, fee and net (`splitFee`, fee rounded down; the claim into a
+   * settlement cycle later makes the fee the earning's share of the cycle's
+   * fee, see {@link claimEarnings}) and returns any
    * part of the hold above `gross` to credits, all in one statement. At most
    * once: a second post or a post after a void changes nothing and reports the
    * final state with `applied: false`.
@@ -186,10 +188,9 @@ export class Ledger {
    * Earned, pending (not yet paid out) and settled totals of a publisher
    * owner. `settled` is what the settlement escrows paid: per settled cycle,
    * its gross less floor(gross x 5%), the fee the escrow takes at release on
-   * the cycle total; `pending` is the per-call net of the other earnings;
-   * `earned` = settled + pending. (Per-call fees are floored call by call, so
-   * a settled cycle may pay up to one base unit per call more than the sum of
-   * its per-call nets, never less.)
+   * the cycle total; `pending` is the net of the other earnings (a claimed
+   * earning's is its share of its cycle's net, an unclaimed one's its own);
+   * `earned` = settled + pending.
    */
   publisherTotals(publisherOwner: string): Promise<PublisherTotals> {
     return reports.publisherTotals(this.db, publisherOwner);
@@ -241,7 +242,10 @@ export class Ledger {
    * while the cycle is `open`, `closing` or `deployed` (`CYCLE_NOT_OPEN`).
    * With `batch: true` what is claimed also forms a `prepared` funding batch
    * in the same statement (as {@link prepareFunding} would make next), so
-   * each earning is written once.
+   * each earning is written once. The claim fixes each earning's fee as its
+   * share of the cycle's fee (schema 11): the fee on the cycle's running total
+   * up to it less the fee on the total before it, so a cycle's fee is always
+   * floor(gross x 5%) of its whole gross, what its escrow takes at release.
    */
   claimEarnings(cycleId: string, options: { limit?: number; batch?: boolean } = {}): Promise<ClaimResult> {
     return settlement.claimEarnings(this.db, cycleId, options);

@@ -4,9 +4,11 @@ import {
   ConfigError,
   ContractIdSchema,
   LIMITS,
+  MIN_PRICE_BASE_UNITS,
   PublicKeySchema,
   ServiceNameSchema,
   firstIssueMessage,
+  formatAmount,
   isValidStrKey,
   parseAmount,
   type X402Network,
@@ -203,7 +205,9 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
   } else {
     try {
       pricePerCall = parseAmount(options.pricePerCall);
-      if (pricePerCall <= 0n) problems.push('pricePerCall must be greater than 0');
+      if (pricePerCall < MIN_PRICE_BASE_UNITS) {
+        problems.push(`pricePerCall must be at least ${formatAmount(MIN_PRICE_BASE_UNITS, { trim: true })} USDC (${MIN_PRICE_BASE_UNITS} base units), so that the 5 % platform fee of a call is at least one base unit`);
+      }
     } catch (e) {
       problems.push(`pricePerCall: ${(e as Error).message}`);
     }

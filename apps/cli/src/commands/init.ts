@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAmount, serviceNameProblem } from '@farebox/protocol';
+import { MIN_PRICE_BASE_UNITS, parseAmount, serviceNameProblem } from '@farebox/protocol';
+import { MIN_PRICE_PROBLEM } from './publisher.js';
 import type { CommandGroup, CommandResult } from './shared.js';
 import { CliError } from '../errors.js';
 
@@ -43,7 +44,7 @@ export async function runInit(dir: string, opts: { name?: string; price?: string
   if (problem) throw new CliError('USAGE', `${problem} (got ${JSON.stringify(name)}; use --name)`);
   const price = opts.price ?? '0.001';
   try {
-    if (parseAmount(price) <= 0n) throw new Error('must be more than 0');
+    if (parseAmount(price) < MIN_PRICE_BASE_UNITS) throw new Error(MIN_PRICE_PROBLEM);
   } catch (e) {
     throw new CliError('USAGE', `--price ${JSON.stringify(price)}: ${(e as Error).message}`);
   }

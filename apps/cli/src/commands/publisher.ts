@@ -1,10 +1,13 @@
-import { parseAmount, serviceNameProblem } from '@farebox/protocol';
+import { MIN_PRICE_BASE_UNITS, formatAmount, parseAmount, serviceNameProblem } from '@farebox/protocol';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { pairs, table, usd } from '../format.js';
 import { gatewayCall, priceOf, result, walletNote, type CommandGroup, type CommandResult } from './shared.js';
 
 // `farebox publisher ...`: publish paid services and see what they earn.
+
+/** Why a price under MIN_PRICE_BASE_UNITS is refused (the gateway and the provider SDK refuse it too). */
+export const MIN_PRICE_PROBLEM = `must be at least ${formatAmount(MIN_PRICE_BASE_UNITS, { trim: true })} USDC (${MIN_PRICE_BASE_UNITS} base units), so that the 5 % platform fee of a call is at least one base unit`;
 
 function priceUnits(price: string): number {
   let units: bigint;
@@ -13,7 +16,7 @@ function priceUnits(price: string): number {
   } catch (e) {
     throw new CliError('USAGE', `--price: ${(e as Error).message}`);
   }
-  if (units <= 0n) throw new CliError('USAGE', '--price must be more than 0 USDC');
+  if (units < MIN_PRICE_BASE_UNITS) throw new CliError('USAGE', `--price ${JSON.stringify(price)}: ${MIN_PRICE_PROBLEM}`);
   return Number(units);
 }
 
