@@ -138,7 +138,7 @@ describe('POST /v1/call without express', () => {
       ['an unknown field', { headers: json(alice.key), body: JSON.stringify({ service: 'route-echo', payload: {}, price: 0 }) }],
       ['a payload that is not an object', { headers: json(alice.key), body: JSON.stringify({ service: 'route-echo', payload: [1] }) }],
       ['an unknown service', { headers: json(alice.key), body: JSON.stringify({ service: 'no-such-service', payload: {} }) }],
-      ['invalid UTF-8 in a string', { headers: json(alice.key), body: Buffer.concat([Buffer.from('{"service":"route-echo","payload":{"t":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]) }],
+      ['invalid UTF-8 in a string (refused)', { headers: json(alice.key), body: Buffer.concat([Buffer.from('{"service":"route-echo","payload":{"t":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]) }],
       ['an unknown API key', { headers: json('fbx_not_a_key'), body: ok }],
       ['a Basic credential', { headers: json('x', { authorization: 'Basic YTpi' }), body: ok }],
       ['an empty Bearer', { headers: json('x', { authorization: 'Bearer ' }), body: ok }],
@@ -152,8 +152,8 @@ describe('POST /v1/call without express', () => {
       expect(seen(fast), name).toEqual(seen(viaExpress));
       if (s.headers?.['x-request-id']) expect(fast.headers['x-request-id']).toBe('trace-42');
     }
-    // Both charged the same calls: five charged cases, each sent twice.
-    expect((await alice.api('/v1/balance')).body.balance_base_units).toBe(5 * 10_000_000 - 10 * 10_000);
+    // Both charged the same calls: four charged cases, each sent twice (bytes that are no UTF-8 are refused, not read as U+FFFD).
+    expect((await alice.api('/v1/balance')).body.balance_base_units).toBe(5 * 10_000_000 - 8 * 10_000);
   });
 
   it('an idempotent retry through either route gets the first answer back, charged once', async () => {
