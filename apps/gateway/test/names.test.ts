@@ -186,6 +186,12 @@ describe('service names and the text of requests', () => {
     expect(mcp.status).toBe(400);
     expect(((await mcp.json()) as { error: { message: string } }).error.message).toBe('invalid params.arguments.service: control character U+0000 not allowed');
 
+    // OAuth's query and form parameters: a NUL client id is an unknown client, not a 500.
+    expect((await fetch(`${h.url}/authorize?client_id=%00&response_type=code`, { headers: { cookie: u.cookie } })).status).toBe(400);
+    const token = await fetch(`${h.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=x&client_id=a%00b&code_verifier=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb' });
+    expect(token.status).toBeGreaterThanOrEqual(400);
+    expect(token.status).toBeLessThan(500);
+
     for (const [method, path] of [
       ['DELETE', '/v1/agents/a%00b'],
       ['PUT', '/v1/agents/a%00b'],

@@ -95,6 +95,8 @@ export interface TokenRecord {
 export function createOAuthStore(db: Database) {
   return {
     async clientById(clientId: string): Promise<(OAuthClient & { secretHash: string | null }) | undefined> {
+      // No client id carries NUL (PostgreSQL text cannot): an unknown client, not a failed query.
+      if (clientId.includes('\u0000')) return undefined;
       const { rows } = await db.query<ClientRow>('SELECT client_id, secret_hash, token_endpoint_auth_method, client_name, redirect_uris, metadata FROM gw_oauth_clients WHERE client_id = $1', [clientId]);
       return rows[0] ? { ...toClient(rows[0]), secretHash: rows[0].secret_hash } : undefined;
     },
