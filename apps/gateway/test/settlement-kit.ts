@@ -21,7 +21,7 @@ export interface Stack {
   request(path: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any }>;
   user(opts?: { topup?: number }): Promise<KitUser>;
   /** Publishes a provider-SDK service owned by its own keypair; it accepts platform-signed calls and escrow payments (the wallet path). */
-  publish(name: string, price: string, handler?: ServiceHandler): Promise<{ owner: string; endpoint: string }>;
+  publish(name: string, price: string, handler?: ServiceHandler, opts?: { escrow?: boolean }): Promise<{ owner: string; endpoint: string }>;
   /** Provisions a user's wallet (friendbot + trustline) and gives it `usdc` devnet USDC. */
   fundWallet(user: KitUser, usdc: bigint): Promise<void>;
   /** Runs a provider-SDK service owned by `ownerWallet` (not registered: the dashboard registers it). */
@@ -108,7 +108,7 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
       const me = await api('/v1/me');
       return { id: signup.id, key, cookie, wallet: me.body.custodial_wallet as string, api };
     },
-    async publish(name, price, handler) {
+    async publish(name, price, handler, opts = {}) {
       const kp = Keypair.random();
       await devnet.friendbot(kp.publicKey());
       const provider = createProvider({
@@ -119,7 +119,8 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
         devnetUrl: devnet.url,
         platform: { publicKey: gw.core.platformPublicKey },
         wallet: { secret: kp.secret() },
-        trustlessWork: { apiKey: 'farebox-test', platformAddress: gw.core.treasuryAddress },
+        // Without the escrow provider the service is paid through the gateway only (its 402 offers nothing direct).
+        ...(opts.escrow === false ? {} : { trustlessWork: { apiKey: 'farebox-test', platformAddress: gw.core.treasuryAddress } }),
         servedStorePath: join(dataDir, `served-${name}.json`),
         registry,
         env: {},

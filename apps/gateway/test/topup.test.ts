@@ -222,6 +222,63 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     }
   }, 120_000);
 
+  it('the reconciliation checks every wallet-backed credit against the chain and names the ones planted in the database', async () => {
+    const { Asset, BASE_FEE, Horizon, Operation, TransactionBuilder } = await import('@stellar/stellar-sdk');
+    const { grantOperator } = await import('@farebox/gateway-core');
+    const core = s.gw.core;
+    const op = await s.user();
+    await grantOperator(core.db, op.id, 'cli:test');
+    const u = await s.user();
+    await walletReady(u.wallet);
+    await s.devnet.friendbot(u.wallet, 10n * USDC);
+    const paid = await u.api('/v1/topup', { body: { amount: 2 } });
+    expect(paid.status).toBe(200);
+    // The sign-up credits are owed too: a treasury that holds only what wallets paid in does not cover them.
+    const short = await op.api('/v1/operator/reconciliation');
+    expect(short.status).toBe(200);
+    expect(short.body).toMatchObject({ ok: false, treasury: { covered: false, status: 'ok' }, wallet_credits: { problems: [] }, ledger: { ok: true } });
+    expect(BigInt(short.body.treasury.owed.base_units)).toBeGreaterThan(BigInt(short.body.treasury.balance.base_units));
+    await s.devnet.friendbot(core.treasuryAddress, BigInt(short.body.treasury.owed.base_units));
+    const clean = await op.api('/v1/operator/reconciliation');
+    expect(clean.body).toMatchObject({ ok: true, treasury: { covered: true }, wallet_credits: { complete: true, problems: [] }, ledger: { ok: true, mismatches: [] } });
+    expect(clean.body.wallet_credits.checked).toBeGreaterThanOrEqual(1);
+    const problems = async () => Number((await core.metrics.registry.getSingleMetric('farebox_wallet_credit_problems')!.get()).values[0]?.value ?? 0);
+    await core.auditWalletCredits();
+    expect(await problems()).toBe(0);
+
+    // 1. A second credit of a transaction that already backs one (what the race before schema 10 wrote).
+    const other = await s.user();
+    const hash = paid.body.topup.tx_signature as string;
+    await core.ledger.topup(other.id, 20_000_000n, { reference: `wallet:${hash}` });
+    // 2. A claim on a transaction the chain never saw.
+    const ghost = await core.ledger.recordWalletPayment(other.id, { kind: 'topup', callId: 'planted-ghost', amount: 30_000_000n });
+    await core.ledger.resolveWalletPayment(ghost.id, { state: 'completed', txHash: 'ab'.repeat(32) });
+    // 3. A claim on a real payment of 1 USDC from the wallet to the treasury, credited as 4.
+    const net = core.network;
+    const horizon = new Horizon.Server(net.horizonUrl, { allowHttp: true });
+    const tx = new TransactionBuilder(await horizon.loadAccount(u.wallet), { fee: BASE_FEE, networkPassphrase: net.passphrase })
+      .addOperation(Operation.payment({ destination: core.treasuryAddress, asset: new Asset('USDC', net.usdc.issuer), amount: '1' }))
+      .setTimeout(120)
+      .build();
+    const signed = TransactionBuilder.fromXDR(await core.wallets.sign(u.wallet, tx.toXDR(), net.passphrase), net.passphrase);
+    await horizon.submitTransaction(signed);
+    const inflated = await core.ledger.recordWalletPayment(u.id, { kind: 'topup', callId: 'planted-inflated', amount: 40_000_000n });
+    await core.ledger.resolveWalletPayment(inflated.id, { state: 'completed', txHash: signed.hash().toString('hex') });
+
+    const report = await op.api('/v1/operator/reconciliation');
+    expect(report.body.ok).toBe(false);
+    expect(report.body.wallet_credits.problems).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ tx_hash: 'ab'.repeat(32), account_id: other.id, payment_id: ghost.id, problem: 'transaction not found on chain' }),
+        expect.objectContaining({ tx_hash: signed.hash().toString('hex'), account_id: u.id, payment_id: inflated.id, problem: 'moved 10000000 base units, credited 40000000' }),
+      ]),
+    );
+    expect(report.body.wallet_credits.problems).toHaveLength(2);
+    expect(report.body.ledger.mismatches).toEqual([expect.objectContaining({ kind: 'wallet-credit', id: hash, actual: expect.stringMatching(/^2 credits in the journal/) })]);
+    await core.auditWalletCredits();
+    expect(await problems()).toBe(3);
+  });
+
   it('gives the configured sign-up credit', async () => {
     const u = await s.user();
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(50_000_000);

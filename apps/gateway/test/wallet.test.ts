@@ -98,6 +98,26 @@ describe('the wallet path', () => {
     const txs = (await user.api('/v1/transactions')).body;
     expect(txs.find((t: any) => t.type === 'topup' && t.tx_signature === topup.detail.txHash)).toMatchObject({ amount_base_units: Number(shortfall), paid_with: 'wallet', explorer_url: topup.detail.explorerUrl });
   }, 120_000);
+  it('pays a service that takes no direct payment from a wallet that covers it by moving the shortfall into credits: no escrow, nothing locked', async () => {
+    const user = await s.user();
+    await drainCredits(user, 1_000_000n);
+    await s.fundWallet(user, 5_000_000n);
+    const platformOnly = `walp-${process.pid % 100000}`;
+    await s.publish(platformOnly, '0.2500001', undefined, { escrow: false });
+    const contracts = s.devnet.chain.contracts.size;
+    const treasuryBefore = await s.usdc(s.gw.core.treasuryAddress);
+    const r = await user.api('/v1/call', { body: { service: platformOnly, payload: { hi: 1 } } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ paidWith: 'credit', mode: 'platform-signed', newBalance: { base_units: 0 } });
+    const shortfall = PRICE - 1_000_000n;
+    expect(r.body.trace.steps.find((x: any) => x.name === 'wallet_topup').detail).toMatchObject({ amount: shortfall.toString() });
+    expect(await s.usdc(user.wallet)).toBe(5_000_000n - shortfall);
+    expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(treasuryBefore + shortfall);
+    // No escrow was deployed for it.
+    expect(s.devnet.chain.contracts.size).toBe(contracts);
+    expect((await s.gw.core.ledger.verify()).mismatches).toEqual([]);
+  }, 120_000);
+
   it("counts a wallet-path payment against an OAuth connection's daily limit: over the limit nothing moves", async () => {
     const user = await s.user();
     await drainCredits(user, 0n);

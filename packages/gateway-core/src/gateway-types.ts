@@ -85,6 +85,8 @@ export interface GatewayCore {
   readonly metrics: Metrics;
   /** Operator tools: disputes, treasury, settlement health, revenue, audit (operator/index.ts). */
   readonly operator: Operator;
+  /** One pass of the wallet-credit audit (it also runs at start and every 5 minutes): logs and sets `farebox_wallet_credit_problems`. */
+  auditWalletCredits(): Promise<void>;
   /** The OAuth authorization server (routes in apps/gateway). */
   readonly oauth: OAuthServer;
   /** The /v1 access rule for OAuth tokens. */

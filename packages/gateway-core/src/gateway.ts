@@ -102,6 +102,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     logger,
     metrics,
     operator,
+    auditWalletCredits: () => jobs.auditWalletCredits(),
     oauth,
     checkOAuthAccess,
     async authenticateBearer(token) {

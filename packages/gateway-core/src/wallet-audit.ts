@@ -12,6 +12,8 @@ export interface WalletCreditProblem {
   paymentId: string;
   amount: bigint;
   problem: string;
+  /** The credit itself (checked again on the next pass). */
+  credit: WalletCredit;
 }
 
 export interface WalletAuditReport {
@@ -101,7 +103,7 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
           try {
             const problem = await check(c, owners.get(c.accountId));
             checked.push(c);
-            if (problem) problems.push({ txHash: c.txHash, accountId: c.accountId, paymentId: c.paymentId, amount: c.amount, problem });
+            if (problem) problems.push({ txHash: c.txHash, accountId: c.accountId, paymentId: c.paymentId, amount: c.amount, problem, credit: c });
           } catch (err) {
             if (!(err instanceof Unanswered)) throw err;
             unanswered.push(c);
@@ -113,7 +115,7 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
   }
 
   // The periodic pass: credits are immutable, so each is checked once; problems and unanswered ones again each pass.
-  let cursor: { createdAt: Date; txHash: string } | undefined;
+  let cursor = 0n;
   const open = new Map<string, WalletCreditProblem>();
   const retry = new Map<string, WalletCredit>();
   let lastLedger: VerifyMismatch[] = [];
@@ -122,16 +124,14 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
     /** Every wallet-backed credit against the chain, and the ledger's wallet-credit checks (an operator's full audit). */
     async audit(): Promise<WalletAuditReport> {
       const report: WalletAuditReport = { checked: 0, problems: [], ledger: await o.ledger.verifyWalletCredits(), complete: true };
-      let after: { createdAt: Date; txHash: string } | undefined;
-      for (;;) {
-        const page = await o.ledger.walletCredits({ ...(after ? { after } : {}), limit: 500 });
-        if (page.length === 0) break;
+      for (let after = 0n; ; ) {
+        const page = await o.ledger.walletCredits({ after, limit: 500 });
         const r = await checkAll(page);
         report.checked += r.checked.length;
         report.problems.push(...r.problems);
         if (r.unanswered.length) report.complete = false;
-        const last = page[page.length - 1]!;
-        after = { createdAt: last.createdAt, txHash: last.txHash };
+        if (page.length < 500) break;
+        after = page[page.length - 1]!.seq;
       }
       return report;
     },
@@ -143,8 +143,8 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
      * still open.
      */
     async pass(limit = 200): Promise<WalletAuditReport> {
-      const fresh = await o.ledger.walletCredits({ ...(cursor ? { after: cursor } : {}), limit });
-      const again = [...retry.values(), ...[...open.values()].map((p) => ({ txHash: p.txHash, paymentId: p.paymentId, accountId: p.accountId, amount: p.amount, createdAt: new Date(0) }))];
+      const fresh = await o.ledger.walletCredits({ after: cursor, limit });
+      const again = [...retry.values(), ...[...open.values()].map((p) => p.credit)];
       const r = await checkAll([...again, ...fresh]);
       for (const c of r.checked) {
         retry.delete(c.txHash);
@@ -153,7 +153,7 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
       for (const p of r.problems) open.set(p.txHash, p);
       for (const c of r.unanswered) retry.set(c.txHash, c);
       const last = fresh[fresh.length - 1];
-      if (last) cursor = { createdAt: last.createdAt, txHash: last.txHash };
+      if (last) cursor = last.seq;
       lastLedger = await o.ledger.verifyWalletCredits();
       return { checked: r.checked.length, problems: [...open.values()], ledger: lastLedger, complete: r.unanswered.length === 0 };
     },

@@ -11,6 +11,9 @@ import { GatewayError } from './errors.js';
 import { checkEndpoint, guardedFetch, type EndpointPolicy } from './security/endpoint-guard.js';
 import type { Topups } from './topups.js';
 
+/** The service's quote offers nothing a wallet can pay directly (it is paid through the gateway only). */
+class TakesNoDirectPayment extends Error {}
+
 /** What the credit path hands over when credits do not cover a call. */
 export interface ShortfallInput {
   principal: Principal;
@@ -32,7 +35,7 @@ export interface WalletPathOptions {
   network: NetworkConfig;
   escrow: EscrowClient;
   /** Moves a shortfall from the wallet to the treasury as a top-up, exactly once. */
-  topups: Pick<Topups, 'payFromWallet'>;
+  topups: Pick<Topups, 'payFromWallet' | 'inWalletTurn'>;
   treasuryAddress: string;
   policy: EndpointPolicy;
   /** The account wallet's USDC (base units), 0 when it has no trustline or does not exist. */
@@ -91,8 +94,23 @@ export function createWalletPath(o: WalletPathOptions) {
       durationMs: s.ms,
       detail: { ...(s.txHash ? { txHash: s.txHash } : {}), ...(s.explorerUrl ? { explorerUrl: s.explorerUrl } : {}), ...(s.detail ?? {}), ...(s.error ? { error: s.error } : {}) },
     });
+    /**
+     * The direct call, tried again (at most three times in all) when the network refused its deploy or fund for a
+     * stale sequence number: another gateway on the same database paid from this wallet at that moment, and nothing
+     * was funded (a refused transaction moves nothing).
+     */
+    const directCall = async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await client.call({ service: svc.service }, input.payload, { maxCost: formatAmount(walletUnits, { trim: true }) });
+        } catch (err) {
+          if (attempt < 3 && refusedBeforeFunding(err, /tx_bad_seq/)) continue;
+          throw err;
+        }
+      }
+    };
     try {
-      const r = await client.call({ service: svc.service }, input.payload, { maxCost: formatAmount(walletUnits, { trim: true }) });
+      const r = await directCall();
       const txHash = r.releaseTx ?? [...r.trace.steps].reverse().find((s) => s.txHash)?.txHash ?? r.escrowId;
       const explorerUrl = o.network.explorer.tx(txHash);
       await o.ledger.resolveWalletPayment(record.id, { state: 'completed', txHash, explorerUrl, escrowId: r.escrowId });
@@ -112,6 +130,11 @@ export function createWalletPath(o: WalletPathOptions) {
         }),
       };
     } catch (err) {
+      if (err instanceof ClientError && err.code === 'NO_DIRECT_PAYMENT') {
+        // The service is paid through the gateway only: nothing was paid; the wallet pays the shortfall into credits instead.
+        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `${svc.service} takes no direct payment: paid with credits instead` }).catch((e) => log('recording a failed wallet payment failed', e));
+        throw new TakesNoDirectPayment();
+      }
       const data = err instanceof ClientError ? err.data : {};
       const escrowId = typeof data.escrowId === 'string' ? data.escrowId : undefined;
       const trace = (data.trace as { steps?: DirectTraceStep[] } | undefined)?.steps?.map(toTrace) ?? [];
@@ -119,11 +142,22 @@ export function createWalletPath(o: WalletPathOptions) {
       if (escrowId) refund = await refundEscrow(escrowId, user.walletAddress);
       const message = err instanceof Error ? err.message : String(err);
       await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: message.slice(0, 4000) }).catch((e) => log('recording a failed wallet payment failed', e));
+      // The wallet's USDC went to another payment (through another gateway) between the balance read and the funding:
+      // nothing was funded, so this is the credit path's answer, not a service failure.
+      if (refusedBeforeFunding(err, /not have enough USDC|underfunded/)) throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
       return {
         status: 500,
         body: JSON.stringify({ error: message, callId: input.callId, paidWith: 'wallet', mode: CALL_MODES.walletEscrow, ...(escrowId ? { escrowId } : {}), trace: { steps: [...input.steps, step('wallet_path', started, 'failed'), ...trace, ...(refund ? [refund] : [])] } }),
       };
     }
+  }
+
+  /** True when a direct call failed at its deploy or fund step with `reason`, so that no USDC reached an escrow. */
+  function refusedBeforeFunding(err: unknown, reason: RegExp): boolean {
+    if (!(err instanceof ClientError)) return false;
+    const steps = (err.data.trace as { steps?: DirectTraceStep[] } | undefined)?.steps ?? [];
+    const failed = steps.find((s) => s.status === 'failed');
+    return failed !== undefined && (failed.step === 'deploy' || failed.step === 'fund') && reason.test(failed.error ?? err.message);
   }
 
   /** A funded escrow the service did not serve goes back to the payer: the treasury (platform party and dispute resolver) disputes and resolves it. */
@@ -142,28 +176,41 @@ export function createWalletPath(o: WalletPathOptions) {
     }
   }
 
+  /** Decides between the wallet path, the combined case and `insufficient balance` (in the wallet's turn). */
+  async function decide(input: ShortfallInput): Promise<ShortfallOutcome> {
+    const user = input.principal.user;
+    const started = Date.now();
+    const [credits, walletUnits] = await Promise.all([o.ledger.balance(user.id), o.walletBalance(user.walletAddress).catch(() => 0n)]);
+    if (walletUnits >= input.amount) {
+      try {
+        return { response: await payFromWallet(input, walletUnits) };
+      } catch (err) {
+        if (!(err instanceof TakesNoDirectPayment)) throw err;
+      }
+    }
+    const shortfall = input.amount - credits.balance;
+    if (shortfall > 0n && credits.balance + walletUnits >= input.amount) {
+      if (shortfall > TOPUP_MAX || credits.aggregated + shortfall > BALANCE_CAP) {
+        throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+      }
+      const paid = await o.topups.payFromWallet(user, shortfall, `${input.callId}.topup`, { inTurn: true }).catch((err: unknown) => {
+        // The wallet's USDC went to another payment meanwhile (a concurrent call or top-up): nothing covers this call.
+        if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+        throw new GatewayError('UPSTREAM', `moving the shortfall from the wallet failed; nothing was charged (${err instanceof Error ? err.message : String(err)})`);
+      });
+      const txHash = paid.txHash ?? '';
+      input.steps.push(step('wallet_topup', started, 'ok', { amount: shortfall.toString(), from: user.walletAddress, to: o.treasuryAddress, txHash, explorerUrl: o.network.explorer.tx(txHash) }));
+      return { retry: true };
+    }
+    throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+  }
+
   return {
     /** The credit path's hook: decides between the wallet path, the combined case and `insufficient balance`. */
     async onInsufficientCredits(input: ShortfallInput): Promise<ShortfallOutcome> {
-      const user = input.principal.user;
-      const started = Date.now();
-      const [credits, walletUnits] = await Promise.all([o.ledger.balance(user.id), o.walletBalance(user.walletAddress).catch(() => 0n)]);
-      if (walletUnits >= input.amount) return { response: await payFromWallet(input, walletUnits) };
-      const shortfall = input.amount - credits.balance;
-      if (shortfall > 0n && credits.balance + walletUnits >= input.amount) {
-        if (shortfall > TOPUP_MAX || credits.aggregated + shortfall > BALANCE_CAP) {
-          throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
-        }
-        const paid = await o.topups.payFromWallet(user, shortfall, `${input.callId}.topup`).catch((err: unknown) => {
-          // The wallet's USDC went to another payment meanwhile (a concurrent call or top-up): nothing covers this call.
-          if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
-          throw new GatewayError('UPSTREAM', `moving the shortfall from the wallet failed; nothing was charged (${err instanceof Error ? err.message : String(err)})`);
-        });
-        const txHash = paid.txHash ?? '';
-        input.steps.push(step('wallet_topup', started, 'ok', { amount: shortfall.toString(), from: user.walletAddress, to: o.treasuryAddress, txHash, explorerUrl: o.network.explorer.tx(txHash) }));
-        return { retry: true };
-      }
-      throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+      // In the wallet's turn: what the wallet holds is read after its earlier payments (top-ups or calls) are done, and
+      // no other payment of this wallet can spend it before this one is funded.
+      return o.topups.inWalletTurn(input.principal.user.walletAddress, () => decide(input));
     },
 
     /** Wallet-paid calls a crash left pending: no escrow was recorded for them after 10 minutes -> failed (nothing was charged in credits). */

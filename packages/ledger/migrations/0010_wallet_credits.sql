@@ -10,6 +10,8 @@
 -- refuses a second credit for the same transaction (on any account).
 CREATE TABLE wallet_credits (
   tx_hash     TEXT PRIMARY KEY,
+  -- The order claims were written in: the chain audit pages through them by it.
+  seq         BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
   payment_id  UUID NOT NULL UNIQUE REFERENCES wallet_payments (id),
   account_id  TEXT NOT NULL,
   amount      BIGINT NOT NULL CHECK (amount > 0),

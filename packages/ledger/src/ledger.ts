@@ -18,6 +18,7 @@ import {
   type AdvanceData,
   type AdvanceResult,
   type AnalyticsPoint,
+  type VerifyMismatch,
   type WalletCredit,
   type ClaimResult,
   type CycleState,
@@ -327,8 +328,8 @@ export class Ledger {
     return walletPayments.resolveWalletPayment(this.db, paymentId, outcome);
   }
 
-  /** Credits that wallet payments back, oldest first after a cursor (the chain audit reads them). */
-  walletCredits(options: { after?: { createdAt: Date; txHash: string }; limit?: number } = {}): Promise<WalletCredit[]> {
+  /** Credits that wallet payments back, in claim order after the `after` cursor (a credit's `seq`; the chain audit reads them). */
+  walletCredits(options: { after?: bigint; limit?: number } = {}): Promise<WalletCredit[]> {
     return walletPayments.walletCredits(this.db, options);
   }
 
@@ -355,6 +356,11 @@ export class Ledger {
    */
   verify(): Promise<VerifyReport> {
     return verify.verify(this.db);
+  }
+
+  /** The wallet-credit checks of {@link verify} alone (cheap enough to run on a timer). */
+  verifyWalletCredits(): Promise<VerifyMismatch[]> {
+    return verify.verifyWalletCredits(this.db);
   }
 }
 

@@ -286,6 +286,8 @@ export interface ClaimResult {
 
 /** A credit that a wallet payment backs: its transaction's single claim (table `wallet_credits`). */
 export interface WalletCredit {
+  /** The order of the claims (the audit's cursor). */
+  seq: bigint;
   txHash: string;
   paymentId: string;
   accountId: string;

@@ -85,37 +85,7 @@ export async function verify(db: Database): Promise<VerifyReport> {
   for (const r of fees.rows) {
     mismatches.push({ kind: 'cycle', id: str(r.id), expected: `fee ${str(r.due)} (5 % of gross ${str(r.claimed_gross)}, rounded down)`, actual: `fee ${str(r.claimed_fee)}` });
   }
-  // Every credit a wallet payment backs: its transaction is claimed once (wallet_credits, schema 10), the claim's
-  // credit is in the journal exactly once, on that account and for that amount, and its payment completed with it.
-  const claims = await db.query(
-    `SELECT c.tx_hash, c.account_id, c.amount, c.payment_id, count(j.id) AS credits,
-            string_agg(j.account_id || ' ' || j.amount, ', ' ORDER BY j.id) AS found,
-            (SELECT w.state || ' ' || w.kind || ' ' || w.account_id || ' ' || w.amount || ' ' || COALESCE(w.tx_hash, '-') FROM wallet_payments w WHERE w.id = c.payment_id) AS payment
-       FROM wallet_credits c LEFT JOIN journal j ON j.kind = 'topup' AND j.reference = 'wallet:' || c.tx_hash
-      GROUP BY c.tx_hash, c.account_id, c.amount, c.payment_id
-     HAVING count(j.id) <> 1 OR NOT bool_and(j.account_id = c.account_id AND j.amount = c.amount)
-         OR NOT EXISTS (SELECT 1 FROM wallet_payments w WHERE w.id = c.payment_id AND w.kind = 'topup' AND w.state = 'completed'
-                          AND w.tx_hash = c.tx_hash AND w.account_id = c.account_id AND w.amount = c.amount)`,
-  );
-  for (const r of claims.rows) {
-    const expected = `one credit of ${str(r.amount)} to ${str(r.account_id)} for payment ${str(r.payment_id)} (completed topup ${str(r.account_id)} ${str(r.amount)} ${str(r.tx_hash)})`;
-    const credits = Number(r.credits);
-    const actual = credits === 0 ? 'no credit in the journal' : `${credits} credit${credits === 1 ? '' : 's'} in the journal (${str(r.found)})`;
-    mismatches.push({ kind: 'wallet-credit', id: str(r.tx_hash), expected, actual: `${actual}; payment ${str(r.payment ?? 'missing')}` });
-  }
-  const unclaimed = await db.query(
-    `SELECT w.id, w.account_id, w.amount, w.tx_hash, c.tx_hash AS claimed
-       FROM wallet_payments w LEFT JOIN wallet_credits c ON c.payment_id = w.id
-      WHERE w.kind = 'topup' AND w.state = 'completed' AND (c.tx_hash IS NULL OR c.tx_hash IS DISTINCT FROM w.tx_hash)`,
-  );
-  for (const r of unclaimed.rows) {
-    mismatches.push({
-      kind: 'wallet-credit',
-      id: str(r.id),
-      expected: `completed wallet payment credited from its own transaction ${str(r.tx_hash ?? '-')}`,
-      actual: r.claimed ? `claims transaction ${str(r.claimed)}` : `no claim: transaction ${str(r.tx_hash ?? '-')} backs another credit`,
-    });
-  }
+  mismatches.push(...(await verifyWalletCredits(db)));
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,
@@ -131,4 +101,44 @@ export async function verify(db: Database): Promise<VerifyReport> {
     mismatches.push({ kind: 'conservation', id: '*', expected: sums.credited.toString(), actual: (sums.credits + sums.held + sums.earned).toString() });
   }
   return { ok: mismatches.length === 0, accounts: Number(t.accounts), holds: Number(t.holds), mismatches, totals: sums };
+}
+
+/**
+ * The wallet-credit part of {@link verify}: every credit a wallet payment
+ * backs has its transaction claimed once (`wallet_credits`, schema 10), the
+ * claim's credit is in the journal exactly once, on that account and for that
+ * amount, and its payment completed with that transaction.
+ */
+export async function verifyWalletCredits(db: Database): Promise<VerifyMismatch[]> {
+  const found: VerifyMismatch[] = [];
+  const claims = await db.query(
+    `SELECT c.tx_hash, c.account_id, c.amount, c.payment_id, count(j.id) AS credits,
+            string_agg(j.account_id || ' ' || j.amount, ', ' ORDER BY j.id) AS found,
+            (SELECT w.state || ' ' || w.kind || ' ' || w.account_id || ' ' || w.amount || ' ' || COALESCE(w.tx_hash, '-') FROM wallet_payments w WHERE w.id = c.payment_id) AS payment
+       FROM wallet_credits c LEFT JOIN journal j ON j.kind = 'topup' AND j.reference = 'wallet:' || c.tx_hash
+      GROUP BY c.tx_hash, c.account_id, c.amount, c.payment_id
+     HAVING count(j.id) <> 1 OR NOT bool_and(j.account_id = c.account_id AND j.amount = c.amount)
+         OR NOT EXISTS (SELECT 1 FROM wallet_payments w WHERE w.id = c.payment_id AND w.kind = 'topup' AND w.state = 'completed'
+                          AND w.tx_hash = c.tx_hash AND w.account_id = c.account_id AND w.amount = c.amount)`,
+  );
+  for (const r of claims.rows) {
+    const expected = `one credit of ${str(r.amount)} to ${str(r.account_id)} for payment ${str(r.payment_id)} (completed topup ${str(r.account_id)} ${str(r.amount)} ${str(r.tx_hash)})`;
+    const credits = Number(r.credits);
+    const actual = credits === 0 ? 'no credit in the journal' : `${credits} credit${credits === 1 ? '' : 's'} in the journal (${str(r.found)})`;
+    found.push({ kind: 'wallet-credit', id: str(r.tx_hash), expected, actual: `${actual}; payment ${str(r.payment ?? 'missing')}` });
+  }
+  const unclaimed = await db.query(
+    `SELECT w.id, w.account_id, w.amount, w.tx_hash, c.tx_hash AS claimed
+       FROM wallet_payments w LEFT JOIN wallet_credits c ON c.payment_id = w.id
+      WHERE w.kind = 'topup' AND w.state = 'completed' AND (c.tx_hash IS NULL OR c.tx_hash IS DISTINCT FROM w.tx_hash)`,
+  );
+  for (const r of unclaimed.rows) {
+    found.push({
+      kind: 'wallet-credit',
+      id: str(r.id),
+      expected: `completed wallet payment credited from its own transaction ${str(r.tx_hash ?? '-')}`,
+      actual: r.claimed ? `claims transaction ${str(r.claimed)}` : `no claim: transaction ${str(r.tx_hash ?? '-')} backs another credit`,
+    });
+  }
+  return found;
 }

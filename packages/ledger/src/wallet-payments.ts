@@ -92,19 +92,16 @@ export async function pendingWalletPayments(db: Database, limit = 100): Promise<
 }
 
 /**
- * Credits that wallet payments back (one per on-chain transaction), oldest
- * first, after the `(createdAt, txHash)` cursor: what the gateway's audit
- * checks against the chain.
+ * Credits that wallet payments back (one per on-chain transaction), in the
+ * order they were claimed, after the `after` cursor (a credit's `seq`): what
+ * the gateway's audit checks against the chain.
  */
-export async function walletCredits(db: Database, options: { after?: { createdAt: Date; txHash: string }; limit?: number } = {}): Promise<WalletCredit[]> {
+export async function walletCredits(db: Database, options: { after?: bigint; limit?: number } = {}): Promise<WalletCredit[]> {
   const limit = options.limit ?? 500;
   positiveInt(limit, 'limit', 10_000);
-  const after = options.after;
   const { rows } = await db.query(
-    `SELECT tx_hash, payment_id, account_id, amount, created_at FROM wallet_credits
-      WHERE $1::timestamptz IS NULL OR (created_at, tx_hash) > ($1::timestamptz, $2::text)
-      ORDER BY created_at, tx_hash LIMIT $3`,
-    [after ? after.createdAt.toISOString() : null, after ? after.txHash : '', limit],
+    `SELECT seq, tx_hash, payment_id, account_id, amount, created_at FROM wallet_credits WHERE seq > $1::bigint ORDER BY seq LIMIT $2`,
+    [(options.after ?? 0n).toString(), limit],
   );
-  return rows.map((r) => ({ txHash: str(r.tx_hash), paymentId: str(r.payment_id), accountId: str(r.account_id), amount: big(r.amount), createdAt: date(r.created_at) }));
+  return rows.map((r) => ({ seq: big(r.seq), txHash: str(r.tx_hash), paymentId: str(r.payment_id), accountId: str(r.account_id), amount: big(r.amount), createdAt: date(r.created_at) }));
 }

@@ -459,7 +459,7 @@ describe('wallet payments', () => {
       const acct = accountId('dup-upgrade');
       await ledger.openAccount(acct);
       // What racing top-ups left before schema 10: three payments, one transaction, three credits.
-      const ps = [];
+      const ps: { id: string }[] = [];
       for (let i = 0; i < 3; i++) {
         // As schema 9's resolveWalletPayment wrote them: the credit, then the payment completed with its hash.
         const p = await ledger.recordWalletPayment(acct, { kind: 'topup', callId: `r${i}`, amount: 10n * USD });

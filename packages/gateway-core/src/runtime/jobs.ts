@@ -28,7 +28,7 @@ export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; 
         metrics.walletCreditProblems.set(r.problems.length + r.ledger.length);
         if (r.problems.length || r.ledger.length) {
           logger.error(
-            { event: 'wallet-credit-audit', problems: r.problems.slice(0, 20).map((p) => ({ ...p, amount: p.amount.toString() })), ledger: r.ledger.slice(0, 20) },
+            { event: 'wallet-credit-audit', problems: r.problems.slice(0, 20).map((p) => ({ txHash: p.txHash, accountId: p.accountId, paymentId: p.paymentId, amount: p.amount.toString(), problem: p.problem })), ledger: r.ledger.slice(0, 20) },
             'wallet-backed credits the chain does not back (docs/operations.md, "Wallet-backed credits")',
           );
         }
