@@ -77,7 +77,6 @@ export function walletCreditsSuite(name: string, opts: { gateways: 1 | 2; databa
       await fc.assert(
         fc.asyncProperty(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 30 })), fc.array(fc.array(opArb(opts.gateways), { minLength: 2, maxLength: 8 }), { minLength: 1, maxLength: 3 }), async (funds, batches) => {
           runs++;
-          if (process.env.WC_DEBUG) console.error('run', runs, JSON.stringify(batches));
           const users: KitUser[] = [await s.user(), await s.user()];
           for (const [i, u] of users.entries()) await s.fundWallet(u, BigInt(funds[i]!) * USDC);
           const keyOf = (u: number, k: string) => `run${runs}-${u}-${k}`;
@@ -101,7 +100,6 @@ export function walletCreditsSuite(name: string, opts: { gateways: 1 | 2; databa
                 expect([200, 402, 409], JSON.stringify(r.body)).toContain(r.status);
               }),
             );
-            if (process.env.WC_DEBUG) console.error('batch done');
             const chain = paidToTreasury(s.devnet, core.treasuryAddress);
             for (const u of users) expect(await walletCredits(u.id), `account ${u.id}`).toBe(chain.get(u.wallet) ?? 0n);
           }

@@ -135,20 +135,20 @@ export function createTopups(o: TopupsOptions) {
 
   /**
    * Moves `amount` USDC from the wallet to the treasury and credits it, once
-   * per `reference`: a repeat finds the first record and finishes it (or
+   * per `reference`, in the wallet's turn (`inTurn`: the caller holds it): a repeat finds the first record and finishes it (or
    * answers what became of it) instead of paying again. Resolves with the
    * completed payment; throws when nothing was paid (the record says why) or
    * when the payment is submitted but not confirmed yet (it stays pending and
    * is credited by {@link reconcile} once the chain has it).
    */
-  async function payFromWallet(account: TopupAccount, amount: bigint, reference: string): Promise<WalletPayment> {
+  async function payFromWallet(account: TopupAccount, amount: bigint, reference: string, options: { inTurn?: boolean } = {}): Promise<WalletPayment> {
     const record = await o.ledger.recordWalletPayment(account.id, { kind: 'topup', callId: reference, amount });
     if (record.amount !== amount) throw new GatewayError('CONFLICT', 'idempotency key reused with a different request');
     if (record.state === 'completed') return record;
     if (record.state === 'failed') throw new GatewayError('UPSTREAM', `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`);
     // One payment of a wallet at a time on this gateway: each is built on the sequence the one before left, and
     // sees the USDC the one before left. (Gateways sharing a database may still race: see tx_bad_seq below.)
-    return inOrder(account.walletAddress, () => sendPayment(account, record));
+    return options.inTurn ? sendPayment(account, record) : inOrder(account.walletAddress, () => sendPayment(account, record));
   }
 
   /** The credited payment, or the failure its record now says. */
@@ -263,6 +263,12 @@ export function createTopups(o: TopupsOptions) {
   return {
     mode: o.mode,
     payFromWallet,
+    /**
+     * Runs `fn` in the wallet's turn: one payment from a wallet at a time on
+     * this gateway (top-ups and wallet-path calls alike). Inside it, pay with
+     * `payFromWallet(..., { inTurn: true })`.
+     */
+    inWalletTurn: <T>(walletAddress: string, fn: () => Promise<T>): Promise<T> => inOrder(walletAddress, fn),
 
     /**
      * `POST /v1/topup` for an amount already validated (0 < amount <= 1,000
