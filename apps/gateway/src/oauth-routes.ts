@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { displayText, formatAmount } from '@farebox/protocol';
-import { inputError, jsonBody } from './body.js';
+import { formBody, inputError, jsonBody, unsafeTextError } from './body.js';
 import { browserPolicy } from './browser-policy.js';
 import { readCookies } from './http.js';
 
@@ -71,7 +71,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     }
   });
 
-  const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
+  // Forms keep to the text rule of every body (no control characters, no unpaired surrogates).
+  const form = formBody({ limit: '64kb', parameterLimit: 50 });
   const json = jsonBody({ limit: '64kb' });
 
   /** Public, cookie-less endpoints may be called from browser-based clients. */
@@ -236,6 +237,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     '/authorize',
     (req, res, next) => {
       (async () => {
+        const unsafe = unsafeTextError(req.query);
+        if (unsafe) return errorPage(res, unsafe.message);
         const check = await oauth.checkAuthorization(req.query as Record<string, unknown>);
         if (check.kind === 'error_page') return errorPage(res, check.message);
         if (check.kind === 'redirect') return res.redirect(302, check.location);

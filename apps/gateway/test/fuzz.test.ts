@@ -117,6 +117,15 @@ describe('fuzzing every JSON endpoint', () => {
     // Forms (sign-in) take the same rule.
     const form = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=x%40example.com&password=a%00b', redirect: 'manual' });
     expect([form.status, await form.json()]).toEqual([400, { error: 'invalid password: control character U+0000 not allowed' }]);
+    // The OAuth forms and /authorize's query too.
+    for (const path of ['/token', '/revoke']) {
+      const res = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=a%00b&client_id=c' });
+      expect(res.status, path).toBe(400);
+      expect(JSON.stringify(await res.json()), path).toContain('invalid code: control character U+0000 not allowed');
+    }
+    const page = await fetch(`${h.url}/authorize?response_type=code&client_id=c&state=%E2%80%AEx%1B`, { redirect: 'manual' });
+    expect(page.status).toBe(400);
+    expect(await page.text()).toContain('invalid state: control character U+001B not allowed');
     // And every path parameter and query string.
     for (const [method, path, field] of [
       ['GET', '/v1/agents/a%00b/manifest', 'service'],
