@@ -59,6 +59,29 @@ export function jsonBody(options: { limit: string | number; strict?: boolean }):
   );
 }
 
+/**
+ * False when JSON bytes (UTF-8, already checked) cannot hold a string that
+ * breaks the text rule, so the parsed body need not be walked: JSON.parse
+ * refuses raw C0 controls inside strings and `isUtf8` refuses encoded
+ * surrogates, so what is left to find comes only as an escape (`\u…`, `\b`,
+ * `\f`), a DEL byte or a C1 control (bytes C2 80 to C2 9F). The call route
+ * scans each body this way (native searches) and walks only the rare body
+ * that has one.
+ */
+export function mayHoldUnsafeText(buf: Uint8Array): boolean {
+  if (buf.indexOf(0x7f) !== -1) return true;
+  // Escapes come in pairs (an escaped backslash skips the next one).
+  for (let i = buf.indexOf(0x5c); i !== -1; i = buf.indexOf(0x5c, i + 2)) {
+    const next = buf[i + 1];
+    if (next === 0x75 || next === 0x62 || next === 0x66) return true;
+  }
+  for (let i = buf.indexOf(0xc2); i !== -1; i = buf.indexOf(0xc2, i + 1)) {
+    const next = buf[i + 1]!;
+    if (next >= 0x80 && next <= 0x9f) return true;
+  }
+  return false;
+}
+
 /** `express.urlencoded` with the same text rule as JSON bodies. */
 export function formBody(options: { limit: string | number; parameterLimit?: number }): express.RequestHandler {
   return checkedText(express.urlencoded({ extended: false, ...options }));

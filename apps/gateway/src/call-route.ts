@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
 import { GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { isUtf8 } from 'node:buffer';
-import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_BAD_UTF8, JSON_TOO_DEEP, jsonTooDeep, unsafeTextError } from './body.js';
+import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_BAD_UTF8, JSON_TOO_DEEP, jsonTooDeep, mayHoldUnsafeText, unsafeTextError } from './body.js';
 import { bearerToken } from './browser-policy.js';
 import { admit, principalForBearer } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
@@ -146,7 +146,7 @@ function readJson(req: IncomingMessage): Promise<BodyResult> {
       } catch {
         return resolve({ status: 400, error: INVALID_JSON });
       }
-      const bad = unsafeTextError(value);
+      const bad = mayHoldUnsafeText(buf) ? unsafeTextError(value) : undefined;
       resolve(bad ? { status: 400, error: bad.message } : { value });
     });
   });
