@@ -10,6 +10,7 @@ const root = resolve(import.meta.dirname, '..');
 const entries: Record<string, () => Promise<Record<string, unknown>>> = {
   '@farebox/protocol': () => import('../packages/protocol/src/index.js'),
   '@farebox/protocol/files': () => import('../packages/protocol/src/node/files.js'),
+  '@farebox/contract': () => import('../packages/contract/src/index.js'),
   '@farebox/stellar': () => import('../packages/stellar/src/index.js'),
   '@farebox/escrow': () => import('../packages/escrow/src/index.js'),
   '@farebox/wallets': () => import('../packages/wallets/src/index.js'),
@@ -42,9 +43,11 @@ it('every exported error class of every package extends FareboxError and is desc
   expect([...new Set(found)].sort()).toEqual([
     'ClientError',
     'ConfigError',
+    'DiscoveryApiError',
     'DiscoveryError',
     'EndpointVerificationError',
     'EscrowError',
+    'EscrowPaymentError',
     'FareboxError',
     'GatewayApiError',
     'GatewayError',

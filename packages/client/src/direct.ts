@@ -128,6 +128,8 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
     net,
     signer,
     request,
+    fetch: doFetch,
+    timeoutMs,
     verifyEndpoint: Boolean(options.verifyEndpoint),
     escrowApi,
     registryApi,

@@ -59,8 +59,8 @@ export interface ClientErrorData {
 export class ClientError extends FareboxError<ClientErrorCode, ClientErrorData> {
   override readonly name: string = 'ClientError';
 
-  constructor(code: ClientErrorCode, message: string, data: ClientErrorData = {}) {
-    super(code, message, data);
+  constructor(code: ClientErrorCode, message: string, data: ClientErrorData = {}, options?: { cause?: unknown }) {
+    super(code, message, data, options);
   }
 }
 

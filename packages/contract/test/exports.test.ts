@@ -3,7 +3,24 @@ import * as contract from '../src/index.js';
 
 describe('public surface', () => {
   it('exports exactly these names', () => {
-    expect(Object.keys(contract).sort()).toEqual(['OAUTH_SCOPES', 'findOperation', 'inputs', 'openApiPath', 'operationList', 'operations', 'schemas']);
+    expect(Object.keys(contract).sort()).toEqual([
+      'DiscoveryApiError',
+      'MCP_INSTRUCTIONS',
+      'MCP_TOOLS',
+      'OAUTH_SCOPES',
+      'createDiscoveryClient',
+      'discoveryAnswers',
+      'findOperation',
+      'inputs',
+      'openApiPath',
+      'operationList',
+      'operations',
+      'registerMcpTools',
+      'runMcpTool',
+      'schemas',
+      'toolError',
+      'toolResult',
+    ]);
   });
 
   it('depends on zod and @farebox/protocol only (both runtime-neutral; the name policy is protocol\'s)', async () => {

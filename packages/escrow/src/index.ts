@@ -1,4 +1,6 @@
 export { createEscrowClient } from './client.js';
 export type { EscrowClient, EscrowClientOptions, Escrow, EscrowRoles, DeployInput, SendResult } from './client.js';
-export { EscrowError } from './errors.js';
-export type { EscrowErrorCode } from './errors.js';
+export { EscrowError, EscrowPaymentError } from './errors.js';
+export type { EscrowErrorCode, EscrowPaymentErrorCode, EscrowPaymentErrorData } from './errors.js';
+export { createEscrowPayer } from './payer.js';
+export type { EscrowPayer, EscrowPayerOptions, PayTarget, PayOptions, DirectCallResult, DirectCallStep, ProgressEvent, TraceStep } from './payer.js';

@@ -1,4 +1,4 @@
-import { ClientError, createDiscoveryClient, type DiscoveryHit } from '@farebox/client';
+import { createDiscoveryClient, DiscoveryApiError, type DiscoveryHit } from '@farebox/contract';
 import type { SearchIndex, SearchStatus } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
@@ -44,13 +44,13 @@ export function localSearchBackend(index: SearchIndex): SearchBackend {
 }
 
 /**
- * A discovery backend over HTTP, read with `@farebox/client`'s discovery
- * client (the one client of that API). Its failures are the gateway's
- * upstream errors (500, the backend's message); bad input it refuses is the
- * caller's 400.
+ * A discovery backend over HTTP, read with `@farebox/contract`'s discovery
+ * reader (the one client of that API, shared with `@farebox/client`). Its
+ * failures are the gateway's upstream errors (500, the backend's message);
+ * bad input it refuses is the caller's 400.
  */
 export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: number; fetch?: typeof fetch } = {}): SearchBackend {
-  const client = createDiscoveryClient({ url: baseUrl, timeoutMs: options.timeoutMs ?? 5_000, env: {}, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const client = createDiscoveryClient({ url: baseUrl, timeoutMs: options.timeoutMs ?? 5_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
   const url = client.url;
   let backend: RemoteSearchStatus['backend'] = null;
   let lastError: string | null = null;
@@ -75,12 +75,12 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
       try {
         hits = (await client.search(query, { limit })).results;
       } catch (err) {
-        if (err instanceof ClientError && err.code === 'NETWORK') {
+        if (err instanceof DiscoveryApiError && err.code === 'NETWORK') {
           lastError = `discovery backend unreachable: ${reasonOf(err)}`;
           throw new GatewayError('UPSTREAM', lastError);
         }
-        const status = err instanceof ClientError ? err.data.status : undefined;
-        const message = err instanceof ClientError ? (err.data.serverMessage ?? `HTTP ${status}`) : reasonOf(err);
+        const status = err instanceof DiscoveryApiError ? err.data.status : undefined;
+        const message = err instanceof DiscoveryApiError ? (err.data.serverMessage ?? `HTTP ${status}`) : reasonOf(err);
         lastError = `discovery backend: ${message}`;
         // Bad input is refused the same way by the gateway's own checks first; anything else is upstream.
         throw new GatewayError(status === 400 ? 'BAD_REQUEST' : 'UPSTREAM', status === 400 ? message : lastError);
@@ -106,6 +106,6 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
 }
 
 function reasonOf(err: unknown): string {
-  if (err instanceof ClientError && typeof err.data.reason === 'string') return err.data.reason;
+  if (err instanceof DiscoveryApiError && typeof err.data.reason === 'string') return err.data.reason;
   return err instanceof Error ? err.message : String(err);
 }

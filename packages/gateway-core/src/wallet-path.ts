@@ -1,7 +1,6 @@
-import { createClient, ClientError, type TraceStep as DirectTraceStep } from '@farebox/client';
-import type { EscrowClient } from '@farebox/escrow';
+import { createEscrowPayer, EscrowPaymentError, type EscrowClient, type TraceStep as DirectTraceStep } from '@farebox/escrow';
 import { BALANCE_CAP, TOPUP_MAX, type Ledger } from '@farebox/ledger';
-import { costObject, formatAmount } from '@farebox/protocol';
+import { costObject } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { Principal } from './auth/accounts.js';
@@ -79,14 +78,15 @@ export function createWalletPath(o: WalletPathOptions) {
     }
     const record = await o.ledger.recordWalletPayment(user.id, { kind: 'call', callId: input.callId, amount: input.amount, service: svc.service, publisherOwner: svc.owner });
     const started = Date.now();
-    const client = createClient({
+    // The same payer as `@farebox/client`'s direct calls, signing with the account's wallet.
+    const payer = createEscrowPayer({
       fetch: fetchGuarded,
       network: o.network,
       signer: walletSigner(o.wallets, user.walletAddress),
       escrow: o.escrow,
       platformAddress: o.treasuryAddress,
-      registry: { getAgent: async (name) => (name === svc.service ? { owner: svc.owner, endpoint: svc.endpoint, pricePerCall: svc.pricePerCall } : null) },
     });
+    const body = JSON.stringify(input.payload ?? null);
     const toTrace = (s: DirectTraceStep): TraceStep => ({
       name: `wallet_${s.step}`,
       status: s.status,
@@ -102,7 +102,7 @@ export function createWalletPath(o: WalletPathOptions) {
     const directCall = async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await client.call({ service: svc.service }, input.payload, { maxCost: formatAmount(walletUnits, { trim: true }) });
+          return await payer.pay({ service: svc.service, endpoint: svc.endpoint, owner: svc.owner }, body, { maxCost: walletUnits });
         } catch (err) {
           if (attempt < 3 && refusedBeforeFunding(err, /tx_bad_seq/)) continue;
           throw err;
@@ -130,14 +130,14 @@ export function createWalletPath(o: WalletPathOptions) {
         }),
       };
     } catch (err) {
-      if (err instanceof ClientError && err.code === 'NO_DIRECT_PAYMENT') {
+      if (err instanceof EscrowPaymentError && err.code === 'NO_DIRECT_PAYMENT') {
         // The service is paid through the gateway only: nothing was paid; the wallet pays the shortfall into credits instead.
         await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `${svc.service} takes no direct payment: paid with credits instead` }).catch((e) => log('recording a failed wallet payment failed', e));
         throw new TakesNoDirectPayment();
       }
-      const data = err instanceof ClientError ? err.data : {};
+      const data = err instanceof EscrowPaymentError ? err.data : {};
       const escrowId = typeof data.escrowId === 'string' ? data.escrowId : undefined;
-      const trace = (data.trace as { steps?: DirectTraceStep[] } | undefined)?.steps?.map(toTrace) ?? [];
+      const trace = data.trace?.steps.map(toTrace) ?? [];
       let refund: TraceStep | undefined;
       if (escrowId) refund = await refundEscrow(escrowId, user.walletAddress);
       const message = err instanceof Error ? err.message : String(err);
@@ -154,8 +154,8 @@ export function createWalletPath(o: WalletPathOptions) {
 
   /** True when a direct call failed at its deploy or fund step with `reason`, so that no USDC reached an escrow. */
   function refusedBeforeFunding(err: unknown, reason: RegExp): boolean {
-    if (!(err instanceof ClientError)) return false;
-    const steps = (err.data.trace as { steps?: DirectTraceStep[] } | undefined)?.steps ?? [];
+    if (!(err instanceof EscrowPaymentError)) return false;
+    const steps = err.data.trace?.steps ?? [];
     const failed = steps.find((s) => s.status === 'failed');
     return failed !== undefined && (failed.step === 'deploy' || failed.step === 'fund') && reason.test(failed.error ?? err.message);
   }

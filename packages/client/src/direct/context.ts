@@ -9,6 +9,9 @@ export interface DirectContext {
   net: NetworkConfig;
   signer: TxSigner | undefined;
   request: Requester;
+  /** What the escrow payer sends its requests with (`ClientOptions.fetch`, `timeoutMs`). */
+  fetch: typeof fetch;
+  timeoutMs: number;
   /** Check the service's `/manifest` before paying (`ClientOptions.verifyEndpoint`). */
   verifyEndpoint: boolean;
   escrowApi(): EscrowClient;

@@ -1,4 +1,4 @@
-import type { Escrow, EscrowClient } from '@farebox/escrow';
+import type { Escrow, EscrowClient, DirectCallResult, ProgressEvent } from '@farebox/escrow';
 import type { NetworkConfig, NetworkName, TxSigner } from '@farebox/stellar';
 
 /** The registry read the client needs (`createRegistryClient` from `@farebox/stellar` by default). */
@@ -9,45 +9,7 @@ export interface ServiceRegistry {
 /** A service to call: its registry name, or an endpoint with the name or the owner to check the quote against. */
 export type ServiceTarget = string | { service?: string; endpoint?: string; ownerWallet?: string };
 
-/** The steps of a direct call, in order. */
-export type DirectCallStep = 'quote' | 'deploy' | 'fund' | 'call' | 'settled';
-
-/** One progress report: a step starts, is done, or failed. */
-export interface ProgressEvent {
-  step: DirectCallStep;
-  phase: 'start' | 'done' | 'failed';
-  /** Milliseconds since the call started. */
-  elapsedMs: number;
-  escrowId?: string;
-  txHash?: string;
-  explorerUrl?: string;
-  message?: string;
-}
-
-/** One entry of a direct call's trace. */
-export interface TraceStep {
-  step: DirectCallStep;
-  status: 'ok' | 'failed';
-  /** ISO time the step started. */
-  startedAt: string;
-  ms: number;
-  txHash?: string;
-  explorerUrl?: string;
-  detail?: Record<string, string>;
-  error?: string;
-}
-
-/** What a paid direct call returns. */
-export interface DirectCallResult<T = unknown> {
-  result: T;
-  cost: { baseUnits: bigint; usdc: string; usd: number };
-  escrowId: string;
-  quoteId: string;
-  /** The release transaction, when the service released the escrow after serving. */
-  releaseTx?: string;
-  explorerUrl?: string;
-  trace: { steps: TraceStep[] };
-}
+export type { DirectCallStep, ProgressEvent, TraceStep, DirectCallResult } from '@farebox/escrow';
 
 export interface CallOptions {
   onProgress?: (event: ProgressEvent) => void;

@@ -1,6 +1,6 @@
-// `@farebox/client/mcp`: the Farebox MCP tools, defined once (input schema,
-// description, handler over a `FareboxApi`), served by the gateway's `/mcp`
-// (over the gateway core) and by the stdio adapter (over the REST client).
-// Runtime-neutral: zod only.
-export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError } from './tools.js';
-export type { FareboxApi, McpTool, McpToolHost, McpToolResult, McpToolScope, ToolRegistry } from './tools.js';
+// `@farebox/client/mcp`: the Farebox MCP tools, defined once in
+// `@farebox/contract` (input schema, description, handler over a
+// `FareboxApi`), served by the gateway's `/mcp` (over the gateway core) and by
+// the stdio adapter (over the REST client). Runtime-neutral: zod only.
+export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError } from '@farebox/contract';
+export type { FareboxApi, McpTool, McpToolHost, McpToolResult, McpToolScope, ToolRegistry } from '@farebox/contract';

@@ -1,10 +1,10 @@
-import { registerMcpTools, toolError, type FareboxApi, type McpToolHost, type ToolRegistry } from '@farebox/client/mcp';
+import { registerMcpTools, toolError, type FareboxApi, type McpToolHost, type ToolRegistry } from '@farebox/contract';
 import type { Principal, User } from '../auth/accounts.js';
 import type { CallAnswer } from '../calls.js';
 import { GatewayError } from '../errors.js';
 import { requireScope } from '../oauth/scopes.js';
 
-export { MCP_INSTRUCTIONS } from '@farebox/client/mcp';
+export { MCP_INSTRUCTIONS } from '@farebox/contract';
 
 /** What the MCP tools need from the gateway core (the core satisfies it). */
 export interface McpToolDeps {
@@ -18,7 +18,7 @@ export interface McpToolDeps {
 
 /**
  * The Farebox API of one principal, in process: what the MCP tools of
- * `@farebox/client/mcp` run over at the gateway's `/mcp`.
+ * `@farebox/contract` run over at the gateway's `/mcp`.
  */
 export function mcpApi(deps: McpToolDeps, principal: Principal): FareboxApi {
   return {
@@ -47,7 +47,7 @@ export function mcpToolHost(principal: Principal): McpToolHost {
   };
 }
 
-/** Registers the MCP tools of `@farebox/client/mcp` on a `/mcp` server, run as `principal`. */
+/** Registers the MCP tools of `@farebox/contract` on a `/mcp` server, run as `principal`. */
 export function registerGatewayMcpTools(server: ToolRegistry, deps: McpToolDeps, principal: Principal): void {
   registerMcpTools(server, mcpApi(deps, principal), mcpToolHost(principal));
 }

@@ -1,10 +1,15 @@
+// The Farebox MCP tools, defined once (input schema, description, handler
+// over a `FareboxApi`), served by the gateway's `/mcp` (over the gateway core
+// in process) and by the stdio adapter (over the REST client). Zod only, like
+// the rest of the contract, so both hosts reach them without reaching each
+// other.
 import { z } from 'zod';
 
 /**
  * What the MCP tools need from Farebox. Two implementations: the gateway core
  * in process (the gateway's `/mcp`, for one signed-in principal) and the REST
- * {@link GatewayClient} (the stdio adapter with an API key), which satisfies it
- * as it is.
+ * `GatewayClient` of `@farebox/client` (the stdio adapter with an API key),
+ * which satisfies it as it is.
  */
 export interface FareboxApi {
   agents: {
