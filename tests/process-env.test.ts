@@ -43,3 +43,20 @@ it('no library reads process.env outside the documented SDK configuration reader
   // Every exception is still real (remove it here once its package stops reading the environment).
   expect(Object.keys(ALLOWED).filter((f) => !readers.includes(f))).toEqual([]);
 });
+
+// gateway-core takes typed options (GatewayOptions, validated once by
+// resolveGatewayConfig in src/config.ts); the gateway host reads the
+// environment (apps/gateway/src/config.ts, configFromEnv). Nothing in
+// gateway-core's src reads process.env, or an environment map handed in.
+it('gateway-core reads no environment: neither process.env nor an env map', () => {
+  const src = join(root, 'packages', 'gateway-core', 'src');
+  const found: string[] = [];
+  for (const file of files(src)) {
+    const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    code.split('\n').forEach((line, i) => {
+      // process.env; env.X, env?.X, env['X'], options.env; an env map passed on (`env,` `env }` `env: env` `env: options.env`).
+      if (/\bprocess\.env\b|\benv\s*(\?\.|\.|\[)|\.env\b|\benv\s*[,}]|\benv\s*:\s*[A-Za-z_$]/.test(line)) found.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  expect(found).toEqual([]);
+});

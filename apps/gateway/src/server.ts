@@ -2,12 +2,19 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createDevnet, type DevnetCore } from '@farebox/devnet';
-import { createGateway, DEFAULT_NETWORK, networkFromEnv, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
+import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
 import { createApp, requestHandler } from './app.js';
+import { configFromEnv, listenSettingsFromEnv, type Env } from './config.js';
 import { serveDashboard } from './dashboard.js';
 import { startMetricsServer } from './observability.js';
 
 export interface StartGatewayOptions extends CreateGatewayOptions {
+  /**
+   * The host's environment (`loadConfig(process.env)` passes it): read once,
+   * here, into the gateway's typed configuration (`configFromEnv`); an option
+   * wins over its variable. None when omitted.
+   */
+  env?: Env;
   /** Listen address (default 127.0.0.1; `HOST`). */
   host?: string;
   /**
@@ -41,10 +48,11 @@ export interface RunningGateway {
  * console.log(gw.url);
  */
 export async function startGateway(options: StartGatewayOptions = {}): Promise<RunningGateway> {
-  // The host's environment comes in `options.env` (loadConfig in config.ts); nothing is read from process.env here.
+  // The host's environment comes in `options.env` (loadConfig in config.ts) and is read in config.ts only; nothing reads process.env here.
   const env = options.env ?? {};
-  const host = options.host ?? env.HOST ?? '127.0.0.1';
-  const requestedPort = options.port ?? (env.PORT ? Number(env.PORT) : 8787);
+  const settings = listenSettingsFromEnv(env, options);
+  const host = settings.host;
+  const requestedPort = settings.port;
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting' }));
   };
@@ -55,10 +63,9 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
     server.listen(requestedPort, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  const baseUrl = (options.baseUrl ?? env.FAREBOX_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  const network = options.network ?? networkFromEnv(env).network ?? DEFAULT_NETWORK;
-  const embed = options.embedDevnet ?? (network === 'local' && !options.devnetUrl && !env.FAREBOX_DEVNET_URL);
-  const dataDir = options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox';
+  const baseUrl = (settings.baseUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const embed = options.embedDevnet ?? (settings.network === 'local' && !settings.devnetUrl);
+  const dataDir = settings.dataDir;
 
   let devnet: DevnetCore | undefined;
   if (embed) {
@@ -79,7 +86,9 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
 
   let core: GatewayCore;
   try {
-    core = await createGateway({ ...options, env, baseUrl, port, dataDir, ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}) });
+    // The gateway's one configuration: the environment and the options, validated together (every problem at once).
+    const config = options.config ?? configFromEnv(env, { ...options, baseUrl, port, dataDir, ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}), ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
+    core = await createGateway({ ...options, config });
   } catch (err) {
     await new Promise((r) => server.close(r));
     await devnet?.close();

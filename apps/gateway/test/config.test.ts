@@ -2,7 +2,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { ConfigError } from '@farebox/protocol';
+import { configFromEnv, loadConfig } from '../src/config.js';
 import { freePort, spawnGateway, type GatewayProcess } from './process-kit.js';
 
 const spawned: GatewayProcess[] = [];
@@ -21,6 +22,119 @@ describe('loadConfig: the gateway host reads its environment once', () => {
     expect(loadConfig({}, true)).toMatchObject({ network: 'testnet', log: { level: 'info', pretty: true } });
     expect(loadConfig({ FAREBOX_NETWORK: 'mainnet' }).network).toBe('mainnet');
     expect(loadConfig({ FAREBOX_LOG_LEVEL: 'loud' }).log.level).toBeUndefined();
+  });
+});
+
+// configFromEnv: the environment into the gateway's one typed, validated configuration (gateway-core takes options only).
+const KEY = { FAREBOX_KEYSTORE_KEY: 'a'.repeat(64) };
+const LOCAL = { STELLAR_NETWORK: 'local' };
+
+function problems(env: Record<string, string>, options: Parameters<typeof configFromEnv>[1] = {}): string[] {
+  try {
+    configFromEnv(env, options);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe('configFromEnv: real-money defaults', () => {
+  it('local: free top-ups on, loopback endpoints off unless asked, 5 USD sign-up credit', () => {
+    const c = configFromEnv(LOCAL);
+    expect(c).toMatchObject({ network: 'local', freeTopups: true, allowLoopbackEndpoints: false, signupCredit: 50_000_000n });
+    expect(configFromEnv({ ...LOCAL, FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' }).allowLoopbackEndpoints).toBe(true);
+  });
+
+  it('one network variable, STELLAR_NETWORK, with one default: testnet; FAREBOX_NETWORK still works but warns', () => {
+    expect(configFromEnv(KEY)).toMatchObject({ network: 'testnet', freeTopups: false, warnings: [] });
+    expect(configFromEnv({ STELLAR_NETWORK: 'local' })).toMatchObject({ network: 'local', warnings: [] });
+    expect(configFromEnv({ FAREBOX_NETWORK: 'local' })).toMatchObject({
+      network: 'local',
+      warnings: ['FAREBOX_NETWORK is deprecated: set STELLAR_NETWORK instead (same values)'],
+    });
+    expect(configFromEnv({ STELLAR_NETWORK: 'local', FAREBOX_NETWORK: 'local' }).network).toBe('local');
+    expect(problems({ STELLAR_NETWORK: 'local', FAREBOX_NETWORK: 'mainnet' })).toEqual(['STELLAR_NETWORK=local and the deprecated FAREBOX_NETWORK=mainnet disagree: remove FAREBOX_NETWORK']);
+    expect(problems({ STELLAR_NETWORK: 'devnet' })).toContain('network must be local, testnet or mainnet');
+    // An option wins over the environment, without a warning.
+    expect(configFromEnv({ FAREBOX_NETWORK: 'testnet' }, { network: 'local' })).toMatchObject({ network: 'local', warnings: [] });
+  });
+
+  it('testnet: top-ups are paid unless FAREBOX_FREE_TOPUPS=true, and the keystore key must come from the environment', () => {
+    expect(configFromEnv({ STELLAR_NETWORK: 'testnet', ...KEY }).freeTopups).toBe(false);
+    expect(configFromEnv({ STELLAR_NETWORK: 'testnet', FAREBOX_FREE_TOPUPS: 'true', ...KEY }).freeTopups).toBe(true);
+    expect(problems({ STELLAR_NETWORK: 'testnet' })).toEqual(['testnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them']);
+  });
+
+  it('mainnet: every unsafe setting is named at once', () => {
+    const found = problems({ STELLAR_NETWORK: 'mainnet', FAREBOX_FREE_TOPUPS: 'true', FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' });
+    expect(found).toEqual([
+      'mainnet needs DATABASE_URL (a PostgreSQL server): embedded PGlite runs without fsync; set FAREBOX_ALLOW_EMBEDDED_DB=true to accept that',
+      'mainnet needs an https FAREBOX_BASE_URL (session cookies and OAuth redirects travel over it)',
+      'FAREBOX_FREE_TOPUPS=true is refused on mainnet: top-ups must be paid on chain',
+      'FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused on mainnet',
+      'mainnet needs FAREBOX_SIGNUP_CREDIT set explicitly (USD given to each new account; 0 allowed)',
+      'mainnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them',
+    ]);
+  });
+
+  it('mainnet: a safe configuration starts, with the sign-up credit it names (0 allowed)', () => {
+    const c = configFromEnv({ STELLAR_NETWORK: 'mainnet', DATABASE_URL: 'postgres://db.internal/farebox', FAREBOX_BASE_URL: 'https://farebox.example', FAREBOX_SIGNUP_CREDIT: '0', ...KEY });
+    expect(c).toMatchObject({ network: 'mainnet', freeTopups: false, allowLoopbackEndpoints: false, signupCredit: 0n, allowedHosts: ['farebox.example'] });
+    expect(problems({ STELLAR_NETWORK: 'mainnet', FAREBOX_ALLOW_EMBEDDED_DB: 'true', FAREBOX_BASE_URL: 'https://farebox.example', FAREBOX_SIGNUP_CREDIT: '0.5', ...KEY })).toEqual([]);
+  });
+
+  it('refuses malformed settings with their names', () => {
+    expect(problems({ ...LOCAL, FAREBOX_SIGNUP_CREDIT: '-1', FAREBOX_FREE_TOPUPS: 'yes', FAREBOX_ALLOWED_HOSTS: 'ok.example, bad host/x' })).toEqual([
+      'FAREBOX_FREE_TOPUPS must be true or false',
+      'FAREBOX_SIGNUP_CREDIT must be a USD amount from 0 to 1000 (at most 7 decimals)',
+      'FAREBOX_ALLOWED_HOSTS: "bad host/x" is not a host[:port]',
+    ]);
+    expect(configFromEnv({ ...LOCAL, FAREBOX_SIGNUP_CREDIT: '2.5', FAREBOX_ALLOWED_HOSTS: 'Farebox.Example:8443, [::1]:8787' })).toMatchObject({
+      signupCredit: 25_000_000n,
+      allowedHosts: ['127.0.0.1:8787', 'farebox.example:8443', '[::1]:8787'],
+    });
+  });
+
+  it('reads every part once, the settlement network, settlement, operators and the stores included, and reports their problems together', () => {
+    expect(
+      problems({ ...LOCAL, FAREBOX_CALL_TIMEOUT_MS: 'soon', STELLAR_RPC_URL: 'ftp://rpc', FAREBOX_ESCROW_BUDGET: '50', FAREBOX_TREASURY_AUTOFUND: 'maybe', FAREBOX_OPERATORS: 'nobody', FAREBOX_DISPUTE_INTERVAL: 'x' }),
+    ).toEqual([
+      'FAREBOX_TREASURY_AUTOFUND must be true or false',
+      'callTimeoutMs must be an integer >= 1',
+      'rpcUrl must be an http(s) URL, got ftp://rpc',
+      'FAREBOX_ESCROW_BUDGET must be requests/windowMs, e.g. 50/60000',
+      'FAREBOX_OPERATORS: "nobody" is not an account id (acct_…)',
+      'FAREBOX_DISPUTE_INTERVAL must be a duration such as 500ms, 10s, 5m or 1h (a bare number is seconds)',
+    ]);
+    const c = configFromEnv(
+      {
+        ...LOCAL,
+        FAREBOX_REDIS_URL: 'redis://r:6379',
+        FAREBOX_DISCOVERY_URL: 'http://d:8790',
+        FAREBOX_MODEL_DIR: '/models/e5',
+        FAREBOX_ALLOW_MODEL_DOWNLOAD: 'true',
+        FAREBOX_MCP_ALLOWED_ORIGINS: 'https://a.example, https://b.example',
+        FAREBOX_PLATFORM_SECRET: 'S-platform',
+        TRUSTLESS_WORK_URL: 'https://escrow.example/',
+        FAREBOX_SETTLEMENT_INTERVAL: '5m',
+        FAREBOX_OPERATORS: 'acct_abcdefgh1234',
+        STELLAR_EXPLORER_URL: 'https://explorer.example',
+      },
+      { settlement: { settlementInterval: '10s' } },
+    );
+    expect(c).toMatchObject({
+      redisUrl: 'redis://r:6379',
+      discoveryUrl: 'http://d:8790',
+      modelDir: '/models/e5',
+      allowModelDownload: true,
+      mcpAllowedOrigins: ['https://a.example', 'https://b.example'],
+      secrets: { platformSecret: 'S-platform', keystoreKey: undefined, treasurySecret: undefined },
+      // The option wins over its variable; the other variables still count.
+      settlement: { settlementIntervalMs: 10_000, escrowUrl: 'https://escrow.example' },
+    });
+    expect([...c.operators.operators]).toEqual(['acct_abcdefgh1234']);
+    expect(c.stellar.explorer.tx('abc')).toBe('https://explorer.example/tx/abc');
   });
 });
 

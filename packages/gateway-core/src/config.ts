@@ -1,7 +1,10 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '@farebox/protocol';
+import { resolveNetwork, type NetworkConfig, type ResolveNetworkOptions } from '@farebox/stellar';
 import type { RateLimitRule } from './security/rate-limit.js';
 import { LOG_LEVELS, type LogLevel } from './observability/log.js';
+import { resolveOperatorConfig, type OperatorConfigOptions, type OperatorSettings } from './operator/index.js';
+import { resolveSettlementConfig, type SettlementConfigOptions, type SettlementSettings } from './settlement/config.js';
 
 export type NetworkName = 'local' | 'testnet' | 'mainnet';
 
@@ -9,20 +12,11 @@ export type NetworkName = 'local' | 'testnet' | 'mainnet';
 export const DEFAULT_NETWORK: NetworkName = 'testnet';
 
 /**
- * The network an environment names: `STELLAR_NETWORK`, else the deprecated
- * `FAREBOX_NETWORK` (with a warning), else undefined (the caller's option or
- * {@link DEFAULT_NETWORK}).
+ * The gateway's settings, typed. gateway-core reads no environment: a host
+ * turns its environment into these options (`configFromEnv` in
+ * `apps/gateway/src/config.ts`, where each variable named below is read) and
+ * `resolveGatewayConfig` validates them once, every problem reported together.
  */
-export function networkFromEnv(env: Record<string, string | undefined>): { network: string | undefined; warnings: string[]; problems: string[] } {
-  const current = env.STELLAR_NETWORK || undefined;
-  const legacy = env.FAREBOX_NETWORK || undefined;
-  if (legacy === undefined) return { network: current, warnings: [], problems: [] };
-  if (current !== undefined && current !== legacy) {
-    return { network: current, warnings: [], problems: [`STELLAR_NETWORK=${current} and the deprecated FAREBOX_NETWORK=${legacy} disagree: remove FAREBOX_NETWORK`] };
-  }
-  return { network: legacy, warnings: ['FAREBOX_NETWORK is deprecated: set STELLAR_NETWORK instead (same values)'], problems: [] };
-}
-
 export interface GatewayOptions {
   /** Public address of the gateway, e.g. `https://farebox.example`. Default `http://127.0.0.1:{port}` (`FAREBOX_BASE_URL`). */
   baseUrl?: string;
@@ -87,7 +81,30 @@ export interface GatewayOptions {
   catalogStaleMs?: number;
   /** The host passes its own wallet provider (no keystore key needed from the environment). */
   keystoreKeyProvided?: boolean;
-  env?: Record<string, string | undefined>;
+  /** 32 bytes, hex or base64, that encrypt every wallet secret (`FAREBOX_KEYSTORE_KEY`); required off the local network. */
+  keystoreKey?: string;
+  /** The platform's certificate key, imported into the keystore at start (`FAREBOX_PLATFORM_SECRET`, an `S...` secret). */
+  platformSecret?: string;
+  /** The treasury's key, imported into the keystore at start (`FAREBOX_TREASURY_SECRET`). */
+  treasurySecret?: string;
+  /** Redis shared by several gateways: rate limits and credential revocations (`FAREBOX_REDIS_URL`); default in memory. */
+  redisUrl?: string;
+  /** A discovery backend that ranks searches (`FAREBOX_DISCOVERY_URL`); default the in-process index. */
+  discoveryUrl?: string;
+  /** The embedding model's directory (`FAREBOX_MODEL_DIR`); without one, search is keyword-only. */
+  modelDir?: string;
+  /** Download the model on first use (`FAREBOX_ALLOW_MODEL_DOWNLOAD=true`); default false. */
+  allowModelDownload?: boolean;
+  /** Settlement network overrides (`STELLAR_RPC_URL`, `STELLAR_HORIZON_URL`, `STELLAR_FRIENDBOT_URL`, `STELLAR_CONTRACT_ID`, `STELLAR_USDC_ISSUER`, `STELLAR_NETWORK_PASSPHRASE`, `STELLAR_EXPLORER_URL`); default the preset of `network`. */
+  stellar?: Omit<ResolveNetworkOptions, 'network' | 'devnetUrl' | 'env'>;
+  /** Settlement intervals and escrow provider (`FAREBOX_SETTLEMENT_INTERVAL`, `FAREBOX_FUNDING_INTERVAL`, `TRUSTLESS_WORK_URL`, `TRUSTLESS_WORK_API_KEY`, `FAREBOX_ESCROW_BUDGET`, `FAREBOX_TREASURY_AUTOFUND`). */
+  settlement?: SettlementConfigOptions;
+  /** Operators and the dispute policy (`FAREBOX_OPERATORS`, `FAREBOX_DISPUTE_AUTO_REFUND_MINUTES`, `FAREBOX_DISPUTE_INTERVAL`). */
+  operators?: OperatorConfigOptions;
+  /** Origins allowed to call /mcp from a browser besides the gateway's own (`FAREBOX_MCP_ALLOWED_ORIGINS`, comma separated). */
+  mcpAllowedOrigins?: string[];
+  /** Settings that work but should change (a deprecated variable the host read); logged at start. */
+  warnings?: readonly string[];
 }
 
 export interface GatewayConfig {
@@ -120,6 +137,18 @@ export interface GatewayConfig {
   metricsToken: string | undefined;
   metricsAddress: { host: string; port: number } | undefined;
   catalogStaleMs: number;
+  /** The settlement network's endpoints and assets (the preset of `network` with any override). */
+  stellar: NetworkConfig;
+  settlement: SettlementSettings;
+  operators: OperatorSettings;
+  /** Origins allowed to call /mcp from a browser besides the gateway's own. */
+  mcpAllowedOrigins: readonly string[];
+  redisUrl: string | undefined;
+  discoveryUrl: string | undefined;
+  modelDir: string | undefined;
+  allowModelDownload: boolean;
+  /** Keys imported or used at start; never logged or served. */
+  secrets: { keystoreKey: string | undefined; platformSecret: string | undefined; treasurySecret: string | undefined };
   /** Settings that work but should change (a deprecated variable); logged at start. */
   warnings: readonly string[];
 }
@@ -134,12 +163,23 @@ function int(value: string | number | undefined, name: string, problems: string[
   return n;
 }
 
-/** Validates options once (option, then environment, then default) and reports every problem together. */
+/** A keystore key as the keystore takes it: 64 hex characters, or base64 of 32 bytes. */
+function keystoreKeyValid(text: string): boolean {
+  const t = text.trim();
+  return /^[0-9a-fA-F]{64}$/.test(t) || Buffer.from(t, 'base64').length === 32;
+}
+
+/**
+ * Validates the gateway's settings once, before anything opens (the
+ * gateway's own, the settlement network's, settlement's and the
+ * operators'), and reports every problem together (`ConfigError`). Options
+ * only: the host reads its environment into them (option, then environment
+ * variable, then the network's preset or the default).
+ */
 export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfig {
-  const env = options.env ?? {};
   const problems: string[] = [];
-  const port = int(options.port ?? env.PORT, 'PORT', problems, 0) ?? 8787;
-  const baseUrlText = (options.baseUrl ?? env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
+  const port = int(options.port, 'PORT', problems, 0) ?? 8787;
+  const baseUrlText = (options.baseUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
   let publicOrigin = '';
   try {
     const u = new URL(baseUrlText);
@@ -148,81 +188,86 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   } catch {
     problems.push('baseUrl must be an absolute URL');
   }
-  const named = networkFromEnv(env);
-  problems.push(...named.problems);
-  const network = (options.network ?? named.network ?? DEFAULT_NETWORK) as NetworkName;
-  if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push('network must be local, testnet or mainnet');
-  const callTimeoutMs = int(options.callTimeoutMs ?? env.FAREBOX_CALL_TIMEOUT_MS, 'callTimeoutMs', problems) ?? 30_000;
-  const holdTimeoutMs = int(options.holdTimeoutMs ?? env.FAREBOX_HOLD_TIMEOUT_MS, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
+  const network = (options.network ?? DEFAULT_NETWORK) as NetworkName;
+  const networkValid = ['local', 'testnet', 'mainnet'].includes(network);
+  if (!networkValid) problems.push('network must be local, testnet or mainnet');
+  const callTimeoutMs = int(options.callTimeoutMs, 'callTimeoutMs', problems) ?? 30_000;
+  const holdTimeoutMs = int(options.holdTimeoutMs, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
   if (holdTimeoutMs <= callTimeoutMs) problems.push('holdTimeoutMs must exceed callTimeoutMs');
-  const databasePoolSize = int(options.databasePoolSize ?? env.FAREBOX_DB_POOL_SIZE, 'databasePoolSize', problems) ?? 10;
-  const credentialCacheMs = int(options.credentialCacheMs ?? env.FAREBOX_CREDENTIAL_CACHE_MS, 'credentialCacheMs', problems, 0) ?? 5_000;
+  const databasePoolSize = int(options.databasePoolSize, 'databasePoolSize', problems) ?? 10;
+  const credentialCacheMs = int(options.credentialCacheMs, 'credentialCacheMs', problems, 0) ?? 5_000;
   if (credentialCacheMs > 60_000) problems.push('credentialCacheMs must be at most 60000');
-  const maxPriceMultiple = int(options.maxPriceMultiple ?? env.FAREBOX_MAX_PRICE_MULTIPLE, 'maxPriceMultiple', problems) ?? 100;
-  let trustProxy: boolean | number | string = options.trustProxy ?? false;
-  const tp = env.FAREBOX_TRUST_PROXY;
-  if (options.trustProxy === undefined && tp) trustProxy = tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp;
-  const authPerMinute = int(options.rateLimits?.authPerMinute ?? env.FAREBOX_AUTH_RATE_LIMIT, 'authPerMinute', problems) ?? 20;
-  const accountPerMinute = int(options.rateLimits?.accountPerMinute ?? env.FAREBOX_ACCOUNT_RATE_LIMIT, 'accountPerMinute', problems) ?? 6_000;
-  const oauthClientPerMinute = int(options.rateLimits?.oauthClientPerMinute ?? env.FAREBOX_OAUTH_CLIENT_RATE_LIMIT, 'oauthClientPerMinute', problems) ?? 30_000;
-  const anonymousPerMinute = int(options.rateLimits?.anonymousPerMinute ?? env.FAREBOX_ANONYMOUS_RATE_LIMIT, 'anonymousPerMinute', problems) ?? 300;
-  const flag = (option: boolean | undefined, name: string): boolean | undefined => {
-    if (option !== undefined) return option;
-    const v = env[name];
-    if (v === undefined || v === '') return undefined;
-    if (v !== 'true' && v !== 'false') {
-      problems.push(`${name} must be true or false`);
-      return undefined;
-    }
-    return v === 'true';
-  };
-  const allowLoopbackEndpoints = flag(options.allowLoopbackEndpoints, 'FAREBOX_ALLOW_LOOPBACK_ENDPOINTS') ?? false;
-  const freeTopupsSetting = flag(options.freeTopups, 'FAREBOX_FREE_TOPUPS');
-  const freeTopups = freeTopupsSetting ?? network === 'local';
-  const allowEmbeddedDb = flag(options.allowEmbeddedDb, 'FAREBOX_ALLOW_EMBEDDED_DB') ?? false;
-  const signupText = options.signupCredit ?? (env.FAREBOX_SIGNUP_CREDIT === '' ? undefined : env.FAREBOX_SIGNUP_CREDIT);
+  const maxPriceMultiple = int(options.maxPriceMultiple, 'maxPriceMultiple', problems) ?? 100;
+  const trustProxy: boolean | number | string = options.trustProxy ?? false;
+  const authPerMinute = int(options.rateLimits?.authPerMinute, 'authPerMinute', problems) ?? 20;
+  const accountPerMinute = int(options.rateLimits?.accountPerMinute, 'accountPerMinute', problems) ?? 6_000;
+  const oauthClientPerMinute = int(options.rateLimits?.oauthClientPerMinute, 'oauthClientPerMinute', problems) ?? 30_000;
+  const anonymousPerMinute = int(options.rateLimits?.anonymousPerMinute, 'anonymousPerMinute', problems) ?? 300;
+  const allowLoopbackEndpoints = options.allowLoopbackEndpoints ?? false;
+  const freeTopups = options.freeTopups ?? network === 'local';
+  const allowEmbeddedDb = options.allowEmbeddedDb ?? false;
+  const signupText = options.signupCredit === '' ? undefined : options.signupCredit;
   let signupCredit = 5n * 10_000_000n;
   if (signupText !== undefined) {
     const m = /^\s*(\d{1,4})(?:\.(\d{1,7}))?\s*$/.exec(String(signupText));
     if (!m || Number(m[1]) > 1000) problems.push('FAREBOX_SIGNUP_CREDIT must be a USD amount from 0 to 1000 (at most 7 decimals)');
     else signupCredit = BigInt(m[1]!) * 10_000_000n + BigInt((m[2] ?? '').padEnd(7, '0'));
   }
-  const logLevel = (options.logLevel ?? (env.FAREBOX_LOG_LEVEL || 'info')) as LogLevel;
+  const logLevel = (options.logLevel || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`FAREBOX_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
-  const metricsToken = options.metricsToken ?? (env.FAREBOX_METRICS_TOKEN || undefined);
+  const metricsToken = options.metricsToken || undefined;
   if (metricsToken !== undefined && metricsToken.length < 16) problems.push('FAREBOX_METRICS_TOKEN must be at least 16 characters');
   let metricsAddress: { host: string; port: number } | undefined;
-  const metricsAddr = options.metricsAddress ?? (env.FAREBOX_METRICS_ADDR || undefined);
+  const metricsAddr = options.metricsAddress || undefined;
   if (metricsAddr !== undefined) {
     const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(metricsAddr);
     if (!m || Number(m[2]) > 65535) problems.push('FAREBOX_METRICS_ADDR must be host:port, e.g. 127.0.0.1:9464');
     else metricsAddress = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
-  const catalogStaleMs = int(options.catalogStaleMs ?? env.FAREBOX_CATALOG_STALE_MS, 'FAREBOX_CATALOG_STALE_MS', problems) ?? 60_000;
+  const catalogStaleMs = int(options.catalogStaleMs, 'FAREBOX_CATALOG_STALE_MS', problems) ?? 60_000;
   const allowedHosts = new Set<string>();
   if (publicOrigin) allowedHosts.add(new URL(publicOrigin).host.toLowerCase());
-  for (const raw of options.allowedHosts ?? (env.FAREBOX_ALLOWED_HOSTS ?? '').split(',')) {
+  for (const raw of options.allowedHosts ?? []) {
     const h = raw.trim().toLowerCase();
     if (!h) continue;
     if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/.test(h)) problems.push(`FAREBOX_ALLOWED_HOSTS: "${raw.trim()}" is not a host[:port]`);
     else allowedHosts.add(h);
   }
+  const databaseUrl = options.databaseUrl || undefined;
+  const keystoreKey = options.keystoreKey || undefined;
 
   // Where money is real, an unsafe setting is refused at start (docs/production.md).
   if (network === 'mainnet') {
-    const databaseUrl = options.databaseUrl ?? env.DATABASE_URL;
     if (!databaseUrl && !allowEmbeddedDb) problems.push('mainnet needs DATABASE_URL (a PostgreSQL server): embedded PGlite runs without fsync; set FAREBOX_ALLOW_EMBEDDED_DB=true to accept that');
     if (publicOrigin.startsWith('http:')) problems.push('mainnet needs an https FAREBOX_BASE_URL (session cookies and OAuth redirects travel over it)');
-    if (freeTopupsSetting === true) problems.push('FAREBOX_FREE_TOPUPS=true is refused on mainnet: top-ups must be paid on chain');
+    if (options.freeTopups === true) problems.push('FAREBOX_FREE_TOPUPS=true is refused on mainnet: top-ups must be paid on chain');
     if (allowLoopbackEndpoints) problems.push('FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused on mainnet');
     if (signupText === undefined) problems.push('mainnet needs FAREBOX_SIGNUP_CREDIT set explicitly (USD given to each new account; 0 allowed)');
   }
-  if (network !== 'local' && !env.FAREBOX_KEYSTORE_KEY && !options.keystoreKeyProvided) {
+  if (network !== 'local' && !keystoreKey && !options.keystoreKeyProvided) {
     problems.push(`${network} needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them`);
   }
-  if (problems.length) throw new ConfigError(problems);
+  if (keystoreKey && !keystoreKeyValid(keystoreKey)) problems.push('FAREBOX_KEYSTORE_KEY must be 32 bytes, as 64 hex characters or base64');
+
+  // The other parts' settings are checked too, against the named network even when the gateway's own are wrong.
+  const networkName: NetworkName = networkValid ? network : 'testnet';
+  const devnetUrl = (options.devnetUrl ?? `${baseUrlText}/devnet`).replace(/\/+$/, '');
+  const collect = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      return undefined;
+    }
+  };
+  const stellar = collect(() => resolveNetwork({ ...options.stellar, network: networkName, devnetUrl: publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet' }));
+  const settlement = collect(() => resolveSettlementConfig(options.settlement ?? {}, networkName, publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet'));
+  const operators = collect(() => resolveOperatorConfig(options.operators));
+
+  if (problems.length || !stellar || !settlement || !operators) throw new ConfigError(problems);
   return {
-    warnings: options.network === undefined ? named.warnings : [],
+    warnings: options.warnings ?? [],
     logLevel,
     metricsToken,
     metricsAddress,
@@ -234,13 +279,13 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     signupCredit,
     baseUrl: baseUrlText,
     publicOrigin,
-    dataDir: resolve(options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox'),
-    databaseUrl: options.databaseUrl ?? (env.DATABASE_URL || undefined),
+    dataDir: resolve(options.dataDir ?? './.farebox'),
+    databaseUrl,
     databaseSchema: options.databaseSchema,
     databasePoolSize,
     credentialCacheMs,
     network,
-    devnetUrl: (options.devnetUrl ?? env.FAREBOX_DEVNET_URL ?? `${baseUrlText}/devnet`).replace(/\/+$/, ''),
+    devnetUrl,
     callTimeoutMs,
     holdTimeoutMs,
     secureCookies: options.secureCookies ?? (baseUrlText.startsWith('https:') ? true : undefined),
@@ -253,5 +298,14 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
       anonymous: { name: 'anon-ip', limit: anonymousPerMinute, windowMs: 60_000 },
       oauthClient: { name: 'oauth-client', limit: oauthClientPerMinute, windowMs: 60_000 },
     },
+    stellar,
+    settlement,
+    operators,
+    mcpAllowedOrigins: (options.mcpAllowedOrigins ?? []).map((o) => o.trim()).filter(Boolean),
+    redisUrl: options.redisUrl || undefined,
+    discoveryUrl: options.discoveryUrl || undefined,
+    modelDir: options.modelDir || undefined,
+    allowModelDownload: options.allowModelDownload ?? false,
+    secrets: { keystoreKey, platformSecret: options.platformSecret || undefined, treasurySecret: options.treasurySecret || undefined },
   };
 }

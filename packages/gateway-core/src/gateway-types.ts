@@ -12,29 +12,37 @@ import type { Metrics } from './observability/metrics.js';
 import type { Operator } from './operator/index.js';
 import type { RateLimitStore } from './security/rate-limit.js';
 import type { Settlement } from './settlement/index.js';
-import type { SettlementConfigOptions } from './settlement/config.js';
 import type { AccountService } from './services/account.js';
 import type { CatalogService } from './services/catalog.js';
 import type { PlatformService } from './services/platform.js';
 import type { PublisherService } from './services/publisher.js';
 
+/**
+ * What `createGateway` takes: the settings (typed options, validated at
+ * construction) or a configuration the host has already validated (`config`),
+ * and the parts a host or a test may bring. No environment: the host reads it
+ * (`configFromEnv` in apps/gateway).
+ */
 export interface CreateGatewayOptions extends GatewayOptions {
+  /**
+   * A configuration already validated by `resolveGatewayConfig` (the gateway
+   * host's `configFromEnv`). When given, the settings above are not read again.
+   */
+  config?: GatewayConfig;
   /** Wallet provider; default the local encrypted keystore in `dataDir/keystore`. */
   wallets?: LocalKeystore;
   /** Shared rate-limit store (Redis for several gateways); default in memory. */
   rateLimitStore?: RateLimitStore;
   /** An already opened database (tests share one). */
   database?: Database;
-  /** Search index; default hybrid with the model from `FAREBOX_MODEL_DIR`, keyword-only without one. */
+  /** Search index; default hybrid with the model from `modelDir`, keyword-only without one. */
   searchIndex?: SearchIndex;
-  /** Structured logger (pino); default JSON lines on stdout at `FAREBOX_LOG_LEVEL` (info). */
+  /** Structured logger (pino); default JSON lines on stdout at `logLevel` (info). */
   logger?: Logger;
   /** Log sink for background problems (default: warnings through `logger`). */
   log?: (message: string, err?: unknown) => void;
   /** OAuth token lifetimes, clock and /mcp origins. */
   oauth?: OAuthOptions;
-  /** Settlement intervals and escrow provider (else `FAREBOX_SETTLEMENT_INTERVAL`, `FAREBOX_FUNDING_INTERVAL`, `TRUSTLESS_WORK_URL`, `TRUSTLESS_WORK_API_KEY`). */
-  settlement?: SettlementConfigOptions;
   /**
    * Test hook, for the crash tests only (their entry script passes it; the
    * gateway's own entry never does): called at each named point of a payment

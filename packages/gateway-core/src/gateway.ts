@@ -1,6 +1,7 @@
 import { attachToCatalog } from '@farebox/discovery';
 import { walletSigner } from '@farebox/wallets';
 import { createAccounts } from './auth/accounts.js';
+import { resolveGatewayConfig } from './config.js';
 import { CredentialCache } from './auth/credential-cache.js';
 import { RedisInvalidationBus } from './auth/redis-invalidation.js';
 import { safeEqual } from './auth/tokens.js';
@@ -13,7 +14,6 @@ import { createSpendingLimits } from './oauth/spending.js';
 import { createLogger, legacySink } from './observability/log.js';
 import { createMetrics } from './observability/metrics.js';
 import { createOperator, type Operator } from './operator/index.js';
-import { checkConfiguration } from './runtime/configuration.js';
 import { openInfrastructure } from './runtime/infrastructure.js';
 import { GATEWAY_MIGRATIONS_DIR } from './migrations-dir.js';
 import { latestLedgerReader, observeGateway, startBackgroundJobs } from './runtime/jobs.js';
@@ -36,17 +36,16 @@ export { GATEWAY_MIGRATIONS_DIR, toGatewayError };
  * (account, catalog, publisher, platform).
  */
 export async function createGateway(options: CreateGatewayOptions = {}): Promise<GatewayCore> {
-  // The host reads its environment and passes it (apps/gateway/src/config.ts); a library reads no process.env.
-  const env = options.env ?? {};
-  const config = checkConfiguration(options, env);
+  // Typed settings only: the host reads its environment (apps/gateway/src/config.ts, configFromEnv).
+  const config = options.config ?? resolveGatewayConfig({ ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   const log = options.log ?? legacySink(logger);
   const metrics = createMetrics();
   for (const warning of config.warnings) logger.warn({ event: 'config' }, warning);
-  const infra = await openInfrastructure(options, config, env, log);
+  const infra = await openInfrastructure(options, config, log);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
   const treasury = walletSigner(wallets, treasuryAddress);
-  const oauth = createOAuth({ db, baseUrl: config.baseUrl, env, ...options.oauth });
+  const oauth = createOAuth({ db, baseUrl: config.baseUrl, ...options.oauth, allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins] });
   const spending = createSpendingLimits({ db, ...(options.oauth?.now ? { now: options.oauth.now } : {}) });
 
   let noteSettlementFailure: Operator['noteSettlementFailure'] | undefined;
@@ -57,9 +56,9 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     logger.warn({ event: 'settlement', err: e }, m);
   };
   const crashPoint = options.crashPoint;
-  const settlement = createSettlement({ ledger, db, network, networkName: config.network, devnetUrl: config.devnetUrl, treasury, ...(options.settlement ? { options: options.settlement } : {}), env, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
+  const settlement = createSettlement({ ledger, db, network, treasury, settings: config.settlement, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
-  const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, env, log });
+  const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
   const { calls, topups, walletPath } = createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint });
   const manifests = createManifests({ policy: infra.policy });

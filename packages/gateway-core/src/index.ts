@@ -2,7 +2,7 @@
 // serve and operate a gateway (pinned by test/exports.test.ts).
 export { createGateway, GATEWAY_MIGRATIONS_DIR } from './gateway.js';
 export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from './gateway.js';
-export { DEFAULT_NETWORK, networkFromEnv, resolveGatewayConfig } from './config.js';
+export { DEFAULT_NETWORK, resolveGatewayConfig } from './config.js';
 export type { GatewayConfig, GatewayOptions, NetworkName } from './config.js';
 export { GatewayError, HTTP_STATUS } from './errors.js';
 export type { GatewayErrorCode } from './errors.js';
@@ -32,4 +32,4 @@ export type { Logger, LoggerOptions, LogLevel } from './observability/log.js';
 export type { Metrics } from './observability/metrics.js';
 export type { Settlement, SettlementConfigOptions } from './settlement/index.js';
 export { grantOperator, listOperators, revokeOperator, verifyDisputeProof } from './operator/index.js';
-export type { Operator, Dispute } from './operator/index.js';
+export type { Operator, Dispute, OperatorConfigOptions } from './operator/index.js';

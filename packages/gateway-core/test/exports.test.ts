@@ -19,7 +19,6 @@ it('exports exactly the runtime names hosts use', () => {
     'grantOperator',
     'legacySink',
     'listOperators',
-    'networkFromEnv',
     'oauthErrorBody',
     'registerGatewayMcpTools',
     'resolveGatewayConfig',

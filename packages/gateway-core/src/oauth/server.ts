@@ -34,8 +34,7 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
   const issuer = options.baseUrl.replace(/\/+$/, '');
   const resource = `${issuer}/mcp`;
   const now = options.now ?? Date.now;
-  const envOrigins = (options.env?.FAREBOX_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  const allowedOrigins = new Set([new URL(issuer).origin, ...(options.allowedOrigins ?? []), ...envOrigins]);
+  const allowedOrigins = new Set([new URL(issuer).origin, ...(options.allowedOrigins ?? [])]);
 
   const store = createOAuthStore(options.db);
   const clients = createClientRegistry(store, now);

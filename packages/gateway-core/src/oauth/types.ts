@@ -27,7 +27,6 @@ export interface CreateOAuthOptions extends OAuthOptions {
   db: Database;
   /** The gateway's public address (the issuer). */
   baseUrl: string;
-  env?: Record<string, string | undefined>;
 }
 
 export type OAuthErrorCode =

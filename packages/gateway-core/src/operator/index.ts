@@ -23,17 +23,28 @@ export interface OperatorSettings {
   disputeIntervalMs: number;
 }
 
-/** Validates the operator settings once; every problem is reported together. */
-export function resolveOperatorConfig(env: Record<string, string | undefined>): OperatorSettings {
-  const { accounts, problems } = parseOperatorList(env.FAREBOX_OPERATORS);
+/** Operator settings as the host passes them (the gateway host reads them from the variables named above). */
+export interface OperatorConfigOptions {
+  /** Account ids with the operator role, comma or space separated (as `FAREBOX_OPERATORS`), or a list. */
+  operators?: string | readonly string[];
+  /** Minutes after which a never-served escrow is refunded in full (0 = at once), or `off` (default 30). */
+  disputeAutoRefundMinutes?: string | number;
+  /** How often open disputes are retried: `500ms`, `10s`, `5m`, `1h`, or a number of seconds (default 60 s). */
+  disputeInterval?: string | number;
+}
+
+/** Validates the operator settings once (options only); every problem is reported together. */
+export function resolveOperatorConfig(options: OperatorConfigOptions = {}): OperatorSettings {
+  const list = options.operators;
+  const { accounts, problems } = parseOperatorList(typeof list === 'string' || list === undefined ? list : list.join(','));
   let autoRefundAfterMs: number | null = 30 * 60_000;
-  const auto = env.FAREBOX_DISPUTE_AUTO_REFUND_MINUTES;
+  const auto = options.disputeAutoRefundMinutes === undefined ? undefined : String(options.disputeAutoRefundMinutes);
   if (auto !== undefined && auto !== '') {
     if (auto === 'off') autoRefundAfterMs = null;
     else if (/^\d+(\.\d+)?$/.test(auto)) autoRefundAfterMs = Math.round(Number(auto) * 60_000);
     else problems.push('FAREBOX_DISPUTE_AUTO_REFUND_MINUTES must be a number of minutes (0 = at once) or off');
   }
-  const disputeIntervalMs = parseDuration(env.FAREBOX_DISPUTE_INTERVAL ?? '60s', 'FAREBOX_DISPUTE_INTERVAL', problems) ?? 0;
+  const disputeIntervalMs = parseDuration(options.disputeInterval ?? '60s', 'FAREBOX_DISPUTE_INTERVAL', problems) ?? 0;
   if (problems.length) throw new ConfigError(problems);
   return { operators: accounts, autoRefundAfterMs, disputeIntervalMs };
 }
@@ -46,7 +57,8 @@ export interface CreateOperatorOptions {
   treasury: TxSigner;
   /** Checks wallet-backed credits against the chain (the reconciliation report). */
   walletAudit: WalletCreditAudit;
-  env: Record<string, string | undefined>;
+  /** Validated once with the rest of the gateway's configuration (`resolveGatewayConfig`). */
+  settings: OperatorSettings;
   log(message: string, err?: unknown): void;
 }
 
@@ -82,7 +94,7 @@ function parseDecision(body: unknown): Decision {
  * CLI's direct database grant, never from the public API.
  */
 export function createOperator(o: CreateOperatorOptions) {
-  const settings = resolveOperatorConfig(o.env);
+  const settings = o.settings;
   const { db, ledger, network, settlement } = o;
   const chain = createStellarAccounts(network);
   const treasuryQueue = new KeyedMutex();

@@ -8,7 +8,6 @@ import {
   createCatalogMirror,
   createRegistryClient,
   FileCursorStore,
-  resolveNetwork,
   type Accounts as StellarAccounts,
   type CatalogMirror,
   type NetworkConfig,
@@ -56,24 +55,25 @@ export interface Infrastructure {
  * the wallets and the platform keys, the settlement network's clients, the
  * shared rate-limit store, the catalog mirror and search.
  */
-export async function openInfrastructure(options: CreateGatewayOptions, config: GatewayConfig, env: Record<string, string | undefined>, log: (message: string, err?: unknown) => void): Promise<Infrastructure> {
+export async function openInfrastructure(options: CreateGatewayOptions, config: GatewayConfig, log: (message: string, err?: unknown) => void): Promise<Infrastructure> {
   // Keys, wallets and the database live here: readable by this user only (docs/production.md).
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}), env }));
+  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}) }));
   await migrateLedger(db);
   await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
   const ledger = new Ledger(db, { signupCredit: config.signupCredit });
 
   // Secrets live encrypted in the database (shared by every gateway on it); the
-  // key comes from FAREBOX_KEYSTORE_KEY or a key file in the data directory.
-  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), storage: new DbKeystoreStorage(db), env }));
-  if (env.FAREBOX_PLATFORM_SECRET) await wallets.import('platform:certificate', env.FAREBOX_PLATFORM_SECRET);
-  if (env.FAREBOX_TREASURY_SECRET) await wallets.import('platform:treasury', env.FAREBOX_TREASURY_SECRET);
+  // key comes from the configuration (FAREBOX_KEYSTORE_KEY) or a key file in the data directory.
+  const { keystoreKey, platformSecret, treasurySecret } = config.secrets;
+  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), storage: new DbKeystoreStorage(db), ...(keystoreKey ? { key: keystoreKey } : {}) }));
+  if (platformSecret) await wallets.import('platform:certificate', platformSecret);
+  if (treasurySecret) await wallets.import('platform:treasury', treasurySecret);
   await wallets.create('platform:certificate');
   const treasuryAddress = await wallets.create('platform:treasury');
   const certificateSigner = await wallets.ed25519Signer('platform:certificate', { thread: true });
 
-  const network = resolveNetwork({ network: config.network, devnetUrl: config.devnetUrl, env });
+  const network = config.stellar;
   const registry = createRegistryClient(network);
   const chain = createStellarAccounts(network);
 
@@ -86,17 +86,17 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
   // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
   let redis: Redis | undefined;
   let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
-  if (!options.rateLimitStore && env.FAREBOX_REDIS_URL) {
-    redis = new Redis(env.FAREBOX_REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+  if (!options.rateLimitStore && config.redisUrl) {
+    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
     redis.on('error', () => undefined);
     rateLimits = new RedisRateLimitStore(redis, { onError: (err) => log('redis unavailable: rate limits are not enforced until it is back', err) });
   }
 
   // With FAREBOX_DISCOVERY_URL a discovery backend ranks (no model loaded here); else the in-process index.
-  const discoveryUrl = env.FAREBOX_DISCOVERY_URL || undefined;
+  const discoveryUrl = config.discoveryUrl;
   const searchIndex =
     options.searchIndex ??
-    createSearchIndex(discoveryUrl ? {} : { embedder: createEmbedder({ ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}), allowRemote: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true' }) });
+    createSearchIndex(discoveryUrl ? {} : { embedder: createEmbedder({ ...(config.modelDir ? { modelDir: config.modelDir } : {}), allowRemote: config.allowModelDownload }) });
   const searchBackend = discoveryUrl ? remoteSearchBackend(discoveryUrl) : localSearchBackend(searchIndex);
   const search: Infrastructure['search'] = { attachment: undefined };
   const mirror = createCatalogMirror({
@@ -104,6 +104,8 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
     cursorStore: new FileCursorStore(join(config.dataDir, `catalog-${network.name}.json`)),
     onChange: (change) => search.attachment?.handle(change),
     onError: (err) => log('catalog sync failed (will retry)', err),
+    // Its last sync is stamped by the gateway's clock (readiness compares the two).
+    ...(options.now ? { now: options.now } : {}),
     // Anyone can write any name to the registry contract: one that breaks the name policy is left out (never listed, searched or called).
     onSkip: ({ shown, reason }) => log(`catalog: registry entry "${shown}" skipped: ${reason}`),
   });

@@ -15,11 +15,18 @@ export interface SettlementSettings {
   treasuryAutofund: boolean;
 }
 
+/** Settlement settings as the host passes them (the gateway host reads them from the variables named above). */
 export interface SettlementConfigOptions {
+  /** Cycle length: `500ms`, `10s`, `5m`, `1h`, or a number of seconds (default 1 h). */
   settlementInterval?: string | number;
+  /** Funding tick (default 10 s). */
   fundingInterval?: string | number;
   escrowUrl?: string;
   escrowApiKey?: string;
+  /** Request budget toward the escrow provider: `requests/windowMs` text (as `FAREBOX_ESCROW_BUDGET`) or the pair. */
+  escrowBudget?: string | { requests: number; windowMs: number };
+  /** Top the treasury up with devnet USDC when it runs short (local network only; default on there). */
+  treasuryAutofund?: boolean;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -37,26 +44,21 @@ export function parseDuration(value: string | number, name: string, problems: st
 
 const ESCROW_URLS = { testnet: 'https://dev.api.trustlesswork.com', mainnet: 'https://api.trustlesswork.com' } as const;
 
-export function resolveSettlementConfig(
-  options: SettlementConfigOptions,
-  env: Record<string, string | undefined>,
-  network: 'local' | 'testnet' | 'mainnet',
-  devnetUrl: string,
-): SettlementSettings {
+/** Validates the settlement settings (options only; every problem reported together). */
+export function resolveSettlementConfig(options: SettlementConfigOptions, network: 'local' | 'testnet' | 'mainnet', devnetUrl: string): SettlementSettings {
   const problems: string[] = [];
-  const settlementIntervalMs = parseDuration(options.settlementInterval ?? env.FAREBOX_SETTLEMENT_INTERVAL ?? '1h', 'FAREBOX_SETTLEMENT_INTERVAL', problems) ?? 0;
-  const fundingIntervalMs = parseDuration(options.fundingInterval ?? env.FAREBOX_FUNDING_INTERVAL ?? '10s', 'FAREBOX_FUNDING_INTERVAL', problems) ?? 0;
-  const escrowUrl = (options.escrowUrl ?? env.TRUSTLESS_WORK_URL ?? (network === 'local' ? `${devnetUrl}/escrow` : ESCROW_URLS[network])).replace(/\/+$/, '');
+  const settlementIntervalMs = parseDuration(options.settlementInterval ?? '1h', 'FAREBOX_SETTLEMENT_INTERVAL', problems) ?? 0;
+  const fundingIntervalMs = parseDuration(options.fundingInterval ?? '10s', 'FAREBOX_FUNDING_INTERVAL', problems) ?? 0;
+  const escrowUrl = (options.escrowUrl ?? (network === 'local' ? `${devnetUrl}/escrow` : ESCROW_URLS[network])).replace(/\/+$/, '');
   if (!/^https?:\/\//.test(escrowUrl)) problems.push('TRUSTLESS_WORK_URL must be an http(s) URL');
-  const escrowApiKey = options.escrowApiKey ?? env.TRUSTLESS_WORK_API_KEY ?? (network === 'local' ? 'farebox-devnet' : undefined);
+  const escrowApiKey = options.escrowApiKey ?? (network === 'local' ? 'farebox-devnet' : undefined);
   let escrowBudget = { requests: 50, windowMs: 60_000 };
-  if (env.FAREBOX_ESCROW_BUDGET) {
-    const m = /^(\d+)\/(\d+)$/.exec(env.FAREBOX_ESCROW_BUDGET);
-    if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) problems.push('FAREBOX_ESCROW_BUDGET must be requests/windowMs, e.g. 50/60000');
+  const budget = options.escrowBudget;
+  if (budget !== undefined && budget !== '') {
+    const m = typeof budget === 'string' ? /^(\d+)\/(\d+)$/.exec(budget) : ['', String(budget.requests), String(budget.windowMs)];
+    if (!m || !/^\d+$/.test(m[1]!) || !/^\d+$/.test(m[2]!) || Number(m[1]) < 1 || Number(m[2]) < 1) problems.push('FAREBOX_ESCROW_BUDGET must be requests/windowMs, e.g. 50/60000');
     else escrowBudget = { requests: Number(m[1]), windowMs: Number(m[2]) };
   }
-  const autofund = env.FAREBOX_TREASURY_AUTOFUND;
-  if (autofund !== undefined && autofund !== 'true' && autofund !== 'false') problems.push('FAREBOX_TREASURY_AUTOFUND must be true or false');
   if (problems.length) throw new ConfigError(problems);
   return {
     settlementIntervalMs,
@@ -64,6 +66,6 @@ export function resolveSettlementConfig(
     escrowUrl,
     escrowApiKey,
     escrowBudget,
-    treasuryAutofund: network === 'local' && autofund !== 'false',
+    treasuryAutofund: network === 'local' && options.treasuryAutofund !== false,
   };
 }

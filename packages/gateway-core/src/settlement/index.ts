@@ -11,11 +11,9 @@ export interface CreateSettlementOptions {
   ledger: Ledger;
   db: Database;
   network: NetworkConfig;
-  networkName: 'local' | 'testnet' | 'mainnet';
-  devnetUrl: string;
   treasury: TxSigner;
-  options?: SettlementConfigOptions;
-  env: Record<string, string | undefined>;
+  /** Validated once with the rest of the gateway's configuration (`resolveGatewayConfig`). */
+  settings: SettlementSettings;
   log(message: string, err?: unknown): void;
   /** Each recorded state change of a cycle (the settlement log lines). */
   onStep?: SettlementEngineOptions['onStep'];
@@ -33,7 +31,7 @@ const AUTOFUND_CHUNK = 100_000n * 10_000_000n;
  * network.
  */
 export function createSettlement(o: CreateSettlementOptions) {
-  const settings: SettlementSettings = resolveSettlementConfig(o.options ?? {}, o.env, o.networkName, o.devnetUrl);
+  const settings = o.settings;
   const probe: ChainProbe = createChainProbe(o.network);
   const escrow: EscrowClient | undefined = settings.escrowApiKey
     ? createEscrowClient({ baseUrl: settings.escrowUrl, apiKey: settings.escrowApiKey, passphrase: o.network.passphrase, budget: settings.escrowBudget })
