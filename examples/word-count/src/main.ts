@@ -1,31 +1,11 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { ConfigError } from '@farebox/protocol';
-import { ensureKeypairFile } from '@farebox/provider';
+import { prepareLocalEnv } from '@farebox/provider';
 import { createWordCountService } from './service.js';
 
-const env = { ...process.env };
-const gateway = (env.FAREBOX_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '');
-// The gateway embeds the local devnet under /devnet.
-env.FAREBOX_DEVNET_URL ??= `${gateway}/devnet`;
-
-if (!env.AGENT_WALLET_SECRET && !env.KEYPAIR_PATH) {
-  // A local demo key, kept out of git (.farebox/ is ignored).
-  env.KEYPAIR_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '.farebox', 'keypair');
-  const { publicKey, created } = ensureKeypairFile(env.KEYPAIR_PATH);
-  if (created) console.log(`created a local owner key ${publicKey} in ${env.KEYPAIR_PATH}`);
-}
-
-if (!env.FAREBOX_PLATFORM_PUBLIC_KEY) {
-  // Accept calls signed by the local gateway: ask it for its key.
-  try {
-    const res = await fetch(`${gateway}/v1/platform/key`, { signal: AbortSignal.timeout(3000) });
-    const { publicKey } = (await res.json()) as { publicKey?: string };
-    if (publicKey) env.FAREBOX_PLATFORM_PUBLIC_KEY = publicKey;
-  } catch (e) {
-    console.error(`cannot read the platform key from ${gateway}/v1/platform/key (${(e as Error).message}): start the gateway or set FAREBOX_PLATFORM_PUBLIC_KEY`);
-  }
-}
+// Next to the local gateway: its devnet, a demo owner key kept out of git
+// (.farebox/ is ignored) and the platform key of the calls it signs.
+const env = await prepareLocalEnv(process.env, { keypairPath: join(import.meta.dirname, '..', '.farebox', 'keypair') });
 
 try {
   const service = createWordCountService(env);

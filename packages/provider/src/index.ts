@@ -17,6 +17,8 @@ export type {
 export type { ListeningProvider, ExpressMiddleware, ExpressLikeRequest } from './http.js';
 export { parseBodyLimit, MAX_BODY_LIMIT } from './body-limit.js';
 export { publicKeyFromSecret, readKeypairFile, ensureKeypairFile } from './keys.js';
+export { prepareLocalEnv } from './local-env.js';
+export type { LocalEnvOptions } from './local-env.js';
 export { createEscrowVerifier } from './escrow-verifier.js';
 export type { EscrowVerifierOptions, FareboxEscrowVerifier, EscrowOperations } from './escrow-verifier.js';
 export { FileServedEscrowStore, MemoryServedEscrowStore } from './served-store.js';

@@ -13,6 +13,7 @@ it('exports exactly the documented runtime API', () => {
     'createProvider',
     'ensureKeypairFile',
     'parseBodyLimit',
+    'prepareLocalEnv',
     'publicKeyFromSecret',
     'readKeypairFile',
   ]);

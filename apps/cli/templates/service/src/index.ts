@@ -1,25 +1,13 @@
 // __SERVICE__: a paid Farebox service. Callers pay __PRICE__ USDC per call
 // through the gateway (platform-signed calls) and, when TRUSTLESS_WORK_API_KEY
 // is set, directly through an escrow.
-import { createProvider, ensureKeypairFile } from '@farebox/provider';
+import { createProvider, prepareLocalEnv } from '@farebox/provider';
 
-const env = { ...process.env };
-const gateway = (env.FAREBOX_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '');
-// The local gateway (`farebox dev`) embeds the devnet under /devnet.
-env.FAREBOX_DEVNET_URL ??= `${gateway}/devnet`;
-if (!env.AGENT_WALLET_SECRET && !env.KEYPAIR_PATH) {
-  // The service's owner key: it receives the payments. Kept out of git.
-  env.KEYPAIR_PATH = '.farebox/keypair';
-  const { publicKey, created } = ensureKeypairFile(env.KEYPAIR_PATH);
-  if (created) console.log(`created the owner key ${publicKey} in ${env.KEYPAIR_PATH}`);
-}
-if (!env.FAREBOX_PLATFORM_PUBLIC_KEY || (env.TRUSTLESS_WORK_API_KEY && !env.TRUSTLESS_WORK_PLATFORM_ADDRESS)) {
-  // Accept calls signed by this gateway and, with an escrow API key, direct escrows naming its treasury.
-  const res = await fetch(`${gateway}/v1/platform/key`);
-  const platform = (await res.json()) as { publicKey: string; treasury: string };
-  env.FAREBOX_PLATFORM_PUBLIC_KEY ||= platform.publicKey;
-  if (env.TRUSTLESS_WORK_API_KEY) env.TRUSTLESS_WORK_PLATFORM_ADDRESS ||= platform.treasury;
-}
+// Next to the local gateway (`farebox dev`, FAREBOX_URL): its devnet, an owner
+// key in .farebox/keypair (it receives the payments; kept out of git) and the
+// gateway's platform key, so the calls it signs are accepted. Variables you
+// set yourself win.
+const env = await prepareLocalEnv(process.env);
 
 const service = createProvider({
   service: '__SERVICE__',
