@@ -32,6 +32,7 @@ export type GatewayPlatformKey = z.output<typeof schemas.PlatformKey>;
 export type GatewayHealth = z.output<typeof schemas.Health>;
 export type GatewayDispute = z.output<typeof schemas.Dispute>;
 export type GatewayTreasury = z.output<typeof schemas.Treasury>;
+export type GatewayReconciliation = z.output<typeof schemas.Reconciliation>;
 export type GatewayOperatorSettlement = z.output<typeof schemas.OperatorSettlement>;
 export type GatewaySettlementRetry = z.output<typeof schemas.SettlementRetry>;
 export type GatewayRevenue = z.output<typeof schemas.Revenue>;
@@ -153,6 +154,8 @@ export interface GatewayClient {
     retrySettlement(id: string): Promise<GatewaySettlementRetry>;
     revenue(options?: { days?: number }): Promise<GatewayRevenue>;
     audit(options?: { limit?: number }): Promise<GatewayAuditEntry[]>;
+    /** Every wallet-backed credit against the chain, the ledger audit, and the treasury against what it owes. */
+    reconciliation(): Promise<GatewayReconciliation>;
   };
   /** `GET /health` (no credential needed). */
   health(): Promise<GatewayHealth>;
@@ -308,6 +311,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       retrySettlement: (id) => request('operatorRetrySettlement', { params: { id } }),
       revenue: (opts = {}) => request('operatorRevenue', { query: { days: int(opts.days) } }),
       audit: (opts = {}) => request('operatorAudit', { query: { limit: int(opts.limit) } }),
+      reconciliation: () => request('operatorReconciliation'),
     },
     health: () => request('health'),
   };

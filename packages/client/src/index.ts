@@ -44,6 +44,7 @@ export type {
   GatewayPlatformStats,
   GatewayDispute,
   GatewayTreasury,
+  GatewayReconciliation,
   GatewayOperatorSettlement,
   GatewaySettlementRetry,
   GatewayRevenue,
