@@ -60,3 +60,27 @@ it('gateway-core reads no environment: neither process.env nor an env map', () =
   }
   expect(found).toEqual([]);
 });
+
+// Each host reads its environment in one module, and process.env only in its
+// entry point, which hands it there.
+const HOST_READERS: Record<string, { config: string; entry: string }> = {
+  gateway: { config: 'apps/gateway/src/config.ts', entry: 'apps/gateway/src/run.ts' },
+  discovery: { config: 'apps/discovery/src/server.ts', entry: 'apps/discovery/src/main.ts' },
+  mcp: { config: 'apps/mcp/src/config.ts', entry: 'apps/mcp/src/main.ts' },
+  cli: { config: 'apps/cli/src/context.ts', entry: 'apps/cli/src/program.ts' },
+};
+
+it('each host reads its environment once: in its configuration module, from process.env in its entry point only', () => {
+  const found: string[] = [];
+  for (const [app, { config, entry }] of Object.entries(HOST_READERS)) {
+    for (const file of files(join(root, 'apps', app, 'src'))) {
+      const rel = relative(root, file);
+      const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+      code.split('\n').forEach((line, i) => {
+        if (/\bprocess\.env\b/.test(line) && rel !== entry) found.push(`${rel}:${i + 1}: ${line.trim()}`);
+        else if (/\benv\s*(\?\.|\.|\[)/.test(line.replace(/\bprocess\.env\b/g, '')) && rel !== config) found.push(`${rel}:${i + 1}: ${line.trim()}`);
+      });
+    }
+  }
+  expect(found).toEqual([]);
+});

@@ -21,10 +21,70 @@ export interface GlobalOptions {
   json?: boolean;
 }
 
+/** A process environment (`process.env`, or a test's own map). */
+export type Env = Record<string, string | undefined>;
+
+/**
+ * What the CLI takes from its environment, read once per command
+ * (`cliSettingsFromEnv`, called by `createContext`); the commands use these
+ * and never the environment itself.
+ */
+export interface CliSettings {
+  /** `FAREBOX_CONFIG_DIR`, else the user's config folder (`~/.config/farebox`). */
+  configDir: string;
+  /** `FAREBOX_URL`: the gateway, unless `--url` names one. */
+  url: string | undefined;
+  /** `FAREBOX_API_KEY`: the credential, unless `--api-key` gives one. */
+  apiKey: string | undefined;
+  /** `FAREBOX_CLIENT_NAME`: the name the browser sign-in registers (default `farebox CLI`). */
+  clientName: string;
+  /** `BROWSER=none` turns off opening a browser (the sign-in URL is still printed). */
+  openBrowser: boolean;
+  /** `TRUSTLESS_WORK_API_KEY`: the escrow provider's key for direct calls, unless `--escrow-key` gives one. */
+  escrowApiKey: string | undefined;
+  /** `DATABASE_URL` and `FAREBOX_DATA_DIR` (default `./.farebox`): the gateway database the operator grants open. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** `PATH`: where `farebox dev` and `farebox discovery` look for the programs they start. */
+  path: string;
+  /** The environment `farebox discovery` starts its program with: the CLI's own, passed on. */
+  childEnv: Env;
+  /**
+   * The environment `farebox dev` starts the local stack with: the CLI's own,
+   * with the local network (`STELLAR_NETWORK=local`) and loopback endpoints
+   * allowed (`FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true`) unless it names them.
+   */
+  devStackEnv: Env;
+}
+
+/** The CLI's settings from an environment (README, "Configuration"). */
+export function cliSettingsFromEnv(env: Env): CliSettings {
+  return {
+    configDir: cliConfigDir(env),
+    url: env.FAREBOX_URL,
+    apiKey: env.FAREBOX_API_KEY,
+    clientName: env.FAREBOX_CLIENT_NAME?.trim() || 'farebox CLI',
+    openBrowser: (env.BROWSER ?? '').toLowerCase() !== 'none',
+    escrowApiKey: env.TRUSTLESS_WORK_API_KEY,
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: env.FAREBOX_DATA_DIR ?? './.farebox',
+    path: env.PATH ?? '',
+    childEnv: env,
+    devStackEnv: {
+      ...env,
+      // The local stack: the embedded devnet (the gateway's default network is testnet).
+      ...(env.STELLAR_NETWORK || env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' }),
+      // It calls the developer's services on localhost (never the gateway's own port; refused on mainnet).
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+    },
+  };
+}
+
 export interface Context {
   url: string;
   json: boolean;
-  env: Record<string, string | undefined>;
+  /** The environment's settings, read once (`cliSettingsFromEnv`). */
+  settings: CliSettings;
   dir: string;
   configPath: string;
   tokenPath: string;
@@ -42,7 +102,7 @@ export interface Context {
 }
 
 /** The CLI's folder: `FAREBOX_CONFIG_DIR`, else the user's config folder (`~/.config/farebox`). */
-export function cliConfigDir(env: Record<string, string | undefined>): string {
+export function cliConfigDir(env: Env): string {
   return env.FAREBOX_CONFIG_DIR?.trim() || configDir(env);
 }
 
@@ -64,13 +124,19 @@ async function readStored(path: string): Promise<StoredConfig> {
   return parsed.data;
 }
 
-/** Precedence: flag, then environment (`FAREBOX_URL`, `FAREBOX_API_KEY`), then the stored configuration. */
-export async function createContext(opts: GlobalOptions, env: Record<string, string | undefined> = process.env, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<Context> {
-  const dir = cliConfigDir(env);
+/**
+ * A command's context: the environment read once into settings
+ * (`cliSettingsFromEnv`), the stored login, the credential. Precedence: flag,
+ * then environment (`FAREBOX_URL`, `FAREBOX_API_KEY`), then the stored
+ * configuration.
+ */
+export async function createContext(opts: GlobalOptions, env: Env, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<Context> {
+  const settings = cliSettingsFromEnv(env);
+  const dir = settings.configDir;
   const configPath = join(dir, 'cli.json');
   const tokenPath = join(dir, 'cli-token.json');
   const stored = await readStored(configPath);
-  const rawUrl = (opts.url ?? env.FAREBOX_URL ?? stored.url ?? DEFAULT_GATEWAY_URL).trim();
+  const rawUrl = (opts.url ?? settings.url ?? stored.url ?? DEFAULT_GATEWAY_URL).trim();
   let url: string;
   try {
     const u = new URL(rawUrl);
@@ -79,13 +145,13 @@ export async function createContext(opts: GlobalOptions, env: Record<string, str
   } catch {
     throw new CliError('USAGE', `not an http(s) URL: ${JSON.stringify(rawUrl)}`);
   }
-  const apiKey = opts.apiKey ?? env.FAREBOX_API_KEY ?? (stored.url === undefined || stored.url === url ? stored.apiKey : undefined);
+  const apiKey = opts.apiKey ?? settings.apiKey ?? (stored.url === undefined || stored.url === url ? stored.apiKey : undefined);
   const oauth = !apiKey && stored.oauth === true && (stored.url === undefined || stored.url === url);
   let session: OAuthSession | undefined;
   const ctx: Context = {
     url,
     json: opts.json === true,
-    env,
+    settings,
     dir,
     configPath,
     tokenPath,
@@ -96,8 +162,8 @@ export async function createContext(opts: GlobalOptions, env: Record<string, str
       session ??= createOAuthSession({
         mcpUrl: `${url}/mcp`,
         tokenPath,
-        clientName: env.FAREBOX_CLIENT_NAME?.trim() || 'farebox CLI',
-        openBrowser: (env.BROWSER ?? '').toLowerCase() !== 'none',
+        clientName: settings.clientName,
+        openBrowser: settings.openBrowser,
         log,
       });
       return session;

@@ -10,7 +10,8 @@ const log = (message: string, err?: unknown) =>
 
 let running;
 try {
-  running = await startDiscovery({ log, waitReady: false });
+  // The environment is read once, here (loadDiscoveryConfig, through startDiscovery).
+  running = await startDiscovery({ env: process.env, log, waitReady: false });
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   console.error(`farebox-discovery: refusing to start, the configuration is invalid:\n${err.problems.map((p) => `  - ${p}`).join('\n')}`);

@@ -35,8 +35,13 @@ function intSetting(env: Record<string, string | undefined>, name: string, fallb
   return n;
 }
 
-/** The discovery host's settings from its environment (docs/deploy.md lists them); every problem at once. */
-export function loadDiscoveryConfig(env: Record<string, string | undefined> = process.env): DiscoveryConfig {
+/**
+ * The discovery host's settings from its environment (docs/deploy.md lists
+ * them), typed and validated; every problem at once. The host's one
+ * configuration reader: `main.ts` hands it `process.env`, nothing else in the
+ * host reads the environment.
+ */
+export function loadDiscoveryConfig(env: Record<string, string | undefined>): DiscoveryConfig {
   const problems: string[] = [];
   // The gateway's rule: STELLAR_NETWORK (default testnet); FAREBOX_NETWORK is an older alias that may not disagree.
   const network = (env.STELLAR_NETWORK || env.FAREBOX_NETWORK || 'testnet') as NetworkName;
@@ -68,6 +73,7 @@ export function loadDiscoveryConfig(env: Record<string, string | undefined> = pr
 }
 
 export interface StartDiscoveryOptions extends Partial<DiscoveryConfig>, DiscoveryHttpOptions {
+  /** The environment to read the settings from (`loadDiscoveryConfig`); an option wins over its variable. None when omitted (`farebox-discovery` passes `process.env`). */
   env?: Record<string, string | undefined>;
   searchIndex?: SearchIndex;
   log?: DiscoveryServiceOptions['log'];
@@ -87,7 +93,7 @@ export interface RunningDiscovery {
  * the snapshot is loaded and the first sync is indexed), then follows the registry.
  */
 export async function startDiscovery(options: StartDiscoveryOptions = {}): Promise<RunningDiscovery> {
-  const env = options.env ?? process.env;
+  const env = options.env ?? {};
   const config = { ...loadDiscoveryConfig({ ...(options.devnetUrl ? { FAREBOX_DEVNET_URL: options.devnetUrl } : {}), ...env }), ...stripUndefined(options) };
   const network = resolveNetwork({
     network: config.network,

@@ -28,7 +28,7 @@ export interface AdapterConfig {
  * @example
  * const config = loadAdapterConfig(process.env);
  */
-export function loadAdapterConfig(env: Record<string, string | undefined> = process.env): AdapterConfig {
+export function loadAdapterConfig(env: Record<string, string | undefined>): AdapterConfig {
   const problems: string[] = [];
   const rawUrl = (env.FAREBOX_URL ?? '').trim() || DEFAULT_GATEWAY_URL;
   let url = rawUrl.replace(/\/+$/, '');

@@ -82,7 +82,7 @@ function upstream(config: AdapterConfig, session: OAuthSession, doFetch: typeof 
  * the gateway's `/mcp` with OAuth, or served over the REST API with an API key.
  *
  * @example
- * const adapter = createAdapter({ config: loadAdapterConfig() });
+ * const adapter = createAdapter({ config: loadAdapterConfig(process.env) });
  * await adapter.server.connect(new StdioServerTransport());
  */
 export function createAdapter(options: AdapterOptions): Adapter {

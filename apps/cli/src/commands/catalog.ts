@@ -119,7 +119,7 @@ export async function runDirectCall(
   const secret = await readKeypair(opts.keypair);
   const platform = await gatewayCall(() => ctx.anonymous().platform.key());
   const network = String(platform.network);
-  const escrowKey = opts.escrowKey ?? ctx.env.TRUSTLESS_WORK_API_KEY ?? (network === 'local' ? 'farebox-cli' : undefined);
+  const escrowKey = opts.escrowKey ?? ctx.settings.escrowApiKey ?? (network === 'local' ? 'farebox-cli' : undefined);
   if (!escrowKey) throw new CliError('USAGE', 'a direct call needs an escrow API key: --escrow-key or TRUSTLESS_WORK_API_KEY');
   const client = (() => {
     try {

@@ -16,7 +16,7 @@ import type { CommandGroup } from './shared.js';
  * the gateway: the gateway is an app with a database and a devnet, the CLI
  * stays a thin client.
  */
-export function devCommand(cwd: string, env: Record<string, string | undefined>): { command: string; args: string[]; description: string } | undefined {
+export function devCommand(cwd: string, path: string): { command: string; args: string[]; description: string } | undefined {
   for (let dir = resolve(cwd); ; dir = dirname(dir)) {
     const start = join(dir, 'scripts', 'start.mjs');
     const pkg = join(dir, 'package.json');
@@ -32,7 +32,7 @@ export function devCommand(cwd: string, env: Record<string, string | undefined>)
   } catch {
     // not installed here
   }
-  for (const p of (env.PATH ?? '').split(process.platform === 'win32' ? ';' : ':')) {
+  for (const p of path.split(process.platform === 'win32' ? ';' : ':')) {
     const bin = join(p, process.platform === 'win32' ? 'farebox-gateway.cmd' : 'farebox-gateway');
     if (p && existsSync(bin)) return { command: bin, args: [], description: bin };
   }
@@ -41,7 +41,7 @@ export function devCommand(cwd: string, env: Record<string, string | undefined>)
 
 /** Runs the local stack in the foreground until Ctrl-C; resolves with its exit code. */
 export async function runDev(ctx: Context, opts: { port?: string; cwd?: string }): Promise<number> {
-  const found = devCommand(opts.cwd ?? process.cwd(), ctx.env);
+  const found = devCommand(opts.cwd ?? process.cwd(), ctx.settings.path);
   if (!found) {
     throw new CliError(
       'LOCAL',
@@ -50,12 +50,9 @@ export async function runDev(ctx: Context, opts: { port?: string; cwd?: string }
   }
   if (opts.port !== undefined && !/^\d{1,5}$/.test(opts.port)) throw new CliError('USAGE', '--port must be a port number');
   ctx.log(`Starting the local stack (${found.description})...`);
-  // A local stack calls the developer's services on localhost (never the gateway's own port; refused on mainnet).
+  // The CLI's environment with the local stack's defaults: the local network, loopback endpoints allowed (context.ts, devStackEnv).
   const env = {
-    ...process.env,
-    // The local stack: the embedded devnet (the gateway's default network is testnet).
-    ...(process.env.STELLAR_NETWORK || process.env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' }),
-    FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+    ...ctx.settings.devStackEnv,
     ...(opts.port ? { PORT: opts.port } : {}),
   };
   const child = spawn(found.command, found.args, { stdio: 'inherit', env });

@@ -47,7 +47,7 @@ export async function runDiscoverySearch(ctx: Context, query: string | undefined
  * checkout's apps/discovery build, the project's node_modules, or the PATH.
  * Spawned, not imported: the discovery backend is an app of its own.
  */
-export function discoveryCommand(cwd: string, env: Record<string, string | undefined>): { command: string; args: string[]; description: string } | undefined {
+export function discoveryCommand(cwd: string, path: string): { command: string; args: string[]; description: string } | undefined {
   const name = process.platform === 'win32' ? 'farebox-discovery.cmd' : 'farebox-discovery';
   for (let dir = resolve(cwd); ; dir = dirname(dir)) {
     const built = join(dir, 'apps', 'discovery', 'dist', 'main.js');
@@ -62,7 +62,7 @@ export function discoveryCommand(cwd: string, env: Record<string, string | undef
   } catch {
     // not installed here
   }
-  for (const p of (env.PATH ?? '').split(process.platform === 'win32' ? ';' : ':')) {
+  for (const p of path.split(process.platform === 'win32' ? ';' : ':')) {
     if (p && existsSync(join(p, name))) return { command: join(p, name), args: [], description: join(p, name) };
   }
   return undefined;
@@ -70,13 +70,13 @@ export function discoveryCommand(cwd: string, env: Record<string, string | undef
 
 /** `farebox discovery`: runs a discovery backend in the foreground until Ctrl-C. */
 export async function runDiscoveryServer(ctx: Context, opts: { port?: string; dataDir?: string; cwd?: string }): Promise<CommandResult> {
-  const found = discoveryCommand(opts.cwd ?? process.cwd(), ctx.env);
+  const found = discoveryCommand(opts.cwd ?? process.cwd(), ctx.settings.path);
   if (!found) {
     throw new CliError('LOCAL', 'cannot find the discovery backend: run `pnpm build` in a Farebox checkout, or install it so `farebox-discovery` is on the PATH');
   }
   if (opts.port !== undefined && !/^\d{1,5}$/.test(opts.port)) throw new CliError('USAGE', '--port must be a port number');
   ctx.log(`Starting the discovery backend (${found.description})...`);
-  const env = { ...process.env, ...(opts.port ? { PORT: opts.port } : {}), ...(opts.dataDir ? { FAREBOX_DISCOVERY_DATA_DIR: opts.dataDir } : {}) };
+  const env = { ...ctx.settings.childEnv, ...(opts.port ? { PORT: opts.port } : {}), ...(opts.dataDir ? { FAREBOX_DISCOVERY_DATA_DIR: opts.dataDir } : {}) };
   const child = spawn(found.command, found.args, { stdio: 'inherit', env });
   const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
   process.on('SIGINT', forward('SIGINT'));

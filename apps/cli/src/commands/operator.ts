@@ -61,11 +61,11 @@ async function withDatabase<T>(ctx: Context, opts: { dataDir?: string; databaseU
   } catch {
     throw new CliError('LOCAL', 'operator grants need the gateway installed next to the CLI (@farebox/gateway-core): run this where the gateway runs');
   }
-  const url = opts.databaseUrl ?? (ctx.env.DATABASE_URL || undefined);
-  const dataDir = opts.dataDir ?? ctx.env.FAREBOX_DATA_DIR ?? './.farebox';
+  const url = opts.databaseUrl ?? ctx.settings.databaseUrl;
+  const dataDir = opts.dataDir ?? ctx.settings.dataDir;
   let db: import('@farebox/ledger').Database;
   try {
-    db = await ledger.openDatabase({ ...(url ? { url } : { dataDir: join(dataDir, 'db') }), env: ctx.env });
+    db = await ledger.openDatabase({ ...(url ? { url } : { dataDir: join(dataDir, 'db') }) });
   } catch (e) {
     throw new CliError('LOCAL', `cannot open the gateway database (${url ? 'DATABASE_URL' : join(dataDir, 'db')}): ${e instanceof Error ? e.message : String(e)}${url ? '' : ' (stop the gateway first: the embedded database allows one process)'}`);
   }
