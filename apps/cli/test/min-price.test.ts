@@ -3,9 +3,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, farebox } from './bin.js';
+import { cli } from './run.js';
 
-// The lowest price (MIN_PRICE_BASE_UNITS of @farebox/protocol), as the built `farebox` applies it before anything is written or sent.
+// The lowest price (MIN_PRICE_BASE_UNITS of @farebox/protocol), as `farebox` applies it (in process: runCli) before anything is written or sent.
 const PROBLEM = 'must be at least 0.000002 USDC (20 base units), so that the 5 % platform fee of a call is at least one base unit';
 
 describe('farebox and the lowest price', () => {
@@ -13,19 +13,18 @@ describe('farebox and the lowest price', () => {
   const env = () => ({ PATH: process.env.PATH ?? '', HOME: tmp, FAREBOX_CONFIG_DIR: join(tmp, 'farebox'), FAREBOX_URL: 'http://127.0.0.1:9', FAREBOX_API_KEY: 'sk_live_unused', BROWSER: 'none' });
 
   beforeAll(async () => {
-    ensureBuilt();
     tmp = await mkdtemp(join(tmpdir(), 'farebox-cli-price-'));
-  }, 120_000);
+  });
 
   it('init refuses a price under 20 base units and writes nothing; 20 is taken', async () => {
     for (const price of ['0.0000019', '0']) {
       const dir = join(tmp, `cheap-${price.length}`);
-      const r = await farebox(['init', dir, '--name', 'cheap', '--price', price], { env: env() });
+      const r = await cli(['init', dir, '--name', 'cheap', '--price', price], { env: env() });
       expect(r.code, price).toBe(2);
       expect(r.stderr, price).toContain(`--price ${JSON.stringify(price)}: ${PROBLEM}`);
       expect(existsSync(dir), price).toBe(false);
     }
-    const ok = await farebox(['init', join(tmp, 'cheapest'), '--name', 'cheapest', '--price', '0.000002', '--json'], { env: env() });
+    const ok = await cli(['init', join(tmp, 'cheapest'), '--name', 'cheapest', '--price', '0.000002', '--json'], { env: env() });
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ service: 'cheapest', price: '0.000002' });
   });
@@ -35,7 +34,7 @@ describe('farebox and the lowest price', () => {
       ['publisher', 'register', '--service', 'cheap', '--price', '0.0000019', '--endpoint', 'https://example.com/x', '--description', 'd'],
       ['publisher', 'update', 'cheap', '--price', '0.0000019'],
     ]) {
-      const r = await farebox(args, { env: env() });
+      const r = await cli(args, { env: env() });
       expect(r.code, args[1]).toBe(2);
       expect(r.stderr, args[1]).toContain(`--price "0.0000019": ${PROBLEM}`);
     }
