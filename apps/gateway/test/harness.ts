@@ -126,6 +126,8 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
         platform: { publicKey: gw.core.platformPublicKey },
         wallet: { secret: kp.secret() },
         registry,
+        // A gateway on a test's clock signs certificates at that clock's time: its services read the same one.
+        ...(extra.now ? { now: extra.now } : {}),
         env: {},
       }).serve(opts.handler ?? ((payload) => ({ echo: payload })));
       const listening = await provider.listen(0, '127.0.0.1');
@@ -145,6 +147,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
         platform: { publicKey: gw.core.platformPublicKey },
         ownerWallet: opts.ownerWallet,
         registry,
+        ...(extra.now ? { now: extra.now } : {}),
         env: {},
       }).serve((payload) => ({ echo: payload }));
       const listening = await provider.listen(0, '127.0.0.1');

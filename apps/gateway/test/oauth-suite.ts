@@ -14,7 +14,8 @@ describe(`OAuth 2.1 authorization server on ${kind} (RFC 9700 points, spending l
   let offset = 0;
 
   beforeAll(async () => {
-    h = await startHarness(kind, { oauth: { now: () => Date.now() + offset, registerPerMinute: 60 } });
+    // The gateway's clock (and its services'): the tests below move it to expire codes, tokens and spending days.
+    h = await startHarness(kind, { now: () => Date.now() + offset, oauth: { registerPerMinute: 60 } });
     alice = await h.user();
     await h.publish('echo', { price: '0.01' });
   }, 120_000);

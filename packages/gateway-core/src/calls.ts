@@ -12,6 +12,7 @@ import { inputs, type schemas } from '@farebox/contract';
 import type { z } from 'zod';
 import type { Principal } from './auth/accounts.js';
 import { createCertificateIssuer } from './certificates.js';
+import { systemClock, type Clock } from './clock.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
 import { isoTime } from './observability/iso-time.js';
 import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
@@ -98,6 +99,8 @@ export interface CallsOptions {
   onInsufficientCredits?: (input: { principal: Principal; service: CallableService; payload: Record<string, unknown>; amount: bigint; callId: string; steps: TraceStep[] }) => Promise<{ response: CallResponse } | { retry: true }>;
   /** Called once per call that reached the payment steps: the call's log line and metrics. */
   onFinished?: (summary: CallSummary) => void;
+  /** The gateway's clock (default `Date.now`): certificates' issue time and freshness, the trace's times, the endpoint checks' cache. */
+  now?: Clock;
 }
 
 /** What a finished call reports for logs and metrics (no payload, no result). */
@@ -117,7 +120,7 @@ export interface CallSummary {
 }
 
 
-/** A certificate signed during the hold is sent when the hold took less than this; else one is signed anew. */
+/** A certificate signed during the hold is sent when the hold took less than this (by the gateway's clock); else one is signed anew. */
 const FRESH_CERTIFICATE_MS = 5_000;
 
 /** `mode` values of a call result (documented in docs/api.md). */
@@ -125,8 +128,9 @@ export const CALL_MODES = { platformSigned: 'platform-signed', walletEscrow: 'wa
 
 class Timeline {
   readonly steps: TraceStep[] = [];
+  constructor(private readonly now: Clock) {}
   async step<T>(name: string, fn: () => Promise<T>, detail?: (value: T) => Record<string, unknown>): Promise<T> {
-    const started = Date.now();
+    const started = this.now();
     const t0 = performance.now();
     try {
       const value = await fn();
@@ -197,28 +201,30 @@ export function createCalls(options: CallsOptions) {
     pipelining: 1,
   });
   const maxResponseBytes = options.maxResponseBytes ?? 5 * 1024 * 1024;
+  const now = options.now ?? systemClock;
   const endpointChecks = new Map<string, { ok: boolean; message?: string; until: number }>();
   const certificates = createCertificateIssuer(options.signer);
 
   async function vetEndpoint(endpoint: string) {
     const cached = endpointChecks.get(endpoint);
-    if (cached && cached.until > Date.now()) {
+    if (cached && cached.until > now()) {
       if (!cached.ok) throw new UpstreamError(cached.message!);
       return;
     }
     try {
       await checkEndpoint(endpoint, options.policy);
-      endpointChecks.set(endpoint, { ok: true, until: Date.now() + 60_000 });
+      endpointChecks.set(endpoint, { ok: true, until: now() + 60_000 });
     } catch (err) {
       const message = `service endpoint refused: ${(err as Error).message}`;
-      endpointChecks.set(endpoint, { ok: false, message, until: Date.now() + 60_000 });
+      endpointChecks.set(endpoint, { ok: false, message, until: now() + 60_000 });
       throw new UpstreamError(message);
     }
   }
 
   /** The certificate for `amount`, signed at the end of this turn of the event loop, with the other certificates asked for in it. */
   function signSoon(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string): Promise<string> {
-    const signed = certificates.issue(svc.endpoint, { service: svc.service, body: bodyBytes, amount, callId });
+    // Issued at the gateway's time: the certificate's iat and expiry, and the freshness rule below, read one clock.
+    const signed = certificates.issue(svc.endpoint, { service: svc.service, body: bodyBytes, amount, callId, now: Math.floor(now() / 1000) });
     // A call refused before it reaches the service never reads it.
     signed.catch(() => undefined);
     return signed;
@@ -322,7 +328,7 @@ export function createCalls(options: CallsOptions) {
   }
 
   async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallAnswer> {
-    const timeline = new Timeline();
+    const timeline = new Timeline(now);
     const callId = `call_${base64UrlEncode(randomBytes(12))}`;
     const ctx: ChargeContext = { amount: 0n, wallet: false };
     if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
@@ -381,7 +387,7 @@ export function createCalls(options: CallsOptions) {
     const holding = holdCredits();
     // Signed while the hold's statement is at the database (asked for after it, so the statement goes first).
     const certificate = signSoon(svc, bodyBytes, amount, callId);
-    const signedAt = Date.now();
+    const signedAt = now();
     let holdId: string;
     try {
       ({ holdId } = await holding);
@@ -398,7 +404,7 @@ export function createCalls(options: CallsOptions) {
     try {
       await vetEndpoint(svc.endpoint);
       try {
-        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId, Date.now() - signedAt < FRESH_CERTIFICATE_MS ? certificate : undefined), () => ({ endpoint: svc.endpoint }));
+        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId, now() - signedAt < FRESH_CERTIFICATE_MS ? certificate : undefined), () => ({ endpoint: svc.endpoint }));
       } catch (err) {
         const quote = err instanceof UpstreamError ? err.quote : undefined;
         const ceiling = [svc.pricePerCall * BigInt(options.maxPriceMultiple), ...(maxCost !== undefined ? [maxCost] : [])].reduce((a, b) => (a < b ? a : b));

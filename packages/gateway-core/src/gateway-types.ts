@@ -4,6 +4,7 @@ import type { CatalogMirror, NetworkConfig, RegistryClient } from '@farebox/stel
 import type { LocalKeystore } from '@farebox/wallets';
 import type { Accounts, Principal } from './auth/accounts.js';
 import type { CallAnswer } from './calls.js';
+import type { Clock } from './clock.js';
 import type { GatewayConfig, GatewayOptions } from './config.js';
 import type { OAuthOptions, OAuthServer } from './oauth/server.js';
 import type { checkOAuthAccess } from './oauth/scopes.js';
@@ -50,6 +51,14 @@ export interface CreateGatewayOptions extends GatewayOptions {
    * a test stops the process.
    */
   crashPoint?: (name: string) => void;
+  /**
+   * The gateway's clock, epoch milliseconds (default `Date.now`): call
+   * certificates (issue time, freshness), sessions, OAuth codes and tokens,
+   * spending days, the settlement interval, readiness; holds (stamped and
+   * reaped by the database's time) move by how far it runs ahead of the
+   * machine's. Tests pass one they can move (see clock.ts).
+   */
+  now?: Clock;
 }
 
 /** `POST /v1/call` options: the caller's idempotency key, cost ceiling and request id. */
@@ -95,6 +104,8 @@ export interface GatewayCore {
   readonly operator: Operator;
   /** One pass of the wallet-credit audit (it also runs at start and every 5 minutes): logs and sets `farebox_wallet_credit_problems`. */
   auditWalletCredits(): Promise<void>;
+  /** One pass of the hold reaper (it also runs every 10 s): voids the holds past their timeout (left by a crash or a hung call); the ids it voided. */
+  reapExpiredHolds(): Promise<{ voided: string[] }>;
   /** The OAuth authorization server (routes in apps/gateway). */
   readonly oauth: OAuthServer;
   /** The /v1 access rule for OAuth tokens. */

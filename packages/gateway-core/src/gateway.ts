@@ -1,6 +1,7 @@
 import { attachToCatalog } from '@farebox/discovery';
 import { walletSigner } from '@farebox/wallets';
 import { createAccounts } from './auth/accounts.js';
+import { systemClock } from './clock.js';
 import { resolveGatewayConfig } from './config.js';
 import { CredentialCache } from './auth/credential-cache.js';
 import { RedisInvalidationBus } from './auth/redis-invalidation.js';
@@ -38,6 +39,8 @@ export { GATEWAY_MIGRATIONS_DIR, toGatewayError };
 export async function createGateway(options: CreateGatewayOptions = {}): Promise<GatewayCore> {
   // Typed settings only: the host reads its environment (apps/gateway/src/config.ts, configFromEnv).
   const config = options.config ?? resolveGatewayConfig({ ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
+  // One clock for everything the gateway decides by the time (clock.ts).
+  const now = options.now ?? systemClock;
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   const log = options.log ?? legacySink(logger);
   const metrics = createMetrics();
@@ -45,23 +48,23 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const infra = await openInfrastructure(options, config, log);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
   const treasury = walletSigner(wallets, treasuryAddress);
-  const oauth = createOAuth({ db, baseUrl: config.baseUrl, ...options.oauth, allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins] });
-  const spending = createSpendingLimits({ db, ...(options.oauth?.now ? { now: options.oauth.now } : {}) });
+  const oauth = createOAuth({ db, baseUrl: config.baseUrl, ...options.oauth, now, allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins] });
+  const spending = createSpendingLimits({ db, now });
 
   let noteSettlementFailure: Operator['noteSettlementFailure'] | undefined;
   const settlementLog = (m: string, e?: unknown) => {
     noteSettlementFailure?.(m, e);
     metrics.settlementFailures.inc();
-    metrics.settlementLastFailure.set(Date.now() / 1000);
+    metrics.settlementLastFailure.set(now() / 1000);
     logger.warn({ event: 'settlement', err: e }, m);
   };
   const crashPoint = options.crashPoint;
-  const settlement = createSettlement({ ledger, db, network, treasury, settings: config.settlement, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
+  const settlement = createSettlement({ ledger, db, network, treasury, settings: config.settlement, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), now, onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
   const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
-  const { calls, topups, walletPath } = createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint });
-  const manifests = createManifests({ policy: infra.policy });
+  const { calls, topups, walletPath } = createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now });
+  const manifests = createManifests({ policy: infra.policy, now });
 
   // A new account's wallet is set up by a durable job that starts at sign-up.
   const provisioning = createWalletProvisioning({ db, chain: infra.chain, network, wallets, treasury, startingXlm: 20_000_000n, log });
@@ -69,17 +72,18 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     db,
     wallets,
     onSignup: () => provisioning.kick(),
-    cache: new CredentialCache({ ...(redis ? { bus: new RedisInvalidationBus(redis) } : {}), ttlMs: config.credentialCacheMs }),
+    cache: new CredentialCache({ ...(redis ? { bus: new RedisInvalidationBus(redis) } : {}), ttlMs: config.credentialCacheMs, now }),
     credits: { openAccount: async (id) => void (await ledger.openAccount(id)) },
+    now,
   });
 
   const wallet = createWalletReader({ ledger, balances: (a) => infra.chain.balances(a) });
   const account = createAccountService({ ledger, network, treasuryAddress, topups, provisioning, wallet });
   const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning });
   const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), settlement });
-  const networkLedger = latestLedgerReader(infra);
-  const platform = createPlatformService({ ...infra, platformPublicKey: infra.certificateSigner.publicKey, topupMode: topups.mode, catalogStaleMs: config.catalogStaleMs, networkLedger });
-  observeGateway(metrics, infra, networkLedger);
+  const networkLedger = latestLedgerReader(infra, now);
+  const platform = createPlatformService({ ...infra, platformPublicKey: infra.certificateSigner.publicKey, topupMode: topups.mode, catalogStaleMs: config.catalogStaleMs, networkLedger, now });
+  observeGateway(metrics, infra, networkLedger, now);
   const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;
 
@@ -102,6 +106,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     metrics,
     operator,
     auditWalletCredits: () => jobs.auditWalletCredits(),
+    reapExpiredHolds: () => jobs.reapExpiredHolds(),
     oauth,
     checkOAuthAccess,
     async authenticateBearer(token) {

@@ -2,6 +2,7 @@
 // serve and operate a gateway (pinned by test/exports.test.ts).
 export { createGateway, GATEWAY_MIGRATIONS_DIR } from './gateway.js';
 export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from './gateway.js';
+export type { Clock } from './clock.js';
 export { DEFAULT_NETWORK, resolveGatewayConfig } from './config.js';
 export type { GatewayConfig, GatewayOptions, NetworkName } from './config.js';
 export { GatewayError, HTTP_STATUS } from './errors.js';

@@ -4,6 +4,7 @@ import { BALANCE_CAP, TOPUP_MAX, hashRequest, type Ledger, type WalletPayment } 
 import { formatAmount, parseAmount, toJsonInteger, toUsd } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
 import type { WalletProvider } from '@farebox/wallets';
+import { systemClock, type Clock } from './clock.js';
 import { GatewayError } from './errors.js';
 import { translated } from './ledger-errors.js';
 import { canStillApplyTx, type ChainProbe } from './settlement/onchain.js';
@@ -29,6 +30,8 @@ export interface TopupsOptions {
   /** Test hook: called at `topup:signed` and `topup:submitted` (the crash tests kill the process there). */
   crashPoint?: (name: string) => void;
   log?(message: string, err?: unknown): void;
+  /** The gateway's clock (default `Date.now`): a free top-up's time, and the age after which an unsigned payment is given up. */
+  now?: Clock;
 }
 
 /** The account a top-up is for. */
@@ -115,6 +118,7 @@ const DEFINITIVE = /tx_bad_seq|tx_failed|tx_too_late|tx_insufficient_balance|tx_
 export function createTopups(o: TopupsOptions) {
   const log = o.log ?? (() => undefined);
   const crash = o.crashPoint ?? (() => undefined);
+  const now = o.now ?? systemClock;
   const horizon = new Horizon.Server(o.network.horizonUrl, { allowHttp: o.network.allowHttp });
   const usdc = new Asset(o.network.usdc.code, o.network.usdc.issuer);
   const inOrder = keyedQueue();
@@ -253,7 +257,7 @@ export function createTopups(o: TopupsOptions) {
         status: 'completed',
         paid_with: null,
         note: 'free',
-        created_at: new Date().toISOString(),
+        created_at: new Date(now()).toISOString(),
       };
     }
     const paid = await translated(() => payFromWallet(account, amount, reference));
@@ -307,7 +311,7 @@ export function createTopups(o: TopupsOptions) {
             if (status.status === 'NOT_FOUND' && xdr && (await canStillApplyTx(o.probe, xdr, o.network.passphrase))) continue;
             await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted: the payment was never applied on chain' });
             failed++;
-          } else if (Date.now() - p.createdAt.getTime() > 10 * 60_000) {
+          } else if (now() - p.createdAt.getTime() > 10 * 60_000) {
             // Recorded, never signed: nothing can have moved.
             await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was sent' });
             failed++;

@@ -6,6 +6,7 @@ import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { Principal } from './auth/accounts.js';
 import type { CallableService, CallResponse, TraceStep } from './calls.js';
 import { CALL_MODES } from './calls.js';
+import { systemClock, type Clock } from './clock.js';
 import { GatewayError } from './errors.js';
 import { checkEndpoint, guardedFetch, type EndpointPolicy } from './security/endpoint-guard.js';
 import type { Topups } from './topups.js';
@@ -40,6 +41,8 @@ export interface WalletPathOptions {
   /** The account wallet's USDC (base units), 0 when it has no trustline or does not exist. */
   walletBalance(address: string): Promise<bigint>;
   log?(message: string, err?: unknown): void;
+  /** The gateway's clock (default `Date.now`): the age after which an interrupted wallet payment is given up. */
+  now?: Clock;
 }
 
 const step = (name: string, started: number, status: TraceStep['status'], detail?: Record<string, unknown>): TraceStep => ({
@@ -64,6 +67,7 @@ const step = (name: string, started: number, status: TraceStep['status'], detail
  */
 export function createWalletPath(o: WalletPathOptions) {
   const log = o.log ?? (() => undefined);
+  const now = o.now ?? systemClock;
   // The service is called through the endpoint policy on every connection (addresses and port), as on the credit path.
   const fetchGuarded = guardedFetch(o.policy, { keepAliveTimeout: 10_000 });
 
@@ -216,7 +220,7 @@ export function createWalletPath(o: WalletPathOptions) {
     /** Wallet-paid calls a crash left pending: no escrow was recorded for them after 10 minutes -> failed (nothing was charged in credits). */
     async reconcile(): Promise<void> {
       for (const p of await o.ledger.pendingWalletPayments()) {
-        if (p.kind !== 'call' || Date.now() - p.createdAt.getTime() <= 10 * 60_000) continue;
+        if (p.kind !== 'call' || now() - p.createdAt.getTime() <= 10 * 60_000) continue;
         await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' }).catch((err) => log(`reconciling wallet payment ${p.id} failed`, err));
       }
     },

@@ -183,10 +183,15 @@ export class HoldBook {
   private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
   private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
 
+  /** How far the host's clock runs ahead of this machine's (ms): added to every expiry stamped and read here. */
+  private readonly lead: () => number;
+
   constructor(
     private readonly db: Database,
     batch: LedgerOptions['batch'],
+    now?: LedgerOptions['now'],
   ) {
+    this.lead = now ? () => now() - Date.now() : () => 0;
     const server = db.kind === 'postgres';
     this.holdSql = server ? HOLD_SQL_ASYNC : HOLD_SQL;
     this.holdBatchSql = server ? HOLD_BATCH_SQL_ASYNC : HOLD_BATCH_SQL;
@@ -216,7 +221,7 @@ export class HoldBook {
     // one, by the lookup below: one round trip when the key is new.
     let rows: Row[];
     try {
-      ({ rows } = await this.db.query(this.holdSql, [accountId, amount.toString(), callId, service, key, timeoutMs]));
+      ({ rows } = await this.db.query(this.holdSql, [accountId, amount.toString(), callId, service, key, timeoutMs + this.lead()]));
     } catch (error) {
       if (key !== null && sqlState(error) === '23505') {
         const existing = await this.liveHoldByKey(accountId, key);
@@ -244,6 +249,7 @@ export class HoldBook {
 
   private async flushHolds(batch: Array<Pending<HoldInput, HoldResult>>): Promise<void> {
     if (batch.length === 1) return settle(batch[0]!, () => this.holdOne(batch[0]!.input));
+    const lead = this.lead();
     let rows: Row[];
     try {
       ({ rows } = await this.db.query(this.holdBatchSql, [
@@ -251,7 +257,7 @@ export class HoldBook {
         batch.map((p) => p.input.amount.toString()),
         batch.map((p) => p.input.callId),
         batch.map((p) => p.input.service),
-        batch.map((p) => p.input.timeoutMs),
+        batch.map((p) => p.input.timeoutMs + lead),
       ]));
     } catch (error) {
       // Without a SQLSTATE the batch may have committed before the
@@ -439,9 +445,9 @@ export class HoldBook {
     const { rows } = await this.db.query(
       `SELECT id FROM holds
        WHERE state = 'pending'
-         AND (expires_at <= now() OR ($1::float8 IS NOT NULL AND created_at <= now() - make_interval(secs => $1::float8 / 1000)))
+         AND (expires_at <= now() + make_interval(secs => $3::float8 / 1000) OR ($1::float8 IS NOT NULL AND created_at <= now() - make_interval(secs => $1::float8 / 1000)))
        ORDER BY created_at LIMIT $2`,
-      [olderThanMs ?? null, limit],
+      [olderThanMs ?? null, limit, this.lead()],
     );
     const voided: string[] = [];
     for (const row of rows) {

@@ -71,7 +71,7 @@ export class Ledger {
     const credit = options.signupCredit ?? SIGNUP_CREDIT;
     if (typeof credit !== 'bigint' || credit < 0n || credit > TOPUP_MAX) invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
     this.signupCredit = credit;
-    this.holds = new HoldBook(db, options.batch);
+    this.holds = new HoldBook(db, options.batch, options.now);
   }
 
   close(): Promise<void> {
@@ -149,7 +149,8 @@ export class Ledger {
    * timeout, and, with `olderThanMs`, every pending hold placed longer ago
    * than that. Each void is the same at-most-once statement as {@link void},
    * so several reapers (and a late post) can race safely. Returns the ids
-   * this run voided.
+   * this run voided. Expiry is read at the database's time, moved as the
+   * `now` option says; `olderThanMs` is measured by the database's time.
    */
   reapExpiredHolds(olderThanMs?: number, options: { limit?: number } = {}): Promise<{ voided: string[] }> {
     return this.holds.reapExpiredHolds(olderThanMs, options);

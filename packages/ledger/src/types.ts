@@ -330,6 +330,14 @@ export interface LedgerOptions {
   batch?: boolean | BatchOptions;
   /** Credits a new account starts with (base units, default {@link SIGNUP_CREDIT}; 0 for none). */
   signupCredit?: bigint;
+  /**
+   * The host's clock, epoch ms (default `Date.now`). A hold's expiry is
+   * stamped and reaped by the database's time (one clock for every process
+   * on the database), moved by how far this clock runs ahead of the
+   * machine's: a host whose clock a test moves sees its holds age with it.
+   * With the default clock nothing moves.
+   */
+  now?: () => number;
 }
 
 export type OpenLedgerOptions = OpenDatabaseOptions & LedgerOptions;

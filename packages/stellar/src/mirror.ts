@@ -41,6 +41,8 @@ export interface CatalogMirrorOptions {
    * but printable ASCII escaped (`\u0435cho`), fit for a log line.
    */
   onSkip?: (skipped: { service: string; shown: string; reason: string }) => void;
+  /** The clock `status().lastSyncAt` is read from, in epoch ms (default `Date.now`; a host with a clock of its own passes it). */
+  now?: () => number;
 }
 
 export interface CatalogMirror {
@@ -239,7 +241,7 @@ export function createCatalogMirror(opts: CatalogMirrorOptions): CatalogMirror {
     }
     failures = 0;
     if (latest !== null) syncedLedger = latest;
-    lastSyncAt = Date.now();
+    lastSyncAt = (opts.now ?? Date.now)();
     lastError = null;
     resolveReady();
     return total;

@@ -5,6 +5,7 @@ import { prepared } from '@farebox/ledger';
 import type { WalletProvider } from '@farebox/wallets';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
+import { systemClock, type Clock } from '../clock.js';
 import { CredentialCache } from './credential-cache.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './passwords.js';
 import { API_KEY_PREFIX, generateApiKey, hashToken, isWellFormedApiKey, randomToken } from './tokens.js';
@@ -22,7 +23,7 @@ const SESSION_LOOKUP = prepared(
   'gw_session_lookup',
   `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, s.csrf_token
      FROM gw_sessions s JOIN gw_users u ON u.id = s.user_id
-    WHERE s.token_hash = $1 AND s.expires_at > now()`,
+    WHERE s.token_hash = $1 AND s.expires_at > $2`,
 );
 
 export interface User {
@@ -96,10 +97,12 @@ export interface AccountsOptions {
   cache?: CredentialCache;
   /** Called after an account is created (its wallet's set-up job is due). */
   onSignup?: (user: User) => void;
+  /** The gateway's clock (default `Date.now`): sessions' expiry and API keys' `last_used_at`. */
+  now?: Clock;
 }
 
 /** Sign-up, sign-in, sessions and API keys. */
-export function createAccounts({ db, wallets, credits, cache = new CredentialCache(), onSignup }: AccountsOptions) {
+export function createAccounts({ db, wallets, credits, cache = new CredentialCache(), onSignup, now = systemClock }: AccountsOptions) {
   async function userById(id: string): Promise<User | undefined> {
     const { rows } = await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM gw_users WHERE id = $1`, [id]);
     return rows[0] ? toUser(rows[0]) : undefined;
@@ -108,20 +111,16 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
   /** `last_used_at` is refreshed at most once a minute, off the request's path. */
   function touchKey(keyId: string) {
     void db
-      .query(`UPDATE gw_api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [keyId])
+      .query(`UPDATE gw_api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`, [keyId, new Date(now())])
       .catch(() => undefined);
   }
 
   async function newSession(userId: string) {
     const token = randomToken();
     const csrfToken = randomToken();
-    await db.query('INSERT INTO gw_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)', [
-      hashToken(token),
-      userId,
-      csrfToken,
-      new Date(Date.now() + SESSION_TTL_MS),
-    ]);
-    return { token, csrfToken, expiresAt: new Date(Date.now() + SESSION_TTL_MS) };
+    const expiresAt = new Date(now() + SESSION_TTL_MS);
+    await db.query('INSERT INTO gw_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)', [hashToken(token), userId, csrfToken, expiresAt]);
+    return { token, csrfToken, expiresAt };
   }
 
   return {
@@ -169,7 +168,8 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
     async fromSession(token: string): Promise<Principal | undefined> {
       if (!token || token.length > 100) return undefined;
       const hash = hashToken(token);
-      const { rows } = await db.query<UserRow & { csrf_token: string }>(SESSION_LOOKUP, [hash]);
+      // Expiry by the gateway's clock, which set it (newSession), not the database's.
+      const { rows } = await db.query<UserRow & { csrf_token: string }>(SESSION_LOOKUP, [hash, new Date(now())]);
       const row = rows[0];
       return row ? { user: toUser(row), via: 'session', credentialId: hash, csrfToken: row.csrf_token } : undefined;
     },
@@ -188,9 +188,9 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
       const row = rows[0];
       if (!row) return undefined;
       let lastUsedAt = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;
-      if (Date.now() - lastUsedAt > 60_000) {
+      if (now() - lastUsedAt > 60_000) {
         touchKey(row.key_id);
-        lastUsedAt = Date.now();
+        lastUsedAt = now();
       }
       const principal: Principal = { user: toUser(row), via: 'api_key', credentialId: row.key_id };
       cache.set(hash, principal, row.key_id, lastUsedAt, generation);

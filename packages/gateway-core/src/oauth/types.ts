@@ -4,7 +4,7 @@ import { GatewayError } from '../errors.js';
 import type { RateLimitRule } from '../security/rate-limit.js';
 import type { OAuthScope } from './scopes.js';
 
-/** Lifetimes and the clock of the authorization server (tests shorten or move them). */
+/** Lifetimes of the authorization server (tests shorten them); its clock is the gateway's (`CreateGatewayOptions.now`). */
 export interface OAuthOptions {
   /** Access token lifetime (default 30 days, the spec's value). */
   accessTokenTtlMs?: number;
@@ -19,14 +19,14 @@ export interface OAuthOptions {
   /** Per-IP limits per minute: /register (default 20) and /token (default 120). */
   registerPerMinute?: number;
   tokenPerMinute?: number;
-  /** The clock, in epoch milliseconds (default `Date.now`). */
-  now?: () => number;
 }
 
 export interface CreateOAuthOptions extends OAuthOptions {
   db: Database;
   /** The gateway's public address (the issuer). */
   baseUrl: string;
+  /** The gateway's clock, in epoch milliseconds (default `Date.now`): codes', tokens' and connections' times, spending days. */
+  now?: () => number;
 }
 
 export type OAuthErrorCode =

@@ -61,7 +61,8 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
   const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}) }));
   await migrateLedger(db);
   await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
-  const ledger = new Ledger(db, { signupCredit: config.signupCredit });
+  // Holds' expiry moves with the gateway's clock (a test's; the default moves nothing).
+  const ledger = new Ledger(db, { signupCredit: config.signupCredit, ...(options.now ? { now: options.now } : {}) });
 
   // Secrets live encrypted in the database (shared by every gateway on it); the
   // key comes from the configuration (FAREBOX_KEYSTORE_KEY) or a key file in the data directory.

@@ -1,4 +1,5 @@
 import { rpc as StellarRpc } from '@stellar/stellar-sdk';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Topups } from '../topups.js';
@@ -15,10 +16,22 @@ export interface BackgroundJobs {
   reconcileTopups(): void;
   /** One pass of the wallet-credit audit (also run once at start); resolves when it is done. */
   auditWalletCredits(): Promise<void>;
+  /** One pass of the hold reaper (it runs every 10 s, or every hold timeout when shorter); resolves with the holds it voided. */
+  reapExpiredHolds(): Promise<{ voided: string[] }>;
   stop(): void;
 }
 
-export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; audit: WalletCreditAudit; holdTimeoutMs: number; logger: Logger; metrics: Metrics; log: (message: string, err?: unknown) => void }): BackgroundJobs {
+export interface BackgroundJobsOptions {
+  infra: Infrastructure;
+  topups: Topups;
+  audit: WalletCreditAudit;
+  holdTimeoutMs: number;
+  logger: Logger;
+  metrics: Metrics;
+  log: (message: string, err?: unknown) => void;
+}
+
+export function startBackgroundJobs(o: BackgroundJobsOptions): BackgroundJobs {
   const { logger, metrics, log } = o;
   const auditWalletCredits = () =>
     o.audit
@@ -48,20 +61,21 @@ export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; 
   const topupReconciler = setInterval(reconcileTopups, 30_000);
   topupReconciler.unref();
 
-  const reaper = setInterval(() => {
-    o.infra.ledger
-      .reapExpiredHolds()
-      .then(({ voided }) => {
-        if (!voided.length) return;
-        metrics.reaperVoided.inc(voided.length);
-        logger.warn({ event: 'reaper', voided: voided.length, holds: voided.slice(0, 20) }, 'reaper returned holds left by a crash or a hung call');
-      })
-      .catch((err) => log('reaper failed', err));
-  }, Math.min(10_000, o.holdTimeoutMs));
+  const reapExpiredHolds = async () => {
+    // Each hold carries its expiry, stamped by the database's time as the ledger's clock moves it (LedgerOptions.now).
+    const r = await o.infra.ledger.reapExpiredHolds();
+    if (r.voided.length) {
+      metrics.reaperVoided.inc(r.voided.length);
+      logger.warn({ event: 'reaper', voided: r.voided.length, holds: r.voided.slice(0, 20) }, 'reaper returned holds left by a crash or a hung call');
+    }
+    return r;
+  };
+  const reaper = setInterval(() => void reapExpiredHolds().catch((err) => log('reaper failed', err)), Math.min(10_000, o.holdTimeoutMs));
   reaper.unref();
   return {
     reconcileTopups,
     auditWalletCredits,
+    reapExpiredHolds,
     stop() {
       clearInterval(auditor);
       clearInterval(reaper);
@@ -70,22 +84,22 @@ export function startBackgroundJobs(o: { infra: Infrastructure; topups: Topups; 
   };
 }
 
-/** The network's latest ledger, asked at most every 2 s (readiness and metrics share it). */
-export function latestLedgerReader(infra: Infrastructure): () => Promise<number> {
+/** The network's latest ledger, asked at most every 2 s by the gateway's clock (readiness and metrics share it). */
+export function latestLedgerReader(infra: Infrastructure, now: Clock): () => Promise<number> {
   const rpc = new StellarRpc.Server(infra.network.rpcUrl, { allowHttp: infra.network.allowHttp });
   let latest: { at: number; value: Promise<number> } | undefined;
   return () => {
-    if (!latest || Date.now() - latest.at > 2_000) {
+    if (!latest || now() - latest.at > 2_000) {
       const value = rpc.getLatestLedger().then((r) => r.sequence);
       value.catch(() => (latest = undefined));
-      latest = { at: Date.now(), value };
+      latest = { at: now(), value };
     }
     return latest.value;
   };
 }
 
 /** The gauges `GET /metrics` reads from the gateway's stores. */
-export function observeGateway(metrics: Metrics, infra: Infrastructure, networkLedger: () => Promise<number>): void {
+export function observeGateway(metrics: Metrics, infra: Infrastructure, networkLedger: () => Promise<number>, now: Clock): void {
   const { db, chain, mirror, searchBackend, redis, treasuryAddress } = infra;
   metrics.observe({
     async holds() {
@@ -110,7 +124,7 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
     async mirror() {
       const m = mirror.status();
       const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
-      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (Date.now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
+      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
     },
     catalogSkipped: () => mirror.status().skipped,
     search: () => searchBackend.status(),

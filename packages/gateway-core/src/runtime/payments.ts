@@ -1,5 +1,6 @@
 import { isValidServiceName } from '@farebox/protocol';
 import type { Ledger } from '@farebox/ledger';
+import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config.js';
 import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from '../calls.js';
 import { translated } from '../ledger-errors.js';
@@ -28,6 +29,8 @@ export interface PaymentsDeps {
   log: (message: string, err?: unknown) => void;
   /** Test hook: the crash tests stop the process at a named point. */
   crashPoint: ((name: string) => void) | undefined;
+  /** The gateway's clock. */
+  now: Clock;
 }
 
 /** The two-phase credit operations of a call, over the ledger (its errors as the gateway's). */
@@ -72,7 +75,7 @@ export function callFinishedReporter(logger: Logger, metrics: Metrics): (c: Call
   };
 }
 
-export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint }: PaymentsDeps): Payments {
+export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now }: PaymentsDeps): Payments {
   const { ledger, wallets, network, treasuryAddress, chain, mirror, registry, policy } = infra;
   async function resolveService(name: string): Promise<CallableService | undefined> {
     // A registry name that breaks the name policy is never called, even when it is on chain.
@@ -93,9 +96,10 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     },
     ...(crashPoint ? { crashPoint } : {}),
     log,
+    now,
   });
   const walletPath = settlement.escrow
-    ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, topups, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log })
+    ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, topups, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log, now })
     : undefined;
   const calls = createCalls({
     credits: spending.wrapCredits(ledgerCredits(ledger, config.holdTimeoutMs, metrics)),
@@ -105,6 +109,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     timeoutMs: config.callTimeoutMs,
     maxPriceMultiple: config.maxPriceMultiple,
     onFinished: callFinishedReporter(logger, metrics),
+    now,
     ...(walletPath ? { onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200) } : {}),
   });
   return { calls, topups, walletPath };

@@ -3,6 +3,7 @@ import type { SearchIndex, SearchStatus } from '@farebox/discovery';
 import type { Database, Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig } from '@farebox/stellar';
 import type { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../clock.js';
 import type { RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
 import type { TopupMode } from '../topups.js';
@@ -82,6 +83,8 @@ export interface PlatformServiceDeps {
   catalogStaleMs: number;
   /** The network's latest ledger (cached by the caller). */
   networkLedger(): Promise<number>;
+  /** The gateway's clock (default `Date.now`): the catalog's age and the uptime. */
+  now?: Clock;
 }
 
 /** Rejects when `p` takes longer than `ms`. */
@@ -90,7 +93,8 @@ export const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise
 
 export function createPlatformService(d: PlatformServiceDeps): PlatformService {
   const { db, network, mirror, redis } = d;
-  const startedAt = Date.now();
+  const now = d.now ?? systemClock;
+  const startedAt = now();
   return {
     async stats() {
       const s = await d.ledger.platformStats();
@@ -154,9 +158,9 @@ export function createPlatformService(d: PlatformServiceDeps): PlatformService {
       if (m.lastSyncAt === null) {
         checks.catalog = 'down';
         reasons.push(`catalog: not synced yet${m.lastError ? ` (${m.lastError})` : ''}`);
-      } else if (Date.now() - m.lastSyncAt > d.catalogStaleMs) {
+      } else if (now() - m.lastSyncAt > d.catalogStaleMs) {
         checks.catalog = 'down';
-        reasons.push(`catalog: last synced ${Math.round((Date.now() - m.lastSyncAt) / 1000)} s ago${m.lastError ? ` (${m.lastError})` : ''}`);
+        reasons.push(`catalog: last synced ${Math.round((now() - m.lastSyncAt) / 1000)} s ago${m.lastError ? ` (${m.lastError})` : ''}`);
       } else {
         checks.catalog = m.syncedLedger === null ? 'ok' : `ledger ${m.syncedLedger}`;
       }
@@ -178,7 +182,7 @@ export function createPlatformService(d: PlatformServiceDeps): PlatformService {
         search: d.searchBackend.status(),
         catalog: { services: mirror.list().length },
         rate_limits: rateLimits instanceof RedisRateLimitStore ? (rateLimits.healthy ? 'redis' : 'redis-unavailable') : 'memory',
-        uptime_s: Math.round((Date.now() - startedAt) / 1000),
+        uptime_s: Math.round((now() - startedAt) / 1000),
       };
     },
   };

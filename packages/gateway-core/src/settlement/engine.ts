@@ -3,6 +3,7 @@ import type { Ledger, SettlementCycle, CycleState } from '@farebox/ledger';
 import type { EscrowClient } from '@farebox/escrow';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import type { Database } from '@farebox/ledger';
+import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import { createCycleLocks, KeyedMutex } from './lock.js';
 import { createStepRunner, type ChainProbe, type PendingTx } from './onchain.js';
@@ -32,6 +33,8 @@ export interface SettlementEngineOptions {
    * complete, approve, release, sweep.
    */
   crashPoint?: (name: string) => void;
+  /** The gateway's clock (default `Date.now`): a cycle's age against the settlement interval. */
+  now?: Clock;
 }
 
 /** Steps whose transactions the settlements view lists, in order. */
@@ -52,6 +55,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
   // Every treasury transaction takes the next sequence number: one at a time per process.
   const treasuryQueue = new KeyedMutex();
   const crashPoint = o.crashPoint ?? (() => undefined);
+  const now = o.now ?? systemClock;
   const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint });
   /** `ledger.advance`, reporting each applied state change. */
   const advance: typeof ledger.advance = async (cycleId, from, to, data) => {
@@ -240,7 +244,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
       try {
         await onCycle(cycle.id, async () => {
           const c = await ledger.getCycle(cycle.id);
-          if (c.state === 'open' && Date.now() - c.openedAt.getTime() < o.settlementIntervalMs) await fundOpen(c);
+          if (c.state === 'open' && now() - c.openedAt.getTime() < o.settlementIntervalMs) await fundOpen(c);
           else await drive(c);
         });
       } catch (err) {

@@ -19,6 +19,8 @@ export interface CreateSettlementOptions {
   onStep?: SettlementEngineOptions['onStep'];
   /** Test hook (crash tests only); see the settlement engine. */
   crashPoint?: (name: string) => void;
+  /** The gateway's clock (a cycle's age). */
+  now?: SettlementEngineOptions['now'];
 }
 
 /** Devnet USDC minted into the treasury when it runs short (local network only). */
@@ -64,6 +66,7 @@ export function createSettlement(o: CreateSettlementOptions) {
         log: o.log,
         ...(o.onStep ? { onStep: o.onStep } : {}),
         ...(o.crashPoint ? { crashPoint: o.crashPoint } : {}),
+        ...(o.now ? { now: o.now } : {}),
       })
     : undefined;
 

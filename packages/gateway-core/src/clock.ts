@@ -1,0 +1,22 @@
+/**
+ * The gateway's clock: epoch milliseconds, `Date.now` unless the host (or a
+ * test) passes another as `CreateGatewayOptions.now`. What the gateway
+ * decides by the time reads it: call certificates (issue time, expiry and
+ * whether one signed during a slow hold is still fresh), the hold reaper,
+ * sessions, API-key use, OAuth codes and tokens, spending days, the
+ * settlement interval, readiness (catalog age, the network's latest ledger),
+ * the manifest cache and the age after which an interrupted wallet payment
+ * is given up.
+ *
+ * Holds stay on the database's time, the one clock every gateway sharing
+ * the database agrees on: the statement that places a hold stamps its expiry
+ * and the reaper compares with the database's `now()`. A clock that runs
+ * ahead of the machine's (a test's) moves both by its lead
+ * (`LedgerOptions.now`), so holds age with it. Rows keep the database's time
+ * where it only records when something happened (`created_at`,
+ * `revoked_at`, `resolved_at`, the wallet set-up job's retry times).
+ */
+export type Clock = () => number;
+
+/** The machine's time. */
+export const systemClock: Clock = () => Date.now();
