@@ -3,3 +3,5 @@ export type { AppOptions } from './app.js';
 export { startGateway } from './server.js';
 export type { StartGatewayOptions, RunningGateway } from './server.js';
 export { serveDashboard, dashboardDir, DASHBOARD_CSP, RESERVED_PREFIXES } from './dashboard.js';
+export { configFromEnv, gatewayOptionsFromEnv, loadConfig, networkFromEnv } from './config.js';
+export type { Env, GatewayHostConfig } from './config.js';
