@@ -25,7 +25,7 @@ function start(name, cmd, args, env, cwd = root) {
       buf += d;
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
-        out.write(prefix + buf.slice(0, i) + '\n');
+        out.write(`${prefix}${buf.slice(0, i)}\n`);
         buf = buf.slice(i + 1);
       }
     });
@@ -88,7 +88,7 @@ async function demoAccount() {
   }
   const email = 'demo@farebox.local';
   const password = `demo-${Math.random().toString(36).slice(2)}-${Date.now()}`;
-  let res = await json('/auth/signup', { method: 'POST', body: JSON.stringify({ email, password }) });
+  const res = await json('/auth/signup', { method: 'POST', body: JSON.stringify({ email, password }) });
   if (res.status === 409) throw new Error(`${email} exists but ${file} is missing: remove ${dataDir} to start fresh`);
   if (res.status !== 201) throw new Error(`demo sign-up failed: ${JSON.stringify(res.body)}`);
   const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');

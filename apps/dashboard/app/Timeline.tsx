@@ -30,6 +30,7 @@ export function Timeline({ steps }: { steps: TraceStep[] }) {
         const offset = Number.isFinite(starts[i]) ? (starts[i]! - t0) / end : 0;
         const width = Math.max(0.01, s.durationMs / end);
         return (
+          // biome-ignore lint/suspicious/noArrayIndexKey: a trace is drawn whole and never reordered, and a step's name can repeat
           <li key={`${s.name}-${i}`} className={`step step-${s.status}`}>
             <span className="step-dot" aria-hidden="true" />
             <div className="step-main">

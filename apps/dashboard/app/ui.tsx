@@ -6,14 +6,18 @@ import { formatBaseUnits, formatUsd } from './format.js';
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const seq = useRef(0);
-  const reload = useCallback(() => {
-    const mine = ++seq.current;
-    setState((s) => ({ ...s, loading: true, error: undefined }));
-    load().then(
-      (data) => mine === seq.current && setState({ data, loading: false }),
-      (err) => mine === seq.current && setState((s) => ({ ...s, error: errorMessage(err), loading: false })),
-    );
-  }, deps);
+  const reload = useCallback(
+    () => {
+      const mine = ++seq.current;
+      setState((s) => ({ ...s, loading: true, error: undefined }));
+      load().then(
+        (data) => mine === seq.current && setState({ data, loading: false }),
+        (err) => mine === seq.current && setState((s) => ({ ...s, error: errorMessage(err), loading: false })),
+      );
+    },
+    // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what the load depends on, as with useEffect
+    deps,
+  );
   useEffect(() => reload(), [reload]);
   return { ...state, reload };
 }

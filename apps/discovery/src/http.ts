@@ -209,12 +209,16 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
       if (err instanceof HttpError) return send(res, err.status, { error: err.message }, err.headers);
       send(res, 500, { error: err instanceof Error ? err.message : String(err) });
     };
-    if (method !== 'GET' && method !== 'HEAD') return fail(new HttpError(405, 'method not allowed', { allow: 'GET, HEAD, OPTIONS' }));
+    if (method !== 'GET' && method !== 'HEAD') {
+      fail(new HttpError(405, 'method not allowed', { allow: 'GET, HEAD, OPTIONS' }));
+      return;
+    }
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://discovery.invalid');
     } catch {
-      return fail(bad('invalid request target'));
+      fail(bad('invalid request target'));
+      return;
     }
     route(req, res, url).catch(fail);
   };

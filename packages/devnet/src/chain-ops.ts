@@ -41,7 +41,7 @@ export function describeOp(op: xdr.Operation, txSource: string): string {
 }
 
 /** Applies one operation to a view; a failed operation leaves its result code and no changes. */
-export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string, p: Parsed, ledger: number, closeTime: number, touched: Set<string>): { ok: boolean; result: xdr.OperationResult; changes: xdr.LedgerEntryChange[]; events: ContractEventOut[]; returnValue?: xdr.ScVal; deployed?: DevnetContract[] } {
+export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string, _p: Parsed, ledger: number, closeTime: number, touched: Set<string>): { ok: boolean; result: xdr.OperationResult; changes: xdr.LedgerEntryChange[]; events: ContractEventOut[]; returnValue?: xdr.ScVal; deployed?: DevnetContract[] } {
   const body = op.body();
   const none = { changes: [] as xdr.LedgerEntryChange[], events: [] as ContractEventOut[] };
   const srcAcc = view.accounts.getMut(src);
@@ -139,7 +139,6 @@ export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string
     default:
       return { ok: false, result: xdr.OperationResult.opNotSupported(), ...none };
   }
-  void p;
 }
 
 function isUsdc(chain: Chain, asset: xdr.Asset): boolean {

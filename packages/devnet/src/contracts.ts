@@ -1,4 +1,4 @@
-import { Address, StrKey, xdr, type Asset } from '@stellar/stellar-sdk';
+import { StrKey, xdr, type Asset } from '@stellar/stellar-sdk';
 import { FareboxError } from '@farebox/protocol';
 import { REGISTRY_LIMITS } from '@farebox/stellar';
 import { addressVal, i128Val, MAX_INT64, scAddressToString, stringVal, symbolVal, toBig, u64Val } from './xdrutil.js';
@@ -49,17 +49,17 @@ function arity(args: xdr.ScVal[], n: number) {
   if (args.length !== n) throw new HostError('WasmVm', 'InvalidAction');
 }
 export function argString(v: xdr.ScVal | undefined): string {
-  if (!v || v.switch().name !== 'scvString') throw new HostError('Value', 'UnexpectedType');
+  if (v?.switch().name !== 'scvString') throw new HostError('Value', 'UnexpectedType');
   const s = v.str();
   return typeof s === 'string' ? s : Buffer.from(s).toString('utf8');
 }
 export function argI128(v: xdr.ScVal | undefined): bigint {
-  if (!v || v.switch().name !== 'scvI128') throw new HostError('Value', 'UnexpectedType');
+  if (v?.switch().name !== 'scvI128') throw new HostError('Value', 'UnexpectedType');
   const p = v.i128();
   return (BigInt.asIntN(64, toBig(p.hi())) << 64n) | toBig(p.lo());
 }
 export function argAddress(v: xdr.ScVal | undefined): string {
-  if (!v || v.switch().name !== 'scvAddress') throw new HostError('Value', 'UnexpectedType');
+  if (v?.switch().name !== 'scvAddress') throw new HostError('Value', 'UnexpectedType');
   return scAddressToString(v.address());
 }
 function argOption<T>(v: xdr.ScVal | undefined, inner: (v: xdr.ScVal) => T): T | undefined {

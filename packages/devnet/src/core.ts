@@ -179,7 +179,7 @@ export class Chain {
     this.pending = [];
     this.pendingBySource.clear();
     const applied: TxRecord[] = [];
-    batch.forEach((p, i) => applied.push(this.applyTx(p, seq, closeTime, i + 1)));
+    for (const [i, p] of batch.entries()) applied.push(this.applyTx(p, seq, closeTime, i + 1));
     const prevHash = this.latest.hash;
     const hash = sha256(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(`${seq}:${closeTime}:${applied.map((t) => t.hash).join(',')}`)])).toString('hex');
     this.latest = { seq, closeTime, hash, prevHash };

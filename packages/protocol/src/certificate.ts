@@ -324,7 +324,7 @@ export async function verifyCallCertificate(header: string | undefined | null, o
   if (!certificate) return reject('malformed');
   if (!B64URL.test(sigPart)) return reject('malformed');
   const signature = base64Decode(sigPart);
-  if (!signature || signature.length !== 64) return reject('malformed');
+  if (signature?.length !== 64) return reject('malformed');
   let signed: Uint8Array;
   if (version === 1) {
     signed = utf8.encode(`v1.${claimsPart}`);

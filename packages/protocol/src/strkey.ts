@@ -66,7 +66,7 @@ export function encodeStrKey(kind: StrKeyKind, raw: Uint8Array): string {
 /** Decodes a StrKey of the given kind into its 32 raw bytes, or throws `INVALID_KEY`. */
 export function decodeStrKey(kind: StrKeyKind, text: string): Uint8Array {
   const bytes = typeof text === 'string' && text.length === 56 ? base32Decode(text) : null;
-  if (!bytes || bytes.length !== 35 || bytes[0] !== VERSION[kind]) {
+  if (bytes?.length !== 35 || bytes[0] !== VERSION[kind]) {
     throw new FareboxError('INVALID_KEY', `not a valid ${kind === 'publicKey' ? 'G... public key' : kind === 'secretSeed' ? 'S... secret seed' : 'C... contract id'}`);
   }
   const crc = crc16xmodem(bytes.subarray(0, 33));

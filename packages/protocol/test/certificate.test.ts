@@ -98,7 +98,14 @@ describe('signCallCertificate / verifyCallCertificate', () => {
 
 describe('signCallCertificateBatch (v2)', () => {
   const countingSigner = (signer: Ed25519Signer) => {
-    const counted = { signatures: 0, publicKey: signer.publicKey, sign: (m: Uint8Array) => (counted.signatures++, signer.sign(m)) };
+    const counted = {
+      signatures: 0,
+      publicKey: signer.publicKey,
+      sign: (m: Uint8Array) => {
+        counted.signatures++;
+        return signer.sign(m);
+      },
+    };
     return counted;
   };
 

@@ -245,7 +245,7 @@ export function createEscrowVerifier(options: EscrowVerifierOptions): FareboxEsc
 
     async abandon({ escrowId, reason }): Promise<void> {
       const record = await servedStore.get(escrowId);
-      if (!record || record.status !== 'serving') return;
+      if (record?.status !== 'serving') return;
       await servedStore.update(escrowId, { status: 'abandoned', reason: reason.slice(0, 500) });
     },
 

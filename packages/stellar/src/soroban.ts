@@ -1,4 +1,4 @@
-import { Account, Address, BASE_FEE, TransactionBuilder, rpc, xdr, type Transaction } from '@stellar/stellar-sdk';
+import { Account, Address, BASE_FEE, TransactionBuilder, rpc, type xdr, type Transaction } from '@stellar/stellar-sdk';
 import { StellarError } from './errors.js';
 import type { NetworkConfig } from './network.js';
 import { resultCodesFromXdr } from './results.js';

@@ -3,7 +3,7 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createEd25519Signer, type Ed25519Signer } from '@farebox/protocol';
 import { createThreadedEd25519Signer } from '@farebox/protocol/signing-thread';
-import { Keypair, TransactionBuilder, FeeBumpTransaction, Transaction } from '@stellar/stellar-sdk';
+import { Keypair, TransactionBuilder, type FeeBumpTransaction, type Transaction } from '@stellar/stellar-sdk';
 import { WalletError } from './errors.js';
 import type { TransactionSigner, WalletProvider } from './port.js';
 import { FileKeystoreStorage, MemoryKeystoreStorage, type KeystoreRecord, type KeystoreStorage } from './storage.js';

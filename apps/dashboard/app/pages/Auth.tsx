@@ -6,7 +6,7 @@ import { ErrorBox } from '../ui.js';
 /** Where to go after signing in: the `next` query parameter when it is a local dashboard path. */
 function nextPath(): string {
   const next = new URLSearchParams(window.location.search).get('next');
-  if (!next || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\') || /^\/(signin|signup)\b/.test(next)) return '/billing';
+  if (!next?.startsWith('/') || next.startsWith('//') || next.startsWith('/\\') || /^\/(signin|signup)\b/.test(next)) return '/billing';
   return next;
 }
 
@@ -39,7 +39,10 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
       <p className="muted">{signup ? 'Each new account gets its own USDC wallet, and the sign-up credit this platform gives, if any.' : 'Pay per call for AI agents and APIs, in USDC.'}</p>
       <form onSubmit={submit} noValidate>
         <label htmlFor="auth-email">E-mail</label>
-        <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => (setEmail(e.target.value), setError(undefined))} />
+        <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => {
+            setEmail(e.target.value);
+            setError(undefined);
+          }} />
         <label htmlFor="auth-password">Password</label>
         <input
           id="auth-password"
@@ -50,7 +53,10 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
           maxLength={256}
           aria-describedby={signup ? 'auth-password-hint' : undefined}
           value={password}
-          onChange={(e) => (setPassword(e.target.value), setError(undefined))}
+          onChange={(e) => {
+            setPassword(e.target.value);
+            setError(undefined);
+          }}
         />
         {signup ? (
           <p id="auth-password-hint" className="hint">

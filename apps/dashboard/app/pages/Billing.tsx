@@ -1,5 +1,5 @@
 import { useRef, useState, type FormEvent } from 'react';
-import { errorMessage, gw, newIdempotencyKey, statusOf, type Account, type Balance, type PlatformInfo, type Topup, type TopupResult, type Wallet } from '../gateway.js';
+import { errorMessage, gw, newIdempotencyKey, statusOf, type Account, type Topup } from '../gateway.js';
 import { checkTopup, CREDITS_CAP_USD, TOPUP_MAX_USD } from '../format.js';
 import { CopyButton, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 

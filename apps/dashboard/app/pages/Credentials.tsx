@@ -169,6 +169,7 @@ function Connections() {
                   Spent today {formatUsd(c.spent_today_usd)} {limit === null ? '· no daily limit' : `of ${formatUsd(limit)} daily limit`}
                 </div>
                 {limit !== null ? (
+                  // biome-ignore lint/a11y/useSemanticElements: a <meter> cannot be styled alike across browsers; the div carries the same role and values
                   <div className="meter" role="meter" aria-label={`${c.client_name} spending today`} aria-valuemin={0} aria-valuemax={limit} aria-valuenow={c.spent_today_usd}>
                     <div className="meter-fill" style={{ width: `${pct}%` }} />
                   </div>

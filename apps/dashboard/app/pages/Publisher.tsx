@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { errorMessage, gw, type Account, type AnalyticsPoint, type Overview, type Service, type Settlement } from '../gateway.js';
+import { errorMessage, gw, type Account, type Service } from '../gateway.js';
 import { serviceNameProblem, type UpdateServiceInput } from '@farebox/client/gateway';
 import { formatBaseUnits, formatDate, formatUsd, parseUsdc, plural, shorten } from '../format.js';
 import { Link } from '../router.js';

@@ -208,7 +208,7 @@ function milestoneIndex(s: EscrowState, raw: string): number {
 }
 
 function distributionsArg(v: xdr.ScVal | undefined): Array<[string, bigint]> {
-  if (!v || v.switch().name !== 'scvVec') throw new HostError('Value', 'UnexpectedType');
+  if (v?.switch().name !== 'scvVec') throw new HostError('Value', 'UnexpectedType');
   return (v.vec() ?? []).map((pair) => {
     const items = pair.switch().name === 'scvVec' ? (pair.vec() ?? []) : [];
     if (items.length !== 2) throw new HostError('Value', 'UnexpectedType');
@@ -378,7 +378,7 @@ export function escrowDeployerContract(networkId: Buffer): DevnetContract {
       if (fn !== 'deploy') throw new HostError('WasmVm', 'MissingValue');
       const deployer = argAddress(args[0]);
       const salt = args[1];
-      if (!salt || salt.switch().name !== 'scvBytes' || salt.bytes().length !== 32) throw new HostError('Value', 'UnexpectedType');
+      if (salt?.switch().name !== 'scvBytes' || salt.bytes().length !== 32) throw new HostError('Value', 'UnexpectedType');
       ctx.requireAuth(deployer);
       const id = escrowContractId(networkId, deployer, Buffer.from(salt.bytes()));
       ctx.deploy(escrowContract(id));
