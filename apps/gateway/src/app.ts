@@ -3,19 +3,17 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { GatewayError, enforceRateLimit, legacySink, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { API_BODY_LIMIT, formBody, jsonBody } from './body.js';
 import { callRoute } from './call-route.js';
-import { idempotencyKey, stringHeader } from './headers.js';
-import { bearerToken, browserPolicy } from './browser-policy.js';
+import { browserPolicy } from './browser-policy.js';
 import { errorHandler, readCookies, route, setSecurityHeaders } from './http.js';
-import { admit, principalForBearer } from './credentials.js';
+import { admit, requestAuthenticator } from './credentials.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
 import { mountContractRoutes } from './contract-routes.js';
-import { mountOperations, notePrincipal, requestContext, requestIdOf } from './observability.js';
+import { mountOperations, notePrincipal, requestContext } from './observability.js';
 import { openApiDocument } from './openapi.js';
 
 export const SESSION_COOKIE = 'farebox_session';
 export const CSRF_COOKIE = 'farebox_csrf';
-const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 const principals = new WeakMap<Request, Principal>();
 
@@ -23,19 +21,14 @@ export interface AppOptions {
   /** Extra routers mounted before the API (the embedded devnet, the dashboard, OAuth, MCP). */
   mount?: (app: express.Express) => void;
   log?: (message: string, err?: unknown) => void;
-  /**
-   * Answer `POST /v1/call` with bearer credentials and JSON bodies without
-   * express (`call-route.ts`; default true). False sends every call through
-   * the express route, which answers the same (the tests compare the two).
-   */
-  fastCallRoute?: boolean;
 }
 
 const callRoutes = new WeakMap<express.Express, (req: IncomingMessage, res: ServerResponse) => boolean>();
 
 /**
- * The gateway's request handler for `http.createServer`: calls that the
- * express-free call route takes go straight to it, everything else to `app`.
+ * The gateway's request handler for `http.createServer`: `POST /v1/call`
+ * goes straight to its route on node:http (`call-route.ts`), everything else
+ * to `app`.
  */
 export function requestHandler(app: express.Express): (req: IncomingMessage, res: ServerResponse) => void {
   const fast = callRoutes.get(app);
@@ -58,14 +51,15 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.set('json replacer', (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   // API answers are not cached: no SHA-1 of every body (static files keep theirs).
   app.set('etag', false);
-  if (options.fastCallRoute !== false) {
-    const fast = callRoute(core, app.get('trust proxy fn') as (addr: string, i: number) => boolean, log);
-    callRoutes.set(app, fast);
-    // Through express too (an app mounted by someone else): the same handler, first.
-    app.use((req, res, next) => {
-      if (!fast(req, res)) next();
-    });
-  }
+  const browser = browserPolicy(core.config);
+  const authenticate = requestAuthenticator(core, browser, SESSION_COOKIE);
+  // POST /v1/call has one route, on node:http (call-route.ts): express has none.
+  const calls = callRoute(core, { authenticate, trustProxy: app.get('trust proxy fn') as (addr: string, i: number) => boolean, log });
+  callRoutes.set(app, calls);
+  // An app served without requestHandler (mounted by someone else) hands it over first.
+  app.use((req, res, next) => {
+    if (!calls(req, res)) next();
+  });
   // X-Request-Id on every answer, one access-log line and the HTTP metrics per request.
   app.use(requestContext(core));
 
@@ -87,7 +81,6 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     res.cookie(CSRF_COOKIE, session.csrfToken, { ...cookieBase(req), httpOnly: false, expires: session.expiresAt });
   }
 
-  const browser = browserPolicy(core.config);
   const safeRedirect = browser.safeRedirect;
 
   const isForm = (req: Request) => (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
@@ -141,26 +134,9 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   );
 
   // ---- credentials --------------------------------------------------------
-  async function authenticate(req: Request): Promise<Principal> {
-    const bearer = bearerToken(req);
-    if (bearer !== undefined) return principalForBearer(core, bearer);
-    const token = readCookies(req.headers.cookie)[SESSION_COOKIE];
-    if (token) browser.checkHost(req);
-    const principal = token ? await core.accounts.fromSession(token) : undefined;
-    if (!principal) {
-      await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, req.ip ?? 'unknown');
-      throw new GatewayError('UNAUTHENTICATED', token ? 'session expired' : 'authentication required', undefined, { 'WWW-Authenticate': 'Bearer' });
-    }
-    if (UNSAFE.has(req.method)) {
-      browser.checkOrigin(req);
-      browser.checkCsrf(req, principal);
-    }
-    return principal;
-  }
-
   const v1 = express.Router();
   v1.use((req: Request, _res: Response, next: NextFunction) => {
-    authenticate(req)
+    authenticate(req, () => req.ip)
       .then(async (principal) => {
         await admit(core, principal, req.method, req.path);
         principals.set(req, principal);
@@ -177,14 +153,6 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
     return p;
   };
 
-  // The hot path first.
-  v1.post(
-    '/call',
-    route(async (req, res) => {
-      const result = await core.calls.call(who(req), req.body, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId: requestIdOf(req) });
-      res.status(result.status).type('application/json').send(result.json);
-    }),
-  );
   // Every other operation of the contract's table (@farebox/contract), with its handler in gateway-core/src/api.
   mountContractRoutes({ app, v1, core, who });
 

@@ -1,5 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import type { Readable, Transform } from 'node:stream';
+import * as zlib from 'node:zlib';
 import express from 'express';
 import { unsafeTextIn } from '@farebox/protocol';
 
@@ -39,24 +41,222 @@ export function jsonTooDeep(buf: Uint8Array, max = MAX_JSON_DEPTH): boolean {
 export const JSON_NOT_UTF8 = 'JSON bodies must be UTF-8';
 /** Bytes that are no UTF-8 (an encoded surrogate, a cut sequence): refused, not read as U+FFFD. */
 export const JSON_BAD_UTF8 = 'invalid UTF-8 in the JSON body';
+export const UNSUPPORTED_ENCODING = 'unsupported body encoding';
 
 /**
- * `express.json` with the depth limit: a deeper body fails with `type: 'entity.too.deep'` (answered 400).
- * The scan reads the bytes as UTF-8, where no byte of a multi-byte character is a quote or a bracket, so
- * JSON is taken in UTF-8 only (RFC 8259 8.1): in UTF-16 a character such as U+2200 carries a quote byte and
- * would hide the nesting after it.
+ * A body the reader refused: its status and message, and the `type` under
+ * which express's body parsers report the same refusal (`inputError` and the
+ * OAuth and MCP routes read it).
+ */
+export class BodyError extends Error {
+  readonly expose = true;
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+  ) {
+    super(message);
+  }
+}
+
+/** type-is's rule: a request has a body when it says how long it is or that it is chunked. */
+export function hasBody(req: Pick<IncomingMessage, 'headers'>): boolean {
+  return req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number(req.headers['content-length'] ?? NaN));
+}
+
+const PLAIN_JSON = { type: 'application/json', charset: undefined } as const;
+
+/** The media type (lower case) and `charset` parameter (lower case, unquoted) of a Content-Type header. */
+function mediaTypeOf(header: string | undefined): { type: string; charset: string | undefined } | undefined {
+  if (header === undefined) return undefined;
+  if (header === 'application/json') return PLAIN_JSON;
+  const semi = header.indexOf(';');
+  const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
+  let charset: string | undefined;
+  if (semi !== -1) {
+    for (const param of header.slice(semi + 1).split(';')) {
+      const eq = param.indexOf('=');
+      if (eq !== -1 && param.slice(0, eq).trim().toLowerCase() === 'charset') charset = param.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    }
+  }
+  return { type, charset };
+}
+
+/** True for `Content-Type: application/json` (any parameters): the bodies {@link readJsonBody} reads. */
+export function isJsonBody(req: Pick<IncomingMessage, 'headers'>): boolean {
+  return mediaTypeOf(req.headers['content-type'])?.type === 'application/json';
+}
+
+const zstd = (zlib as { createZstdDecompress?: () => Transform }).createZstdDecompress;
+/** The decompressors of the Content-Encodings a body may come in (as express's parsers take them). */
+const DECOMPRESSORS: Record<string, (() => Transform) | undefined> = {
+  gzip: zlib.createGunzip,
+  deflate: zlib.createInflate,
+  br: zlib.createBrotliDecompress,
+  ...(zstd ? { zstd } : {}),
+};
+
+/**
+ * Reads the rest of a request off without keeping it, then calls `done`
+ * (at once when it is all in): a refused body is answered once the client
+ * has sent it, as express's parsers do.
+ */
+function drain(req: IncomingMessage, done: () => void): void {
+  req.resume();
+  if (req.complete) return done();
+  let called = false;
+  const once = () => {
+    if (called) return;
+    called = true;
+    done();
+  };
+  req.once('end', once).once('error', once).once('close', once);
+}
+
+/** Reads off the request, then rejects with a {@link BodyError}. */
+export function refuseBody(req: IncomingMessage, status: number, message: string, type: string): Promise<never> {
+  return new Promise((_resolve, reject) => drain(req, () => reject(new BodyError(status, message, type))));
+}
+
+export interface JsonBodyOptions {
+  /** The most bytes taken, counted after any Content-Encoding is undone. */
+  limit: number;
+  /** Only an object or an array at the top, as express's `strict` (default true). */
+  strict?: boolean;
+}
+
+/**
+ * The one JSON body reader of the gateway: the call route reads its bodies
+ * with it, and {@link jsonBody} is it as express middleware for every other
+ * route. The rules, in order: a `charset` other than UTF-8 is a 415 (JSON is
+ * UTF-8, RFC 8259 8.1); gzip, deflate, br (and zstd where Node has it) are
+ * undone, another Content-Encoding is a 415; more than `limit` bytes (said in
+ * Content-Length or counted) is a 413, answered once the rest is read off;
+ * then {@link parseJsonBytes}. Resolves the value, rejects with a
+ * {@link BodyError}.
+ */
+export function readJsonBody(req: IncomingMessage, options: JsonBodyOptions): Promise<unknown> {
+  const { limit } = options;
+  const strict = options.strict !== false;
+  const type = mediaTypeOf(req.headers['content-type']);
+  if (type?.charset !== undefined && type.charset !== 'utf-8') return refuseBody(req, 415, JSON_NOT_UTF8, 'charset.unsupported');
+  const coding = req.headers['content-encoding']?.toLowerCase() ?? 'identity';
+  const identity = coding === 'identity';
+  const decompressor = identity ? undefined : Object.hasOwn(DECOMPRESSORS, coding) ? DECOMPRESSORS[coding] : undefined;
+  if (!identity && !decompressor) return refuseBody(req, 415, UNSUPPORTED_ENCODING, 'encoding.unsupported');
+  const declared = req.headers['content-length'];
+  if (identity && declared !== undefined && Number(declared) > limit) return refuseBody(req, 413, BODY_TOO_LARGE, 'entity.too.large');
+  return new Promise((resolve, reject) => {
+    const source: Readable = decompressor ? req.pipe(decompressor()) : req;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const stop = () => {
+      settled = true;
+      chunks.length = 0;
+      source.off('data', onData);
+      if (source !== req) {
+        req.unpipe(source as Transform);
+        source.destroy();
+      }
+    };
+    const refuse = (status: number, message: string, errorType: string) => {
+      stop();
+      drain(req, () => reject(new BodyError(status, message, errorType)));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return refuse(413, BODY_TOO_LARGE, 'entity.too.large');
+      chunks.push(chunk);
+    };
+    source.on('data', onData);
+    const aborted = () => {
+      if (settled) return;
+      stop();
+      reject(new BodyError(400, 'request aborted', 'request.aborted'));
+    };
+    req.once('error', aborted).once('close', () => {
+      if (!req.complete) aborted();
+    });
+    if (source !== req) {
+      source.once('error', () => {
+        if (!settled) refuse(400, `invalid ${coding} body`, 'encoding.invalid');
+      });
+    }
+    source.once('end', () => {
+      if (settled) return;
+      settled = true;
+      // Whatever the client sent past the compressed stream's end.
+      if (source !== req) req.resume();
+      try {
+        resolve(parseJsonBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), strict));
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+}
+
+const BOM = [0xef, 0xbb, 0xbf] as const;
+
+/**
+ * A JSON body's bytes as the gateway takes them: nesting deeper than
+ * {@link MAX_JSON_DEPTH} refused on the bytes before parsing, bytes that are
+ * no UTF-8 refused, a UTF-8 byte order mark dropped, an empty body read as
+ * `{}`, with `strict` only an object or an array, anything JSON.parse refuses
+ * a 400, a string with a control character or an unpaired surrogate (value
+ * or field name, at any depth) a 400 naming it. Throws a {@link BodyError}.
+ *
+ * The depth scan reads the bytes as UTF-8, where no byte of a multi-byte
+ * character is a quote or a bracket: that is why JSON is taken in UTF-8 only
+ * (in UTF-16 a character such as U+2200 carries a quote byte and would hide
+ * the nesting after it).
+ */
+export function parseJsonBytes(bytes: Buffer, strict: boolean): unknown {
+  if (jsonTooDeep(bytes)) throw new BodyError(400, JSON_TOO_DEEP, 'entity.too.deep');
+  if (!isUtf8(bytes)) throw new BodyError(400, JSON_BAD_UTF8, 'entity.text.unsafe');
+  const buf = bytes.length >= 3 && bytes[0] === BOM[0] && bytes[1] === BOM[1] && bytes[2] === BOM[2] ? bytes.subarray(3) : bytes;
+  if (buf.length === 0) return {};
+  if (strict) {
+    let i = 0;
+    while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x0a || buf[i] === 0x0d)) i++;
+    if (buf[i] !== OPEN_OBJECT && buf[i] !== OPEN_ARRAY) throw new BodyError(400, INVALID_JSON, 'entity.parse.failed');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(buf.toString('utf8'));
+  } catch {
+    throw new BodyError(400, INVALID_JSON, 'entity.parse.failed');
+  }
+  const bad = mayHoldUnsafeText(buf) ? unsafeTextIn(value) : undefined;
+  if (bad !== undefined) throw new BodyError(400, bad, 'entity.text.unsafe');
+  return value;
+}
+
+/** `1048576`, `'64kb'`, `'1mb'`: a body limit in bytes. */
+function bytesOf(limit: string | number): number {
+  if (typeof limit === 'number') return limit;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb)?\s*$/i.exec(limit);
+  if (!m) throw new TypeError(`invalid body limit ${JSON.stringify(limit)}`);
+  return Math.floor(Number(m[1]) * 1024 ** ['b', 'kb', 'mb'].indexOf((m[2] ?? 'b').toLowerCase()));
+}
+
+/**
+ * {@link readJsonBody} as express middleware, for every route but the call
+ * route (which calls it itself): a JSON body becomes `req.body`; a request
+ * without a body, with another Content-Type or already read is passed on
+ * untouched (to the form parser, or to a handler that finds no body); a
+ * refusal goes to the error handler (`inputError`).
  */
 export function jsonBody(options: { limit: string | number; strict?: boolean }): express.RequestHandler {
-  return checkedText(
-    express.json({
-      ...options,
-      verify: (_req: IncomingMessage, _res, buf: Buffer, encoding: string) => {
-        if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error(JSON_NOT_UTF8), { status: 415, type: 'charset.unsupported' });
-        if (jsonTooDeep(buf)) throw Object.assign(new Error(JSON_TOO_DEEP), { status: 400, type: 'entity.too.deep' });
-        if (!isUtf8(buf)) throw Object.assign(new Error(JSON_BAD_UTF8), { status: 400, expose: true, type: 'entity.text.unsafe' });
-      },
-    }),
-  );
+  const read: JsonBodyOptions = { limit: bytesOf(options.limit), strict: options.strict !== false };
+  return (req, _res, next) => {
+    if ((req.complete && !req.readable) || !hasBody(req) || !isJsonBody(req)) return next();
+    readJsonBody(req, read).then((body) => {
+      req.body = body;
+      next();
+    }, next);
+  };
 }
 
 /**
@@ -65,8 +265,8 @@ export function jsonBody(options: { limit: string | number; strict?: boolean }):
  * refuses raw C0 controls inside strings and `isUtf8` refuses encoded
  * surrogates, so what is left to find comes only as an escape (`\u…`, `\b`,
  * `\f`), a DEL byte or a C1 control (bytes C2 80 to C2 9F). The call route
- * scans each body this way (native searches) and walks only the rare body
- * that has one.
+ * reader ({@link parseJsonBytes}) scans each body this way (native
+ * searches) and walks only the rare body that has one.
  */
 export function mayHoldUnsafeText(buf: Uint8Array): boolean {
   if (buf.indexOf(0x7f) !== -1) return true;
@@ -91,7 +291,7 @@ export function formBody(options: { limit: string | number; parameterLimit?: num
  * The error for a parsed body with a string (a value or a field name, at any depth) that carries a
  * control character other than tab, line feed and carriage return, or an unpaired surrogate
  * (`@farebox/protocol`'s `unsafeTextIn`): `400 invalid <field>: control character U+0000 not allowed`.
- * Every body of every route passes here (and the express-free call route's reader), before any handler.
+ * Every form body passes here, and every JSON body the reader scanned as possibly holding one (`parseJsonBytes`).
  */
 export function unsafeTextError(body: unknown): Error | undefined {
   const message = unsafeTextIn(body);
@@ -135,9 +335,9 @@ export function inputError(err: unknown): { status: number; message: string } | 
     case 'entity.too.large':
       return { status: 413, message: BODY_TOO_LARGE };
     case 'charset.unsupported':
-      return { status: 415, message: e.message === JSON_NOT_UTF8 ? JSON_NOT_UTF8 : 'unsupported body encoding' };
+      return { status: 415, message: e.message === JSON_NOT_UTF8 ? JSON_NOT_UTF8 : UNSUPPORTED_ENCODING };
     case 'encoding.unsupported':
-      return { status: 415, message: 'unsupported body encoding' };
+      return { status: 415, message: UNSUPPORTED_ENCODING };
   }
   if (isMalformedUrl(err)) return { status: 400, message: MALFORMED_URL };
   // Any other refusal of the body parsers (an aborted or mis-sized body, too many parameters): its own 4xx.

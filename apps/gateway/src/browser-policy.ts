@@ -1,5 +1,8 @@
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { GatewayError, safeEqual, type GatewayConfig, type Principal } from '@farebox/gateway-core';
+
+/** What the policy reads of a request: its headers, and for the CSRF form field its parsed body (express's `Request` is one; so is the call route's request). */
+type Req = Pick<IncomingMessage, 'headers'> & { body?: unknown };
 
 /**
  * The one policy for browser (cookie) requests and the OAuth endpoints:
@@ -10,16 +13,16 @@ import { GatewayError, safeEqual, type GatewayConfig, type Principal } from '@fa
  */
 export interface BrowserPolicy {
   /** Refuses (403) a request whose Host is not the public host or one of `FAREBOX_ALLOWED_HOSTS` (DNS rebinding). */
-  checkHost(req: Request): void;
+  checkHost(req: Req): void;
   /** Refuses (403) a cross-origin or opaque (`Origin: null`, sandboxed frames) request; no Origin is a non-browser client. */
-  checkOrigin(req: Request): void;
+  checkOrigin(req: Req): void;
   /** Host, then Origin: every request that sets, ends or uses a session cookie. */
-  checkBrowser(req: Request): void;
+  checkBrowser(req: Req): void;
   /**
    * Refuses (403 `CSRF`) a session's write without the session's CSRF token,
    * sent in `X-CSRF-Token` (scripts) or the `_csrf` form field (forms).
    */
-  checkCsrf(req: Request, principal: Principal): void;
+  checkCsrf(req: Req, principal: Principal): void;
   /** A same-origin path for `target`, else `/` (parsed with the URL parser against the gateway's own origin). */
   safeRedirect(target: unknown): string;
 }
@@ -29,7 +32,7 @@ export interface BrowserPolicy {
  * when the header is not a single Bearer token (refused as an invalid
  * credential), else the token.
  */
-export function bearerToken(req: Pick<Request, 'headers'>): string | null | undefined {
+export function bearerToken(req: Pick<IncomingMessage, 'headers'>): string | null | undefined {
   const auth = req.headers.authorization;
   if (auth === undefined) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
@@ -48,13 +51,13 @@ export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allo
   const hosts = new Set([publicUrl.host, ...config.allowedHosts].map(canonical));
   // Only the public origin and the allowed hosts under the public origin's scheme: never `http://{Host}`.
   const origins = new Set([config.publicOrigin, ...[...hosts].map((h) => `${scheme}//${h}`)]);
-  const checkHost = (req: Request) => {
+  const checkHost = (req: Req) => {
     const host = canonical(req.headers.host ?? '');
     // The message names the public host only (other allowed names may be internal).
     if (!hosts.has(host)) throw new GatewayError('FORBIDDEN', `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${publicUrl.host} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`);
   };
   // `Origin: null` (sandboxed frames, some redirects) is never ours; no Origin at all is a non-browser client.
-  const checkOrigin = (req: Request) => {
+  const checkOrigin = (req: Req) => {
     const origin = req.headers.origin;
     if (origin !== undefined && !origins.has(origin)) throw new GatewayError('CSRF', 'cross-origin request refused');
   };

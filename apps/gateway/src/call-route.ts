@@ -1,49 +1,58 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
 import { GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
-import { isUtf8 } from 'node:buffer';
-import { API_BODY_LIMIT, BODY_TOO_LARGE, INVALID_JSON, JSON_BAD_UTF8, JSON_TOO_DEEP, jsonTooDeep, mayHoldUnsafeText, unsafeTextError } from './body.js';
-import { bearerToken } from './browser-policy.js';
-import { admit, principalForBearer } from './credentials.js';
+import { API_BODY_LIMIT, BodyError, hasBody, isJsonBody, readJsonBody, refuseBody, type JsonBodyOptions } from './body.js';
+import { admit, type requestAuthenticator } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
 import { gatewayErrorAnswer, setSecurityHeaders } from './http.js';
 import { recordRequest, requestIdFrom } from './observability.js';
 
 const CALL_ROUTE = '/v1/call';
-/** `application/json`, optionally with `charset=utf-8`: the only bodies this route reads itself. */
-const JSON_UTF8 = /^application\/json\s*(?:;\s*charset\s*=\s*(?:utf-8|"utf-8")\s*)?$/i;
-const BOM = [0xef, 0xbb, 0xbf] as const;
+const CALL_BODY: JsonBodyOptions = { limit: API_BODY_LIMIT, strict: false };
+export const CALL_NEEDS_JSON = 'POST /v1/call takes a JSON body (Content-Type: application/json)';
 
 /**
- * `POST /v1/call` answered without express: the hot path of the gateway.
- *
- * It takes the requests it can answer exactly as the express route would (a
- * bearer credential, a UTF-8 JSON body with a length or a chunked encoding,
- * no content encoding, the exact path) and returns `false` for every other
- * request, which express then answers (cookie sessions with their CSRF and
- * Origin checks, form posts, other charsets, compressed bodies, a trailing
- * slash). What it answers is the express route's answer: the same request id
- * and security headers, credential, rate limits and OAuth scope in the same
- * order, the same body rules and messages (`body.ts`), the same access-log
- * line and metrics, the same error table. `test/call-route.test.ts` sends the
- * same requests to both and compares.
+ * True for the paths express's router would have matched to `/v1/call`
+ * (it matches without regard to case and with or without a trailing slash),
+ * with any query string.
+ */
+export function isCallPath(url: string | undefined): boolean {
+  if (url === CALL_ROUTE) return true;
+  if (url === undefined) return false;
+  const q = url.indexOf('?');
+  const path = (q === -1 ? url : url.slice(0, q)).toLowerCase();
+  return path === CALL_ROUTE || path === `${CALL_ROUTE}/`;
+}
+
+export interface CallRouteOptions {
+  /** The `/v1` credential reading (`requestAuthenticator` in credentials.ts): bearer, or session cookie with its browser checks. */
+  authenticate: ReturnType<typeof requestAuthenticator>;
+  /** Which proxies' `X-Forwarded-For` to believe (express's `trust proxy fn`): the client's address for the log and the anonymous limit. */
+  trustProxy: (addr: string, i: number) => boolean;
+  log: (message: string, err?: unknown) => void;
+}
+
+/**
+ * `POST /v1/call`, the hot path of the gateway, answered on node:http alone:
+ * express never sees it (`requestHandler` in app.ts sends it here; an app
+ * mounted by someone else runs this first). Every such request, whatever its
+ * credential or body, is answered here: the request id and security headers;
+ * the credential (a bearer API key or OAuth token, or a session cookie with
+ * its Host, Origin and CSRF checks: `requestAuthenticator`, shared with the
+ * express router); the account and OAuth-client rate limits and the OAuth
+ * scope (`admit`); the body through the gateway's one JSON reader
+ * (`readJsonBody` in body.ts: charset, encodings, 1 MiB, nesting, UTF-8,
+ * byte order mark, the text rule; a body of another type is a 415); the
+ * call; the access-log line and metrics; the error table.
  *
  * It saves express's router, its body parser and its response helpers: about
- * a quarter of a millisecond per call on these machines (`pnpm bench breakdown`).
+ * a quarter of a millisecond per call on these machines (`pnpm bench breakdown`;
+ * docs/performance.md).
  */
-export function callRoute(core: GatewayCore, trustProxy: (addr: string, i: number) => boolean, log: (message: string, err?: unknown) => void) {
+export function callRoute(core: GatewayCore, options: CallRouteOptions) {
+  const { authenticate, trustProxy, log } = options;
   return function handle(req: IncomingMessage, res: ServerResponse): boolean {
-    if (req.method !== 'POST') return false;
-    const url = req.url;
-    if (url !== CALL_ROUTE && !(url !== undefined && url.startsWith(`${CALL_ROUTE}?`))) return false;
-    const headers = req.headers;
-    if (headers.authorization === undefined) return false;
-    const type = headers['content-type'];
-    if (type === undefined || !JSON_UTF8.test(type)) return false;
-    const encoding = headers['content-encoding'];
-    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') return false;
-    // A request without a body is left to express, whose parser leaves `req.body` unset.
-    if (headers['transfer-encoding'] === undefined && Number.isNaN(Number(headers['content-length'] ?? NaN))) return false;
+    if (req.method !== 'POST' || !isCallPath(req.url)) return false;
     serve(req, res).catch((err: unknown) => log('request failed', err));
     return true;
   };
@@ -53,26 +62,17 @@ export function callRoute(core: GatewayCore, trustProxy: (addr: string, i: numbe
     res.setHeader('X-Request-Id', requestId);
     setSecurityHeaders(res);
     const t0 = performance.now();
+    const ip = () => proxyAddr(req, trustProxy);
     let principal: Principal | undefined;
     let refusedBy: string | undefined;
     res.once('finish', () => {
-      recordRequest(core, {
-        requestId,
-        method: 'POST',
-        route: CALL_ROUTE,
-        status: res.statusCode,
-        ms: performance.now() - t0,
-        ip: () => proxyAddr(req, trustProxy),
-        principal,
-        refusedBy,
-      });
+      recordRequest(core, { requestId, method: 'POST', route: CALL_ROUTE, status: res.statusCode, ms: performance.now() - t0, ip, principal, refusedBy });
     });
     try {
-      principal = await principalForBearer(core, bearerToken(req) ?? null);
+      principal = await authenticate(req, ip);
       await admit(core, principal, 'POST', '/call');
-      const body = await readJson(req);
-      if ('error' in body) return send(res, body.status, JSON.stringify({ error: body.error }));
-      const answer = await core.calls.call(principal, body.value, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId });
+      const body = await readCallBody(req);
+      const answer = await core.calls.call(principal, body, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId });
       send(res, answer.status, answer.json);
     } catch (err) {
       if (err instanceof GatewayError) {
@@ -80,10 +80,24 @@ export function callRoute(core: GatewayCore, trustProxy: (addr: string, i: numbe
         refusedBy = answer.rateLimitRule;
         return send(res, answer.status, answer.body);
       }
+      if (err instanceof BodyError) return send(res, err.status, JSON.stringify({ error: err.message }));
       log('request failed', err);
       send(res, 500, '{"error":"internal error"}');
     }
   }
+}
+
+/**
+ * A call's body: JSON read by {@link readJsonBody} (any value: the call's
+ * schema judges it), nothing when the request has none (the schema then
+ * answers `service required`), and a 415 for a body of any other type (a
+ * form cannot carry the JSON object `payload` is).
+ */
+function readCallBody(req: IncomingMessage): Promise<unknown> {
+  if (!hasBody(req)) return Promise.resolve(undefined);
+  if (isJsonBody(req)) return readJsonBody(req, CALL_BODY);
+  if (req.headers['content-length'] === '0') return Promise.resolve(undefined);
+  return refuseBody(req, 415, CALL_NEEDS_JSON, 'type.unsupported');
 }
 
 function send(res: ServerResponse, status: number, json: string): void {
@@ -92,62 +106,4 @@ function send(res: ServerResponse, status: number, json: string): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(json));
   res.end(json);
-}
-
-type BodyResult = { value: unknown } | { status: number; error: string };
-
-/**
- * The body as express's JSON parser (`jsonBody` in body.ts) takes it: at most
- * {@link API_BODY_LIMIT} bytes (a longer body is read off before the 413, as
- * the parser does), nesting checked on the bytes, a UTF-8 byte order mark
- * dropped, an empty body read as `{}`, bytes that are no UTF-8 or anything
- * JSON.parse refuses a 400, a string with a control character or an unpaired
- * surrogate a 400 naming it.
- */
-function readJson(req: IncomingMessage): Promise<BodyResult> {
-  return new Promise((resolve) => {
-    const declared = req.headers['content-length'];
-    const tooLarge = (): void => {
-      req.removeAllListeners('data');
-      req.resume();
-      const done = () => resolve({ status: 413, error: BODY_TOO_LARGE });
-      if (req.complete) done();
-      else req.once('end', done).once('error', done);
-    };
-    if (declared !== undefined && Number(declared) > API_BODY_LIMIT) return tooLarge();
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > API_BODY_LIMIT) {
-        settled = true;
-        chunks.length = 0;
-        return tooLarge();
-      }
-      chunks.push(chunk);
-    });
-    req.once('error', () => {
-      if (settled) return;
-      settled = true;
-      resolve({ status: 400, error: 'request aborted' });
-    });
-    req.once('end', () => {
-      if (settled) return;
-      settled = true;
-      let buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      if (jsonTooDeep(buf)) return resolve({ status: 400, error: JSON_TOO_DEEP });
-      if (!isUtf8(buf)) return resolve({ status: 400, error: JSON_BAD_UTF8 });
-      if (buf.length >= 3 && buf[0] === BOM[0] && buf[1] === BOM[1] && buf[2] === BOM[2]) buf = buf.subarray(3);
-      if (buf.length === 0) return resolve({ value: {} });
-      let value: unknown;
-      try {
-        value = JSON.parse(buf.toString('utf8'));
-      } catch {
-        return resolve({ status: 400, error: INVALID_JSON });
-      }
-      const bad = mayHoldUnsafeText(buf) ? unsafeTextError(value) : undefined;
-      resolve(bad ? { status: 400, error: bad.message } : { value });
-    });
-  });
 }

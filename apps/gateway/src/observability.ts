@@ -7,19 +7,12 @@ import { bearerToken } from './browser-policy.js';
 /** `X-Request-Id` a caller may send: 1 to 128 visible characters of a safe set (anything else is replaced). */
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
-const requestIds = new WeakMap<Request, string>();
-
 /** The caller's `X-Request-Id` when well-formed, else a new one. */
 export function requestIdFrom(headers: IncomingHttpHeaders): string {
   const sent = headers['x-request-id'];
   return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
 }
 const principals = new WeakMap<Request, Principal>();
-
-/** The request's id: the caller's `X-Request-Id` when well-formed, else one made here. */
-export function requestIdOf(req: Request): string {
-  return requestIds.get(req) ?? '';
-}
 
 /** Tells the access log who made the request (set once authenticated). */
 export function notePrincipal(req: Request, principal: Principal): void {
@@ -42,7 +35,6 @@ function routeOf(req: Request): string {
 export function requestContext(core: GatewayCore) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const id = requestIdFrom(req.headers);
-    requestIds.set(req, id);
     res.setHeader('X-Request-Id', id);
     const t0 = performance.now();
     res.once('finish', () => {
