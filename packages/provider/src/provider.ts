@@ -1,7 +1,5 @@
 import {
   CERTIFICATE_HEADER,
-  CERTIFICATE_VERSIONS,
-  CERTIFICATE_VERSIONS_HEADER,
   ConfigError,
   PLATFORM_FEE_PCT,
   X402_HEADERS,
@@ -26,7 +24,7 @@ import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type Liste
 import type { RegistryReader } from './ports.js';
 import { QuoteRateLimiter } from './rate-limit.js';
 import { InMemoryReplayStore } from './replay.js';
-import { formatLimit, serialized, type ProviderResponse } from './response.js';
+import { fail, formatLimit, readHeader, respond, serialized, type ProviderResponse } from './response.js';
 
 export type { ProviderResponse } from './response.js';
 export type { BootstrapResult } from './bootstrap.js';
@@ -87,33 +85,6 @@ export interface Provider {
   bootstrap(): Promise<BootstrapResult>;
   /** Closes every server started by listen(). */
   close(): Promise<void>;
-}
-
-// Every answer says which certificate versions this provider verifies, so a gateway may send it batch-signed (v2) ones.
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', [CERTIFICATE_VERSIONS_HEADER]: CERTIFICATE_VERSIONS } as const;
-
-function respond(status: number, body: unknown, headers: Record<string, string> = {}): ProviderResponse {
-  return { status, headers: { ...JSON_HEADERS, ...headers }, body };
-}
-
-function fail(status: number, error: string, headers: Record<string, string> = {}): ProviderResponse {
-  return respond(status, { error }, headers);
-}
-
-function readHeader(headers: HeadersInput | undefined, name: string): string | undefined {
-  if (!headers) return undefined;
-  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
-  const record = headers as Record<string, string | string[] | undefined>;
-  let value = record[name];
-  if (value === undefined) {
-    for (const key of Object.keys(record)) {
-      if (key.toLowerCase() === name) {
-        value = record[key];
-        break;
-      }
-    }
-  }
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function isRegistryClient(registry: RegistryReader | RegistryClient | undefined): registry is RegistryClient {
