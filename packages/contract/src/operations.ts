@@ -33,6 +33,7 @@ const op = <const O extends Operation>(o: O): O => o;
  * text on its own listener or behind a token), the dashboard's static files
  * and the embedded devnet.
  */
+// biome-ignore format: a table, one operation per line where it fits; wrapped, it would be three times as long
 export const operations = {
   // ---- accounts (browser sign-in) ---------------------------------------------
   signup: op({
