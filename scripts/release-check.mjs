@@ -20,7 +20,7 @@ import { spawn } from 'node:child_process';
 import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { getExitCode } from '@arethetypeswrong/cli/internal/getExitCode';
 import { typed } from '@arethetypeswrong/cli/internal/render';
@@ -28,6 +28,9 @@ import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 
 const root = join(import.meta.dirname, '..');
+// The pnpm that runs this script (`pnpm release:check` sets npm_execpath), else the one on the PATH.
+const execPath = process.env.npm_execpath;
+const pnpm = execPath && basename(execPath).startsWith('pnpm') ? { command: process.execPath, args: [execPath] } : { command: 'pnpm', args: [] };
 const ATTW = { ignoreRules: [], ignoreResolutions: ['node10', 'node16-cjs'], format: 'ascii', emoji: false, summary: true };
 
 // The core ships with the CLI (same version); it is not a direct dependency.
@@ -138,7 +141,7 @@ const out = await mkdtemp(join(tmpdir(), 'farebox-release-'));
 let failed = 0;
 try {
   const packed = await inTurns(packages, 4, async ({ dir, manifest }) => {
-    const info = JSON.parse(await run('pnpm', ['pack', '--pack-destination', out, '--json'], dir));
+    const info = JSON.parse(await run(pnpm.command, [...pnpm.args, 'pack', '--pack-destination', out, '--json'], dir));
     return { name: manifest.name, tarball: info.filename, files: info.files.length };
   });
   const packedMs = performance.now() - started;
