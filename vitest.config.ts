@@ -10,6 +10,6 @@ export default defineConfig({
     // spent waiting on the processes it starts (gateways, devnet, PostgreSQL). On these 2-core machines the
     // default suite took 650 s with one worker and 442 s with two, every test passing.
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    projects: ['packages/*/vitest.config.ts', 'apps/*/vitest.config.ts', 'examples/*/vitest.config.ts', 'tests/vitest.config.ts'],
+    projects: ['packages/*/vitest.config.ts', 'apps/*/vitest.config.ts', 'examples/*/vitest.config.ts', 'e2e/vitest.config.ts', 'tests/vitest.config.ts'],
   },
 });

@@ -31,7 +31,7 @@ import { startDevnet } from '@farebox/devnet';
 import { encodeStrKey, randomBytes } from '@farebox/protocol';
 import { createAccounts, createRegistryClient, keypairSigner, type RegistryAgent } from '@farebox/stellar';
 import { StateDir } from '../src/state.js';
-import { writeTinyModel } from '../../../packages/discovery/test/tiny-model.js';
+import { writeTinyModel } from '@farebox/test-kit/tiny-model';
 
 const N = Number(process.env.BENCH_DISCOVERY_SERVICES ?? 100_000);
 const QUERIES = Number(process.env.BENCH_DISCOVERY_QUERIES ?? 1_000);

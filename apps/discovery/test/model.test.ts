@@ -7,7 +7,7 @@ import { startDevnet, type Devnet } from '@farebox/devnet';
 import { encodeStrKey, randomBytes } from '@farebox/protocol';
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { startDiscovery, type RunningDiscovery } from '../src/index.js';
-import { writeTinyModel } from '../../../packages/discovery/test/tiny-model.js';
+import { writeTinyModel } from '@farebox/test-kit/tiny-model';
 
 // The real model-loading path (transformers.js + onnxruntime) with a tiny model
 // written under the production model's id, as `farebox model fetch` or a copied

@@ -19,7 +19,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createServer as netServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Keypair } from '@stellar/stellar-sdk';
@@ -232,7 +233,9 @@ const otherSchema = `${schema}_other`;
 // As deployed: the built output (`pnpm build`), no source transpiler.
 const main = process.env.BENCH_GATEWAY_MAIN ?? fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const compareMain = process.env.BENCH_COMPARE_MAIN;
-const devnetCli = fileURLToPath(new URL('../../../packages/devnet/dist/cli.js', import.meta.url));
+// The devnet's command, found through the package the gateway depends on (its `bin`), not by a path into another workspace.
+const devnetManifest = createRequire(import.meta.url).resolve('@farebox/devnet/package.json');
+const devnetCli = join(dirname(devnetManifest), (JSON.parse(readFileSync(devnetManifest, 'utf8')) as { bin: Record<string, string> }).bin['farebox-devnet']!);
 const debitServer = fileURLToPath(new URL('./debit-server.mjs', import.meta.url));
 for (const file of [main, devnetCli, ...(compareMain ? [compareMain] : [])]) {
   if (!existsSync(file)) {

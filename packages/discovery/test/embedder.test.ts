@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbedder, createSearchIndex, modelPath, type Embedder } from '@farebox/discovery';
-import { writeTinyModel } from './tiny-model.js';
+import { writeTinyModel } from '@farebox/test-kit/tiny-model';
 
 let root: string;
 let modelId: string;

@@ -13,9 +13,9 @@ import { parseAmount, splitFee } from '@farebox/protocol';
 import { createProvider } from '@farebox/provider';
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_BIN, ensureBuilt, start, type RunResult } from './bin.js';
+import { CLI_BIN, ensureBuilt, start, type RunResult } from './cli.js';
 
-const repo = join(import.meta.dirname, '..', '..', '..');
+const repo = join(import.meta.dirname, '..');
 const TSX = join(repo, 'node_modules', '.bin', 'tsx');
 const TEN_USDC = 100_000_000n;
 

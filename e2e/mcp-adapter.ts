@@ -1,28 +1,14 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { binOf, ensureBuilt as build } from '@farebox/test-kit';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const ADAPTER_BIN = join(root, 'dist', 'main.js');
-
-function newest(dir: string): number {
-  let t = 0;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const s = statSync(p);
-    t = Math.max(t, s.isDirectory() ? newest(p) : s.mtimeMs);
-  }
-  return t;
-}
+const adapter = binOf('@farebox/mcp', 'farebox-mcp', import.meta.url);
+export const ADAPTER_BIN = adapter.file;
 
 /** The tests run the built adapter, as npx would; build it when the sources are newer (CI builds first). */
 export function ensureBuilt(): void {
-  if (existsSync(ADAPTER_BIN) && statSync(ADAPTER_BIN).mtimeMs >= newest(join(root, 'src'))) return;
-  execFileSync('pnpm', ['exec', 'tsup'], { cwd: root, stdio: 'ignore' });
+  build(adapter.packageDir, ADAPTER_BIN);
 }
 
 export interface RunningAdapter {

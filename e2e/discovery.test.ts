@@ -11,7 +11,7 @@ import { runCli } from '@farebox/cli';
 import { createClient, createDiscoveryClient } from '@farebox/client';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { createLogger } from '@farebox/gateway-core';
-import { startDiscovery, type RunningDiscovery } from '../src/index.js';
+import { startDiscovery, type RunningDiscovery } from '@farebox/discovery-service';
 
 const USDC = 10_000_000n;
 type Party = TxSigner & { secret: string };

@@ -2,8 +2,8 @@ import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserSignIn, startStack, type Stack, type StackUser } from '../../mcp/test/stack.js';
-import { CLI_BIN, ensureBuilt, farebox, start } from './bin.js';
+import { browserSignIn, startStack, type Stack, type StackUser } from './stack.js';
+import { CLI_BIN, ensureBuilt, farebox, start } from './cli.js';
 
 describe('the built farebox binary against a running local stack', () => {
   let h: Stack;
@@ -224,7 +224,7 @@ describe('the packed tarballs, installed like a user would', () => {
   let h: Stack;
   let alice: StackUser;
   let tmp: string;
-  const repo = join(import.meta.dirname, '..', '..', '..');
+  const repo = join(import.meta.dirname, '..');
   // The CLI and every workspace package it needs at run time.
   const packages = ['apps/cli', 'apps/mcp', 'packages/client', 'packages/contract', 'packages/escrow', 'packages/protocol', 'packages/stellar'];
 

@@ -3,10 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveNetwork } from '@farebox/stellar';
-import { createGate, startHttpProxy, type HttpProxy } from '../../gateway/test/http-proxy-kit.js';
-import { startDevnetForSettlement, startStack, type KitUser, type Stack } from '../../gateway/test/settlement-kit.js';
-import { testnetOnDevnet } from '../../gateway/test/testnet-kit.js';
-import { ensureBuilt, farebox } from './bin.js';
+import { createGate, startDevnetForSettlement, startHttpProxy, startStack, testnetOnDevnet, type HttpProxy, type KitUser, type Stack } from '@farebox/gateway/testing';
+import { ensureBuilt, farebox } from './cli.js';
 
 const USDC = 10_000_000n;
 const json = (s: string) => JSON.parse(s) as any;

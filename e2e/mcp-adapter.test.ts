@@ -2,7 +2,7 @@ import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, startAdapter, type RunningAdapter } from './adapter.js';
+import { ensureBuilt, startAdapter, type RunningAdapter } from './mcp-adapter.js';
 import { browserSignIn, startStack, type Stack, type StackUser } from './stack.js';
 
 type Structured<T> = { structuredContent?: unknown; isError?: boolean; content?: unknown } & { structuredContent?: T };
@@ -206,13 +206,5 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     expect(sc(ca)).toMatchObject({ result: { echo: { from: 'a' } } });
     expect(sc(cb)).toMatchObject({ result: { echo: { from: 'b' } } });
     expect(await credits(erin)).toBe(before - 200_000);
-  });
-
-  it('refuses to start with an invalid FAREBOX_URL and says why on stderr', async () => {
-    const { spawnSync } = await import('node:child_process');
-    const { ADAPTER_BIN } = await import('./adapter.js');
-    const r = spawnSync(process.execPath, [ADAPTER_BIN], { env: { PATH: process.env.PATH, FAREBOX_URL: 'ftp://example.com' }, input: '', encoding: 'utf8' });
-    expect(r.status).toBe(1);
-    expect(r.stderr).toContain('FAREBOX_URL must be an http(s) URL');
   });
 });

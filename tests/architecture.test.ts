@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { loadWorkspaces, manifestDeps, parseDependencies, parseLayers, repoRoot } from './dependency-rule.js';
+
+// docs/architecture.md draws the dependencies of every workspace (its
+// ```dependencies block) and the layers they keep to (its ```layers block):
+// both must say what the manifests say.
+const doc = readFileSync(join(repoRoot, 'docs', 'architecture.md'), 'utf8');
+const workspaces = loadWorkspaces(repoRoot);
+const sorted = (names: string[]) => [...names].sort();
+
+it("the dependencies block of docs/architecture.md is every workspace's manifest, edge for edge", () => {
+  const drawn = parseDependencies(doc);
+  const wrong: string[] = [];
+  for (const w of workspaces) {
+    const said = drawn.get(w.short);
+    if (!said) {
+      wrong.push(`${w.short}: missing from the block (add a line for ${w.dir})`);
+      continue;
+    }
+    const real = manifestDeps(w);
+    for (const kind of ['run', 'peer', 'dev'] as const) {
+      const label = { run: '──►', peer: 'peer', dev: 'dev' }[kind];
+      if (sorted(said[kind]).join() !== sorted(real[kind]).join()) wrong.push(`${w.short} (${label}): the doc says [${sorted(said[kind]).join(', ')}], ${w.dir}/package.json [${sorted(real[kind]).join(', ')}]`);
+    }
+  }
+  for (const name of drawn.keys()) if (!workspaces.some((w) => w.short === name)) wrong.push(`${name}: in the block, but no workspace has that name`);
+  expect(wrong).toEqual([]);
+});
+
+it('the layers block places every workspace once, and names no other', () => {
+  const layers = parseLayers(doc);
+  const placed = [...layers.layer.keys(), ...layers.beside];
+  expect(sorted(placed)).toEqual(sorted(workspaces.map((w) => w.short)));
+  for (const exception of layers.exceptions) {
+    const [from, to] = exception.split(' -> ');
+    expect(workspaces.find((w) => w.short === from)?.deps.dependencies, `the exception ${exception} is a dependency of the manifest`).toContain(to);
+  }
+});
