@@ -11,6 +11,7 @@ import { dashboardDir } from '../src/index.js';
 import { createGate, startHttpProxy, type HttpProxy } from './http-proxy-kit.js';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 const CHROMIUM = '/usr/bin/chromium';
 const here = dirname(fileURLToPath(import.meta.url));
@@ -43,7 +44,7 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: `${friendbotProxy.url}${real.pathname}` }), gateway: { dashboard: dist } });
     // The treasury is set up at start (through the friendbot, open until now).
     const chain = createAccounts(s.gw.core.network);
-    for (let i = 0; i < 200 && !(await chain.balances(s.gw.core.treasuryAddress)).exists; i++) await new Promise((r) => setTimeout(r, 100));
+    await eventually('the treasury exists on chain', async () => (await chain.balances(s.gw.core.treasuryAddress)).exists, { timeoutMs: 20_000 });
     profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@farebox/protocol';
 import { configFromEnv, loadConfig } from '../src/config.js';
 import { freePort, spawnGateway, type GatewayProcess } from './process-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 const spawned: GatewayProcess[] = [];
 afterAll(() => {
@@ -153,7 +154,6 @@ describe('farebox-gateway and its one network variable', () => {
     expect((await (await fetch(`${url}/v1/platform/key`)).json()).network).toBe('local');
     // Log lines are written in batches (at most 100 ms late).
     const said = 'FAREBOX_NETWORK is deprecated: set STELLAR_NETWORK instead (same values)';
-    for (let i = 0; i < 40 && !p.output().includes(said); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(p.output()).toContain(said);
+    await eventually('the warning is logged', () => p.output().includes(said), { timeoutMs: 5_000 });
   });
 });

@@ -6,6 +6,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
 import { pkce, rawClient } from './oauth-browser.js';
+import { eventually } from '@farebox/test-kit';
 
 const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'correct horse battery';
@@ -133,7 +134,7 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
     // The connection the user makes is listed under the same shown name.
     await page.getByRole('button', { name: 'Allow' }).click();
     const listed = async () => ((await user.api('/v1/oauth/connections')).body as Array<{ client_id: string; client_name: string }>).find((c) => c.client_id === client.client.client_id)?.client_name;
-    await expect.poll(listed, { timeout: 10_000 }).toBe('Claude (Anthropic) \u2713 verified...');
+    expect(await eventually('the connection is listed', listed)).toBe('Claude (Anthropic) \u2713 verified...');
   }, 120_000);
 
   it('shows a name made only of invisible characters as "Unnamed app", still marked as not verified', async () => {

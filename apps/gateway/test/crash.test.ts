@@ -8,6 +8,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { createRegistryClient, keypairSigner, resolveNetwork } from '@farebox/stellar';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, spawnGateway } from './process-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 const CALLS = 12;
 const PRICE = 3_000_000;
@@ -68,11 +69,7 @@ describe('a gateway killed with calls in flight', () => {
     const balance = async (base: string) => ((await (await fetch(`${base}/v1/balance`, { headers: auth })).json()) as { balance_base_units: number }).balance_base_units;
 
     // Wait until the mirror has the service, then call it: the hold is placed and the service hangs.
-    for (let i = 0; i < 50; i++) {
-      const list = (await (await fetch(`${url}/v1/agents`, { headers: auth })).json()) as Array<{ service: string }>;
-      if (list.some((s) => s.service === 'hangs')) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually('the gateway lists the service', async () => ((await (await fetch(`${url}/v1/agents`, { headers: auth })).json()) as Array<{ service: string }>).some((s) => s.service === 'hangs'));
     const inFlight = Array.from({ length: CALLS }, (_, i) =>
       fetch(`${url}/v1/call`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ service: 'hangs', payload: { i } }) }).catch((e: unknown) => e),
     );
@@ -89,12 +86,14 @@ describe('a gateway killed with calls in flight', () => {
     // After the restart the reaper voids every hold the dead process left: the
     // calls it had posted stay charged, the rest return, nothing twice.
     const calls = async () => ((await (await fetch(`${second.url}/v1/transactions?limit=500`, { headers: auth })).json()) as Array<{ type: string; status: string }>).filter((t) => t.type === 'call');
-    const deadline = Date.now() + 40_000;
-    let txs = await calls();
-    while (txs.some((t) => t.status === 'pending') && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 500));
-      txs = await calls();
-    }
+    const txs = await eventually(
+      'the reaper resolves every hold the dead process left',
+      async () => {
+        const t = await calls();
+        return t.some((x) => x.status === 'pending') ? undefined : t;
+      },
+      { timeoutMs: 40_000, intervalMs: 200 },
+    );
     expect(txs).toHaveLength(CALLS);
     expect(txs.filter((t) => t.status === 'pending')).toHaveLength(0);
     const posted = txs.filter((t) => t.status === 'completed').length;

@@ -1,6 +1,7 @@
 import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type TestUser } from './harness.js';
+import { eventually } from '@farebox/test-kit';
 
 // The load test of issue 10: a fixed offered rate for LOAD_SECONDS (60 by
 // default) through the gateway on PostgreSQL with Redis rate limits; no 5xx
@@ -33,7 +34,19 @@ describe(`load: ${RATE} calls/s for ${SECONDS} s`, () => {
     expect(result['2xx']).toBeGreaterThan(0);
     // Requests still in flight when autocannon stops are finished by the
     // gateway but not counted by autocannon: at most one per connection.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Wait for them: no pending hold, and the same count twice in a row.
+    let last = '';
+    await eventually(
+      'the calls in flight when the load stopped are finished',
+      async () => {
+        const { rows } = await h.gw.core.db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM holds WHERE account_id = ANY($1::text[]) GROUP BY state ORDER BY state', [users.map((u) => u.id)]);
+        const now = JSON.stringify(rows);
+        const settled = !rows.some((r) => r.state === 'pending') && now === last;
+        last = now;
+        return settled;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     let charged = 0;
     for (const u of users) charged += 50_000_000 - ((await u.api('/v1/balance')).body.balance_base_units as number);
     const { rows } = await h.gw.core.db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM holds WHERE account_id = ANY($1::text[]) GROUP BY state', [users.map((u) => u.id)]);

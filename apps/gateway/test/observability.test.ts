@@ -1,15 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@farebox/gateway-core';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 import { startProxy, type TcpProxy } from './proxy-kit.js';
+import { eventually, testClock } from '@farebox/test-kit';
 
 const TOKEN = 'metrics-token-0123456789';
 
 let s: Stack;
 let rpcProxy: TcpProxy;
+/** The gateway's clock: the readiness test moves it past the catalog's staleness and the latest-ledger cache. */
+const clock = testClock();
 const lines: string[] = [];
 const seen: IncomingHttpHeaders[] = [];
 let raw: Server;
@@ -35,6 +38,7 @@ beforeAll(async () => {
       devnetUrl: `http://127.0.0.1:${rpcProxy.port}`,
       metricsToken: TOKEN,
       catalogStaleMs: 1_000,
+      now: clock.now,
       rateLimits: { authPerMinute: 10_000, accountPerMinute: 100_000, anonymousPerMinute: 3 },
       logger: createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } }),
     },
@@ -79,10 +83,9 @@ describe('request ids', () => {
 
     // The request's line and the call's line share the id; the call's line has each step's time.
     // Both lines are written once the answer is on its way: they may come just after it.
-    const entries = await vi.waitFor(() => {
+    const entries = await eventually('the request and call lines are both written', () => {
       const lines = logged().filter((e) => e.reqId === 'call-trace-1');
-      if (!lines.some((e) => e.event === 'call') || !lines.some((e) => e.event === 'request')) throw new Error('the request and call lines are not both written yet');
-      return lines;
+      return lines.some((e) => e.event === 'call') && lines.some((e) => e.event === 'request') ? lines : undefined;
     });
     const call = entries.find((e) => e.event === 'call');
     expect(entries.find((e) => e.event === 'request')).toMatchObject({ method: 'POST', route: '/v1/call', status: 200, principal: 'api_key', accountId: u.id });
@@ -161,7 +164,8 @@ describe('/health/ready', () => {
     expect(await ready.json()).toMatchObject({ ready: true, reasons: [], checks: { database: 'ok', rpc: expect.stringMatching(/^ledger \d+$/) } });
 
     await rpcProxy.stop();
-    await new Promise((r) => setTimeout(r, 2_100));
+    // Past the catalog's staleness (1 s) and the 2 s the network's latest ledger is kept, by the gateway's clock.
+    clock.advance(2_100);
     const down = await fetch(`${s.url}/health/ready`);
     expect(down.status).toBe(503);
     const body = (await down.json()) as { ready: boolean; reasons: string[]; checks: Record<string, string> };
@@ -173,12 +177,7 @@ describe('/health/ready', () => {
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
 
     await rpcProxy.start();
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 200; i++) {
-      status = (await fetch(`${s.url}/health/ready`)).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(status).toBe(200);
+    await eventually('/health/ready answers 200 again', async () => (await fetch(`${s.url}/health/ready`)).status === 200, { timeoutMs: 20_000, intervalMs: 100 });
   }, 60_000);
 });
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
+import { eventually } from '@farebox/test-kit';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -27,15 +28,20 @@ describe('PostgreSQL connections dropped under load', () => {
         statuses.push(r.status);
       }
     });
-    await new Promise((r) => setTimeout(r, 400));
-    // What a server restart looks like from the gateway: every connection dies at once, three times.
+    const answered = (n: number) => eventually(`${n} calls answered`, () => statuses.length >= n, { timeoutMs: 20_000 });
+    const connected = () => eventually('the gateway has its connections again', async () => ((await admin.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0) > 0, { timeoutMs: 20_000 });
+    await answered(20);
+    // What a server restart looks like from the gateway: every connection dies at once, three times, each time under load.
     let killed = 0;
     for (let i = 0; i < 3; i++) {
+      await connected();
       const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
       killed += rowCount ?? 0;
-      await new Promise((r) => setTimeout(r, 300));
+      await answered(statuses.length + 8);
     }
-    await new Promise((r) => setTimeout(r, 800));
+    // The load goes on until calls succeed again.
+    const recovered = statuses.length;
+    await eventually('calls succeed again under load', () => statuses.slice(recovered).includes(200), { timeoutMs: 20_000 });
     stop = true;
     await Promise.all(workers);
     await admin.end();

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
 import { freePort } from './process-kit.js';
 import { startProxy, type TcpProxy } from './proxy-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 // /health/ready against the real servers: PostgreSQL behind a TCP proxy the
 // test can cut, and a Redis server of the test's own that it stops and starts.
@@ -26,13 +27,16 @@ async function ready(h: Harness) {
   return { status: r.status, body: (await r.json()) as { ready: boolean; reasons: string[]; checks: Record<string, string> } };
 }
 
-async function until(h: Harness, status: number) {
-  let last = await ready(h);
-  for (let i = 0; i < 100 && last.status !== status; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    last = await ready(h);
-  }
-  return last;
+/** /health/ready's answer once it is `status`. */
+function until(h: Harness, status: number) {
+  return eventually(
+    `/health/ready answers ${status}`,
+    async () => {
+      const r = await ready(h);
+      return r.status === status ? r : undefined;
+    },
+    { timeoutMs: 20_000, intervalMs: 100 },
+  );
 }
 
 describe('/health/ready with PostgreSQL and Redis', () => {

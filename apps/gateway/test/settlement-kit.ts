@@ -7,6 +7,7 @@ import { createProvider, type ServiceHandler } from '@farebox/provider';
 import { parseAmount } from '@farebox/protocol';
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { startGateway, type RunningGateway, type StartGatewayOptions } from '../src/index.js';
+import { eventually } from '@farebox/test-kit';
 
 /**
  * Settlement tests run the gateway against a devnet of their own (escrow API
@@ -151,10 +152,7 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
     },
     async fundWallet(user, amount) {
       // The wallet is set up (friendbot + USDC trustline) by a background job from sign-up.
-      for (let i = 0; i < 100 && (await chain.balances(user.wallet)).usdc === null; i++) {
-        await user.api('/v1/wallet');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually(`the wallet ${user.wallet} is set up on chain`, async () => (await chain.balances(user.wallet)).usdc !== null, { timeoutMs: 20_000, intervalMs: 50 });
       if (amount > 0n) await devnet.friendbot(user.wallet, amount);
     },
     async usdc(address) {

@@ -9,6 +9,7 @@ import { createAccounts, createRegistryClient, resolveNetwork } from '@farebox/s
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnGateway } from './process-kit.js';
 import { startDevnetForSettlement } from './settlement-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 const PRICE = 1_234_567n;
 
@@ -74,7 +75,7 @@ describe('a settler killed at each step', () => {
     const pub = await signup(gw.url, `pub-${process.pid}@example.com`);
     const caller = await signup(gw.url, `caller-${process.pid}@example.com`);
     const treasury = (await api(gw.url, undefined, '/v1/platform/key')).body.treasury as string;
-    for (let i = 0; i < 100 && (await chain.balances(treasury)).usdc === null; i++) await new Promise((r) => setTimeout(r, 100));
+    await eventually('the treasury is set up on chain', async () => (await chain.balances(treasury)).usdc !== null);
     await devnet.friendbot(treasury, 1_000n * 10_000_000n); // funded up front: no top-up during the test
     expect((await api(gw.url, pub.key, '/v1/publisher/activate', { name: 'Crash Co' })).status).toBe(200);
     const provider = createProvider({

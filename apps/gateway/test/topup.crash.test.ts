@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnGateway } from './process-kit.js';
 import { startDevnetForSettlement } from './settlement-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 // A testnet-configured gateway (paid top-ups) killed with SIGKILL between the
 // moment its top-up payment is on chain and the moment it is credited.
@@ -57,7 +58,7 @@ describe('a gateway killed between a top-up payment and its credit', () => {
     const key = (await api(gw.url, undefined, '/v1/api-keys', { name: 'k' }, { cookie, 'x-csrf-token': signup.body.csrf_token })).body.key as string;
     const wallet = signup.body.custodial_wallet as string;
     const treasury = (await api(gw.url, undefined, '/v1/platform/key')).body.treasury as string;
-    for (let i = 0; i < 200 && (await chain.balances(wallet)).usdc === null; i++) await new Promise((r) => setTimeout(r, 50));
+    await eventually('the wallet is set up on chain', async () => (await chain.balances(wallet)).usdc !== null);
     await devnet.friendbot(wallet, 20n * 10_000_000n);
     const wallet0 = await usdc(wallet);
     const treasury0 = await usdc(treasury);
@@ -72,11 +73,10 @@ describe('a gateway killed between a top-up payment and its credit', () => {
 
     gw = await startChild();
     // Reconciled at start: the payment on chain becomes credits once.
-    let credits = credits0;
-    for (let i = 0; i < 100 && credits === credits0; i++) {
-      credits = (await api(gw.url, key, '/v1/balance')).body.balance_base_units as number;
-      if (credits === credits0) await new Promise((r) => setTimeout(r, 50));
-    }
+    const credits = await eventually('the payment on chain is credited', async () => {
+      const now = (await api(gw.url, key, '/v1/balance')).body.balance_base_units as number;
+      return now !== credits0 ? now : undefined;
+    });
     expect(credits).toBe(credits0 + 125_000_000);
     const txs = ((await api(gw.url, key, '/v1/transactions')).body as any[]).filter((t) => t.type === 'topup' && t.note !== 'signup');
     expect(txs).toHaveLength(1);

@@ -9,6 +9,7 @@ import { createAccounts, resolveNetwork } from '@farebox/stellar';
 import { startHarness, type Harness } from './harness.js';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 const USDC = 10_000_000n;
 const run = promisify(execFile);
@@ -61,12 +62,10 @@ describe('a testnet-configured gateway (on the devnet)', () => {
   });
 
   async function walletReady(address: string) {
-    for (let i = 0; i < 200; i++) {
+    await eventually(`wallet ${address} is set up`, async () => {
       const b = await chain().balances(address);
-      if (b.exists && b.usdc !== null) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`wallet ${address} was never set up`);
+      return b.exists && b.usdc !== null;
+    });
   }
 
   it('sets a new wallet up on chain from sign-up, with no request asking for it, and says so until it is ready', async () => {
@@ -294,16 +293,19 @@ describe('a network without a friendbot (as on mainnet)', () => {
       expect(s.gw.core.network.friendbotUrl).toBeUndefined();
       const u = await s.user();
       expect((await u.api('/v1/me')).body.wallet_status).toBe('provisioning');
-      // The treasury has nothing yet: the job retries until the operator funds it.
-      await new Promise((r) => setTimeout(r, 300));
+      // The treasury has nothing yet: the job tries, fails, and retries until the operator funds it.
+      const attempted = await eventually('the set-up job has tried and failed', async () => {
+        const { rows } = await s.gw.core.db.query<{ wallet_attempts: number; wallet_error: string | null }>('SELECT wallet_attempts, wallet_error FROM gw_users WHERE id = $1', [u.id]);
+        return rows[0]!.wallet_attempts > 0 && rows[0]!.wallet_error !== null ? rows[0] : undefined;
+      });
+      expect(attempted.wallet_error).not.toBe('');
       expect((await chain.balances(u.wallet)).exists).toBe(false);
       await devnet.friendbot(s.gw.core.treasuryAddress);
       const treasuryXlm = (await chain.balances(s.gw.core.treasuryAddress)).xlm;
-      let b = await chain.balances(u.wallet);
-      for (let i = 0; i < 300 && !(b.exists && b.usdc !== null); i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        b = await chain.balances(u.wallet);
-      }
+      const b = await eventually('the wallet is set up once the treasury is funded', async () => {
+        const now = await chain.balances(u.wallet);
+        return now.exists && now.usdc !== null ? now : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 100 });
       expect(b.usdc).toBe(0n);
       // 2 XLM from the treasury, less the trustline transaction's fee.
       expect(b.xlm).toBe(20_000_000n - 100n);

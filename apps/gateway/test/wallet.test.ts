@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawClient } from './oauth-browser.js';
 import type { TestUser } from './harness.js';
 import { startStack, type Stack } from './settlement-kit.js';
+import { eventually } from '@farebox/test-kit';
 
 const PRICE = 2_500_001n; // 0.2500001 USDC
 
@@ -37,7 +38,11 @@ describe('the wallet path', () => {
     await drainCredits(user, 0n);
     await s.fundWallet(user, 10_000_000n);
     // GET /v1/wallet: the legacy lamports and sol twins carry base units, like base_units (the spec, Versioning rule 2).
-    await expect.poll(async () => (await user.api('/v1/wallet')).body, { timeout: 10_000 }).toMatchObject({ base_units: 10_000_000, lamports: 10_000_000, sol: 10_000_000, asset_amount: 1 });
+    const wallet = await eventually('GET /v1/wallet shows the USDC', async () => {
+      const body = (await user.api('/v1/wallet')).body;
+      return body.base_units === 10_000_000 ? body : undefined;
+    });
+    expect(wallet).toMatchObject({ base_units: 10_000_000, lamports: 10_000_000, sol: 10_000_000, asset_amount: 1 });
     const ownerBefore = await s.usdc(owner);
     const r = await user.api('/v1/call', { body: { service, payload: { hello: 'wallet' } } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -48,7 +53,7 @@ describe('the wallet path', () => {
     for (const st of r.body.trace.steps.filter((x: any) => ['wallet_deploy', 'wallet_fund'].includes(x.name))) expect(st.detail.explorerUrl).toMatch(/\/tx\/[0-9a-f]{64}$/);
     // USDC really moved: the wallet paid the price, the publisher got the net of the escrow's 5% fee.
     expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
-    await expect.poll(() => s.usdc(owner), { timeout: 10_000 }).toBe(ownerBefore + splitFee(PRICE).net);
+    await eventually('the publisher is paid the net', async () => (await s.usdc(owner)) === ownerBefore + splitFee(PRICE).net);
     const txs = (await user.api('/v1/transactions')).body;
     expect(txs[0]).toMatchObject({ type: 'call', service, paid_with: 'wallet', status: 'completed', explorer_url: r.body.explorerUrl });
   }, 120_000);
