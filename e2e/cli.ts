@@ -5,7 +5,7 @@ export { start, type RunResult, type Running } from '@farebox/test-kit';
 const cli = binOf('@farebox/cli', 'farebox', import.meta.url);
 export const CLI_BIN = cli.file;
 
-/** The tests run the built `farebox` (CI builds first); rebuild when the sources are newer. */
+/** The tests run the built `farebox` (CI builds first); rebuilt when its sources, or those of a workspace package it loads, are newer than their builds. */
 export function ensureBuilt(): void {
   build(cli.packageDir, CLI_BIN);
 }

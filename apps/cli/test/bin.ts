@@ -7,7 +7,12 @@ export { start, type RunResult, type Running } from '@farebox/test-kit';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const CLI_BIN = join(root, 'dist', 'cli.js');
 
-/** The tests run the built `farebox` (CI builds first); rebuild when the sources are newer. */
+/**
+ * The spawned tests run the built `farebox` (CI builds first): it is rebuilt
+ * when its sources are newer, and so is every workspace package it loads at
+ * run time (@farebox/client, protocol, stellar, gateway-core for the operator
+ * commands...) whose `dist/` is older than its `src/`.
+ */
 export function ensureBuilt(): void {
   ensureBuiltKit(root, CLI_BIN);
 }

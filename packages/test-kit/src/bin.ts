@@ -1,7 +1,8 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { ensureWorkspaceBuilt } from './build.js';
 
 export interface RunResult {
   code: number;
@@ -37,16 +38,6 @@ export function start(command: string, args: string[], opts: { env: Record<strin
   return { stderr: () => stderr, done };
 }
 
-function newest(dir: string): number {
-  let t = 0;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const s = statSync(p);
-    t = Math.max(t, s.isDirectory() ? newest(p) : s.mtimeMs);
-  }
-  return t;
-}
-
 /**
  * The command `bin` of the workspace package `name`, found through the
  * package (its manifest's `bin`), as `from` resolves it: tests run what a
@@ -63,8 +54,13 @@ export function binOf(name: string, bin: string, from: string): { file: string; 
   return { file: join(dirname(manifest), file), packageDir: dirname(manifest) };
 }
 
-/** Builds `packageDir` (`pnpm exec tsup`) when `output` is missing or older than its sources (CI builds first). */
+/**
+ * Builds what a spawned binary runs (CI builds first): `packageDir` when
+ * `output` is missing or older than its sources, and before it every
+ * workspace package it loads at run time whose build is older than its
+ * sources, since a built binary imports their `dist/`, not their `src/`
+ * (`ensureWorkspaceBuilt` in build.ts).
+ */
 export function ensureBuilt(packageDir: string, output: string): void {
-  if (existsSync(output) && statSync(output).mtimeMs >= newest(join(packageDir, 'src'))) return;
-  execFileSync('pnpm', ['exec', 'tsup'], { cwd: packageDir, stdio: 'ignore' });
+  ensureWorkspaceBuilt(packageDir, output);
 }
