@@ -131,7 +131,7 @@ export async function startStack(): Promise<Stack> {
   };
 }
 
-const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
 /**
  * Plays the browser: opens the sign-in URL with the user's session cookie,
@@ -143,7 +143,7 @@ export async function browserSignIn(base: string, authorizeUrl: string, user: Pi
   const html = await res.text();
   if (res.status !== 200) throw new Error(`authorize page answered ${res.status}: ${html.slice(0, 300)}`);
   const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(m[1]!)] = unescape(m[2]!);
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1]!)] = unescapeHtml(m[2]!);
   fields.decision = 'allow';
   fields.daily_limit_usd = '';
   const post = await fetch(`${base}/authorize`, {

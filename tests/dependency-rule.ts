@@ -36,7 +36,7 @@ export const shortName = (name: string) => name.replace(/^@farebox\//, '');
 
 /** The fenced block ```<info> of a markdown text, as lines. */
 export function fencedBlock(markdown: string, info: string): string[] {
-  const m = new RegExp('^```' + info + '\\s*\\n([\\s\\S]*?)^```', 'm').exec(markdown);
+  const m = new RegExp(`^\`\`\`${info}\\s*\\n([\\s\\S]*?)^\`\`\``, 'm').exec(markdown);
   if (!m) throw new Error(`no \`\`\`${info} block`);
   return m[1]!.split('\n').map((l) => l.trim()).filter((l) => l !== '');
 }

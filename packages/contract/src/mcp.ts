@@ -162,7 +162,7 @@ export interface ToolRegistry {
   registerTool(
     name: string,
     config: { title: string; description: string; inputSchema: z.ZodRawShape; annotations: Record<string, unknown> },
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each SDK types the arguments from the schema
+    // biome-ignore lint/suspicious/noExplicitAny: each SDK types the arguments from the schema
     handler: (args: any) => Promise<McpToolResult>,
   ): unknown;
 }
