@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveNetwork } from '@farebox/stellar';
 import { createGate, startDevnetForSettlement, startHttpProxy, startStack, testnetOnDevnet, type HttpProxy, type KitUser, type Stack } from '@farebox/gateway/testing';
-import { ensureBuilt, farebox } from './cli.js';
+import { eventually } from '@farebox/test-kit';
+import { runFarebox } from './cli.js';
 
 const USDC = 10_000_000n;
 const json = (s: string) => JSON.parse(s) as any;
@@ -26,7 +27,6 @@ describe('farebox topup', () => {
   const proxies: HttpProxy[] = [];
 
   beforeAll(async () => {
-    ensureBuilt();
     devnet = await startDevnetForSettlement();
     const net = resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} });
     const fb = new URL(net.friendbotUrl!);
@@ -54,21 +54,21 @@ describe('farebox topup', () => {
   it('on the local network: free test credits, said so; the same --idempotency-key credits once; --json is the API answer', async () => {
     const u = await local.user();
     const e = await cliEnv(local.url, u);
-    const first = await farebox(['topup', '5', '--idempotency-key', 'free-k1'], { env: e });
+    const first = await runFarebox(['topup', '5', '--idempotency-key', 'free-k1'], { env: e });
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toBe('Added $5.00 of free test credits (nothing was paid). Credits now $10.00.\n');
     expect(first.stderr).toBe('');
-    const again = await farebox(['topup', '5', '--idempotency-key', 'free-k1'], { env: e });
+    const again = await runFarebox(['topup', '5', '--idempotency-key', 'free-k1'], { env: e });
     expect(again.stdout).toBe(first.stdout);
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(100_000_000);
-    const other = await farebox(['topup', '6', '--idempotency-key', 'free-k1'], { env: e });
+    const other = await runFarebox(['topup', '6', '--idempotency-key', 'free-k1'], { env: e });
     expect(other.code).toBe(1);
     expect(other.stderr).toMatch(/^farebox: idempotency key reused with a different request \(HTTP 409/m);
 
-    const asJson = await farebox(['topup', '1.5', '--json'], { env: e });
+    const asJson = await runFarebox(['topup', '1.5', '--json'], { env: e });
     expect(asJson.stderr).toBe('');
     expect(json(asJson.stdout)).toMatchObject({ balance_base_units: 115_000_000, topup: { type: 'topup', amount_base_units: 15_000_000, status: 'completed', paid_with: null, explorer_url: null } });
-    const txs = await farebox(['transactions'], { env: e });
+    const txs = await runFarebox(['transactions'], { env: e });
     expect(txs.stdout).toMatch(/^\S+ \S+\s+topup \(free\)\s+\$1\.50\s+completed/m);
     expect(txs.stdout).toMatch(/sign-up credit\s+\$5\.00/);
   });
@@ -86,20 +86,20 @@ describe('farebox topup', () => {
       friendbot.open();
     }
     async function checkBeingSetUp() {
-      const balance = await farebox(['balance'], { env: e });
+      const balance = await runFarebox(['balance'], { env: e });
       expect(balance.stdout).toMatch(/^note\s+your wallet is still being set up on chain \(account and USDC trustline\): wait a moment before sending USDC to it$/m);
-      expect((await farebox(['whoami'], { env: e })).stdout).toMatch(new RegExp(`^wallet\\s+${u.wallet} \\(still being set up on chain`, 'm'));
-      expect(json((await farebox(['balance', '--json'], { env: e })).stdout).wallet_status).toBe('provisioning');
-      const early = await farebox(['topup', '1'], { env: e });
+      expect((await runFarebox(['whoami'], { env: e })).stdout).toMatch(new RegExp(`^wallet\\s+${u.wallet} \\(still being set up on chain`, 'm'));
+      expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).wallet_status).toBe('provisioning');
+      const early = await runFarebox(['topup', '1'], { env: e });
       expect(early.code).toBe(1);
       expect(early.stderr).toContain(`farebox: your wallet ${u.wallet} is still being set up on chain; try again in a moment (HTTP 503`);
       expect(early.stderr).not.toContain('To see what became');
     }
-    for (let i = 0; i < 150 && (await u.api('/v1/wallet')).body.status !== 'ok'; i++) await new Promise((r) => setTimeout(r, 200));
-    expect((await farebox(['balance'], { env: e })).stdout).not.toContain('note');
+    await eventually('the wallet is set up on chain', async () => (await u.api('/v1/wallet')).body.status === 'ok', { timeoutMs: 30_000 });
+    expect((await runFarebox(['balance'], { env: e })).stdout).not.toContain('note');
 
     // An empty wallet: the gateway's message as it is, nothing moves.
-    const poor = await farebox(['topup', '9'], { env: e });
+    const poor = await runFarebox(['topup', '9'], { env: e });
     expect(poor.code).toBe(1);
     expect(poor.stdout).toBe('');
     expect(poor.stderr).toMatch(
@@ -108,7 +108,7 @@ describe('farebox topup', () => {
 
     await devnet.friendbot(u.wallet, 10n * USDC);
     const treasury0 = await chain(testnet.gw.core.treasuryAddress);
-    const first = await farebox(['topup', '2', '--idempotency-key', 'cli-k1'], { env: e });
+    const first = await runFarebox(['topup', '2', '--idempotency-key', 'cli-k1'], { env: e });
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toBe('Paying 2 USDC from your wallet to the platform; waiting for the settlement network to confirm...\n');
     const lines = first.stdout.trimEnd().split('\n');
@@ -120,20 +120,20 @@ describe('farebox topup', () => {
     expect(await chain(testnet.gw.core.treasuryAddress)).toBe(treasury0 + 2n * USDC);
 
     // The same key again: the first answer, paid once.
-    const again = await farebox(['topup', '2', '--idempotency-key', 'cli-k1'], { env: e });
+    const again = await runFarebox(['topup', '2', '--idempotency-key', 'cli-k1'], { env: e });
     expect(again.code).toBe(0);
     expect(again.stdout).toBe(first.stdout);
     expect(await chain(u.wallet)).toBe(8n * USDC);
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(70_000_000);
 
     // --json: the API answer on stdout, nothing else on stderr.
-    const asJson = await farebox(['topup', '1', '--json'], { env: e });
+    const asJson = await runFarebox(['topup', '1', '--json'], { env: e });
     expect(asJson.code, asJson.stderr).toBe(0);
     expect(asJson.stderr).toBe('');
     expect(json(asJson.stdout)).toMatchObject({ balance_base_units: 80_000_000, topup: { paid_with: 'wallet', status: 'completed', amount_base_units: 10_000_000, explorer_url: expect.stringMatching(/\/explorer\/local\/tx\/[0-9a-f]{64}$/) } });
     expect(await chain(u.wallet)).toBe(7n * USDC);
 
-    const txs = await farebox(['transactions'], { env: e });
+    const txs = await runFarebox(['transactions'], { env: e });
     expect(txs.stdout).toMatch(new RegExp(`topup \\(wallet\\)\\s+\\$2\\.00\\s+completed\\s+${devnet.url}/explorer/local/tx/${hash}`));
     expect(txs.stdout.match(/topup \(wallet\)/g)).toHaveLength(2);
   }, 120_000);
@@ -153,7 +153,7 @@ describe('farebox topup', () => {
     slowPayments = true;
     try {
       const e = { ...(await cliEnv(gateway.url, u)) };
-      const r = await farebox(['topup', '3'], { env: e });
+      const r = await runFarebox(['topup', '3'], { env: e });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toMatch(/^No answer \(POST \/v1\/topup failed: .*\); asking again with the same Idempotency-Key topup-[\w-]+ \(it pays once\)\.\.\.$/m);
       expect(r.stderr).toMatch(/^An earlier attempt with the Idempotency-Key topup-[\w-]+ is still being processed; waiting for its answer\.\.\.$/m);

@@ -3,9 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserSignIn, startStack, type Stack, type StackUser } from './stack.js';
-import { CLI_BIN, ensureBuilt, farebox, start } from './cli.js';
+import { eventually } from '@farebox/test-kit';
+import { ensureBuilt, farebox, runFarebox, start, startInProcess } from './cli.js';
 
-describe('the built farebox binary against a running local stack', () => {
+// The commands' behaviour, in process (runCli: the binary's body, the same
+// output and exit codes); the built binary for its entry point: a call whose
+// payload comes on stdin, and the installed tarballs below.
+describe('farebox against a running local stack', () => {
   let h: Stack;
   let alice: StackUser;
   let tmp: string;
@@ -32,102 +36,91 @@ describe('the built farebox binary against a running local stack', () => {
 
   it('logs in with an API key (stored 0600), then whoami, balance, topup, search, call (argument, file, stdin), transactions, in human and --json output', async () => {
     const e = await env();
-    const login = await farebox(['login', '--api-key', alice.key], { env: e });
+    const login = await runFarebox(['login', '--api-key', alice.key], { env: e });
     expect(login.code, login.stderr).toBe(0);
     expect(login.stdout).toContain(`Signed in to ${h.url} as ${alice.email}`);
     const stored = join(e.FAREBOX_CONFIG_DIR, 'cli.json');
     expect((await stat(stored)).mode & 0o777).toBe(0o600);
     expect(json(await readFile(stored, 'utf8'))).toMatchObject({ url: h.url, apiKey: alice.key });
 
-    const who = await farebox(['whoami'], { env: e });
+    const who = await runFarebox(['whoami'], { env: e });
     expect(who.stdout).toMatch(new RegExp(`email\\s+${alice.email.replace(/\./g, '\\.')}`));
-    expect(json((await farebox(['whoami', '--json'], { env: e })).stdout)).toMatchObject({ email: alice.email, credential: 'api-key' });
+    expect(json((await runFarebox(['whoami', '--json'], { env: e })).stdout)).toMatchObject({ email: alice.email, credential: 'api-key' });
 
-    const before = json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units as number;
-    expect((await farebox(['balance'], { env: e })).stdout).toMatch(/credits\s+\$\d/);
-    const topup = await farebox(['topup', '5'], { env: e });
+    const before = json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units as number;
+    expect((await runFarebox(['balance'], { env: e })).stdout).toMatch(/credits\s+\$\d/);
+    const topup = await runFarebox(['topup', '5'], { env: e });
     expect(topup.stdout).toContain('Added $5.00');
-    expect(json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before + 50_000_000);
+    expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before + 50_000_000);
 
-    const search = await farebox(['search', 'echo'], { env: e });
+    const search = await runFarebox(['search', 'echo'], { env: e });
     expect(search.stdout).toMatch(/^SERVICE\s+PRICE/m);
     expect(search.stdout).toMatch(/^echo\s+0\.01 USDC/m);
-    expect((json((await farebox(['search', '--json'], { env: e })).stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');
+    expect((json((await runFarebox(['search', '--json'], { env: e })).stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');
 
-    const call = await farebox(['call', 'echo', '{"hello":"cli"}'], { env: e });
+    const call = await runFarebox(['call', 'echo', '{"hello":"cli"}'], { env: e });
     expect(call.code).toBe(0);
     expect(call.stdout).toContain('"hello": "cli"');
     expect(call.stdout).toMatch(/cost\s+\$0\.01 \(credit, platform-signed\)/);
     const file = join(tmp, 'payload.json');
     await import('node:fs/promises').then((fs) => fs.writeFile(file, '{"from":"file"}'));
-    expect(json((await farebox(['call', 'echo', '--file', file, '--json'], { env: e })).stdout)).toMatchObject({ result: { echo: { from: 'file' } }, cost: { lamports: 100_000 } });
+    expect(json((await runFarebox(['call', 'echo', '--file', file, '--json'], { env: e })).stdout)).toMatchObject({ result: { echo: { from: 'file' } }, cost: { lamports: 100_000 } });
+    // The built binary, its payload on stdin.
     expect(json((await farebox(['call', 'echo', '--json'], { env: e, input: '{"from":"stdin"}' })).stdout)).toMatchObject({ result: { echo: { from: 'stdin' } } });
-    expect(json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before + 50_000_000 - 300_000);
+    expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before + 50_000_000 - 300_000);
 
-    const txs = json((await farebox(['transactions', '--json', '--limit', '3'], { env: e })).stdout) as Array<{ type: string; service: string }>;
+    const txs = json((await runFarebox(['transactions', '--json', '--limit', '3'], { env: e })).stdout) as Array<{ type: string; service: string }>;
     expect(txs).toHaveLength(3);
     expect(txs[0]).toMatchObject({ type: 'call', service: 'echo' });
-    expect((await farebox(['transactions'], { env: e })).stdout).toMatch(/^WHEN\s+TYPE\s+SERVICE/m);
+    expect((await runFarebox(['transactions'], { env: e })).stdout).toMatch(/^WHEN\s+TYPE\s+SERVICE/m);
   });
 
   it('reports bad input with exit 2 and gateway refusals with exit 1, on stderr, charging nothing', async () => {
     const e = await env({ FAREBOX_API_KEY: alice.key });
-    const before = json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units as number;
-    const notObject = await farebox(['call', 'echo', '[1,2]'], { env: e });
+    const before = json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units as number;
+    const notObject = await runFarebox(['call', 'echo', '[1,2]'], { env: e });
     expect(notObject.code).toBe(2);
     expect(notObject.stdout).toBe('');
     expect(notObject.stderr).toContain('must be a JSON object');
-    const badJson = await farebox(['call', 'echo', '{nope'], { env: e });
+    const badJson = await runFarebox(['call', 'echo', '{nope'], { env: e });
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toContain('is not valid JSON');
-    const unknown = await farebox(['call', 'no-such-service', '{}', '--json'], { env: e });
+    const unknown = await runFarebox(['call', 'no-such-service', '{}', '--json'], { env: e });
     expect(unknown.code).toBe(1);
     expect(json(unknown.stderr)).toMatchObject({ error: 'service not found', code: 'GATEWAY', status: 404, requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
-    expect((await farebox(['call', 'no-such-service', '{}'], { env: e })).stderr).toMatch(/^farebox: service not found \(HTTP 404, request id [0-9a-f-]{36}\)$/m);
-    const topup = await farebox(['topup', '-3'], { env: e });
+    expect((await runFarebox(['call', 'no-such-service', '{}'], { env: e })).stderr).toMatch(/^farebox: service not found \(HTTP 404, request id [0-9a-f-]{36}\)$/m);
+    const topup = await runFarebox(['topup', '-3'], { env: e });
     expect(topup.code).toBe(2);
-    expect(json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before);
+    expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before);
 
-    const anonymous = await farebox(['balance'], { env: await env() });
+    const anonymous = await runFarebox(['balance'], { env: await env() });
     expect(anonymous.code).toBe(1);
     expect(anonymous.stderr).toContain('not signed in');
-    const unknownCommand = await farebox(['frobnicate'], { env: e });
+    const unknownCommand = await runFarebox(['frobnicate'], { env: e });
     expect(unknownCommand.code).toBe(2);
     expect(unknownCommand.stderr).toContain("unknown command 'frobnicate'");
   });
 
   it('creates, lists and revokes API keys, and lists connections', async () => {
     const e = await env({ FAREBOX_API_KEY: alice.key });
-    const created = json((await farebox(['keys', 'create', 'ci-key', '--json'], { env: e })).stdout);
+    const created = json((await runFarebox(['keys', 'create', 'ci-key', '--json'], { env: e })).stdout);
     expect(created.key).toMatch(/^sk_live_/);
-    const human = await farebox(['keys', 'list'], { env: e });
+    const human = await runFarebox(['keys', 'list'], { env: e });
     expect(human.stdout).toMatch(/ci-key/);
-    const works = await farebox(['balance', '--json', '--api-key', created.key], { env: await env() });
+    const works = await runFarebox(['balance', '--json', '--api-key', created.key], { env: await env() });
     expect(works.code).toBe(0);
-    expect((await farebox(['keys', 'revoke', created.id], { env: e })).stdout).toContain(`Revoked API key ${created.id}`);
-    const dead = await farebox(['balance', '--api-key', created.key], { env: await env() });
+    expect((await runFarebox(['keys', 'revoke', created.id], { env: e })).stdout).toContain(`Revoked API key ${created.id}`);
+    const dead = await runFarebox(['balance', '--api-key', created.key], { env: await env() });
     expect(dead.code).toBe(1);
     expect(dead.stderr).toContain('invalid credential');
-    expect(json((await farebox(['connections', '--json'], { env: e })).stdout)).toEqual([]);
+    expect(json((await runFarebox(['connections', '--json'], { env: e })).stdout)).toEqual([]);
   });
 
   it('signs in through the browser (URL on stderr), uses the OAuth token, explains what needs an API key, and the connection can be revoked', async () => {
     const bob = await h.user();
     const e = await env();
-    const login = start(process.execPath, [CLI_BIN, 'login'], { env: e });
-    const url = await new Promise<string>((resolve, reject) => {
-      const t0 = Date.now();
-      const poll = setInterval(() => {
-        const m = /^ {2}(http\S+\/authorize\?\S+)$/m.exec(login.stderr());
-        if (m) {
-          clearInterval(poll);
-          resolve(m[1]!);
-        } else if (Date.now() - t0 > 20_000) {
-          clearInterval(poll);
-          reject(new Error(`no sign-in URL: ${login.stderr()}`));
-        }
-      }, 50);
-    });
+    const login = startInProcess(['login'], { env: e });
+    const url = await eventually('the sign-in URL on stderr', () => /^ {2}(http\S+\/authorize\?\S+)$/m.exec(login.stderr())?.[1], { timeoutMs: 20_000 });
     const signIn = await browserSignIn(h.url, url, bob);
     expect(signIn.consentHtml).toContain('farebox CLI');
     const done = await login.done;
@@ -135,77 +128,77 @@ describe('the built farebox binary against a running local stack', () => {
     expect(done.stdout).toContain(`as ${bob.email} through the browser`);
     expect((await stat(join(e.FAREBOX_CONFIG_DIR, 'cli-token.json'))).mode & 0o777).toBe(0o600);
 
-    expect(json((await farebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(50_000_000);
-    expect(json((await farebox(['call', 'echo', '{"via":"oauth"}', '--json'], { env: e })).stdout)).toMatchObject({ result: { echo: { via: 'oauth' } } });
-    const keys = await farebox(['keys', 'list'], { env: e });
+    expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(50_000_000);
+    expect(json((await runFarebox(['call', 'echo', '{"via":"oauth"}', '--json'], { env: e })).stdout)).toMatchObject({ result: { echo: { via: 'oauth' } } });
+    const keys = await runFarebox(['keys', 'list'], { env: e });
     expect(keys.code).toBe(1);
     expect(keys.stderr).toContain('farebox login --api-key');
 
     const bobKey = await env({ FAREBOX_API_KEY: bob.key });
-    const conns = json((await farebox(['connections', 'list', '--json'], { env: bobKey })).stdout) as Array<{ id: string }>;
+    const conns = json((await runFarebox(['connections', 'list', '--json'], { env: bobKey })).stdout) as Array<{ id: string }>;
     expect(conns).toHaveLength(1);
-    expect((await farebox(['connections', 'revoke', conns[0]!.id], { env: bobKey })).code).toBe(0);
-    const after = await farebox(['balance'], { env: { ...e, BROWSER: 'none' } });
+    expect((await runFarebox(['connections', 'revoke', conns[0]!.id], { env: bobKey })).code).toBe(0);
+    const after = await runFarebox(['balance'], { env: { ...e, BROWSER: 'none' } });
     expect(after.code).not.toBe(0);
   });
 
   it('publishes: activate, register, update, overview, analytics, settlements, remove', async () => {
     const carol = await h.user();
     const e = await env({ FAREBOX_API_KEY: carol.key });
-    const activated = await farebox(['publisher', 'activate', 'Carol Labs'], { env: e });
+    const activated = await runFarebox(['publisher', 'activate', 'Carol Labs'], { env: e });
     expect(activated.code).toBe(0);
     expect(activated.stdout).toContain('Publisher "Carol Labs" is active');
-    const me = json((await farebox(['whoami', '--json'], { env: e })).stdout);
+    const me = json((await runFarebox(['whoami', '--json'], { env: e })).stdout);
     const { endpoint } = await h.serve('carol-svc', '0.02', me.custodial_wallet);
-    const reg = await farebox(['publisher', 'register', '--service', 'carol-svc', '--price', '0.02', '--endpoint', endpoint, '--description', 'Carol echoes', '--json'], { env: e });
+    const reg = await runFarebox(['publisher', 'register', '--service', 'carol-svc', '--price', '0.02', '--endpoint', endpoint, '--description', 'Carol echoes', '--json'], { env: e });
     expect(reg.code, reg.stderr).toBe(0);
     expect(json(reg.stdout)).toMatchObject({ service: 'carol-svc', pricePerCallBaseUnits: 200_000 });
-    const upd = await farebox(['publisher', 'update', 'carol-svc', '--description', 'Carol echoes, better'], { env: e });
+    const upd = await runFarebox(['publisher', 'update', 'carol-svc', '--description', 'Carol echoes, better'], { env: e });
     expect(upd.code, upd.stderr).toBe(0);
     expect(upd.stdout).toContain('Updated "carol-svc": 0.02 USDC per call');
     await h.gw.core.mirror.syncOnce();
-    const paid = await farebox(['call', 'carol-svc', '{"n":1}', '--json'], { env: await env({ FAREBOX_API_KEY: alice.key }) });
+    const paid = await runFarebox(['call', 'carol-svc', '{"n":1}', '--json'], { env: await env({ FAREBOX_API_KEY: alice.key }) });
     expect(paid.code, paid.stderr).toBe(0);
-    const overview = json((await farebox(['publisher', 'overview', '--json'], { env: e })).stdout);
+    const overview = json((await runFarebox(['publisher', 'overview', '--json'], { env: e })).stdout);
     expect(overview).toMatchObject({ publisher_name: 'Carol Labs', calls: 1 });
     expect(overview.services.map((s: { service: string }) => s.service)).toContain('carol-svc');
-    expect((await farebox(['publisher', 'overview'], { env: e })).stdout).toMatch(/^carol-svc\s+0\.02 USDC\s+1/m);
-    const analytics = json((await farebox(['publisher', 'analytics', '--days', '7', '--json'], { env: e })).stdout) as Array<{ calls: number }>;
+    expect((await runFarebox(['publisher', 'overview'], { env: e })).stdout).toMatch(/^carol-svc\s+0\.02 USDC\s+1/m);
+    const analytics = json((await runFarebox(['publisher', 'analytics', '--days', '7', '--json'], { env: e })).stdout) as Array<{ calls: number }>;
     expect(analytics).toHaveLength(7);
     expect(analytics.at(-1)!.calls).toBe(1);
-    expect((await farebox(['publisher', 'analytics', '--days', '91'], { env: e })).code).toBe(2);
-    expect((await farebox(['publisher', 'settlements', '--json'], { env: e })).code).toBe(0);
-    const removed = await farebox(['publisher', 'remove', 'carol-svc', '--json'], { env: e });
+    expect((await runFarebox(['publisher', 'analytics', '--days', '91'], { env: e })).code).toBe(2);
+    expect((await runFarebox(['publisher', 'settlements', '--json'], { env: e })).code).toBe(0);
+    const removed = await runFarebox(['publisher', 'remove', 'carol-svc', '--json'], { env: e });
     expect(json(removed.stdout)).toMatchObject({ service: 'carol-svc', removed: true });
   });
 
   it('pays a service directly from a local keypair through an escrow, showing the progress', async () => {
     const e = await env();
     const keyPath = join(tmp, 'payer.key');
-    const kp = await farebox(['devnet', 'keypair', keyPath, '--usdc', '5', '--json'], { env: e });
+    const kp = await runFarebox(['devnet', 'keypair', keyPath, '--usdc', '5', '--json'], { env: e });
     expect(kp.code, kp.stderr).toBe(0);
     const payer = json(kp.stdout).publicKey as string;
     expect((await stat(keyPath)).mode & 0o777).toBe(0o600);
     const usdcBefore = h.gw.devnet!.chain.accounts.get(payer)?.usdc?.balance;
     expect(usdcBefore).toBe(50_000_000n);
 
-    const call = await farebox(['call', 'echo', '{"direct":true}', '--direct', '--keypair', keyPath], { env: e });
+    const call = await runFarebox(['call', 'echo', '{"direct":true}', '--direct', '--keypair', keyPath], { env: e });
     expect(call.code, call.stderr).toBe(0);
     expect(call.stdout).toContain('"direct": true');
     expect(call.stdout).toMatch(/cost\s+0\.01 USDC/);
     for (const step of ['Getting a quote', 'Opening the escrow', 'Funding the escrow', 'Calling the service']) expect(call.stderr).toContain(`✓ ${step}`);
     expect(h.gw.devnet!.chain.accounts.get(payer)?.usdc?.balance).toBe(50_000_000n - 100_000n);
 
-    const fund = await farebox(['devnet', 'fund', payer, '--usdc', '1', '--json'], { env: e });
+    const fund = await runFarebox(['devnet', 'fund', payer, '--usdc', '1', '--json'], { env: e });
     expect(json(fund.stdout)).toMatchObject({ address: payer, usdc: '1', network: 'local' });
     expect(h.gw.devnet!.chain.accounts.get(payer)?.usdc?.balance).toBe(60_000_000n - 100_000n);
-    const noKeypair = await farebox(['call', 'echo', '{}', '--direct'], { env: e });
+    const noKeypair = await runFarebox(['call', 'echo', '{}', '--direct'], { env: e });
     expect(noKeypair.code).toBe(2);
   });
 
   it('scaffolds a paid service with init and refuses a folder that is not empty', async () => {
     const dir = join(tmp, 'my-svc');
-    const r = await farebox(['init', dir, '--price', '0.05', '--json'], { env: await env() });
+    const r = await runFarebox(['init', dir, '--price', '0.05', '--json'], { env: await env() });
     expect(r.code, r.stderr).toBe(0);
     expect(json(r.stdout)).toMatchObject({ service: 'my-svc', price: '0.05', files: ['.gitignore', 'README.md', 'package.json', 'src/index.ts', 'tsconfig.json'] });
     const pkg = json(await readFile(join(dir, 'package.json'), 'utf8'));
@@ -214,7 +207,7 @@ describe('the built farebox binary against a running local stack', () => {
     expect(src).toContain("service: 'my-svc'");
     expect(src).toContain("pricePerCall: '0.05'");
     expect(src).not.toContain('__');
-    const again = await farebox(['init', dir], { env: await env() });
+    const again = await runFarebox(['init', dir], { env: await env() });
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('is not empty');
   });
