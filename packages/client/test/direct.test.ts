@@ -59,10 +59,13 @@ describe('direct escrow calls', () => {
 
   it('serves an escrow presented twice at the same time once', async () => {
     let served = 0;
+    // The handler serving one presentation answers only once the other has been answered: the two overlap for sure.
+    let otherAnswered!: () => void;
+    const answered = new Promise<void>((r) => (otherAnswered = r));
     const service = await world.publish('dir-twice', {
       handler: async (payload) => {
         served += 1;
-        await new Promise((r) => setTimeout(r, 150));
+        await answered;
         return { echo: payload };
       },
     });
@@ -74,10 +77,13 @@ describe('direct escrow calls', () => {
       { n: 1 },
       {
         onProgress: (e) => {
-          if (e.step === 'call' && e.phase === 'start' && e.escrowId) second = post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: e.escrowId });
+          if (e.step === 'call' && e.phase === 'start' && e.escrowId) second = post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: e.escrowId }).finally(otherAnswered);
         },
       },
-    ).catch((err: unknown) => err);
+    ).catch((err: unknown) => {
+      otherAnswered();
+      return err;
+    });
     const other = await second!;
     const outcomes = [out instanceof ClientError ? (out.data.status as number) : 200, other.status].sort();
     expect(outcomes).toEqual([200, 409]);

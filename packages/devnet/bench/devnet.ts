@@ -1,7 +1,8 @@
 // Devnet throughput over HTTP: registry reads (get_agent through simulateTransaction)
-// and submitted payments (sendTransaction). Run: pnpm exec tsx packages/devnet/bench/devnet.ts
+// and submitted payments (sendTransaction), and how soon a catalog mirror lists a
+// new registration. Run: pnpm exec tsx packages/devnet/bench/devnet.ts
 import { Account, Asset, BASE_FEE, Keypair, Operation, rpc, TransactionBuilder } from '@stellar/stellar-sdk';
-import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { createAccounts, createCatalogMirror, createRegistryClient, keypairSigner, MemoryCursorStore } from '@farebox/stellar';
 import { resolveNetwork } from '@farebox/stellar';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -91,4 +92,21 @@ await Promise.all(
 const secs = (performance.now() - t0) / 1000;
 const sample = await server.getTransaction(signed[0]!.at(-1)!.hash().toString('hex'));
 console.log(`submitted transactions/s (payments via sendTransaction over HTTP, applied at once): ${(ok / secs).toFixed(0)} (${ok} in ${secs.toFixed(2)} s; last status ${sample.status}; target 100)`);
+
+// How soon a catalog mirror following the registry's events (its default 500 ms poll) lists a new registration
+// (the 2 s the unit tests no longer time: packages/devnet/test/wire.test.ts, examples/echo/test/echo.test.ts).
+const mirror = createCatalogMirror({ registry, cursorStore: new MemoryCursorStore() });
+await mirror.start();
+await mirror.ready();
+const seenMs: number[] = [];
+for (let i = 0; i < 5; i++) {
+  const name = `bench-seen-${i}`;
+  const started = performance.now();
+  await registry.register(keypairSigner(owner.secret()), { service: name, pricePerCall: 1000n, endpoint: 'https://bench.test', description: 'bench' });
+  while (!mirror.get(name)) await new Promise((r) => setTimeout(r, 5));
+  seenMs.push(performance.now() - started);
+}
+await mirror.stop();
+const sortedSeen = [...seenMs].sort((a, b) => a - b);
+console.log(`registration to catalog mirror (register + default 500 ms poll): median ${sortedSeen[2]!.toFixed(0)} ms (runs ${seenMs.map((m) => m.toFixed(0)).join(', ')}; target 2000)`);
 child.kill('SIGTERM');

@@ -15,6 +15,7 @@ import {
   type TxSigner,
 } from '@farebox/stellar';
 import { startDevnet, type Devnet } from '@farebox/devnet';
+import { eventually } from '@farebox/test-kit';
 
 let devnet: Devnet;
 let dir: string;
@@ -259,7 +260,7 @@ describe('account helpers against the devnet', () => {
 });
 
 describe('catalog mirror', () => {
-  it('sees a new registration within 2 s and keeps its services through an RPC outage', async () => {
+  it('sees a new registration by following the registry’s events, and keeps its services through an RPC outage', async () => {
     const dataDir = join(dir, 'mirror-net');
     let net = await startDevnet({ port: 0, closeIntervalMs: 'instant', dataDir });
     const port = net.port;
@@ -273,22 +274,18 @@ describe('catalog mirror', () => {
       await createAccounts(net.network).fund(kp.publicKey());
       return keypairSigner(kp.secret());
     })();
-    const t0 = Date.now();
     await registry.register(owner, agentInput('mirrored'));
-    while (!mirror.get('mirrored') && Date.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 20));
-    expect(mirror.get('mirrored')).toMatchObject({ owner: owner.publicKey, pricePerCall: 1_000_000n });
-    expect(Date.now() - t0).toBeLessThan(2000);
+    // No syncOnce(): the mirror's own polling finds it (how fast is the bench's business, not this test's).
+    expect(await eventually('the mirror lists the registration', () => mirror.get('mirrored'))).toMatchObject({ owner: owner.publicKey, pricePerCall: 1_000_000n });
 
     await net.close();
-    await new Promise((r) => setTimeout(r, 700));
-    expect(errors.length).toBeGreaterThan(0);
+    await eventually('the mirror has tried the closed network and failed', () => errors.length > 0);
     expect(mirror.list().map((a) => a.service)).toEqual(['mirrored']);
 
     net = await startDevnet({ port, closeIntervalMs: 'instant', dataDir });
     await registry.update(owner, 'mirrored', { pricePerCall: 7n });
-    const t1 = Date.now();
-    while (mirror.get('mirrored')?.pricePerCall !== 7n && Date.now() - t1 < 3000) await new Promise((r) => setTimeout(r, 20));
-    expect(mirror.get('mirrored')?.pricePerCall).toBe(7n);
+    // Back after its backoff (at most 400 ms here), it follows the events again.
+    await eventually('the mirror sees the update', () => mirror.get('mirrored')?.pricePerCall === 7n);
     await registry.deregister(owner, 'mirrored');
     await mirror.syncOnce();
     expect(mirror.get('mirrored')).toBeUndefined();

@@ -3,20 +3,23 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { createLogger } from '@farebox/gateway-core';
 import { isoTime } from '../src/observability/iso-time.js';
+import { eventually } from '@farebox/test-kit';
 
 const fixture = fileURLToPath(new URL('./fixtures/buffered-log.ts', import.meta.url));
 
 it('a buffered logger writes a lone line within its flush interval, and every line when the process stops as the gateway does', async () => {
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', fixture], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', fixture], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let beforePause: string | undefined;
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => {
     if (String(d).includes('paused')) beforePause = out;
   });
-  const code = await new Promise((r) => child.once('close', r));
-  expect(code).toBe(0);
-  // The first line was out before the burst started (400 ms later), not held for the buffer to fill.
+  const closed = new Promise((r) => child.once('close', r));
+  // The lone line comes out while nothing else is logged (the flush interval), not held for the buffer to fill; then the burst.
+  await eventually('the lone line is written on its own', () => out.includes('"msg":"alone"'), { timeoutMs: 10_000 });
+  child.stdin.end('go\n');
+  expect(await closed).toBe(0);
   expect(beforePause).toContain('"msg":"alone"');
   const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { n: number; msg: string; pad?: string });
   expect(lines.map((l) => l.n)).toEqual(Array.from({ length: 501 }, (_, i) => i));

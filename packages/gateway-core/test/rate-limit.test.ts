@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, MemoryRateLimitStore, enforceRateLimit } from '../src/index.js';
+import { testClock } from '@farebox/test-kit';
 
 describe('rate limits', () => {
   it('allow the limit, then refuse with 429 and a Retry-After, per subject', async () => {
@@ -13,12 +14,15 @@ describe('rate limits', () => {
     await expect(enforceRateLimit(store, rule, '10.0.0.2')).resolves.toBeUndefined();
   });
 
-  it('opens a new window once the old one has passed', async () => {
-    const store = new MemoryRateLimitStore();
-    const rule = { name: 'r', limit: 1, windowMs: 30 };
+  it('opens a new window once the old one has passed, by the store’s clock', async () => {
+    const clock = testClock();
+    const store = new MemoryRateLimitStore({ now: clock.now });
+    const rule = { name: 'r', limit: 1, windowMs: 60_000 };
     await enforceRateLimit(store, rule, 'x');
     await expect(enforceRateLimit(store, rule, 'x')).rejects.toThrow('rate limit exceeded');
-    await new Promise((r) => setTimeout(r, 40));
+    clock.advance(59_000);
+    await expect(enforceRateLimit(store, rule, 'x')).rejects.toMatchObject({ headers: { 'Retry-After': '1' } });
+    clock.advance(1_000);
     await expect(enforceRateLimit(store, rule, 'x')).resolves.toBeUndefined();
   });
 });

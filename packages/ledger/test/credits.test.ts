@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BALANCE_CAP, Ledger, LedgerError, SIGNUP_CREDIT, TOPUP_MAX, migrateLedger, parseTopupAmount } from '@farebox/ledger';
 import { accountId, openLedgerAt, openTestLedger, USD, type TestLedger } from './helpers.js';
+import { eventually, testClock } from '@farebox/test-kit';
 
 let t: TestLedger;
 beforeAll(async () => {
@@ -188,24 +189,31 @@ describe('holds', () => {
 
 describe('reaper', () => {
   it('voids holds past their timeout, concurrently from several reapers, and leaves the balance whole', async () => {
+    // A ledger on the same database whose clock the test moves: holds' expiry moves with it.
+    const clock = testClock();
+    const ledger = new Ledger(t.ledger.db, { now: clock.now });
     const id = accountId();
-    await t.ledger.openAccount(id);
+    await ledger.openAccount(id);
     const held = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => t.ledger.hold(id, USD / 2n, { callId: `c${i}`, service: 'svc', timeoutMs: 1 })),
+      Array.from({ length: 6 }, (_, i) => ledger.hold(id, USD / 2n, { callId: `c${i}`, service: 'svc', timeoutMs: 60_000 })),
     );
-    const fresh = await t.ledger.hold(id, USD / 2n, { callId: 'fresh', service: 'svc', timeoutMs: 600_000 });
-    await new Promise((r) => setTimeout(r, 20));
-    const runs = await Promise.all([t.ledger.reapExpiredHolds(), t.ledger.reapExpiredHolds(), t.ledger.reapExpiredHolds()]);
+    const fresh = await ledger.hold(id, USD / 2n, { callId: 'fresh', service: 'svc', timeoutMs: 600_000 });
+    // Not yet: every hold is younger than its timeout.
+    expect((await ledger.reapExpiredHolds()).voided.filter((h) => [...held.map((x) => x.hold.id), fresh.hold.id].includes(h))).toEqual([]);
+    clock.advance(60_001);
+    const runs = await Promise.all([ledger.reapExpiredHolds(), ledger.reapExpiredHolds(), ledger.reapExpiredHolds()]);
     const voided = runs.flatMap((r) => r.voided);
     expect(new Set(voided).size).toBe(voided.length);
     expect(voided.sort()).toEqual(held.map((h) => h.hold.id).sort());
-    expect(await t.ledger.balance(id)).toMatchObject({ balance: SIGNUP_CREDIT - USD / 2n, held: USD / 2n });
-    // With olderThanMs every pending hold older than that goes too.
-    await new Promise((r) => setTimeout(r, 5));
-    const second = await t.ledger.reapExpiredHolds(1);
+    expect(await ledger.balance(id)).toMatchObject({ balance: SIGNUP_CREDIT - USD / 2n, held: USD / 2n });
+    // With olderThanMs every pending hold placed longer ago than that (by the database's clock) goes too.
+    const second = await eventually('the fresh hold is older than 1 ms', async () => {
+      const r = await ledger.reapExpiredHolds(1);
+      return r.voided.includes(fresh.hold.id) ? r : undefined;
+    });
     expect(second.voided).toContain(fresh.hold.id);
-    expect(await t.ledger.balance(id)).toMatchObject({ balance: SIGNUP_CREDIT, held: 0n });
-    expect((await t.ledger.verify()).mismatches).toEqual([]);
+    expect(await ledger.balance(id)).toMatchObject({ balance: SIGNUP_CREDIT, held: 0n });
+    expect((await ledger.verify()).mismatches).toEqual([]);
   });
 });
 
@@ -314,7 +322,9 @@ describe('hold ids', () => {
     const before = Date.now();
     const lone = await t.ledger.hold(id, 1n, { callId: 'v7-lone', service: 'svc' });
     const keyed = await t.ledger.hold(id, 1n, { callId: 'v7-keyed', service: 'svc', idempotencyKey: 'v7-key' });
-    await new Promise((r) => setTimeout(r, 5));
+    // The database's clock moves past the first two ids' millisecond before the burst.
+    const firstTwo = Math.max(idTime(lone.hold.id), idTime(keyed.hold.id));
+    await eventually('the database’s clock is past the first holds', async () => Number((await t.ledger.db.query<{ ms: string }>('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000) AS ms')).rows[0]!.ms) > firstTwo, { intervalMs: 1 });
     const burst = await Promise.all([1, 2, 3, 4].map((n) => t.ledger.hold(id, 1n, { callId: `v7-burst-${n}`, service: 'svc' })));
     const after = Date.now();
     const holds = [lone, keyed, ...burst].map((r) => r.hold);

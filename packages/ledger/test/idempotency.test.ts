@@ -98,12 +98,16 @@ describe('withIdempotency', () => {
     await t.ledger.openAccount(id);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    let running!: () => void;
+    const upstreamStarted = new Promise<void>((r) => (running = r));
     const call = paidCall(t.ledger, id, 'key-4', { service: 'slow', payload: {} }, async () => {
+      running();
       await gate;
       return 'done';
     });
     const first = call.run();
-    await new Promise((r) => setTimeout(r, 50));
+    // The first attempt holds the key (it is calling upstream).
+    await upstreamStarted;
     const duplicates = await Promise.allSettled([call.run(), call.run(), call.run()]);
     for (const d of duplicates) {
       expect(d.status).toBe('rejected');
@@ -120,15 +124,23 @@ describe('withIdempotency', () => {
     const id = accountId();
     await t.ledger.openAccount(id);
     let runs = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let running!: () => void;
+    const started = new Promise<void>((r) => (running = r));
     const fn = async () => {
       runs += 1;
-      await new Promise((r) => setTimeout(r, 100));
+      running();
+      await gate;
       return { n: runs };
     };
-    const [a, b] = await Promise.all([
-      t.ledger.withIdempotency(id, 'key-5', 'h', fn),
-      new Promise((r) => setTimeout(r, 20)).then(() => t.ledger.withIdempotency(id, 'key-5', 'h', fn, { waitMs: 5_000 })),
-    ]);
+    const first = t.ledger.withIdempotency(id, 'key-5', 'h', fn);
+    await started;
+    // While the first runs: a duplicate that may wait, and one that may not (refused, so the key is in progress).
+    const waiting = t.ledger.withIdempotency(id, 'key-5', 'h', fn, { waitMs: 10_000 });
+    await expect(t.ledger.withIdempotency(id, 'key-5', 'h', fn)).rejects.toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS' });
+    release();
+    const [a, b] = await Promise.all([first, waiting]);
     expect(runs).toBe(1);
     expect(a).toEqual({ replayed: false, response: { n: 1 } });
     expect(b).toEqual({ replayed: true, response: { n: 1 } });

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireLockFileSync, LockHeldError, LockTimeoutError, withFileLock, writeFileAtomic, writeFileAtomicSync } from '@farebox/protocol/files';
 
@@ -82,13 +82,20 @@ describe('lock files', () => {
   it('withFileLock runs callers one at a time, waits for the holder, and times out', async () => {
     const path = join(await dir(), 'b.lock');
     const order: string[] = [];
+    let inside = 0;
     const run = (name: string) =>
       withFileLock(path, async () => {
         order.push(`${name}:in`);
-        await new Promise((r) => setTimeout(r, 30));
+        inside += 1;
+        expect(inside).toBe(1);
+        // Work that takes a few turns of the event loop (file I/O), while the others poll for the lock.
+        await writeFile(join(dirname(path), 'work'), name);
+        expect(await readFile(join(dirname(path), 'work'), 'utf8')).toBe(name);
+        inside -= 1;
         order.push(`${name}:out`);
       }, { pollMs: 5 });
     await Promise.all([run('a'), run('b'), run('c')]);
+    expect(order).toHaveLength(6);
     for (let i = 0; i < order.length; i += 2) expect(order[i + 1]).toBe(order[i]!.replace(':in', ':out'));
     const held = acquireLockFileSync(path);
     await expect(withFileLock(path, async () => 'never', { timeoutMs: 50, pollMs: 5 })).rejects.toBeInstanceOf(LockTimeoutError);

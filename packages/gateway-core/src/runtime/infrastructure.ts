@@ -86,7 +86,7 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
 
   // Several gateways share rate limits through Redis (FAREBOX_REDIS_URL); one gateway keeps them in memory.
   let redis: Redis | undefined;
-  let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
+  let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore(options.now ? { now: options.now } : {});
   if (!options.rateLimitStore && config.redisUrl) {
     redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
     redis.on('error', () => undefined);

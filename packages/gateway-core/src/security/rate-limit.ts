@@ -13,10 +13,17 @@ export interface RateLimitStore {
 
 export class MemoryRateLimitStore implements RateLimitStore {
   readonly #windows = new Map<string, { count: number; resetAt: number }>();
-  #lastPrune = Date.now();
+  readonly #now: () => number;
+  #lastPrune: number;
+
+  /** `now`: the clock windows are measured by, epoch ms (default `Date.now`; the gateway passes its own). */
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+    this.#lastPrune = this.#now();
+  }
 
   async hit(key: string, windowMs: number) {
-    const now = Date.now();
+    const now = this.#now();
     if (now - this.#lastPrune > 60_000) {
       for (const [k, w] of this.#windows) if (w.resetAt <= now) this.#windows.delete(k);
       this.#lastPrune = now;
