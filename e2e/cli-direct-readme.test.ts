@@ -14,6 +14,7 @@ import { createProvider } from '@farebox/provider';
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_BIN, ensureBuilt, start, type RunResult } from './cli.js';
+import { eventually } from '@farebox/test-kit';
 
 const repo = join(import.meta.dirname, '..');
 const TSX = join(repo, 'node_modules', '.bin', 'tsx');
@@ -40,13 +41,10 @@ async function launch(args: string[], opts: { cwd: string; env: Record<string, s
     }
     await exited;
   };
-  const deadline = Date.now() + 90_000;
-  while (!opts.ready.test(out)) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`${args.join(' ')} did not get ready:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  const state = await eventually(`${args.join(' ')} gets ready (or exits)`, () => (opts.ready.test(out) ? 'ready' : child.exitCode !== null ? 'exited' : undefined), { timeoutMs: 90_000, intervalMs: 100 }).catch(() => 'late');
+  if (state !== 'ready') {
+    await stop();
+    throw new Error(`${args.join(' ')} did not get ready (${state}):\n${out}`);
   }
   return { output: () => out, stop };
 }

@@ -22,8 +22,8 @@ describe('farebox topup', () => {
   let testnet: Stack;
   /** The friendbot new wallets are set up with, behind a gate (a wallet stays "being set up" while it is shut). */
   const friendbot = createGate();
-  /** Horizon as the testnet gateway sees it: payments can be made slow to confirm. */
-  let slowPayments = false;
+  /** Horizon as the testnet gateway sees it: payments wait behind a gate while it is shut (slow to confirm). */
+  const payments = createGate();
   const proxies: HttpProxy[] = [];
 
   beforeAll(async () => {
@@ -33,7 +33,7 @@ describe('farebox topup', () => {
     const fbProxy = await startHttpProxy(fb.origin, () => friendbot.pass());
     const horizon = new URL(net.horizonUrl);
     const horizonProxy = await startHttpProxy(horizon.origin, async (req) => {
-      if (slowPayments && req.method === 'POST' && /\/transactions\b/.test(req.url ?? '')) await new Promise((r) => setTimeout(r, 4000));
+      if (req.method === 'POST' && /\/transactions\b/.test(req.url ?? '')) await payments.pass();
     });
     proxies.push(fbProxy, horizonProxy);
     local = await startStack({ devnet });
@@ -147,10 +147,12 @@ describe('farebox topup', () => {
     const gateway = await startHttpProxy(testnet.url, (req) => {
       if (req.method !== 'POST' || req.url !== '/v1/topup') return;
       keys.push(String(req.headers['idempotency-key']));
+      // The payment confirms once the CLI has asked again and been told to wait (the third request).
+      if (keys.length >= 3) payments.open();
       if (keys.length === 1) return 'drop';
     });
     proxies.push(gateway);
-    slowPayments = true;
+    payments.shut();
     try {
       const e = { ...(await cliEnv(gateway.url, u)) };
       const r = await runFarebox(['topup', '3'], { env: e });
@@ -159,7 +161,7 @@ describe('farebox topup', () => {
       expect(r.stderr).toMatch(/^An earlier attempt with the Idempotency-Key topup-[\w-]+ is still being processed; waiting for its answer\.\.\.$/m);
       expect(r.stdout).toMatch(/^Paid 3 USDC from your wallet\. Credits now \$8\.00\.$/m);
     } finally {
-      slowPayments = false;
+      payments.open();
     }
     expect(keys.length).toBeGreaterThanOrEqual(3);
     expect(new Set(keys).size).toBe(1);

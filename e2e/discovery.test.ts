@@ -12,6 +12,7 @@ import { createClient, createDiscoveryClient } from '@farebox/client';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { createLogger } from '@farebox/gateway-core';
 import { startDiscovery, type RunningDiscovery } from '@farebox/discovery-service';
+import { eventually } from '@farebox/test-kit';
 
 const USDC = 10_000_000n;
 type Party = TxSigner & { secret: string };
@@ -70,21 +71,6 @@ async function publish(service: string, description: string, owner?: Party) {
   return { owner: keypairSigner(secret), endpoint: `http://127.0.0.1:${port}/` };
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 const names = async (url: string, q: string) => ((await (await fetch(`${url}/search?q=${encodeURIComponent(q)}`)).json()) as { results: Array<{ service: string }> }).results.map((r) => r.service);
 let gatewayKey: string;
 const gatewayAgents = (q: string) => fetch(`${gateway.url}/v1/agents?q=${encodeURIComponent(q)}`, { headers: { authorization: `Bearer ${gatewayKey}` } });
@@ -132,8 +118,8 @@ afterAll(async () => {
 describe('discovery replicas on the devnet', () => {
   it('finds a service the SDK registers on both replicas and through the gateway, and forgets it everywhere after deregistration', async () => {
     const { owner } = await publish('fx-convert', 'Convert an amount between currencies: USD, EUR, GBP, JPY at the daily reference rate');
-    for (const r of [replicaA, replicaB]) await until(`fx-convert on ${r.url}`, async () => (await names(r.url, 'currencies rate')).includes('fx-convert'));
-    await until('fx-convert through the gateway', async () => (await gatewayNames('currencies rate')).includes('fx-convert'));
+    for (const r of [replicaA, replicaB]) await eventually(`fx-convert on ${r.url}`, async () => (await names(r.url, 'currencies rate')).includes('fx-convert'));
+    await eventually('fx-convert through the gateway', async () => (await gatewayNames('currencies rate')).includes('fx-convert'));
 
     // The same answer everywhere: the gateway's ranking is the replica's.
     const [a, b] = await Promise.all([fetch(`${replicaA.url}/search?q=currencies`).then((r) => r.json()), fetch(`${replicaB.url}/search?q=currencies`).then((r) => r.json())]);
@@ -151,7 +137,7 @@ describe('discovery replicas on the devnet', () => {
 
     await registry.deregister(owner, 'fx-convert');
     for (const r of [replicaA, replicaB]) {
-      await until(`fx-convert gone from ${r.url}`, async () => !(await names(r.url, 'currencies rate')).includes('fx-convert'));
+      await eventually(`fx-convert gone from ${r.url}`, async () => !(await names(r.url, 'currencies rate')).includes('fx-convert'));
       expect((await fetch(`${r.url}/agents/fx-convert`)).status).toBe(404);
     }
     expect(await gatewayNames('currencies rate')).not.toContain('fx-convert');
@@ -159,15 +145,15 @@ describe('discovery replicas on the devnet', () => {
 
   it('a replica stopped during registrations catches up from its cursor after a restart, from its snapshot', async () => {
     await publish('geo-lookup', 'Geocode a street address into latitude and longitude');
-    await until('geo-lookup on B', async () => (await names(replicaB.url, 'geocode address')).includes('geo-lookup'));
+    await eventually('geo-lookup on B', async () => (await names(replicaB.url, 'geocode address')).includes('geo-lookup'));
     await replicaB.close();
 
     await publish('pdf-render', 'Render an HTML page into a PDF document');
     const owner = await party();
     await publish('tts-voice', 'Text to speech: a natural voice reads your text aloud', owner);
     await registry.update(owner, 'tts-voice', { description: 'Text to speech in 40 languages, natural voices' });
-    await until('pdf-render on A', async () => (await names(replicaA.url, 'pdf document')).includes('pdf-render'));
-    await until('the tts-voice update on A', async () => (await names(replicaA.url, 'languages voices')).includes('tts-voice'));
+    await eventually('pdf-render on A', async () => (await names(replicaA.url, 'pdf document')).includes('pdf-render'));
+    await eventually('the tts-voice update on A', async () => (await names(replicaA.url, 'languages voices')).includes('tts-voice'));
 
     replicaB = await replica(dirB);
     const health = await (await fetch(`${replicaB.url}/health`)).json();
@@ -179,7 +165,7 @@ describe('discovery replicas on the devnet', () => {
     expect(await names(replicaB.url, 'languages voices')).toContain('tts-voice');
     // Both replicas list the same catalog (each follows the chain on its own: compared once both have read the same events).
     const listing = async (r: RunningDiscovery) => JSON.stringify((await (await fetch(`${r.url}/agents?limit=1000`)).json()).agents);
-    await until('the same catalog on both replicas', async () => (await listing(replicaA)) === (await listing(replicaB)));
+    await eventually('the same catalog on both replicas', async () => (await listing(replicaA)) === (await listing(replicaB)));
     expect(JSON.parse(await listing(replicaB)).map((a: { service: string }) => a.service)).toEqual(expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']));
   });
 
@@ -193,7 +179,7 @@ describe('discovery replicas on the devnet', () => {
     // A good name written after them: the replicas read past the bad ones.
     await registry.register(owner, { service: 'echo-rates', pricePerCall: 1000n, endpoint: 'http://127.0.0.1:9/', description: 'echo rates' });
     for (const r of [replicaA, replicaB, replicaC]) {
-      await until(`echo-rates on ${r.url}`, async () => (await names(r.url, 'echo rates')).includes('echo-rates'));
+      await eventually(`echo-rates on ${r.url}`, async () => (await names(r.url, 'echo rates')).includes('echo-rates'));
       expect(await names(r.url, 'echo rates look-alike')).toEqual(['echo-rates']);
       const all = ((await (await fetch(`${r.url}/agents?limit=1000`)).json()) as { agents: Array<{ service: string }> }).agents.map((a) => a.service);
       for (const service of deceptive) {
@@ -212,7 +198,7 @@ describe('discovery replicas on the devnet', () => {
   it('a direct caller finds a service through the discovery URL and pays it through the x402 escrow, with no gateway account', async () => {
     const { owner } = await publish('eur-usd', 'Exchange rates: convert euros to US dollars');
     const discovery = createDiscoveryClient({ url: replicaB.url, env: {} });
-    const found = await until('eur-usd in discovery', async () => (await discovery.search('convert euros dollars')).results.find((r) => r.service === 'eur-usd'));
+    const found = await eventually('eur-usd in discovery', async () => (await discovery.search('convert euros dollars')).results.find((r) => r.service === 'eur-usd'));
     expect(found.agent).toMatchObject({ ownerWallet: owner.publicKey, pricePerCallBaseUnits: 2_500_000n });
     expect((await discovery.listAllServices()).map((s) => s.service)).toContain('eur-usd');
     expect(await discovery.getService('no-such-service')).toBeUndefined();
@@ -321,7 +307,7 @@ describe('a gateway whose discovery backend is down', () => {
     expect(res.status).toBe(500);
     expect(((await res.json()) as { error: string }).error).toMatch(/^discovery backend unreachable: /);
     // The listing comes from the gateway's own mirror (it polls the registry itself).
-    await until('pdf-render listed by the gateway', async () => {
+    await eventually('pdf-render listed by the gateway', async () => {
       const listed = await fetch(`${gateway.url}/v1/agents`, { headers: { authorization: `Bearer ${gatewayKey}` } });
       return listed.status === 200 && ((await listed.json()) as Array<{ service: string }>).some((a) => a.service === 'pdf-render');
     });

@@ -8,6 +8,7 @@ import { encodeStrKey, randomBytes } from '@farebox/protocol';
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { startDiscovery, type RunningDiscovery } from '../src/index.js';
 import { writeTinyModel } from '@farebox/test-kit/tiny-model';
+import { eventually } from '@farebox/test-kit';
 
 // The real model-loading path (transformers.js + onnxruntime) with a tiny model
 // written under the production model's id, as `farebox model fetch` or a copied
@@ -30,16 +31,6 @@ function counting(inner: Embedder) {
     },
   };
   return { embedder, passages };
-}
-
-async function until<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 async function replica(dataDir: string, dir = modelDir) {
@@ -82,7 +73,7 @@ describe('discovery with the embedding model', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'farebox-disc-model-'));
     const first = await replica(dataDir);
     // A Spanish query with no word in common: found by its vector alone.
-    const found = await until(async () => (await search(first.r, 'pronóstico del tiempo')).results.find((h) => h.service === 'skycast'));
+    const found = await eventually('skycast found by its Spanish description', async () => (await search(first.r, 'pronóstico del tiempo')).results.find((h) => h.service === 'skycast'));
     expect(found.bm25).toBe(0);
     expect(found.cosine).toBeGreaterThan(0);
     expect(await health(first.r)).toMatchObject({ ready: true, mode: 'hybrid', mode_reason: null, model: DEFAULT_MODEL_ID, documents: 1, vectors: 1, vector_index: 'hnsw' });

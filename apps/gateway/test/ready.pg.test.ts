@@ -28,7 +28,7 @@ async function ready(h: Harness) {
 }
 
 /** /health/ready's answer once it is `status`. */
-function until(h: Harness, status: number) {
+function becomes(h: Harness, status: number) {
   return eventually(
     `/health/ready answers ${status}`,
     async () => {
@@ -66,21 +66,21 @@ describe('/health/ready with PostgreSQL and Redis', () => {
 
   it('answers 503 naming the database while PostgreSQL is unreachable, and 200 once it is back', async () => {
     await db.stop();
-    const down = await until(h, 503);
+    const down = await becomes(h, 503);
     expect(down.status).toBe(503);
     expect(down.body.checks.database).toBe('down');
     expect(down.body.reasons.some((r) => r.startsWith('database: '))).toBe(true);
     await db.start();
-    expect((await until(h, 200)).status).toBe(200);
+    expect((await becomes(h, 200)).status).toBe(200);
   }, 60_000);
 
   it('answers 503 naming Redis while it is stopped, and 200 once it runs again', async () => {
     redis!.kill('SIGKILL');
-    const down = await until(h, 503);
+    const down = await becomes(h, 503);
     expect(down.status).toBe(503);
     expect(down.body.checks).toMatchObject({ redis: 'down', database: 'ok' });
     expect(down.body.reasons.some((r) => r.startsWith('redis: '))).toBe(true);
     redis = await startRedis(redisPort);
-    expect((await until(h, 200)).status).toBe(200);
+    expect((await becomes(h, 200)).status).toBe(200);
   }, 60_000);
 });
