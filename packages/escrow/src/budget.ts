@@ -1,4 +1,14 @@
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** The time a budget (and the client's 429 backoff) reads and waits: epoch ms, and a wait of `ms` on it. */
+export interface EscrowClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+/** The machine's time. */
+export const systemClock: EscrowClock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+};
 
 /**
  * A sliding-window request budget: at most `requests` starts in any `windowMs`.
@@ -11,6 +21,7 @@ export class RequestBudget {
   constructor(
     readonly requests: number,
     readonly windowMs: number,
+    private readonly clock: EscrowClock = systemClock,
   ) {}
 
   acquire(): Promise<void> {
@@ -21,13 +32,13 @@ export class RequestBudget {
 
   private async take(): Promise<void> {
     for (;;) {
-      const now = Date.now();
+      const now = this.clock.now();
       while (this.starts.length && this.starts[0]! <= now - this.windowMs) this.starts.shift();
       if (this.starts.length < this.requests) {
         this.starts.push(now);
         return;
       }
-      await sleep(this.starts[0]! + this.windowMs - now + 1);
+      await this.clock.sleep(this.starts[0]! + this.windowMs - now + 1);
     }
   }
 }

@@ -2,7 +2,7 @@ import { TransactionBuilder } from '@stellar/stellar-sdk';
 import { formatAmount, parseAmount } from '@farebox/protocol';
 import type { TxSigner } from '@farebox/stellar';
 import type { z } from 'zod';
-import { RequestBudget } from './budget.js';
+import { RequestBudget, systemClock, type EscrowClock } from './budget.js';
 import { EscrowError } from './errors.js';
 import { EscrowSchema, SendResponseSchema, WriteResponseSchema } from './schemas.js';
 
@@ -67,6 +67,8 @@ export interface EscrowClientOptions {
   fetch?: typeof fetch;
   /** Retries after a 429 (default 3), waiting Retry-After (or 1 s, 2 s, 4 s ... when absent). */
   maxRetries?: number;
+  /** The time the budget and the 429 backoff read and wait on (default the machine's; tests pass one whose waits take no time). */
+  clock?: EscrowClock;
 }
 
 type RunOp = 'fundEscrow' | 'changeMilestoneStatus' | 'approveMilestone' | 'releaseFunds' | 'disputeEscrow' | 'resolveDispute' | 'withdrawRemainingFunds';
@@ -85,8 +87,6 @@ export interface EscrowClient {
   deployAndSend(input: Omit<DeployInput, 'signer'>, signer: TxSigner): Promise<{ contractId: string; txHash: string; escrow?: Escrow }>;
   run<K extends RunOp>(op: K, input: Parameters<EscrowClient[K]>[0], signer: TxSigner): Promise<{ txHash: string; message: string }>;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Base units as the API's human amount: a JSON number when it converts back to the same base units, else a decimal string. */
 export function toWireAmount(units: bigint): number | string {
@@ -115,12 +115,12 @@ function providerMessage(body: unknown): string | undefined {
   return undefined;
 }
 
-function retryAfterMs(header: string | null, attempt: number): number {
+function retryAfterMs(header: string | null, attempt: number, now: number): number {
   if (header) {
     const secs = Number(header);
     if (Number.isFinite(secs) && secs >= 0) return secs * 1000;
     const at = Date.parse(header);
-    if (Number.isFinite(at)) return Math.max(0, at - Date.now());
+    if (Number.isFinite(at)) return Math.max(0, at - now);
   }
   return Math.min(30_000, 1000 * 2 ** attempt);
 }
@@ -171,7 +171,8 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
   if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new EscrowError('CONFIG', 'maxRetries must be a non-negative integer');
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
-  const budget = new RequestBudget(budgetOpts.requests, budgetOpts.windowMs);
+  const clock = options.clock ?? systemClock;
+  const budget = new RequestBudget(budgetOpts.requests, budgetOpts.windowMs, clock);
   const passphrase = options.passphrase;
 
   /** One API call: budget, 429 backoff, JSON. Returns the HTTP status and parsed body. */
@@ -198,7 +199,7 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
       }
       if (res.status === 429) {
         if (attempt < maxRetries) {
-          await sleep(retryAfterMs(res.headers.get('retry-after'), attempt));
+          await clock.sleep(retryAfterMs(res.headers.get('retry-after'), attempt, clock.now()));
           continue;
         }
         const msg = providerMessage(parsed);

@@ -1,5 +1,6 @@
 export { createEscrowClient } from './client.js';
 export type { EscrowClient, EscrowClientOptions, Escrow, EscrowRoles, DeployInput, SendResult } from './client.js';
+export type { EscrowClock } from './budget.js';
 export { EscrowError, EscrowPaymentError } from './errors.js';
 export type { EscrowErrorCode, EscrowPaymentErrorCode, EscrowPaymentErrorData } from './errors.js';
 export { createEscrowPayer } from './payer.js';

@@ -65,32 +65,50 @@ const escrowJson = {
   createdAt: { _seconds: 1_700_000_000, _nanoseconds: 0 },
 };
 
+/** A clock whose waits take no time: a wait moves it forward by what was asked (and is noted). */
+function virtualClock() {
+  let t = 1_700_000_000_000;
+  const waits: number[] = [];
+  return {
+    now: () => t,
+    sleep: async (ms: number) => {
+      waits.push(ms);
+      t += ms;
+    },
+    waits,
+  };
+}
+
 describe('escrow client behaviour', () => {
   it('never starts more requests than its budget in a window: the 4th of a 3-per-500 ms budget waits for the window', async () => {
     const { url, seen } = await loopback((_req, res) => json(res, 200, []));
+    const clock = virtualClock();
     const starts: number[] = [];
     const timed: typeof fetch = (input, init) => {
-      starts.push(Date.now());
+      starts.push(clock.now());
       return fetch(input, init);
     };
-    const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE, budget: { requests: 3, windowMs: 500 }, fetch: timed });
-    const began = Date.now();
+    const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE, budget: { requests: 3, windowMs: 500 }, fetch: timed, clock });
+    const began = clock.now();
     await Promise.all(Array.from({ length: 7 }, () => client.getEscrows([CID])));
     const offsets = starts.map((t) => t - began);
-    expect(offsets.slice(0, 3).every((o) => o < 200)).toBe(true);
+    // The first three at once; each later one only once the window holds fewer than three starts.
+    expect(offsets.slice(0, 3)).toEqual([0, 0, 0]);
     expect(offsets[3]).toBeGreaterThanOrEqual(500);
     expect(offsets[6]).toBeGreaterThanOrEqual(1000);
-    for (let i = 3; i < starts.length; i++) expect(starts[i]! - starts[i - 3]!).toBeGreaterThanOrEqual(490);
+    for (let i = 3; i < starts.length; i++) expect(starts[i]! - starts[i - 3]!).toBeGreaterThanOrEqual(500);
     expect(seen).toHaveLength(7);
     expect(seen.every((s) => s.apiKey === 'k')).toBe(true);
   });
 
   it('backs off on 429 for the Retry-After the provider names, then succeeds', async () => {
     const { url, seen } = await loopback((_req, res, n) => (n === 1 ? json(res, 429, { message: 'Too many requests' }, { 'retry-after': '1' }) : json(res, 200, [escrowJson])));
-    const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE });
+    const clock = virtualClock();
+    const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE, clock });
     const [e] = await client.getEscrows([CID]);
     expect(seen).toHaveLength(2);
-    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(990);
+    // Exactly the second the provider named, between the two requests.
+    expect(clock.waits).toEqual([1000]);
     expect(e!.amount).toBe(100_000_001n);
   });
 
