@@ -69,7 +69,7 @@ export interface AnsweredRequest {
   refusedBy: string | undefined;
 }
 
-/** The HTTP metrics and the access-log line of one request (every route, the express-free call route too). */
+/** The HTTP metrics and the access-log line of one request (every route, the call route on node:http too). */
 export function recordRequest({ logger, metrics }: Pick<GatewayCore, 'logger' | 'metrics'>, r: AnsweredRequest): void {
   metrics.httpRequests.inc({ route: r.route, method: r.method, status: String(r.status) });
   metrics.httpDuration.observe({ route: r.route, method: r.method }, r.ms / 1000);

@@ -114,7 +114,7 @@ describe('service names and the text of requests', () => {
     expect(((await pub.api('/v1/agents/mine')).body as Array<{ service: string }>).map((a) => a.service)).not.toContain('Legacy_Svc');
   });
 
-  it('refuses them in a call, on the fast route and through express (cookie session), before anything is held', async () => {
+  it('refuses them in a call, with a bearer key and with a session cookie, before anything is held', async () => {
     const before = await state();
     const cases: Array<[string, string]> = [
       ['{"service":"a\\u0000b","payload":{}}', 'invalid service: control character U+0000 not allowed'],
@@ -125,7 +125,7 @@ describe('service names and the text of requests', () => {
     ];
     for (const [body, message] of cases) {
       expect(await u.api('/v1/call', { body }), body).toMatchObject({ status: 400, body: { error: message } });
-      // A cookie session goes through express's body parser: the same answer.
+      // A cookie session: the same route and reader, the same answer.
       const viaExpress = await fetch(`${h.url}/v1/call`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url }, body });
       expect([viaExpress.status, await viaExpress.json()], body).toEqual([400, { error: message }]);
     }
