@@ -43,7 +43,7 @@ beforeAll(async () => {
 afterAll(() => new Promise((r) => server?.close(r)));
 
 async function post(path: string, body: string | Uint8Array | undefined, headers: Record<string, string> = { 'content-type': 'application/json' }) {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers, ...(body === undefined ? {} : { body }) });
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : new Uint8Array(body) }) });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
