@@ -8,8 +8,8 @@ import pretty from 'pino-pretty';
 import { loadConfig } from './config.js';
 import { startGateway, type RunningGateway, type StartGatewayOptions } from './server.js';
 
-/** Runs the gateway as a process until a signal stops it. `extra` is for test entry scripts. */
-export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint'> = {}): Promise<RunningGateway> {
+/** Runs the gateway as a process until a signal stops it. `extra` is for test entry scripts (a crash hook, a clock). */
+export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint' | 'now'> = {}): Promise<RunningGateway> {
   // Everything the gateway writes (database, keystore, cursors, devnet state) is
   // for this user only: files 0600, directories 0700.
   process.umask(0o077);

@@ -8,6 +8,9 @@ export const GATEWAY_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.
 /** The crash tests' entry: `farebox-gateway` that kills itself at a named point (its first argument). */
 export const CRASH_MAIN = fileURLToPath(new URL('./crash-main.ts', import.meta.url));
 
+/** `farebox-gateway` on a clock ahead of the machine's by its first argument (ms). */
+export const CLOCK_MAIN = fileURLToPath(new URL('./clock-main.ts', import.meta.url));
+
 /** A port nothing listens on now. */
 export async function freePort(): Promise<number> {
   const s = createNetServer();
@@ -29,10 +32,12 @@ export interface GatewayProcess {
 
 /**
  * Starts the gateway in its own process with exactly `env` (and PATH); with
- * `crashAt`, through the crash tests' entry, which kills it at that point.
+ * `crashAt`, through the crash tests' entry, which kills it at that point;
+ * with `clockAheadMs`, on a clock that far ahead of the machine's (time that
+ * has passed for it: its holds' timeouts, its sessions).
  */
-export function spawnGateway(env: Record<string, string>, options: { crashAt?: string } = {}): GatewayProcess {
-  const entry = options.crashAt ? [CRASH_MAIN, options.crashAt] : [GATEWAY_MAIN];
+export function spawnGateway(env: Record<string, string>, options: { crashAt?: string; clockAheadMs?: number } = {}): GatewayProcess {
+  const entry = options.crashAt ? [CRASH_MAIN, options.crashAt] : options.clockAheadMs !== undefined ? [CLOCK_MAIN, String(options.clockAheadMs)] : [GATEWAY_MAIN];
   // The local network unless the test names one (the gateway's default is testnet).
   const network = env.STELLAR_NETWORK || env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' };
   const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', ...entry], { env: { PATH: process.env.PATH, ...network, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -131,6 +131,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       await mirrorStarted;
       if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       provisioning.start();
+      // Holds a crash left behind past their timeout go back at once, not at the reaper's first tick.
+      void jobs.reapExpiredHolds().catch((err) => log('reaper failed', err));
       jobs.reconcileTopups();
       void jobs.auditWalletCredits();
       settlement.start();
