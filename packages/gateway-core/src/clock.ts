@@ -14,7 +14,9 @@
  * ahead of the machine's (a test's) moves both by its lead
  * (`LedgerOptions.now`), so holds age with it. Rows keep the database's time
  * where it only records when something happened (`created_at`,
- * `revoked_at`, `resolved_at`, the wallet set-up job's retry times).
+ * `revoked_at`, `resolved_at`) and where every gateway on the database must
+ * agree (the wallet set-up job's retry times, idempotency keys' leases, the
+ * UTC day of the operators' revenue report).
  */
 export type Clock = () => number;
 
