@@ -164,7 +164,9 @@ describe('/health/ready', () => {
     expect(await ready.json()).toMatchObject({ ready: true, reasons: [], checks: { database: 'ok', rpc: expect.stringMatching(/^ledger \d+$/) } });
 
     await rpcProxy.stop();
-    // Past the catalog's staleness (1 s) and the 2 s the network's latest ledger is kept, by the gateway's clock.
+    // Once the mirror has found the RPC gone (a sync in flight at the stop may still have landed)...
+    await eventually('the catalog mirror fails to reach the RPC', () => s.gw.core.mirror.status().failures > 0);
+    // ...the gateway's clock moves past the catalog's staleness (1 s) and the 2 s the network's latest ledger is kept.
     clock.advance(2_100);
     const down = await fetch(`${s.url}/health/ready`);
     expect(down.status).toBe(503);
