@@ -9,7 +9,7 @@ import { createAccounts, resolveNetwork } from '@farebox/stellar';
 import { startHarness, type Harness } from './harness.js';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
-import { eventually } from '@farebox/test-kit';
+import { eventually, testClock } from '@farebox/test-kit';
 
 const USDC = 10_000_000n;
 const run = promisify(execFile);
@@ -287,7 +287,9 @@ describe('a testnet-configured gateway (on the devnet)', () => {
 describe('a network without a friendbot (as on mainnet)', () => {
   it('creates each new wallet from the treasury (2 XLM: reserves and fees) and sets its trustline, once the treasury is funded', async () => {
     const devnet = await startDevnetForSettlement();
-    const s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: 'none' }) });
+    // The gateway's clock: the test moves it past the job's retry backoff instead of waiting it out.
+    const clock = testClock();
+    const s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: 'none' }), gateway: { now: clock.now } });
     try {
       const chain = createAccounts(resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} }));
       expect(s.gw.core.network.friendbotUrl).toBeUndefined();
@@ -302,7 +304,10 @@ describe('a network without a friendbot (as on mainnet)', () => {
       expect((await chain.balances(u.wallet)).exists).toBe(false);
       await devnet.friendbot(s.gw.core.treasuryAddress);
       const treasuryXlm = (await chain.balances(s.gw.core.treasuryAddress)).xlm;
+      // Past the longest backoff (5 minutes): the retry is due; GET /v1/wallet wakes the job.
+      clock.advance(300_000);
       const b = await eventually('the wallet is set up once the treasury is funded', async () => {
+        await u.api('/v1/wallet');
         const now = await chain.balances(u.wallet);
         return now.exists && now.usdc !== null ? now : undefined;
       }, { timeoutMs: 30_000, intervalMs: 100 });

@@ -67,7 +67,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const manifests = createManifests({ policy: infra.policy, now });
 
   // A new account's wallet is set up by a durable job that starts at sign-up.
-  const provisioning = createWalletProvisioning({ db, chain: infra.chain, network, wallets, treasury, startingXlm: 20_000_000n, log });
+  const provisioning = createWalletProvisioning({ db, chain: infra.chain, network, wallets, treasury, startingXlm: 20_000_000n, log, ...(options.now ? { now: options.now } : {}) });
   const accounts = createAccounts({
     db,
     wallets,

@@ -14,6 +14,12 @@ export interface WalletProvisioningOptions {
   /** How often due jobs are looked for (default 2 s); a sign-up also wakes the worker at once. */
   intervalMs?: number;
   log?(message: string, err?: unknown): void;
+  /**
+   * The gateway's clock. Jobs' leases and retry times are the database's (every
+   * gateway on it shares the queue), moved by how far this clock runs ahead of
+   * the machine's, as holds are: a test's clock makes a retry due.
+   */
+  now?: () => number;
 }
 
 /** How long one attempt owns a job before another gateway may retry it (a crash mid-way). */
@@ -31,6 +37,9 @@ const backoffSeconds = (attempts: number) => Math.min(300, 2 ** Math.min(attempt
  */
 export function createWalletProvisioning(o: WalletProvisioningOptions) {
   const log = o.log ?? (() => undefined);
+  const now = o.now;
+  /** Seconds the gateway's clock runs ahead of the machine's (0 with the default clock). */
+  const lead = now ? () => (now() - Date.now()) / 1000 : () => 0;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let again = false;
@@ -67,11 +76,11 @@ export function createWalletProvisioning(o: WalletProvisioningOptions) {
   async function pass(): Promise<void> {
     for (;;) {
       const { rows } = await o.db.query<{ id: string; wallet_address: string; wallet_attempts: number }>(
-        `UPDATE gw_users SET wallet_attempts = wallet_attempts + 1, wallet_next_attempt_at = now() + make_interval(secs => $1)
-          WHERE id IN (SELECT id FROM gw_users WHERE wallet_ready_at IS NULL AND wallet_next_attempt_at <= now()
+        `UPDATE gw_users SET wallet_attempts = wallet_attempts + 1, wallet_next_attempt_at = now() + make_interval(secs => $1::float8 + $2::float8)
+          WHERE id IN (SELECT id FROM gw_users WHERE wallet_ready_at IS NULL AND wallet_next_attempt_at <= now() + make_interval(secs => $2::float8)
                        ORDER BY wallet_next_attempt_at LIMIT 8 FOR UPDATE SKIP LOCKED)
           RETURNING id, wallet_address, wallet_attempts`,
-        [LEASE_S],
+        [LEASE_S, lead()],
       );
       if (rows.length === 0 || stopped) return;
       await Promise.all(
@@ -82,9 +91,9 @@ export function createWalletProvisioning(o: WalletProvisioningOptions) {
             const message = err instanceof Error ? err.message : String(err);
             log(`setting up wallet ${r.wallet_address} failed (attempt ${r.wallet_attempts}; retried)`, err);
             await o.db
-              .query('UPDATE gw_users SET wallet_next_attempt_at = now() + make_interval(secs => $2), wallet_error = $3 WHERE id = $1 AND wallet_ready_at IS NULL', [
+              .query('UPDATE gw_users SET wallet_next_attempt_at = now() + make_interval(secs => $2::float8), wallet_error = $3 WHERE id = $1 AND wallet_ready_at IS NULL', [
                 r.id,
-                backoffSeconds(r.wallet_attempts),
+                backoffSeconds(r.wallet_attempts) + lead(),
                 message.slice(0, 1000),
               ])
               .catch(() => undefined);
