@@ -8,15 +8,15 @@
  * the manifest cache and the age after which an interrupted wallet payment
  * is given up.
  *
- * Holds stay on the database's time, the one clock every gateway sharing
- * the database agrees on: the statement that places a hold stamps its expiry
- * and the reaper compares with the database's `now()`. A clock that runs
- * ahead of the machine's (a test's) moves both by its lead
- * (`LedgerOptions.now`), so holds age with it. Rows keep the database's time
- * where it only records when something happened (`created_at`,
- * `revoked_at`, `resolved_at`) and where every gateway on the database must
- * agree (the wallet set-up job's retry times, idempotency keys' leases, the
- * UTC day of the operators' revenue report).
+ * Holds and the wallet set-up job stay on the database's time, the one clock
+ * every gateway sharing the database agrees on: the statement that places a
+ * hold stamps its expiry and the reaper compares with the database's
+ * `now()`, and the job's leases and retries are `now()` plus a delay. A clock
+ * that runs ahead of the machine's (a test's) moves both sides by its lead
+ * (`LedgerOptions.now`, the job's `now`), so holds age and retries fall due
+ * with it. Rows keep the database's time alone where it only records when
+ * something happened (`created_at`, `revoked_at`, `resolved_at`), and for
+ * idempotency keys' leases and the UTC day of the operators' revenue report.
  */
 export type Clock = () => number;
 
