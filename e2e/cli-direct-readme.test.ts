@@ -41,7 +41,11 @@ async function launch(args: string[], opts: { cwd: string; env: Record<string, s
     }
     await exited;
   };
-  const state = await eventually(`${args.join(' ')} gets ready (or exits)`, () => (opts.ready.test(out) ? 'ready' : child.exitCode !== null ? 'exited' : undefined), { timeoutMs: 90_000, intervalMs: 100 }).catch(() => 'late');
+  const state = await eventually(
+    `${args.join(' ')} gets ready (or exits)`,
+    () => (opts.ready.test(out) ? 'ready' : child.exitCode !== null ? 'exited' : undefined),
+    { timeoutMs: 90_000, intervalMs: 100 },
+  ).catch(() => 'late');
   if (state !== 'ready') {
     await stop();
     throw new Error(`${args.join(' ')} did not get ready (${state}):\n${out}`);
@@ -105,7 +109,15 @@ describe('the READMEs --direct lines, run as written against the local stack', (
     // The example as `npm start` runs it (scripts/start.mjs): the platform key read from the gateway, no escrow API key.
     const echo = await launch(['--conditions=@farebox/source', 'src/main.ts'], {
       cwd: join(repo, 'examples', 'echo'),
-      env: { PATH: process.env.PATH ?? '', HOME: tmp, PORT: '0', STELLAR_NETWORK: 'local', FAREBOX_URL: gw.url, FAREBOX_DEVNET_URL: `${gw.url}/devnet`, AGENT_WALLET_SECRET: Keypair.random().secret() },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: tmp,
+        PORT: '0',
+        STELLAR_NETWORK: 'local',
+        FAREBOX_URL: gw.url,
+        FAREBOX_DEVNET_URL: `${gw.url}/devnet`,
+        AGENT_WALLET_SECRET: Keypair.random().secret(),
+      },
       ready: /registry: \w+ "echo"/,
     });
     running.push(echo);
@@ -117,7 +129,9 @@ describe('the READMEs --direct lines, run as written against the local stack', (
 
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain('payer.key');
-    expect(r.stderr).toContain('farebox: echo takes no direct payment: it is paid through the gateway only; drop --direct to pay from your credits (nothing was paid)');
+    expect(r.stderr).toContain(
+      'farebox: echo takes no direct payment: it is paid through the gateway only; drop --direct to pay from your credits (nothing was paid)',
+    );
     expect(r.stderr).not.toContain('Opening the escrow');
     expect(usdcOf(await payerOf(r.cwd))).toBe(TEN_USDC);
     expect(contracts()).toBe(before);
@@ -144,7 +158,11 @@ describe('the READMEs --direct lines, run as written against the local stack', (
     expect(contracts()).toBe(before);
     await gatewayOnly.stop();
 
-    const withEscrow = await launch(['src/index.ts'], { cwd: project, env: { ...env, TRUSTLESS_WORK_API_KEY: 'any-key-on-the-devnet' }, ready: /registry: \w+ "svc"/ });
+    const withEscrow = await launch(['src/index.ts'], {
+      cwd: project,
+      env: { ...env, TRUSTLESS_WORK_API_KEY: 'any-key-on-the-devnet' },
+      ready: /registry: \w+ "svc"/,
+    });
     running.push(withEscrow);
     const owner = Keypair.fromSecret((await readFile(join(project, '.farebox', 'keypair'), 'utf8')).trim()).publicKey();
     const ownerBefore = usdcOf(owner);
@@ -162,7 +180,7 @@ describe('the READMEs --direct lines, run as written against the local stack', (
     const owner = Keypair.random();
     await gw.devnet!.friendbot(owner.publicKey());
     await createAccounts(gw.core.network).ensureUsdcTrustline(keypairSigner(owner.secret()));
-    const treasury = (((await (await fetch(`${gw.url}/v1/platform/key`)).json()) as { treasury: string }).treasury);
+    const treasury = ((await (await fetch(`${gw.url}/v1/platform/key`)).json()) as { treasury: string }).treasury;
     const provider = createProvider({
       service: 'flaky',
       pricePerCall: '0.001',
@@ -179,13 +197,21 @@ describe('the READMEs --direct lines, run as written against the local stack', (
     });
     const listening = await provider.listen(0, '127.0.0.1');
     running.push({ output: () => '', stop: () => provider.close() });
-    await registry.register(keypairSigner(owner.secret()), { service: 'flaky', pricePerCall: parseAmount('0.001'), endpoint: `${listening.url}/`, description: 'takes escrows, then fails' });
+    await registry.register(keypairSigner(owner.secret()), {
+      service: 'flaky',
+      pricePerCall: parseAmount('0.001'),
+      endpoint: `${listening.url}/`,
+      description: 'takes escrows, then fails',
+    });
 
     const r = await sh(`farebox devnet keypair payer.key --usdc 10 && farebox call flaky '{"hi":1}' --direct --keypair payer.key`);
     expect(r.code).toBe(1);
     const payer = await payerOf(r.cwd);
     expect(usdcOf(payer)).toBe(TEN_USDC - 10_000n);
-    const m = /^farebox: the service failed after escrow (C[A-Z2-7]{55}) was funded \(HTTP 500\): upstream model unavailable\nescrow \1 still holds 0\.001 USDC; get it back with:\n {2}(farebox dispute \1 --keypair payer\.key --url \S+)$/m.exec(r.stderr);
+    const m =
+      /^farebox: the service failed after escrow (C[A-Z2-7]{55}) was funded \(HTTP 500\): upstream model unavailable\nescrow \1 still holds 0\.001 USDC; get it back with:\n {2}(farebox dispute \1 --keypair payer\.key --url \S+)$/m.exec(
+        r.stderr,
+      );
     expect(m, r.stderr).not.toBeNull();
     const [, escrowId, command] = m!;
     expect(command).toBe(`farebox dispute ${escrowId} --keypair payer.key --url ${gw.url}`);

@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveNetwork } from '@farebox/stellar';
-import { createGate, startDevnetForSettlement, startHttpProxy, startStack, testnetOnDevnet, type HttpProxy, type KitUser, type Stack } from '@farebox/gateway/testing';
+import {
+  createGate,
+  startDevnetForSettlement,
+  startHttpProxy,
+  startStack,
+  testnetOnDevnet,
+  type HttpProxy,
+  type KitUser,
+  type Stack,
+} from '@farebox/gateway/testing';
 import { eventually } from '@farebox/test-kit';
 import { runFarebox } from './cli.js';
 
@@ -67,7 +76,10 @@ describe('farebox topup', () => {
 
     const asJson = await runFarebox(['topup', '1.5', '--json'], { env: e });
     expect(asJson.stderr).toBe('');
-    expect(json(asJson.stdout)).toMatchObject({ balance_base_units: 115_000_000, topup: { type: 'topup', amount_base_units: 15_000_000, status: 'completed', paid_with: null, explorer_url: null } });
+    expect(json(asJson.stdout)).toMatchObject({
+      balance_base_units: 115_000_000,
+      topup: { type: 'topup', amount_base_units: 15_000_000, status: 'completed', paid_with: null, explorer_url: null },
+    });
     const txs = await runFarebox(['transactions'], { env: e });
     expect(txs.stdout).toMatch(/^\S+ \S+\s+topup \(free\)\s+\$1\.50\s+completed/m);
     expect(txs.stdout).toMatch(/sign-up credit\s+\$5\.00/);
@@ -87,7 +99,9 @@ describe('farebox topup', () => {
     }
     async function checkBeingSetUp() {
       const balance = await runFarebox(['balance'], { env: e });
-      expect(balance.stdout).toMatch(/^note\s+your wallet is still being set up on chain \(account and USDC trustline\): wait a moment before sending USDC to it$/m);
+      expect(balance.stdout).toMatch(
+        /^note\s+your wallet is still being set up on chain \(account and USDC trustline\): wait a moment before sending USDC to it$/m,
+      );
       expect((await runFarebox(['whoami'], { env: e })).stdout).toMatch(new RegExp(`^wallet\\s+${u.wallet} \\(still being set up on chain`, 'm'));
       expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).wallet_status).toBe('provisioning');
       const early = await runFarebox(['topup', '1'], { env: e });
@@ -103,7 +117,10 @@ describe('farebox topup', () => {
     expect(poor.code).toBe(1);
     expect(poor.stdout).toBe('');
     expect(poor.stderr).toMatch(
-      new RegExp(`^farebox: insufficient USDC in your wallet: 0 USDC there, 9 needed\\. Fund it by sending USDC \\(testnet, issuer G[A-Z2-7]{55}\\) to ${u.wallet}; no memo needed \\(HTTP 402, request id [0-9a-f-]{36}\\)$`, 'm'),
+      new RegExp(
+        `^farebox: insufficient USDC in your wallet: 0 USDC there, 9 needed\\. Fund it by sending USDC \\(testnet, issuer G[A-Z2-7]{55}\\) to ${u.wallet}; no memo needed \\(HTTP 402, request id [0-9a-f-]{36}\\)$`,
+        'm',
+      ),
     );
 
     await devnet.friendbot(u.wallet, 10n * USDC);
@@ -130,7 +147,15 @@ describe('farebox topup', () => {
     const asJson = await runFarebox(['topup', '1', '--json'], { env: e });
     expect(asJson.code, asJson.stderr).toBe(0);
     expect(asJson.stderr).toBe('');
-    expect(json(asJson.stdout)).toMatchObject({ balance_base_units: 80_000_000, topup: { paid_with: 'wallet', status: 'completed', amount_base_units: 10_000_000, explorer_url: expect.stringMatching(/\/explorer\/local\/tx\/[0-9a-f]{64}$/) } });
+    expect(json(asJson.stdout)).toMatchObject({
+      balance_base_units: 80_000_000,
+      topup: {
+        paid_with: 'wallet',
+        status: 'completed',
+        amount_base_units: 10_000_000,
+        explorer_url: expect.stringMatching(/\/explorer\/local\/tx\/[0-9a-f]{64}$/),
+      },
+    });
     expect(await chain(u.wallet)).toBe(7n * USDC);
 
     const txs = await runFarebox(['transactions'], { env: e });

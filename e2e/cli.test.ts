@@ -64,9 +64,14 @@ describe('farebox against a running local stack', () => {
     expect(call.stdout).toMatch(/cost\s+\$0\.01 \(credit, platform-signed\)/);
     const file = join(tmp, 'payload.json');
     await import('node:fs/promises').then((fs) => fs.writeFile(file, '{"from":"file"}'));
-    expect(json((await runFarebox(['call', 'echo', '--file', file, '--json'], { env: e })).stdout)).toMatchObject({ result: { echo: { from: 'file' } }, cost: { lamports: 100_000 } });
+    expect(json((await runFarebox(['call', 'echo', '--file', file, '--json'], { env: e })).stdout)).toMatchObject({
+      result: { echo: { from: 'file' } },
+      cost: { lamports: 100_000 },
+    });
     // The built binary, its payload on stdin.
-    expect(json((await farebox(['call', 'echo', '--json'], { env: e, input: '{"from":"stdin"}' })).stdout)).toMatchObject({ result: { echo: { from: 'stdin' } } });
+    expect(json((await farebox(['call', 'echo', '--json'], { env: e, input: '{"from":"stdin"}' })).stdout)).toMatchObject({
+      result: { echo: { from: 'stdin' } },
+    });
     expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before + 50_000_000 - 300_000);
 
     const txs = json((await runFarebox(['transactions', '--json', '--limit', '3'], { env: e })).stdout) as Array<{ type: string; service: string }>;
@@ -87,8 +92,15 @@ describe('farebox against a running local stack', () => {
     expect(badJson.stderr).toContain('is not valid JSON');
     const unknown = await runFarebox(['call', 'no-such-service', '{}', '--json'], { env: e });
     expect(unknown.code).toBe(1);
-    expect(json(unknown.stderr)).toMatchObject({ error: 'service not found', code: 'GATEWAY', status: 404, requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
-    expect((await runFarebox(['call', 'no-such-service', '{}'], { env: e })).stderr).toMatch(/^farebox: service not found \(HTTP 404, request id [0-9a-f-]{36}\)$/m);
+    expect(json(unknown.stderr)).toMatchObject({
+      error: 'service not found',
+      code: 'GATEWAY',
+      status: 404,
+      requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect((await runFarebox(['call', 'no-such-service', '{}'], { env: e })).stderr).toMatch(
+      /^farebox: service not found \(HTTP 404, request id [0-9a-f-]{36}\)$/m,
+    );
     const topup = await runFarebox(['topup', '-3'], { env: e });
     expect(topup.code).toBe(2);
     expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before);
@@ -150,7 +162,10 @@ describe('farebox against a running local stack', () => {
     expect(activated.stdout).toContain('Publisher "Carol Labs" is active');
     const me = json((await runFarebox(['whoami', '--json'], { env: e })).stdout);
     const { endpoint } = await h.serve('carol-svc', '0.02', me.custodial_wallet);
-    const reg = await runFarebox(['publisher', 'register', '--service', 'carol-svc', '--price', '0.02', '--endpoint', endpoint, '--description', 'Carol echoes', '--json'], { env: e });
+    const reg = await runFarebox(
+      ['publisher', 'register', '--service', 'carol-svc', '--price', '0.02', '--endpoint', endpoint, '--description', 'Carol echoes', '--json'],
+      { env: e },
+    );
     expect(reg.code, reg.stderr).toBe(0);
     expect(json(reg.stdout)).toMatchObject({ service: 'carol-svc', pricePerCallBaseUnits: 200_000 });
     const upd = await runFarebox(['publisher', 'update', 'carol-svc', '--description', 'Carol echoes, better'], { env: e });
@@ -200,7 +215,11 @@ describe('farebox against a running local stack', () => {
     const dir = join(tmp, 'my-svc');
     const r = await runFarebox(['init', dir, '--price', '0.05', '--json'], { env: await env() });
     expect(r.code, r.stderr).toBe(0);
-    expect(json(r.stdout)).toMatchObject({ service: 'my-svc', price: '0.05', files: ['.gitignore', 'README.md', 'package.json', 'src/index.ts', 'tsconfig.json'] });
+    expect(json(r.stdout)).toMatchObject({
+      service: 'my-svc',
+      price: '0.05',
+      files: ['.gitignore', 'README.md', 'package.json', 'src/index.ts', 'tsconfig.json'],
+    });
     const pkg = json(await readFile(join(dir, 'package.json'), 'utf8'));
     expect(pkg).toMatchObject({ name: 'my-svc', dependencies: { '@farebox/provider': '^0.1.0' } });
     const src = await readFile(join(dir, 'src', 'index.ts'), 'utf8');
@@ -251,7 +270,9 @@ describe('the packed tarballs, installed like a user would', () => {
     await sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs], project);
     const help = await sh('npx', ['--yes', 'farebox', '--help'], project);
     expect(help.stdout).toContain('Usage: farebox');
-    const search = await sh('npx', ['--yes', 'farebox', 'search', 'echo', '--json', '--url', h.url, '--api-key', alice.key], project, { FAREBOX_CONFIG_DIR: join(tmp, 'cfg') });
+    const search = await sh('npx', ['--yes', 'farebox', 'search', 'echo', '--json', '--url', h.url, '--api-key', alice.key], project, {
+      FAREBOX_CONFIG_DIR: join(tmp, 'cfg'),
+    });
     expect((JSON.parse(search.stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');
     const init = await sh('npx', ['farebox', 'init', 'svc', '--json'], project);
     expect(JSON.parse(init.stdout)).toMatchObject({ service: 'svc' });

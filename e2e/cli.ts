@@ -27,7 +27,11 @@ export function startInProcess(args: string[], opts: { env: Record<string, strin
   let stdout = '';
   let stderr = '';
   const stdin = Object.assign(Readable.from(opts.input === undefined ? [] : [Buffer.from(opts.input)]), { isTTY: false });
-  const done = runCli(args, { env: opts.env, stdin, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) }).then((code) => ({ code, stdout, stderr }));
+  const done = runCli(args, { env: opts.env, stdin, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) }).then((code) => ({
+    code,
+    stdout,
+    stderr,
+  }));
   return { stderr: () => stderr, done };
 }
 

@@ -45,7 +45,17 @@ async function freePort(): Promise<number> {
 }
 
 function replica(dataDir: string) {
-  return startDiscovery({ port: 0, host: '127.0.0.1', dataDir, network: 'local', devnetUrl: devnet.url, env: {}, vectorIndex: 'flat', pollIntervalMs: 50, snapshotIntervalMs: 0 });
+  return startDiscovery({
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    network: 'local',
+    devnetUrl: devnet.url,
+    env: {},
+    vectorIndex: 'flat',
+    pollIntervalMs: 50,
+    snapshotIntervalMs: 0,
+  });
 }
 
 /** Runs a provider-SDK service on loopback and registers it on chain with the SDK's bootstrap(). */
@@ -71,7 +81,8 @@ async function publish(service: string, description: string, owner?: Party) {
   return { owner: keypairSigner(secret), endpoint: `http://127.0.0.1:${port}/` };
 }
 
-const names = async (url: string, q: string) => ((await (await fetch(`${url}/search?q=${encodeURIComponent(q)}`)).json()) as { results: Array<{ service: string }> }).results.map((r) => r.service);
+const names = async (url: string, q: string) =>
+  ((await (await fetch(`${url}/search?q=${encodeURIComponent(q)}`)).json()) as { results: Array<{ service: string }> }).results.map((r) => r.service);
 let gatewayKey: string;
 const gatewayAgents = (q: string) => fetch(`${gateway.url}/v1/agents?q=${encodeURIComponent(q)}`, { headers: { authorization: `Bearer ${gatewayKey}` } });
 async function gatewayNames(q: string): Promise<string[]> {
@@ -100,10 +111,21 @@ beforeAll(async () => {
   });
   await gateway.core.start();
   // A gateway user (searching through the gateway needs an account; the discovery URL does not).
-  const signup = await fetch(`${gateway.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'searcher@example.com', password: 'correct horse battery' }) });
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const signup = await fetch(`${gateway.url}/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'searcher@example.com', password: 'correct horse battery' }),
+  });
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const { csrf_token } = (await signup.json()) as { csrf_token: string };
-  const created = await fetch(`${gateway.url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'search' }) });
+  const created = await fetch(`${gateway.url}/v1/api-keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token },
+    body: JSON.stringify({ name: 'search' }),
+  });
   gatewayKey = ((await created.json()) as { key: string }).key;
 }, 120_000);
 
@@ -118,11 +140,15 @@ afterAll(async () => {
 describe('discovery replicas on the devnet', () => {
   it('finds a service the SDK registers on both replicas and through the gateway, and forgets it everywhere after deregistration', async () => {
     const { owner } = await publish('fx-convert', 'Convert an amount between currencies: USD, EUR, GBP, JPY at the daily reference rate');
-    for (const r of [replicaA, replicaB]) await eventually(`fx-convert on ${r.url}`, async () => (await names(r.url, 'currencies rate')).includes('fx-convert'));
+    for (const r of [replicaA, replicaB])
+      await eventually(`fx-convert on ${r.url}`, async () => (await names(r.url, 'currencies rate')).includes('fx-convert'));
     await eventually('fx-convert through the gateway', async () => (await gatewayNames('currencies rate')).includes('fx-convert'));
 
     // The same answer everywhere: the gateway's ranking is the replica's.
-    const [a, b] = await Promise.all([fetch(`${replicaA.url}/search?q=currencies`).then((r) => r.json()), fetch(`${replicaB.url}/search?q=currencies`).then((r) => r.json())]);
+    const [a, b] = await Promise.all([
+      fetch(`${replicaA.url}/search?q=currencies`).then((r) => r.json()),
+      fetch(`${replicaB.url}/search?q=currencies`).then((r) => r.json()),
+    ]);
     expect(a.results).toEqual(b.results);
     expect(a.results[0]).toMatchObject({
       service: 'fx-convert',
@@ -157,7 +183,13 @@ describe('discovery replicas on the devnet', () => {
 
     replicaB = await replica(dirB);
     const health = await (await fetch(`${replicaB.url}/health`)).json();
-    expect(health).toMatchObject({ ready: true, ok: true, mode: 'keyword-only', mode_reason: expect.stringContaining('embedding model'), lag_ledgers: expect.any(Number) });
+    expect(health).toMatchObject({
+      ready: true,
+      ok: true,
+      mode: 'keyword-only',
+      mode_reason: expect.stringContaining('embedding model'),
+      lag_ledgers: expect.any(Number),
+    });
     expect(health.restored_from).toMatchObject({ ledger: expect.any(Number) });
     expect(health.ledger).toBeGreaterThanOrEqual(health.restored_from.ledger);
     expect(await names(replicaB.url, 'geocode address')).toContain('geo-lookup');
@@ -166,16 +198,30 @@ describe('discovery replicas on the devnet', () => {
     // Both replicas list the same catalog (each follows the chain on its own: compared once both have read the same events).
     const listing = async (r: RunningDiscovery) => JSON.stringify((await (await fetch(`${r.url}/agents?limit=1000`)).json()).agents);
     await eventually('the same catalog on both replicas', async () => (await listing(replicaA)) === (await listing(replicaB)));
-    expect(JSON.parse(await listing(replicaB)).map((a: { service: string }) => a.service)).toEqual(expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']));
+    expect(JSON.parse(await listing(replicaB)).map((a: { service: string }) => a.service)).toEqual(
+      expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']),
+    );
   });
 
   it('never lists or finds a registry name that breaks the service-name policy (written to the contract directly), logs it once, counts it in /health, and goes on', async () => {
     const logged: string[] = [];
-    const replicaC = await startDiscovery({ port: 0, host: '127.0.0.1', dataDir: await mkdtemp(join(tmpdir(), 'farebox-disc-c-')), network: 'local', devnetUrl: devnet.url, env: {}, vectorIndex: 'flat', pollIntervalMs: 50, snapshotIntervalMs: 0, log: (m) => void logged.push(m) });
+    const replicaC = await startDiscovery({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: await mkdtemp(join(tmpdir(), 'farebox-disc-c-')),
+      network: 'local',
+      devnetUrl: devnet.url,
+      env: {},
+      vectorIndex: 'flat',
+      pollIntervalMs: 50,
+      snapshotIntervalMs: 0,
+      log: (m) => void logged.push(m),
+    });
     closers.push(() => replicaC.close());
     const owner = await party();
     const deceptive = ['\u0435cho-rates', 'echo-rates\u200b', 'ECHO-RATES', 'echo-rates ', '\u202eohce', 'Qa Y!', 'echo_rates', 'a\u0000b'];
-    for (const service of deceptive) await registry.register(owner, { service, pricePerCall: 1000n, endpoint: 'http://127.0.0.1:9/', description: 'echo rates look-alike' });
+    for (const service of deceptive)
+      await registry.register(owner, { service, pricePerCall: 1000n, endpoint: 'http://127.0.0.1:9/', description: 'echo rates look-alike' });
     // A good name written after them: the replicas read past the bad ones.
     await registry.register(owner, { service: 'echo-rates', pricePerCall: 1000n, endpoint: 'http://127.0.0.1:9/', description: 'echo rates' });
     for (const r of [replicaA, replicaB, replicaC]) {
@@ -190,7 +236,9 @@ describe('discovery replicas on the devnet', () => {
       expect(health).toMatchObject({ ok: true, sync_failures: 0, skipped_services: deceptive.length });
     }
     expect(logged.filter((l) => l.includes('skipped: invalid service name'))).toHaveLength(deceptive.length);
-    expect(logged).toContain('registry entry "\\u0435cho-rates" skipped: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit');
+    expect(logged).toContain(
+      'registry entry "\\u0435cho-rates" skipped: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit',
+    );
     // Through a gateway searching with this backend: the same.
     expect(await gatewayNames('echo rates look-alike')).toEqual(['echo-rates']);
   });
@@ -198,7 +246,9 @@ describe('discovery replicas on the devnet', () => {
   it('a direct caller finds a service through the discovery URL and pays it through the x402 escrow, with no gateway account', async () => {
     const { owner } = await publish('eur-usd', 'Exchange rates: convert euros to US dollars');
     const discovery = createDiscoveryClient({ url: replicaB.url, env: {} });
-    const found = await eventually('eur-usd in discovery', async () => (await discovery.search('convert euros dollars')).results.find((r) => r.service === 'eur-usd'));
+    const found = await eventually('eur-usd in discovery', async () =>
+      (await discovery.search('convert euros dollars')).results.find((r) => r.service === 'eur-usd'),
+    );
     expect(found.agent).toMatchObject({ ownerWallet: owner.publicKey, pricePerCallBaseUnits: 2_500_000n });
     expect((await discovery.listAllServices()).map((s) => s.service)).toContain('eur-usd');
     expect(await discovery.getService('no-such-service')).toBeUndefined();
@@ -227,7 +277,11 @@ describe('farebox search --discovery', () => {
     const cli = async (args: string[]) => {
       let stdout = '';
       let stderr = '';
-      const code = await runCli(args, { env: { FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')) }, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+      const code = await runCli(args, {
+        env: { FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')) },
+        stdout: (t) => (stdout += t),
+        stderr: (t) => (stderr += t),
+      });
       return { code, stdout, stderr };
     };
     const json = await cli(['search', 'pdf document', '--discovery', replicaA.url, '--json']);
@@ -237,7 +291,9 @@ describe('farebox search --discovery', () => {
     expect(human.stdout).toMatch(/^SERVICE\s+SCORE\s+PRICE/m);
     expect(human.stdout).toMatch(/^pdf-render\s+[\d.]+\s+0\.25 USDC\s+Render an HTML page/m);
     const listed = await cli(['search', '--discovery', replicaA.url, '--json']);
-    expect((JSON.parse(listed.stdout) as Array<{ service: string }>).map((s) => s.service)).toEqual(expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']));
+    expect((JSON.parse(listed.stdout) as Array<{ service: string }>).map((s) => s.service)).toEqual(
+      expect.arrayContaining(['geo-lookup', 'pdf-render', 'tts-voice']),
+    );
     const badLimit = await cli(['search', 'pdf', '--discovery', replicaA.url, '--limit', '0']);
     expect(badLimit).toMatchObject({ code: 1, stderr: expect.stringContaining('invalid limit (must be an integer from 1 to 100)') });
     const badUrl = await cli(['search', 'pdf', '--discovery', 'ftp://nowhere']);
@@ -277,14 +333,27 @@ describe('discovery HTTP API', () => {
 
     const ok = await get('/search?q=pdf');
     expect(ok.headers.get('access-control-allow-origin')).toBe('*');
-    const pre = await fetch(`${replicaA.url}/search?q=pdf`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } });
+    const pre = await fetch(`${replicaA.url}/search?q=pdf`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-methods')).toContain('GET');
   });
 
   it('limits requests per IP (429 with Retry-After), /health excepted', async () => {
     let now = 1_000_000;
-    const limited = await startDiscovery({ port: 0, host: '127.0.0.1', dataDir: await mkdtemp(join(tmpdir(), 'farebox-disc-rl-')), network: 'local', devnetUrl: devnet.url, env: {}, vectorIndex: 'flat', rateLimitPerMinute: 3, now: () => now });
+    const limited = await startDiscovery({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: await mkdtemp(join(tmpdir(), 'farebox-disc-rl-')),
+      network: 'local',
+      devnetUrl: devnet.url,
+      env: {},
+      vectorIndex: 'flat',
+      rateLimitPerMinute: 3,
+      now: () => now,
+    });
     try {
       for (let i = 0; i < 3; i++) expect((await fetch(`${limited.url}/search?q=pdf`)).status).toBe(200);
       const res = await fetch(`${limited.url}/search?q=pdf`);

@@ -7,7 +7,7 @@ import { browserSignIn, startStack, type Stack, type StackUser } from './stack.j
 
 type Structured<T> = { structuredContent?: unknown; isError?: boolean; content?: unknown } & { structuredContent?: T };
 const sc = <T>(r: unknown) => (r as Structured<T>).structuredContent as T;
-const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).content[0]!.text);
+const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]!.text;
 
 const TOOL_NAMES = ['list_agents', 'call_agent', 'get_balance', 'get_transactions'];
 
@@ -26,7 +26,11 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     return (await user.api('/v1/balance')).body.balance_base_units;
   }
   async function tokenFile(path: string) {
-    return JSON.parse(await readFile(path, 'utf8')) as { client: { client_id: string }; tokens: { access_token: string; refresh_token: string }; expires_at: number };
+    return JSON.parse(await readFile(path, 'utf8')) as {
+      client: { client_id: string };
+      tokens: { access_token: string; refresh_token: string };
+      expires_at: number;
+    };
   }
   async function refreshTokensIssued(user: StackUser): Promise<number> {
     const me = await user.api('/v1/me');
@@ -81,7 +85,7 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     await expect(stat(tokenPath)).rejects.toThrow(/ENOENT/);
   });
 
-  it('with a revoked API key answers every tool with the gateway\'s error instead of crashing', async () => {
+  it("with a revoked API key answers every tool with the gateway's error instead of crashing", async () => {
     const bob = await h.user();
     const keys = (await bob.api('/v1/api-keys')).body as Array<{ id: string }>;
     await bob.api(`/v1/api-keys/${keys[0]!.id}`, { method: 'DELETE' });

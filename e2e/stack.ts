@@ -104,7 +104,12 @@ export async function startStack(): Promise<Stack> {
       }).serve((payload) => ({ echo: payload }));
       const listening = await provider.listen(0, '127.0.0.1');
       const endpoint = `${listening.url}/`;
-      await registry.register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount(price), endpoint, description: `test service ${name}: echoes its payload` });
+      await registry.register(keypairSigner(kp.secret()), {
+        service: name,
+        pricePerCall: parseAmount(price),
+        endpoint,
+        description: `test service ${name}: echoes its payload`,
+      });
       await gw.core.mirror.syncOnce();
       closers.push(() => provider.close());
       return { endpoint, owner: kp.publicKey() };
@@ -131,14 +136,24 @@ export async function startStack(): Promise<Stack> {
   };
 }
 
-const unescapeHtml = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 /**
  * Plays the browser: opens the sign-in URL with the user's session cookie,
  * submits the consent form (Allow), then follows the redirect to the client's
  * loopback callback. Returns the callback page's status and text.
  */
-export async function browserSignIn(base: string, authorizeUrl: string, user: Pick<StackUser, 'cookie'>): Promise<{ callbackStatus: number; callbackText: string; consentHtml: string }> {
+export async function browserSignIn(
+  base: string,
+  authorizeUrl: string,
+  user: Pick<StackUser, 'cookie'>,
+): Promise<{ callbackStatus: number; callbackText: string; consentHtml: string }> {
   const res = await fetch(authorizeUrl, { headers: { cookie: user.cookie }, redirect: 'manual' });
   const html = await res.text();
   if (res.status !== 200) throw new Error(`authorize page answered ${res.status}: ${html.slice(0, 300)}`);

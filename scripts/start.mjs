@@ -91,7 +91,10 @@ async function demoAccount() {
   const res = await json('/auth/signup', { method: 'POST', body: JSON.stringify({ email, password }) });
   if (res.status === 409) throw new Error(`${email} exists but ${file} is missing: remove ${dataDir} to start fresh`);
   if (res.status !== 201) throw new Error(`demo sign-up failed: ${JSON.stringify(res.body)}`);
-  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const key = await json('/v1/api-keys', { method: 'POST', headers: { cookie, 'x-csrf-token': res.body.csrf_token }, body: JSON.stringify({ name: 'demo' }) });
   const saved = { email, password, apiKey: key.body.key };
   mkdirSync(dataDir, { recursive: true });
@@ -135,7 +138,11 @@ function freePort() {
 // FAREBOX_EXAMPLE_PORTS=4101,4102 pins the examples' ports; by default they take
 // free ones, so two stacks on one machine (another PORT and FAREBOX_DATA_DIR)
 // do not collide. The examples update their registered endpoint when it moves.
-const pinned = (process.env.FAREBOX_EXAMPLE_PORTS ?? '').split(',').map((p) => p.trim()).filter(Boolean).map(Number);
+const pinned = (process.env.FAREBOX_EXAMPLE_PORTS ?? '')
+  .split(',')
+  .map((p) => p.trim())
+  .filter(Boolean)
+  .map(Number);
 if (pinned.some((p) => !Number.isInteger(p) || p < 1 || p > 65535)) {
   console.error('FAREBOX_EXAMPLE_PORTS must be two ports, e.g. 4101,4102');
   process.exit(2);
@@ -146,14 +153,20 @@ const examples = [
 ];
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
 for (const ex of examples) {
-  start(ex.name, tsx, ['--conditions=@farebox/source', 'src/main.ts'], {
-    PORT: String(ex.port),
-    STELLAR_NETWORK: 'local',
-    FAREBOX_URL: base,
-    FAREBOX_DEVNET_URL: `${base}/devnet`,
-    FAREBOX_PLATFORM_PUBLIC_KEY: key.publicKey,
-    // Each example creates its own owner key on first start (examples/<name>/.farebox/keypair).
-  }, join(root, ex.dir));
+  start(
+    ex.name,
+    tsx,
+    ['--conditions=@farebox/source', 'src/main.ts'],
+    {
+      PORT: String(ex.port),
+      STELLAR_NETWORK: 'local',
+      FAREBOX_URL: base,
+      FAREBOX_DEVNET_URL: `${base}/devnet`,
+      FAREBOX_PLATFORM_PUBLIC_KEY: key.publicKey,
+      // Each example creates its own owner key on first start (examples/<name>/.farebox/keypair).
+    },
+    join(root, ex.dir),
+  );
 }
 
 // Wait until the examples are in the catalog.

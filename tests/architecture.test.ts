@@ -22,7 +22,8 @@ it("the dependencies block of docs/architecture.md is every workspace's manifest
     const real = manifestDeps(w);
     for (const kind of ['run', 'peer', 'dev'] as const) {
       const label = { run: '──►', peer: 'peer', dev: 'dev' }[kind];
-      if (sorted(said[kind]).join() !== sorted(real[kind]).join()) wrong.push(`${w.short} (${label}): the doc says [${sorted(said[kind]).join(', ')}], ${w.dir}/package.json [${sorted(real[kind]).join(', ')}]`);
+      if (sorted(said[kind]).join() !== sorted(real[kind]).join())
+        wrong.push(`${w.short} (${label}): the doc says [${sorted(said[kind]).join(', ')}], ${w.dir}/package.json [${sorted(real[kind]).join(', ')}]`);
     }
   }
   for (const name of drawn.keys()) if (!workspaces.some((w) => w.short === name)) wrong.push(`${name}: in the block, but no workspace has that name`);

@@ -38,10 +38,17 @@ export const shortName = (name: string) => name.replace(/^@farebox\//, '');
 export function fencedBlock(markdown: string, info: string): string[] {
   const m = new RegExp(`^\`\`\`${info}\\s*\\n([\\s\\S]*?)^\`\`\``, 'm').exec(markdown);
   if (!m) throw new Error(`no \`\`\`${info} block`);
-  return m[1]!.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  return m[1]!
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
 }
 
-const list = (text: string) => text.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (text: string) =>
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** The ```layers block: `<n> [(label)]: a, b`, `beside: x`, `exception: a -> b`. */
 export function parseLayers(markdown: string): Layers {
@@ -117,14 +124,23 @@ export function loadWorkspaces(root: string): Workspace[] {
       .filter((e) => e.isDirectory())
       .map((e) => `${parent}/${e.name}`);
   });
-  const manifests = dirs.filter((d) => existsSync(join(root, d, 'package.json'))).map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as Manifest }));
+  const manifests = dirs
+    .filter((d) => existsSync(join(root, d, 'package.json')))
+    .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as Manifest }));
   const names = new Set(manifests.map((m) => m.manifest.name));
   return manifests.map(({ dir, manifest }) => ({
     dir,
     name: manifest.name!,
     short: shortName(manifest.name!),
     private: manifest.private === true,
-    deps: Object.fromEntries(DEP_KINDS.map((kind) => [kind, Object.keys(manifest[kind] ?? {}).filter((n) => names.has(n)).map(shortName)])) as Record<DepKind, string[]>,
+    deps: Object.fromEntries(
+      DEP_KINDS.map((kind) => [
+        kind,
+        Object.keys(manifest[kind] ?? {})
+          .filter((n) => names.has(n))
+          .map(shortName),
+      ]),
+    ) as Record<DepKind, string[]>,
   }));
 }
 
@@ -133,7 +149,10 @@ export function checkManifests(workspaces: Workspace[], layers: Layers): string[
   const problems: string[] = [];
   const byShort = new Map(workspaces.map((w) => [w.short, w]));
   const appsLayer = [...layers.labels].find(([, label]) => label === 'apps')?.[0] ?? Number.POSITIVE_INFINITY;
-  const layerText = (name: string) => (layers.beside.has(name) ? 'beside the layers' : `layer ${layers.layer.get(name)}${layers.labels.has(layers.layer.get(name)!) ? ` (${layers.labels.get(layers.layer.get(name)!)})` : ''}`);
+  const layerText = (name: string) =>
+    layers.beside.has(name)
+      ? 'beside the layers'
+      : `layer ${layers.layer.get(name)}${layers.labels.has(layers.layer.get(name)!) ? ` (${layers.labels.get(layers.layer.get(name)!)})` : ''}`;
   const runtime = (w: Workspace) => [...w.deps.dependencies, ...w.deps.optionalDependencies, ...w.deps.peerDependencies];
 
   /** Why `from` may not depend on `to`, or undefined when it may (the layers alone; test-kit is handled by its users). */
@@ -157,16 +176,21 @@ export function checkManifests(workspaces: Workspace[], layers: Layers): string[
       for (const to of w.deps[kind]) {
         const target = byShort.get(to)!;
         if (layers.beside.has(to)) {
-          if (kind !== 'devDependencies') problems.push(`${w.dir}/package.json: ${kind} ${target.name}: ${target.name} is a devDependency only (private, beside the layers)`);
+          if (kind !== 'devDependencies')
+            problems.push(`${w.dir}/package.json: ${kind} ${target.name}: ${target.name} is a devDependency only (private, beside the layers)`);
           for (const inner of runtime(target)) {
             const why = refusal(w.short, inner);
-            if (why) problems.push(`${w.dir}/package.json: ${kind} ${target.name}, which depends on @farebox/${inner}: ${why} (${w.short}: ${layerText(w.short)}, ${inner}: ${layerText(inner)})`);
+            if (why)
+              problems.push(
+                `${w.dir}/package.json: ${kind} ${target.name}, which depends on @farebox/${inner}: ${why} (${w.short}: ${layerText(w.short)}, ${inner}: ${layerText(inner)})`,
+              );
           }
           continue;
         }
         const why = refusal(w.short, to);
         if (why) problems.push(`${w.dir}/package.json: ${kind} ${target.name}: ${why} (${w.short}: ${layerText(w.short)}, ${to}: ${layerText(to)})`);
-        if (!w.private && kind !== 'devDependencies' && target.private) problems.push(`${w.dir}/package.json: ${kind} ${target.name}: a published package depends on a private one`);
+        if (!w.private && kind !== 'devDependencies' && target.private)
+          problems.push(`${w.dir}/package.json: ${kind} ${target.name}: a published package depends on a private one`);
       }
     }
   }
@@ -264,7 +288,10 @@ export function checkImports(files: SourceFile[], workspaces: Workspace[]): stri
       if (spec.startsWith('.')) {
         const target = posix.normalize(posix.join(posix.dirname(file.path), spec));
         const other = owner(target);
-        if (other && other !== self) problems.push(`${file.path}: reaches into ${other.dir} by path (${how === 'url' ? `new URL('${spec}')` : `'${spec}'`}): use ${other.name} through its package name and exports`);
+        if (other && other !== self)
+          problems.push(
+            `${file.path}: reaches into ${other.dir} by path (${how === 'url' ? `new URL('${spec}')` : `'${spec}'`}): use ${other.name} through its package name and exports`,
+          );
         continue;
       }
       const m = /^(@farebox\/[^/]+)(\/.*)?$/.exec(spec);
@@ -274,7 +301,8 @@ export function checkImports(files: SourceFile[], workspaces: Workspace[]): stri
       if (m[2] && /^\/(src|test|dist)(\/|$)/.test(m[2])) problems.push(`${file.path}: imports ${spec}: another workspace's internals (use its exports)`);
       const listed = DEP_KINDS.filter((k) => self.deps[k].includes(target.short));
       if (listed.length === 0) problems.push(`${file.path}: imports ${target.name}, which ${self.dir}/package.json does not list`);
-      else if (inSrc && listed.every((k) => k === 'devDependencies')) problems.push(`${file.path}: src/ imports ${target.name}, a devDependency only of ${self.dir}`);
+      else if (inSrc && listed.every((k) => k === 'devDependencies'))
+        problems.push(`${file.path}: src/ imports ${target.name}, a devDependency only of ${self.dir}`);
     }
   }
   return problems;

@@ -1,7 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkImports, checkManifests, cycles, loadSources, loadWorkspaces, parseLayers, references, repoRoot, type SourceFile, type Workspace } from './dependency-rule.js';
+import {
+  checkImports,
+  checkManifests,
+  cycles,
+  loadSources,
+  loadWorkspaces,
+  parseLayers,
+  references,
+  repoRoot,
+  type SourceFile,
+  type Workspace,
+} from './dependency-rule.js';
 
 // Dependencies point one way (docs/architecture.md): every manifest against
 // the doc's layers, every reference of every workspace's files to another
@@ -23,7 +34,21 @@ function planted(short: string, edit: (w: Workspace) => void): Workspace[] {
 
 describe('the tree', () => {
   it('finds every workspace: the packages, the apps, the examples and e2e', () => {
-    expect(workspaces.map((w) => w.short)).toEqual(expect.arrayContaining(['protocol', 'gateway-core', 'client', 'test-kit', 'gateway', 'cli', 'mcp', 'dashboard', 'discovery-service', 'example-echo', 'e2e']));
+    expect(workspaces.map((w) => w.short)).toEqual(
+      expect.arrayContaining([
+        'protocol',
+        'gateway-core',
+        'client',
+        'test-kit',
+        'gateway',
+        'cli',
+        'mcp',
+        'dashboard',
+        'discovery-service',
+        'example-echo',
+        'e2e',
+      ]),
+    );
   });
 
   it('every manifest keeps to the layers: no dependency of any kind points up or sideways, no package depends on an app, no cycle', () => {
@@ -39,21 +64,56 @@ describe('the tree', () => {
 
 describe('the checker', () => {
   it('refuses a devDependency from a package to an app', () => {
-    const problems = checkManifests(planted('client', (w) => w.deps.devDependencies.push('gateway')), layers);
+    const problems = checkManifests(
+      planted('client', (w) => w.deps.devDependencies.push('gateway')),
+      layers,
+    );
     expect(problems).toContainEqual(expect.stringMatching(/^packages\/client\/package\.json: devDependencies @farebox\/gateway: a package depends on an app/));
   });
 
   it('refuses an app depending on another app, and an upward or sideways dependency of a package', () => {
-    expect(checkManifests(planted('cli', (w) => w.deps.devDependencies.push('gateway')), layers)).toContainEqual(expect.stringContaining('devDependencies @farebox/gateway: an app depends on another app'));
-    expect(checkManifests(planted('gateway-core', (w) => w.deps.dependencies.push('client')), layers)).toContainEqual(expect.stringContaining('dependencies @farebox/client: a dependency on the same layer'));
-    expect(checkManifests(planted('protocol', (w) => w.deps.devDependencies.push('devnet')), layers)).toContainEqual(expect.stringContaining('devDependencies @farebox/devnet: a dependency on a higher layer'));
+    expect(
+      checkManifests(
+        planted('cli', (w) => w.deps.devDependencies.push('gateway')),
+        layers,
+      ),
+    ).toContainEqual(expect.stringContaining('devDependencies @farebox/gateway: an app depends on another app'));
+    expect(
+      checkManifests(
+        planted('gateway-core', (w) => w.deps.dependencies.push('client')),
+        layers,
+      ),
+    ).toContainEqual(expect.stringContaining('dependencies @farebox/client: a dependency on the same layer'));
+    expect(
+      checkManifests(
+        planted('protocol', (w) => w.deps.devDependencies.push('devnet')),
+        layers,
+      ),
+    ).toContainEqual(expect.stringContaining('devDependencies @farebox/devnet: a dependency on a higher layer'));
   });
 
   it('refuses test-kit as a runtime dependency, and a test-kit that depends on more than its users may', () => {
-    expect(checkManifests(planted('discovery', (w) => w.deps.dependencies.push('test-kit')), layers)).toContainEqual(expect.stringContaining('dependencies @farebox/test-kit: @farebox/test-kit is a devDependency only'));
-    const kitOnDevnet = checkManifests(planted('test-kit', (w) => w.deps.dependencies.push('devnet')), layers);
-    expect(kitOnDevnet).toContainEqual(expect.stringMatching(/^packages\/discovery\/package\.json: devDependencies @farebox\/test-kit, which depends on @farebox\/devnet: a dependency on a higher layer/));
-    expect(checkManifests(planted('test-kit', (w) => w.deps.dependencies.push('gateway')), layers)).toContainEqual(expect.stringContaining('test-kit depends on an app'));
+    expect(
+      checkManifests(
+        planted('discovery', (w) => w.deps.dependencies.push('test-kit')),
+        layers,
+      ),
+    ).toContainEqual(expect.stringContaining('dependencies @farebox/test-kit: @farebox/test-kit is a devDependency only'));
+    const kitOnDevnet = checkManifests(
+      planted('test-kit', (w) => w.deps.dependencies.push('devnet')),
+      layers,
+    );
+    expect(kitOnDevnet).toContainEqual(
+      expect.stringMatching(
+        /^packages\/discovery\/package\.json: devDependencies @farebox\/test-kit, which depends on @farebox\/devnet: a dependency on a higher layer/,
+      ),
+    );
+    expect(
+      checkManifests(
+        planted('test-kit', (w) => w.deps.dependencies.push('gateway')),
+        layers,
+      ),
+    ).toContainEqual(expect.stringContaining('test-kit depends on an app'));
   });
 
   it('refuses a published package depending on a private one, a workspace on no layer, and names a cycle', () => {
@@ -63,8 +123,16 @@ describe('the checker', () => {
     const lib: Workspace = { dir: 'packages/lib', name: '@farebox/lib', short: 'lib', private: false, deps: { ...none(), dependencies: ['base'] } };
     expect(checkManifests([base, lib], tiny)).toEqual(['packages/lib/package.json: dependencies @farebox/base: a published package depends on a private one']);
     expect(checkManifests([base, { ...lib, deps: { ...none(), devDependencies: ['base'] } }], tiny)).toEqual([]);
-    const stranger: Workspace = { dir: 'packages/stranger', name: '@farebox/stranger', short: 'stranger', private: false, deps: { dependencies: [], optionalDependencies: [], peerDependencies: [], devDependencies: [] } };
-    expect(checkManifests([...workspaces, stranger], layers)).toContain('packages/stranger/package.json: @farebox/stranger is on no layer of docs/architecture.md');
+    const stranger: Workspace = {
+      dir: 'packages/stranger',
+      name: '@farebox/stranger',
+      short: 'stranger',
+      private: false,
+      deps: { dependencies: [], optionalDependencies: [], peerDependencies: [], devDependencies: [] },
+    };
+    expect(checkManifests([...workspaces, stranger], layers)).toContain(
+      'packages/stranger/package.json: @farebox/stranger is on no layer of docs/architecture.md',
+    );
     // The loop pnpm warned about: dashboard -> client -> (dev) gateway -> dashboard.
     expect(cycles(planted('client', (w) => w.deps.devDependencies.push('gateway')))).toContainEqual(['client', 'gateway', 'dashboard', 'client']);
   });
@@ -106,7 +174,11 @@ describe('the checker', () => {
   it('accepts what the rule allows: its own files, shared root files, declared packages and their exports', () => {
     const problems = checkImports(
       [
-        file('apps/gateway', 'apps/gateway/test/ok.test.ts', "import { startGateway } from '../src/index.js';\nimport { packageProject } from '../../../vitest.shared.js';\nimport { createGatewayClient } from '@farebox/client';"),
+        file(
+          'apps/gateway',
+          'apps/gateway/test/ok.test.ts',
+          "import { startGateway } from '../src/index.js';\nimport { packageProject } from '../../../vitest.shared.js';\nimport { createGatewayClient } from '@farebox/client';",
+        ),
         file('e2e', 'e2e/ok.test.ts', "import { startStack } from '@farebox/gateway/testing';\nimport { x } from './stack.js';"),
         file('packages/client', 'packages/client/src/ok.ts', "// an example: import { createGateway } from '@farebox/gateway-core';\nimport { z } from 'zod';"),
       ],

@@ -8,7 +8,8 @@ import { expect, it } from 'vitest';
 // documented configuration reader, listed here.
 const ALLOWED: Record<string, string> = {
   'packages/provider/src/config.ts': 'the publisher SDK reads its options from the environment (spec: option, then environment variable, then preset)',
-  'packages/client/src/direct.ts': 'the caller SDK falls back to TRUSTLESS_WORK_API_KEY, TRUSTLESS_WORK_PLATFORM_ADDRESS and FAREBOX_URL (packages/client README)',
+  'packages/client/src/direct.ts':
+    'the caller SDK falls back to TRUSTLESS_WORK_API_KEY, TRUSTLESS_WORK_PLATFORM_ADDRESS and FAREBOX_URL (packages/client README)',
   'packages/client/src/discovery.ts': 'the caller SDK falls back to FAREBOX_DISCOVERY_URL (packages/client README)',
   'packages/discovery/src/embedder.ts': 'createEmbedder() falls back to FAREBOX_MODEL_DIR (docs/search.md)',
 };
@@ -35,7 +36,9 @@ it('no library reads process.env outside the documented SDK configuration reader
     }
     for (const file of all) {
       // Code only: comments may name process.env.
-      const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+      const code = readFileSync(file, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/(^|[^:])\/\/.*$/gm, '$1');
       if (/\bprocess\.env\b/.test(code)) readers.push(relative(root, file));
     }
   }
@@ -52,10 +55,13 @@ it('gateway-core reads no environment: neither process.env nor an env map', () =
   const src = join(root, 'packages', 'gateway-core', 'src');
   const found: string[] = [];
   for (const file of files(src)) {
-    const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    const code = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/(^|[^:])\/\/.*$/gm, '$1');
     code.split('\n').forEach((line, i) => {
       // process.env; env.X, env?.X, env['X'], options.env; an env map passed on (`env,` `env }` `env: env` `env: options.env`).
-      if (/\bprocess\.env\b|\benv\s*(\?\.|\.|\[)|\.env\b|\benv\s*[,}]|\benv\s*:\s*[A-Za-z_$]/.test(line)) found.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
+      if (/\bprocess\.env\b|\benv\s*(\?\.|\.|\[)|\.env\b|\benv\s*[,}]|\benv\s*:\s*[A-Za-z_$]/.test(line))
+        found.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
     });
   }
   expect(found).toEqual([]);
@@ -75,7 +81,9 @@ it('each host reads its environment once: in its configuration module, from proc
   for (const [app, { config, entry }] of Object.entries(HOST_READERS)) {
     for (const file of files(join(root, 'apps', app, 'src'))) {
       const rel = relative(root, file);
-      const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+      const code = readFileSync(file, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/(^|[^:])\/\/.*$/gm, '$1');
       code.split('\n').forEach((line, i) => {
         if (/\bprocess\.env\b/.test(line) && rel !== entry) found.push(`${rel}:${i + 1}: ${line.trim()}`);
         else if (/\benv\s*(\?\.|\.|\[)/.test(line.replace(/\bprocess\.env\b/g, '')) && rel !== config) found.push(`${rel}:${i + 1}: ${line.trim()}`);

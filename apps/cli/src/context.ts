@@ -170,7 +170,11 @@ export async function createContext(opts: GlobalOptions, env: Env, log: (line: s
     },
     async gateway() {
       const c = ctx.credential;
-      if (!c) throw new CliError('NOT_SIGNED_IN', `not signed in to ${url}: run \`farebox login\` (browser) or \`farebox login --api-key sk_live_...\`, or set FAREBOX_API_KEY`);
+      if (!c)
+        throw new CliError(
+          'NOT_SIGNED_IN',
+          `not signed in to ${url}: run \`farebox login\` (browser) or \`farebox login --api-key sk_live_...\`, or set FAREBOX_API_KEY`,
+        );
       if (c.kind === 'api-key') return createGatewayClient({ baseUrl: url, apiKey: c.apiKey });
       return createGatewayClient({ baseUrl: url, accessToken: await ctx.oauthSession().accessToken() });
     },

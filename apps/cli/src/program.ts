@@ -58,7 +58,10 @@ export function buildProgram(io: ProgramIO = {}): Command {
       const requestId = typeof e.data.requestId === 'string' ? e.data.requestId : undefined;
       // A top-up's key: asking again with it never pays twice.
       const idempotencyKey = typeof e.data.idempotencyKey === 'string' ? e.data.idempotencyKey : undefined;
-      if (globals().json) err(`${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}) })}\n`);
+      if (globals().json)
+        err(
+          `${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}) })}\n`,
+        );
       else err(`farebox: ${e.message}${typeof e.data.status === 'number' ? ` (HTTP ${e.data.status}${requestId ? `, request id ${requestId}` : ''})` : ''}\n`);
       setExit(e.exitCode);
       return;
@@ -69,14 +72,16 @@ export function buildProgram(io: ProgramIO = {}): Command {
 
   const cli: Cli = {
     act,
-    run: (fn) => async (...args) => {
-      try {
-        const ctx = await createContext(globals(), env, log);
-        setExit(await fn(ctx, ...args));
-      } catch (e) {
-        fail(e);
-      }
-    },
+    run:
+      (fn) =>
+      async (...args) => {
+        try {
+          const ctx = await createContext(globals(), env, log);
+          setExit(await fn(ctx, ...args));
+        } catch (e) {
+          fail(e);
+        }
+      },
     stdin: io.stdin ?? process.stdin,
   };
   for (const group of COMMAND_GROUPS) group.register(program, cli);

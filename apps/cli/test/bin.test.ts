@@ -15,7 +15,14 @@ describe('the built farebox binary', () => {
     ensureBuilt();
     const home = await mkdtemp(join(tmpdir(), 'farebox-bin-'));
     // Nothing listens on port 9: a command that reaches the gateway fails to connect.
-    env = { PATH: process.env.PATH ?? '', HOME: home, FAREBOX_CONFIG_DIR: join(home, 'farebox'), FAREBOX_URL: 'http://127.0.0.1:9', FAREBOX_API_KEY: 'sk_live_unused', BROWSER: 'none' };
+    env = {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      FAREBOX_CONFIG_DIR: join(home, 'farebox'),
+      FAREBOX_URL: 'http://127.0.0.1:9',
+      FAREBOX_API_KEY: 'sk_live_unused',
+      BROWSER: 'none',
+    };
   }, 600_000);
 
   it('prints help and its version on stdout and exits 0', async () => {

@@ -10,7 +10,14 @@ const PROBLEM = 'must be at least 0.000002 USDC (20 base units), so that the 5 %
 
 describe('farebox and the lowest price', () => {
   let tmp: string;
-  const env = () => ({ PATH: process.env.PATH ?? '', HOME: tmp, FAREBOX_CONFIG_DIR: join(tmp, 'farebox'), FAREBOX_URL: 'http://127.0.0.1:9', FAREBOX_API_KEY: 'sk_live_unused', BROWSER: 'none' });
+  const env = () => ({
+    PATH: process.env.PATH ?? '',
+    HOME: tmp,
+    FAREBOX_CONFIG_DIR: join(tmp, 'farebox'),
+    FAREBOX_URL: 'http://127.0.0.1:9',
+    FAREBOX_API_KEY: 'sk_live_unused',
+    BROWSER: 'none',
+  });
 
   beforeAll(async () => {
     tmp = await mkdtemp(join(tmpdir(), 'farebox-cli-price-'));

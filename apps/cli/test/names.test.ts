@@ -9,7 +9,14 @@ const INVALID = 'invalid service name: use 1 to 32 lower-case letters, digits an
 
 describe('farebox and service names', () => {
   let tmp: string;
-  const env = () => ({ PATH: process.env.PATH ?? '', HOME: tmp, FAREBOX_CONFIG_DIR: join(tmp, 'farebox'), FAREBOX_URL: 'http://127.0.0.1:9', FAREBOX_API_KEY: 'sk_live_unused', BROWSER: 'none' });
+  const env = () => ({
+    PATH: process.env.PATH ?? '',
+    HOME: tmp,
+    FAREBOX_CONFIG_DIR: join(tmp, 'farebox'),
+    FAREBOX_URL: 'http://127.0.0.1:9',
+    FAREBOX_API_KEY: 'sk_live_unused',
+    BROWSER: 'none',
+  });
 
   beforeAll(async () => {
     tmp = await mkdtemp(join(tmpdir(), 'farebox-cli-names-'));
@@ -30,7 +37,9 @@ describe('farebox and service names', () => {
 
   it('publisher register refuses such a name before it contacts the gateway', async () => {
     for (const name of ['ECHO', 'echo ', 'echo\u200b', 'a.b']) {
-      const r = await cli(['publisher', 'register', '--service', name, '--price', '0.01', '--endpoint', 'https://example.com/x', '--description', 'd'], { env: env() });
+      const r = await cli(['publisher', 'register', '--service', name, '--price', '0.01', '--endpoint', 'https://example.com/x', '--description', 'd'], {
+        env: env(),
+      });
       expect(r.code, name).toBe(2);
       expect(r.stderr, name).toContain(`--service ${JSON.stringify(name)}: ${INVALID}`);
     }

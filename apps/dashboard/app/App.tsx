@@ -19,7 +19,16 @@ const NAV = [
   { href: '/operator', label: 'Operator' },
 ];
 
-const TITLES: Record<string, string> = { '/signin': 'Sign in', '/signup': 'Sign up', '/billing': 'Billing', '/credentials': 'Credentials', '/catalog': 'Catalog', '/transactions': 'Transactions', '/publisher': 'Publisher', '/operator': 'Operator' };
+const TITLES: Record<string, string> = {
+  '/signin': 'Sign in',
+  '/signup': 'Sign up',
+  '/billing': 'Billing',
+  '/credentials': 'Credentials',
+  '/catalog': 'Catalog',
+  '/transactions': 'Transactions',
+  '/publisher': 'Publisher',
+  '/operator': 'Operator',
+};
 
 export function App() {
   const path = usePath();

@@ -57,7 +57,12 @@ export function EarningsChart({ points }: { points: AnalyticsPoint[] }) {
                 <title>{`${p.day}: ${formatBaseUnits(p.earned_base_units)} from ${p.calls} ${p.calls === 1 ? 'call' : 'calls'}`}</title>
               </rect>
               {(points.length - 1 - i) % labelEvery === 0 ? (
-                <text x={i === points.length - 1 ? W - PAD.right : PAD.left + i * slot + slot / 2} y={H - 8} textAnchor={i === points.length - 1 ? 'end' : 'middle'} className="axis">
+                <text
+                  x={i === points.length - 1 ? W - PAD.right : PAD.left + i * slot + slot / 2}
+                  y={H - 8}
+                  textAnchor={i === points.length - 1 ? 'end' : 'middle'}
+                  className="axis"
+                >
                   {dayLabel(p.day)}
                 </text>
               ) : null}

@@ -40,7 +40,10 @@ export function Timeline({ steps }: { steps: TraceStep[] }) {
                 <span className="step-time">{ms(s.durationMs)}</span>
               </div>
               <div className="step-track" aria-hidden="true">
-                <div className="step-bar" style={{ marginLeft: `${(offset * 100).toFixed(2)}%`, width: `${Math.min(100 - offset * 100, width * 100).toFixed(2)}%` }} />
+                <div
+                  className="step-bar"
+                  style={{ marginLeft: `${(offset * 100).toFixed(2)}%`, width: `${Math.min(100 - offset * 100, width * 100).toFixed(2)}%` }}
+                />
               </div>
               {s.detail !== undefined && s.detail !== null ? <div className="step-detail small-text muted">{describeDetail(s.detail)}</div> : null}
             </div>

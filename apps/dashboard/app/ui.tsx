@@ -73,7 +73,18 @@ export function Usd({ usd }: { usd: number }) {
   return <span className="amount">{formatUsd(usd)}</span>;
 }
 
-const BADGES: Record<string, string> = { completed: 'ok', ok: 'ok', released: 'ok', settled: 'ok', pending: 'warn', open: 'warn', funded: 'warn', refunded: 'info', skipped: 'muted', failed: 'bad' };
+const BADGES: Record<string, string> = {
+  completed: 'ok',
+  ok: 'ok',
+  released: 'ok',
+  settled: 'ok',
+  pending: 'warn',
+  open: 'warn',
+  funded: 'warn',
+  refunded: 'info',
+  skipped: 'muted',
+  failed: 'bad',
+};
 
 export function Badge({ status }: { status: string }) {
   return <span className={`badge badge-${BADGES[status] ?? 'muted'}`}>{status}</span>;

@@ -40,6 +40,8 @@ describe('amounts shown in the dashboard', () => {
   it('writes counts and trace details for people', () => {
     expect(plural(1, 'call')).toBe('1 call');
     expect(plural(1200, 'call')).toBe('1,200 calls');
-    expect(describeDetail({ amount: '100000', payee: 'GCJGN2C2IXMZNR5Q45B7PK3Q2HGA45UB6LT4IVV4PTVBVSE6OPHYFGBM', endpoint: 'http://x/' })).toBe('amount $0.01 · payee GCJGN2…HYFGBM · endpoint http://x/');
+    expect(describeDetail({ amount: '100000', payee: 'GCJGN2C2IXMZNR5Q45B7PK3Q2HGA45UB6LT4IVV4PTVBVSE6OPHYFGBM', endpoint: 'http://x/' })).toBe(
+      'amount $0.01 · payee GCJGN2…HYFGBM · endpoint http://x/',
+    );
   });
 });

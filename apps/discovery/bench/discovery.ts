@@ -46,11 +46,15 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 function rng(seed: number) {
   let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
 const rand = rng(7);
 const syllables = ['ka', 'lo', 'mi', 'ren', 'tas', 'vu', 'po', 'zen', 'dra', 'fi', 'gor', 'hul', 'ix', 'jem', 'nor', 'qua', 'sel', 'tor', 'ul', 'wex'];
-const vocab = [...new Set(Array.from({ length: 6_000 }, () => Array.from({ length: 2 + Math.floor(rand() * 2) }, () => syllables[Math.floor(rand() * syllables.length)]).join('')))].slice(0, 5_000);
+const vocab = [
+  ...new Set(
+    Array.from({ length: 6_000 }, () => Array.from({ length: 2 + Math.floor(rand() * 2) }, () => syllables[Math.floor(rand() * syllables.length)]).join('')),
+  ),
+].slice(0, 5_000);
 /** Skewed: low ranks are common words, high ranks rare ones. */
 const word = () => vocab[Math.floor(vocab.length * rand() ** 2)]!;
 
@@ -92,7 +96,11 @@ async function buildSnapshot(dataDir: string, contractId: string): Promise<void>
   await hnsw.idle();
   const status = hnsw.status();
   const t2 = performance.now();
-  const state = await new StateDir(join(dataDir, 'local'), 'local', contractId).write({ take: (graphPath) => hnsw.snapshotWithGraph({ graphPath }) }, undefined, null);
+  const state = await new StateDir(join(dataDir, 'local'), 'local', contractId).write(
+    { take: (graphPath) => hnsw.snapshotWithGraph({ graphPath }) },
+    undefined,
+    null,
+  );
   console.log(
     `  corpus: ${N.toLocaleString('en')} services indexed in ${((t1 - t0) / 1000).toFixed(1)} s, HNSW graph built in ${((t2 - t1) / 1000).toFixed(1)} s (${status.vectorIndex}${status.vectorIndexReason ? `: ${status.vectorIndexReason}` : ''}), snapshot written in ${((performance.now() - t2) / 1000).toFixed(1)} s (graph ${state.graph ? 'saved' : 'not saved'})`,
   );
@@ -170,7 +178,11 @@ async function main() {
 
     let p = await startProcess(env);
     let health = (await (await fetch(`${p.url}/health`)).json()) as Record<string, unknown>;
-    console.log(`  process: ${launcher}; ${JSON.stringify(health.startup_ms)} inside it (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} cores)`);
+    console.log(
+      `  process: ${launcher}; ${JSON.stringify(health.startup_ms)} inside it (load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} on ${cpus().length} cores)`,
+    );
     console.log(
       `  start from the snapshot to ready: ${ms(p.readyMs)} (target < 5000 ms; ${String(health.documents)} services, ${String(health.vectors)} vectors, ${String(health.mode)}, graph ${(health.restored_from as { graph_loaded?: boolean } | null)?.graph_loaded ? 'read from the snapshot' : 'rebuilt'})`,
     );
@@ -193,7 +205,9 @@ async function main() {
       }
     }
     times.sort((a, b) => a - b);
-    console.log(`  search over HTTP (${QUERIES} queries, limit 10, ${(hits / QUERIES).toFixed(1)} hits each, mode ${mode}): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}, p99 ${ms(pct(times, 99))} (target p95 <= 25 ms)`);
+    console.log(
+      `  search over HTTP (${QUERIES} queries, limit 10, ${(hits / QUERIES).toFixed(1)} hits each, mode ${mode}): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}, p99 ${ms(pct(times, 99))} (target p95 <= 25 ms)`,
+    );
 
     // Registration to searchable.
     const registry = createRegistryClient(devnet.network);
@@ -215,7 +229,12 @@ async function main() {
       // Submit at a random point of the ledger period, as real registrations arrive.
       await new Promise((r) => setTimeout(r, rand() * CLOSE_MS));
       const t0 = performance.now();
-      const { txHash } = await registry.register(owner, { service: `reg-${i}-${token.slice(-6)}`, pricePerCall: 10_000n, endpoint: `https://reg-${i}.example/`, description: `benchmark registration ${token}` });
+      const { txHash } = await registry.register(owner, {
+        service: `reg-${i}-${token.slice(-6)}`,
+        pricePerCall: 10_000n,
+        endpoint: `https://reg-${i}.example/`,
+        description: `benchmark registration ${token}`,
+      });
       const t1 = closedAt.get(txHash);
       if (t1 === undefined) throw new Error(`no ledger close seen for ${txHash}`);
       for (;;) {
@@ -237,7 +256,9 @@ async function main() {
     p = await startProcess(env);
     health = (await (await fetch(`${p.url}/health`)).json()) as Record<string, unknown>;
     console.log(
-      `  restart after SIGTERM (final snapshot written in ${ms(stopMs)}): ready in ${ms(p.readyMs)} (target < 5000 ms; ${String(health.documents)} services, ${String(health.vectors)} vectors, graph ${(health.restored_from as { graph_loaded?: boolean } | null)?.graph_loaded ? 'read from the snapshot' : 'rebuilt'}; ${JSON.stringify(health.startup_ms)} inside the process; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})`,
+      `  restart after SIGTERM (final snapshot written in ${ms(stopMs)}): ready in ${ms(p.readyMs)} (target < 5000 ms; ${String(health.documents)} services, ${String(health.vectors)} vectors, graph ${(health.restored_from as { graph_loaded?: boolean } | null)?.graph_loaded ? 'read from the snapshot' : 'rebuilt'}; ${JSON.stringify(health.startup_ms)} inside the process; load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')})`,
     );
     await stop(p);
   } finally {

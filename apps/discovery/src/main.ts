@@ -6,7 +6,9 @@ import { startDiscovery } from './server.js';
 process.umask(0o077);
 
 const log = (message: string, err?: unknown) =>
-  console.error(JSON.stringify({ level: 'warn', time: new Date().toISOString(), msg: message, ...(err ? { err: err instanceof Error ? err.message : String(err) } : {}) }));
+  console.error(
+    JSON.stringify({ level: 'warn', time: new Date().toISOString(), msg: message, ...(err ? { err: err instanceof Error ? err.message : String(err) } : {}) }),
+  );
 
 let running;
 try {
@@ -20,7 +22,7 @@ try {
 const d = running;
 console.log(`Farebox discovery ${d.url}`);
 console.log(`  health          ${d.url}/health`);
-console.log(`  network         ${d.service.network.name} (registry ${d.service.network.registryContractId ?? "none"})`);
+console.log(`  network         ${d.service.network.name} (registry ${d.service.network.registryContractId ?? 'none'})`);
 d.service.ready().then(
   async () => {
     const h = await d.service.health();

@@ -50,7 +50,8 @@ export function loadDiscoveryConfig(env: Record<string, string | undefined>): Di
   }
   if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push(`STELLAR_NETWORK must be local, testnet or mainnet, got ${JSON.stringify(network)}`);
   const vectorIndex = (env.FAREBOX_DISCOVERY_VECTOR_INDEX || 'hnsw') as 'hnsw' | 'flat';
-  if (vectorIndex !== 'hnsw' && vectorIndex !== 'flat') problems.push(`FAREBOX_DISCOVERY_VECTOR_INDEX must be hnsw or flat, got ${JSON.stringify(vectorIndex)}`);
+  if (vectorIndex !== 'hnsw' && vectorIndex !== 'flat')
+    problems.push(`FAREBOX_DISCOVERY_VECTOR_INDEX must be hnsw or flat, got ${JSON.stringify(vectorIndex)}`);
   const config: DiscoveryConfig = {
     port: intSetting(env, 'PORT', 8790, 0, problems),
     host: env.FAREBOX_DISCOVERY_HOST || '0.0.0.0',
@@ -67,7 +68,8 @@ export function loadDiscoveryConfig(env: Record<string, string | undefined>): Di
     rateLimitPerMinute: intSetting(env, 'FAREBOX_DISCOVERY_RATE_LIMIT', 600, 0, problems),
     trustProxy: env.FAREBOX_TRUST_PROXY === '1' || env.FAREBOX_TRUST_PROXY === 'true',
   };
-  if (network === 'local' && !config.devnetUrl) problems.push('FAREBOX_DEVNET_URL required on the local network (the devnet to follow, e.g. http://127.0.0.1:8787/devnet)');
+  if (network === 'local' && !config.devnetUrl)
+    problems.push('FAREBOX_DEVNET_URL required on the local network (the devnet to follow, e.g. http://127.0.0.1:8787/devnet)');
   if (problems.length) throw new ConfigError(problems);
   return config;
 }
@@ -145,6 +147,21 @@ export async function startDiscovery(options: StartDiscoveryOptions = {}): Promi
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
-  const keep = ['port', 'host', 'dataDir', 'network', 'devnetUrl', 'rpcUrl', 'contractId', 'modelDir', 'allowModelDownload', 'vectorIndex', 'pollIntervalMs', 'snapshotIntervalMs', 'rateLimitPerMinute', 'trustProxy'];
+  const keep = [
+    'port',
+    'host',
+    'dataDir',
+    'network',
+    'devnetUrl',
+    'rpcUrl',
+    'contractId',
+    'modelDir',
+    'allowModelDownload',
+    'vectorIndex',
+    'pollIntervalMs',
+    'snapshotIntervalMs',
+    'rateLimitPerMinute',
+    'trustProxy',
+  ];
   return Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && keep.includes(k))) as Partial<T>;
 }

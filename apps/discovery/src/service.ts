@@ -86,7 +86,11 @@ export interface DiscoveryService {
 }
 
 const isAgent = (m: unknown): m is RegistryAgent =>
-  !!m && typeof m === 'object' && typeof (m as RegistryAgent).service === 'string' && typeof (m as RegistryAgent).pricePerCall === 'bigint' && typeof (m as RegistryAgent).owner === 'string';
+  !!m &&
+  typeof m === 'object' &&
+  typeof (m as RegistryAgent).service === 'string' &&
+  typeof (m as RegistryAgent).pricePerCall === 'bigint' &&
+  typeof (m as RegistryAgent).owner === 'string';
 
 /**
  * One discovery instance: a catalog mirror of its own (the registry's events
@@ -104,7 +108,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
       embedder: createEmbedder({ ...(options.modelDir ? { modelDir: options.modelDir } : {}), allowRemote: options.allowModelDownload === true }),
       vectorIndex: options.vectorIndex ?? 'hnsw',
     });
-  const stateDir = new StateDir(join(options.dataDir, network.name), network.name, (network.registryContractId ?? ''));
+  const stateDir = new StateDir(join(options.dataDir, network.name), network.name, network.registryContractId ?? '');
   const snapshotEvery = options.snapshotIntervalMs ?? 30_000;
   const rpc = new StellarRpc.Server(network.rpcUrl, { allowHttp: network.allowHttp });
   const startedAt = Date.now();
@@ -258,7 +262,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
         reasons,
         service: 'farebox-discovery',
         network: network.name,
-        contract_id: (network.registryContractId ?? ''),
+        contract_id: network.registryContractId ?? '',
         mode: s.mode,
         mode_reason: s.reason ?? null,
         model: s.model ?? null,

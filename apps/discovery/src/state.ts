@@ -23,8 +23,14 @@ export const StateSchema = z.object({
   cursor: z.string().nullable(),
   ledger: z.number().int().nullable(),
   index: z.string().regex(/^index-[0-9a-f]{16}\.bin$/),
-  graph: z.string().regex(/^graph-[0-9a-f]{16}\.usearch$/).nullable(),
-  graphSha256: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+  graph: z
+    .string()
+    .regex(/^graph-[0-9a-f]{16}\.usearch$/)
+    .nullable(),
+  graphSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable(),
   savedAt: z.string(),
 });
 export type DiscoveryState = z.infer<typeof StateSchema>;
@@ -93,36 +99,38 @@ export class StateDir {
    * One write at a time.
    */
   write(source: SnapshotSource, cursor: string | undefined, ledger: number | null): Promise<DiscoveryState> {
-    const next = this.writing.catch(() => undefined).then(async () => {
-      await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const id = randomBytes(8).toString('hex');
-      const graphName = `graph-${id}.usearch`;
-      const { bytes, graphSha256 } = source.take(join(this.dir, graphName));
-      const indexName = `index-${id}.bin`;
-      const tmp = join(this.dir, `${indexName}.${process.pid}.tmp`);
-      await writeFile(tmp, bytes, { mode: 0o600 });
-      await rename(tmp, join(this.dir, indexName));
-      const state: DiscoveryState = {
-        version: 1,
-        network: this.network,
-        contractId: this.contractId,
-        cursor: cursor ?? null,
-        ledger,
-        index: indexName,
-        graph: graphSha256 ? graphName : null,
-        graphSha256,
-        savedAt: new Date().toISOString(),
-      };
-      const stateTmp = `${this.statePath}.${process.pid}.tmp`;
-      await writeFile(stateTmp, JSON.stringify(state, null, 2), { mode: 0o600 });
-      await rename(stateTmp, this.statePath);
-      // Older snapshots (and a graph written for nothing) go.
-      const keep = new Set([indexName, ...(state.graph ? [state.graph] : [])]);
-      for (const name of await readdir(this.dir)) {
-        if (/^(index-[0-9a-f]{16}\.bin|graph-[0-9a-f]{16}\.usearch)$/.test(name) && !keep.has(name)) await rm(join(this.dir, name), { force: true });
-      }
-      return state;
-    });
+    const next = this.writing
+      .catch(() => undefined)
+      .then(async () => {
+        await mkdir(this.dir, { recursive: true, mode: 0o700 });
+        const id = randomBytes(8).toString('hex');
+        const graphName = `graph-${id}.usearch`;
+        const { bytes, graphSha256 } = source.take(join(this.dir, graphName));
+        const indexName = `index-${id}.bin`;
+        const tmp = join(this.dir, `${indexName}.${process.pid}.tmp`);
+        await writeFile(tmp, bytes, { mode: 0o600 });
+        await rename(tmp, join(this.dir, indexName));
+        const state: DiscoveryState = {
+          version: 1,
+          network: this.network,
+          contractId: this.contractId,
+          cursor: cursor ?? null,
+          ledger,
+          index: indexName,
+          graph: graphSha256 ? graphName : null,
+          graphSha256,
+          savedAt: new Date().toISOString(),
+        };
+        const stateTmp = `${this.statePath}.${process.pid}.tmp`;
+        await writeFile(stateTmp, JSON.stringify(state, null, 2), { mode: 0o600 });
+        await rename(stateTmp, this.statePath);
+        // Older snapshots (and a graph written for nothing) go.
+        const keep = new Set([indexName, ...(state.graph ? [state.graph] : [])]);
+        for (const name of await readdir(this.dir)) {
+          if (/^(index-[0-9a-f]{16}\.bin|graph-[0-9a-f]{16}\.usearch)$/.test(name) && !keep.has(name)) await rm(join(this.dir, name), { force: true });
+        }
+        return state;
+      });
     this.writing = next.then(
       () => undefined,
       () => undefined,

@@ -52,7 +52,10 @@ async function replica(dataDir: string, dir = modelDir) {
 
 const health = async (r: RunningDiscovery) => (await fetch(`${r.url}/health`)).json();
 const search = async (r: RunningDiscovery, q: string) =>
-  ((await (await fetch(`${r.url}/search?q=${encodeURIComponent(q)}`)).json()) as { mode: string; results: Array<{ service: string; bm25: number; cosine: number }> });
+  (await (await fetch(`${r.url}/search?q=${encodeURIComponent(q)}`)).json()) as {
+    mode: string;
+    results: Array<{ service: string; bm25: number; cosine: number }>;
+  };
 
 beforeAll(async () => {
   devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
@@ -60,7 +63,12 @@ beforeAll(async () => {
   await writeTinyModel(modelDir, DEFAULT_MODEL_ID, 'model_quantized.onnx');
   const owner = keypairSigner(encodeStrKey('secretSeed', randomBytes(32)));
   await createAccounts(devnet.network).fund(owner.publicKey);
-  await createRegistryClient(devnet.network).register(owner, { service: 'skycast', pricePerCall: 10_000n, endpoint: 'https://skycast.example/', description: 'Weather forecast for the hub' });
+  await createRegistryClient(devnet.network).register(owner, {
+    service: 'skycast',
+    pricePerCall: 10_000n,
+    endpoint: 'https://skycast.example/',
+    description: 'Weather forecast for the hub',
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -73,10 +81,20 @@ describe('discovery with the embedding model', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'farebox-disc-model-'));
     const first = await replica(dataDir);
     // A Spanish query with no word in common: found by its vector alone.
-    const found = await eventually('skycast found by its Spanish description', async () => (await search(first.r, 'pronóstico del tiempo')).results.find((h) => h.service === 'skycast'));
+    const found = await eventually('skycast found by its Spanish description', async () =>
+      (await search(first.r, 'pronóstico del tiempo')).results.find((h) => h.service === 'skycast'),
+    );
     expect(found.bm25).toBe(0);
     expect(found.cosine).toBeGreaterThan(0);
-    expect(await health(first.r)).toMatchObject({ ready: true, mode: 'hybrid', mode_reason: null, model: DEFAULT_MODEL_ID, documents: 1, vectors: 1, vector_index: 'hnsw' });
+    expect(await health(first.r)).toMatchObject({
+      ready: true,
+      mode: 'hybrid',
+      mode_reason: null,
+      model: DEFAULT_MODEL_ID,
+      documents: 1,
+      vectors: 1,
+      vector_index: 'hnsw',
+    });
     expect(first.passages).toEqual(['skycast: Weather forecast for the hub']);
     await first.r.close();
 

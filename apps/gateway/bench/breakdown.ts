@@ -47,9 +47,15 @@ await pool.query(`CREATE TABLE ${schema}.t (id int PRIMARY KEY, bal bigint)`);
 await pool.query(`INSERT INTO ${schema}.t VALUES (1, 1000000000)`);
 await time('pool checkout + release', async () => (await pool.connect()).release());
 await time('prepared SELECT 1 round trip', () => pool.query({ name: 'one', text: 'SELECT 1' }));
-await time('durable UPDATE (commit waits for fsync)', () => pool.query({ name: 'debit', text: `UPDATE ${schema}.t SET bal = bal - 1 WHERE id = $1 RETURNING bal`, values: [1] }));
+await time('durable UPDATE (commit waits for fsync)', () =>
+  pool.query({ name: 'debit', text: `UPDATE ${schema}.t SET bal = bal - 1 WHERE id = $1 RETURNING bal`, values: [1] }),
+);
 await time('UPDATE, asynchronous commit', () =>
-  pool.query({ name: 'debit_async', text: `UPDATE ${schema}.t SET bal = bal - 1 WHERE id = $1 AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off' RETURNING bal`, values: [1] }),
+  pool.query({
+    name: 'debit_async',
+    text: `UPDATE ${schema}.t SET bal = bal - 1 WHERE id = $1 AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off' RETURNING bal`,
+    values: [1],
+  }),
 );
 // The ledger's own statements are timed by the gateway bench's trace (hold_credits, post_payment).
 
@@ -59,14 +65,26 @@ const sock = connect(redisPort, new URL(redisUrl).hostname);
 await new Promise((r) => sock.once('connect', r));
 let waiting: (() => void) | undefined;
 sock.on('data', () => waiting?.());
-await time('Redis round trip (PING)', () => new Promise<void>((r) => { waiting = r; sock.write('PING\r\n'); }));
+await time(
+  'Redis round trip (PING)',
+  () =>
+    new Promise<void>((r) => {
+      waiting = r;
+      sock.write('PING\r\n');
+    }),
+);
 sock.destroy();
 
 // ---- certificate and JSON
 const signer = await createCertificateSigner(Keypair.random().secret());
 const body = Buffer.from(JSON.stringify({ text: 'hello', to: 'de' }));
 await time('certificate: sha256 + Ed25519 sign + encode', () => signCallCertificate({ service: 'noop', body, amount: 1_000_000n, callId: 'call_x' }, signer));
-const answer = JSON.stringify({ result: { ok: true }, cost: { base_units: 1, usd: '0.0000001' }, callId: 'call_x', trace: { steps: [{ name: 'hold_credits', status: 'ok', startedAt: new Date().toISOString(), durationMs: 1 }] } });
+const answer = JSON.stringify({
+  result: { ok: true },
+  cost: { base_units: 1, usd: '0.0000001' },
+  callId: 'call_x',
+  trace: { steps: [{ name: 'hold_credits', status: 'ok', startedAt: new Date().toISOString(), durationMs: 1 }] },
+});
 await time('JSON parse + stringify of an answer', async () => JSON.stringify(JSON.parse(answer)));
 
 // ---- the service connection
@@ -99,11 +117,17 @@ const plainUrl = await listen(plain);
 const appUrl = await listen(createServer(app));
 const client = (url: string) => new Pool(url, { connections: 2 });
 const [pc, ac] = [client(plainUrl), client(appUrl)];
-const post = async (c: Pool) => (await c.request({ method: 'POST', path: '/v1/call', headers: { 'content-type': 'application/json' }, body: '{"service":"noop","payload":{}}' })).body.text();
+const post = async (c: Pool) =>
+  (await c.request({ method: 'POST', path: '/v1/call', headers: { 'content-type': 'application/json' }, body: '{"service":"noop","payload":{}}' })).body.text();
 await time('HTTP answer, node:http', () => post(pc));
 await time('HTTP answer, express (json + urlencoded, router)', () => post(ac));
 
-console.log(`sequential p50 / p90 in ms, ${N} runs each, one at a time; load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `sequential p50 / p90 in ms, ${N} runs each, one at a time; load average ${(await import('node:os'))
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
 for (const [name, p50, p90] of rows) console.log(`  ${name.padEnd(52)} ${p50.toFixed(3).padStart(7)} ${p90.toFixed(3).padStart(7)}`);
 
 await Promise.all([pc.close(), ac.close(), agent.close()]);

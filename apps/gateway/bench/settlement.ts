@@ -56,7 +56,9 @@ try {
   console.log(`settlement of ${CALLS} calls over ${PUBLISHERS} publishers (${gw.core.db.kind})`);
   console.log(`  recording the calls (hold + post): ${(CALLS / (recordMs / 1000)).toFixed(0)} calls/s`);
   console.log(`  settling: ${(settleMs / 1000).toFixed(2)} s in all, median ${(sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(2)} s per publisher`);
-  console.log(`  on-chain transactions: ${transactions} (${(transactions / PUBLISHERS).toFixed(1)} per publisher; ${((transactions / CALLS) * 1000).toFixed(2)} per 1000 calls)`);
+  console.log(
+    `  on-chain transactions: ${transactions} (${(transactions / PUBLISHERS).toFixed(1)} per publisher; ${((transactions / CALLS) * 1000).toFixed(2)} per 1000 calls)`,
+  );
   console.log(`  payouts exact to the base unit: ${exact ? 'yes' : 'NO'}`);
   if (!exact) process.exitCode = 1;
 } finally {

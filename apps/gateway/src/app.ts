@@ -172,4 +172,3 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.use(errorHandler(log));
   return app;
 }
-

@@ -76,7 +76,12 @@ function mediaTypeOf(header: string | undefined): { type: string; charset: strin
   if (semi !== -1) {
     for (const param of header.slice(semi + 1).split(';')) {
       const eq = param.indexOf('=');
-      if (eq !== -1 && param.slice(0, eq).trim().toLowerCase() === 'charset') charset = param.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+      if (eq !== -1 && param.slice(0, eq).trim().toLowerCase() === 'charset')
+        charset = param
+          .slice(eq + 1)
+          .trim()
+          .replace(/^"(.*)"$/, '$1')
+          .toLowerCase();
     }
   }
   return { type, charset };
@@ -103,7 +108,10 @@ const DECOMPRESSORS: Record<string, (() => Transform) | undefined> = {
  */
 function drain(req: IncomingMessage, done: () => void): void {
   req.resume();
-  if (req.complete) return done();
+  if (req.complete) {
+    done();
+    return;
+  }
   let called = false;
   const once = () => {
     if (called) return;
@@ -341,6 +349,7 @@ export function inputError(err: unknown): { status: number; message: string } | 
   }
   if (isMalformedUrl(err)) return { status: 400, message: MALFORMED_URL };
   // Any other refusal of the body parsers (an aborted or mis-sized body, too many parameters): its own 4xx.
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose && typeof e.type === 'string') return { status: e.status, message: e.message ?? 'bad request' };
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose && typeof e.type === 'string')
+    return { status: e.status, message: e.message ?? 'bad request' };
   return undefined;
 }

@@ -54,7 +54,11 @@ export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allo
   const checkHost = (req: Req) => {
     const host = canonical(req.headers.host ?? '');
     // The message names the public host only (other allowed names may be internal).
-    if (!hosts.has(host)) throw new GatewayError('FORBIDDEN', `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${publicUrl.host} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`);
+    if (!hosts.has(host))
+      throw new GatewayError(
+        'FORBIDDEN',
+        `unknown host ${JSON.stringify(host.slice(0, 100))}: this gateway answers for ${publicUrl.host} (FAREBOX_BASE_URL, FAREBOX_ALLOWED_HOSTS)`,
+      );
   };
   // `Origin: null` (sandboxed frames, some redirects) is never ours; no Origin at all is a non-browser client.
   const checkOrigin = (req: Req) => {

@@ -1,5 +1,13 @@
 import { ConfigError } from '@farebox/protocol';
-import { DEFAULT_NETWORK, LOG_LEVELS, resolveGatewayConfig, type GatewayConfig, type GatewayOptions, type LogLevel, type NetworkName } from '@farebox/gateway-core';
+import {
+  DEFAULT_NETWORK,
+  LOG_LEVELS,
+  resolveGatewayConfig,
+  type GatewayConfig,
+  type GatewayOptions,
+  type LogLevel,
+  type NetworkName,
+} from '@farebox/gateway-core';
 import type { StartGatewayOptions } from './server.js';
 
 /** A process environment (`process.env`, or a test's own map). */
@@ -30,7 +38,11 @@ export function networkFromEnv(env: Env): { network: string | undefined; warning
   const legacy = env.FAREBOX_NETWORK || undefined;
   if (legacy === undefined) return { network: current, warnings: [], problems: [] };
   if (current !== undefined && current !== legacy) {
-    return { network: current, warnings: [], problems: [`STELLAR_NETWORK=${current} and the deprecated FAREBOX_NETWORK=${legacy} disagree: remove FAREBOX_NETWORK`] };
+    return {
+      network: current,
+      warnings: [],
+      problems: [`STELLAR_NETWORK=${current} and the deprecated FAREBOX_NETWORK=${legacy} disagree: remove FAREBOX_NETWORK`],
+    };
   }
   return { network: legacy, warnings: ['FAREBOX_NETWORK is deprecated: set STELLAR_NETWORK instead (same values)'], problems: [] };
 }
@@ -61,7 +73,10 @@ export function loadConfig(env: Env, terminal = false): GatewayHostConfig {
 }
 
 /** Where the host listens and keeps its files, before the gateway is built (option, then environment, then default). */
-export function listenSettingsFromEnv(env: Env, options: StartGatewayOptions = {}): { host: string; port: number; baseUrl: string | undefined; network: string; devnetUrl: string | undefined; dataDir: string } {
+export function listenSettingsFromEnv(
+  env: Env,
+  options: StartGatewayOptions = {},
+): { host: string; port: number; baseUrl: string | undefined; network: string; devnetUrl: string | undefined; dataDir: string } {
   return {
     host: options.host ?? env.HOST ?? '127.0.0.1',
     port: options.port ?? (env.PORT ? Number(env.PORT) : 8787),

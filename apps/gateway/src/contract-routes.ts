@@ -1,6 +1,15 @@
-import express, { type Request } from 'express';
+import type express from 'express';
+import type { Request } from 'express';
 import { operationList, type Operation } from '@farebox/contract';
-import { createApiHandlers, enforceRateLimit, GatewayError, type ApiHandler, type GatewayCore, type MountedOperationId, type Principal } from '@farebox/gateway-core';
+import {
+  createApiHandlers,
+  enforceRateLimit,
+  GatewayError,
+  type ApiHandler,
+  type GatewayCore,
+  type MountedOperationId,
+  type Principal,
+} from '@farebox/gateway-core';
 import type { z } from 'zod';
 import { jsonBody, unsafeTextError } from './body.js';
 import { route } from './http.js';

@@ -27,7 +27,9 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
   const json = jsonBody({ limit: API_BODY_LIMIT });
 
   const challenge = (error?: { code: string; description: string }) =>
-    error ? `Bearer error="${error.code}", error_description="${error.description}", resource_metadata="${oauth.resourceMetadataUrl}"` : `Bearer resource_metadata="${oauth.resourceMetadataUrl}"`;
+    error
+      ? `Bearer error="${error.code}", error_description="${error.description}", resource_metadata="${oauth.resourceMetadataUrl}"`
+      : `Bearer resource_metadata="${oauth.resourceMetadataUrl}"`;
 
   function rpcError(res: Response, status: number, message: string, headers: Record<string, string> = {}) {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
@@ -61,7 +63,9 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       if (bearer === undefined) return rpcError(res, 401, 'authentication required', { 'WWW-Authenticate': challenge() });
       const principal = bearer ? await oauth.authenticate(bearer, oauth.resource) : undefined;
       if (!principal) {
-        return rpcError(res, 401, 'invalid or expired access token', { 'WWW-Authenticate': challenge({ code: 'invalid_token', description: 'the access token is invalid, expired, revoked or not for this resource' }) });
+        return rpcError(res, 401, 'invalid or expired access token', {
+          'WWW-Authenticate': challenge({ code: 'invalid_token', description: 'the access token is invalid, expired, revoked or not for this resource' }),
+        });
       }
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
       if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);

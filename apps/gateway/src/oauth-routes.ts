@@ -1,5 +1,13 @@
 import express, { type Request, type Response } from 'express';
-import { enforceRateLimit, GatewayError, HTTP_STATUS, oauthErrorBody, type AuthorizationRequest, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import {
+  enforceRateLimit,
+  GatewayError,
+  HTTP_STATUS,
+  oauthErrorBody,
+  type AuthorizationRequest,
+  type GatewayCore,
+  type Principal,
+} from '@farebox/gateway-core';
 import { displayText, formatAmount } from '@farebox/protocol';
 import { formBody, inputError, jsonBody, unsafeTextError } from './body.js';
 import { browserPolicy } from './browser-policy.js';
@@ -24,7 +32,10 @@ const appText = (s: string, fallback: string) => `<bdi>${escapeHtml(displayText(
 /** Clickjacking protection and no caching on every page of the authorization flow. */
 function pageHeaders(res: Response) {
   res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'");
+  res.setHeader(
+    'Content-Security-Policy',
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'",
+  );
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Pragma', 'no-cache');
   // The sign-in and consent forms post to this origin, which refuses a post without its own Origin.
@@ -48,7 +59,8 @@ hr{border:0;border-top:1px solid #eee;margin:1.5rem 0}
 </style></head><body><main>${body}</main></body></html>`;
 }
 
-const hidden = (name: string, value: string | undefined) => (value === undefined ? '' : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`);
+const hidden = (name: string, value: string | undefined) =>
+  value === undefined ? '' : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
 
 /**
  * The authorization server's HTTP surface: metadata (RFC 8414, RFC 9728),
@@ -61,15 +73,18 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
   const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
   const router = express.Router();
   // The authorization server answers only for the gateway's own host names (DNS rebinding).
-  router.use(['/authorize', '/token', '/register', '/revoke', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource'], (req, res, next) => {
-    try {
-      browser.checkHost(req);
-      next();
-    } catch (err) {
-      if (req.baseUrl.startsWith('/authorize')) return errorPage(res, (err as Error).message, 403);
-      res.status(403).json({ error: 'invalid_request', error_description: (err as Error).message });
-    }
-  });
+  router.use(
+    ['/authorize', '/token', '/register', '/revoke', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource'],
+    (req, res, next) => {
+      try {
+        browser.checkHost(req);
+        next();
+      } catch (err) {
+        if (req.baseUrl.startsWith('/authorize')) return errorPage(res, (err as Error).message, 403);
+        res.status(403).json({ error: 'invalid_request', error_description: (err as Error).message });
+      }
+    },
+  );
 
   // Forms keep to the text rule of every body (no control characters, no unpaired surrogates).
   const form = formBody({ limit: '64kb', parameterLimit: 50 });
@@ -173,7 +188,12 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     res
       .status(status)
       .type('html')
-      .send(page('Cannot authorize', `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app, so you are not sent back to it. Close this page and try connecting again.</p>`));
+      .send(
+        page(
+          'Cannot authorize',
+          `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app, so you are not sent back to it. Close this page and try connecting again.</p>`,
+        ),
+      );
   }
 
   function signInPage(res: Response, next: string, clientName: string) {
@@ -233,23 +253,20 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       );
   }
 
-  router.get(
-    '/authorize',
-    (req, res, next) => {
-      (async () => {
-        const unsafe = unsafeTextError(req.query);
-        if (unsafe) return errorPage(res, unsafe.message);
-        const check = await oauth.checkAuthorization(req.query as Record<string, unknown>);
-        if (check.kind === 'error_page') return errorPage(res, check.message);
-        if (check.kind === 'redirect') return res.redirect(302, check.location);
-        const principal = await session(req);
-        if (!principal) return signInPage(res, req.originalUrl, check.request.client.clientName);
-        const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
-        const limit = existing?.dailyLimit ? formatAmount(existing.dailyLimit, { trim: true }) : '';
-        consentPage(res, principal, check.request, { limit });
-      })().catch(next);
-    },
-  );
+  router.get('/authorize', (req, res, next) => {
+    (async () => {
+      const unsafe = unsafeTextError(req.query);
+      if (unsafe) return errorPage(res, unsafe.message);
+      const check = await oauth.checkAuthorization(req.query as Record<string, unknown>);
+      if (check.kind === 'error_page') return errorPage(res, check.message);
+      if (check.kind === 'redirect') return res.redirect(302, check.location);
+      const principal = await session(req);
+      if (!principal) return signInPage(res, req.originalUrl, check.request.client.clientName);
+      const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
+      const limit = existing?.dailyLimit ? formatAmount(existing.dailyLimit, { trim: true }) : '';
+      consentPage(res, principal, check.request, { limit });
+    })().catch(next);
+  });
 
   router.post('/authorize', form, (req, res, next) => {
     (async () => {
@@ -274,7 +291,10 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         return res.redirect(303, await oauth.approve(principal.user, check.request, input.daily_limit_usd));
       } catch (err) {
         if (err instanceof GatewayError && err.code === 'BAD_REQUEST') {
-          return consentPage(res, principal, check.request, { error: err.message, limit: typeof input.daily_limit_usd === 'string' ? input.daily_limit_usd : '' });
+          return consentPage(res, principal, check.request, {
+            error: err.message,
+            limit: typeof input.daily_limit_usd === 'string' ? input.daily_limit_usd : '',
+          });
         }
         throw err;
       }

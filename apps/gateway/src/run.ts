@@ -24,7 +24,12 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint' |
   // 100 ms): a write per line was a tenth of the gateway's CPU under load, and each write wakes the
   // process reading the logs (docs/performance.md).
   const logger = level
-    ? createLogger({ level, ...(prettyLogs ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) } : { bufferBytes: 65536 }) })
+    ? createLogger({
+        level,
+        ...(prettyLogs
+          ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) }
+          : { bufferBytes: 65536 }),
+      })
     : undefined; // an invalid level is reported with every other configuration problem
 
   let gw: RunningGateway;

@@ -87,7 +87,16 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
   let core: GatewayCore;
   try {
     // The gateway's one configuration: the environment and the options, validated together (every problem at once).
-    const config = options.config ?? configFromEnv(env, { ...options, baseUrl, port, dataDir, ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}), ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
+    const config =
+      options.config ??
+      configFromEnv(env, {
+        ...options,
+        baseUrl,
+        port,
+        dataDir,
+        ...(embed ? { devnetUrl: `${baseUrl}/devnet` } : {}),
+        ...(options.wallets ? { keystoreKeyProvided: true } : {}),
+      });
     core = await createGateway({ ...options, config });
   } catch (err) {
     await new Promise((r) => server.close(r));

@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkResponses, recordResponses } from './contract-kit.js';
 import { startHarness, type DbKind, type Harness, type TestUser } from './harness.js';
 
-async function rawServer(handler: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void): Promise<{ url: string; server: Server; hits: () => number }> {
+async function rawServer(
+  handler: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void,
+): Promise<{ url: string; server: Server; hits: () => number }> {
   let hits = 0;
   const server = createServer((req, res) => {
     hits++;
@@ -21,7 +23,10 @@ export function apiSuite(kind: DbKind) {
   let alice: TestUser;
   const servers: Server[] = [];
   // Every response the suite gets from the gateway is kept for the contract check at the end.
-  const recorder = recordResponses(() => h?.url, () => expect.getState().currentTestName);
+  const recorder = recordResponses(
+    () => h?.url,
+    () => expect.getState().currentTestName,
+  );
 
   beforeAll(async () => {
     h = await startHarness(kind);
@@ -31,7 +36,10 @@ export function apiSuite(kind: DbKind) {
 
   afterAll(async () => {
     recorder.stop();
-    for (const s of servers) s.closeAllConnections(), s.close();
+    for (const s of servers) {
+      s.closeAllConnections();
+      s.close();
+    }
     await h?.close();
   });
 
@@ -47,7 +55,16 @@ export function apiSuite(kind: DbKind) {
       expect(me.body).toMatchObject({ id: alice.id, email: alice.email, is_publisher: false, publisher_name: null });
       expect(me.body.custodial_wallet).toMatch(/^G[A-Z2-7]{55}$/);
       const b = await alice.api('/v1/balance');
-      expect(b.body).toMatchObject({ asset: 'USDC', base_unit_name: 'stroops', balance_base_units: 50_000_000, balance_lamports: 50_000_000, balance_sol: 50_000_000, balance_usd: 5, total_base_units: 50_000_000, total_sol: 50_000_000 });
+      expect(b.body).toMatchObject({
+        asset: 'USDC',
+        base_unit_name: 'stroops',
+        balance_base_units: 50_000_000,
+        balance_lamports: 50_000_000,
+        balance_sol: 50_000_000,
+        balance_usd: 5,
+        total_base_units: 50_000_000,
+        total_sol: 50_000_000,
+      });
       // The spec's Versioning rule 2: every legacy *_lamports and *_sol twin carries the base units of its *_base_units field.
       const w = await alice.api('/v1/wallet');
       expect(w.body).toMatchObject({ base_units: 0, lamports: 0, sol: 0, asset_amount: 0 });
@@ -58,16 +75,32 @@ export function apiSuite(kind: DbKind) {
         }
       }
       // Signing in again does not give a second credit.
-      const login = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: alice.email, password: 'correct horse battery' }) });
+      const login = await fetch(`${h.url}/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: alice.email, password: 'correct horse battery' }),
+      });
       expect(login.status).toBe(200);
       expect(await credits(alice)).toBe(50_000_000);
     });
 
     it('refuses a duplicate e-mail and a wrong password without telling which accounts exist', async () => {
-      const dup = await fetch(`${h.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: alice.email.toUpperCase(), password: 'another password' }) });
+      const dup = await fetch(`${h.url}/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: alice.email.toUpperCase(), password: 'another password' }),
+      });
       expect(dup.status).toBe(409);
-      const wrong = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: alice.email, password: 'nope nope nope' }) });
-      const unknown = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'nobody@example.com', password: 'nope nope nope' }) });
+      const wrong = await fetch(`${h.url}/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: alice.email, password: 'nope nope nope' }),
+      });
+      const unknown = await fetch(`${h.url}/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'nobody@example.com', password: 'nope nope nope' }),
+      });
       expect(wrong.status).toBe(401);
       expect(unknown.status).toBe(401);
       expect(await wrong.json()).toEqual(await unknown.json());
@@ -96,7 +129,11 @@ export function apiSuite(kind: DbKind) {
     });
 
     it('needs the CSRF token for cookie-authenticated writes, and refuses cross-origin ones', async () => {
-      const noToken = await fetch(`${h.url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: alice.cookie }, body: JSON.stringify({ name: 'x' }) });
+      const noToken = await fetch(`${h.url}/v1/api-keys`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie: alice.cookie },
+        body: JSON.stringify({ name: 'x' }),
+      });
       expect(noToken.status).toBe(403);
       expect(await noToken.json()).toEqual({ error: 'missing or invalid CSRF token' });
       const crossOrigin = await fetch(`${h.url}/v1/api-keys`, {
@@ -192,7 +229,10 @@ export function apiSuite(kind: DbKind) {
 
     it('gives 404 for an unknown key and an unknown OAuth connection', async () => {
       expect(await alice.api('/v1/api-keys/key_doesnotexist', { method: 'DELETE' })).toMatchObject({ status: 404, body: { error: 'api key not found' } });
-      expect(await alice.api('/v1/oauth/connections/conn_doesnotexist', { method: 'DELETE' })).toMatchObject({ status: 404, body: { error: 'connection not found' } });
+      expect(await alice.api('/v1/oauth/connections/conn_doesnotexist', { method: 'DELETE' })).toMatchObject({
+        status: 404,
+        body: { error: 'connection not found' },
+      });
     });
 
     it("cannot revoke another account's key", async () => {
@@ -230,7 +270,10 @@ export function apiSuite(kind: DbKind) {
       expect(extra.body.error).toMatch(/^unknown field: price/);
       expect((await alice.api('/v1/call', { body: { service: 'echo', payload: [1] } })).status).toBe(400);
       // No payload is not an empty one: refused, nothing sent, nothing charged.
-      expect(await alice.api('/v1/call', { body: { service: 'echo' } })).toMatchObject({ status: 400, body: { error: "payload required (a JSON object: the service's input, {} for none)" } });
+      expect(await alice.api('/v1/call', { body: { service: 'echo' } })).toMatchObject({
+        status: 400,
+        body: { error: "payload required (a JSON object: the service's input, {} for none)" },
+      });
       expect((await alice.api('/v1/call', { body: '{"service":' })).status).toBe(400);
       expect(await credits(alice)).toBe(before);
     });
@@ -261,8 +304,16 @@ export function apiSuite(kind: DbKind) {
     });
 
     it.each([
-      ['the service answers 500', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}'), 'service error 500: boom'],
-      ['the service answers invalid JSON', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{not json'), 'service returned invalid JSON'],
+      [
+        'the service answers 500',
+        (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}'),
+        'service error 500: boom',
+      ],
+      [
+        'the service answers invalid JSON',
+        (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{not json'),
+        'service returned invalid JSON',
+      ],
       ['the service never answers', () => undefined, 'service timed out after 4000 ms'],
       [
         'the service trickles its answer past the deadline, a byte a second',
@@ -275,10 +326,16 @@ export function apiSuite(kind: DbKind) {
       ],
       [
         'the service answers more than 5 MiB',
-        (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(`{"a":"${'x'.repeat(5 * 1024 * 1024)}"}`),
+        (_req: unknown, res: import('node:http').ServerResponse) =>
+          res.writeHead(200, { 'content-type': 'application/json' }).end(`{"a":"${'x'.repeat(5 * 1024 * 1024)}"}`),
         'service response too large',
       ],
-      ['the service answers 401', (_req: unknown, res: import('node:http').ServerResponse) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid certificate signature"}'), 'service error 401: invalid certificate signature'],
+      [
+        'the service answers 401',
+        (_req: unknown, res: import('node:http').ServerResponse) =>
+          res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid certificate signature"}'),
+        'service error 401: invalid certificate signature',
+      ],
     ])('refunds exactly once when %s', async (_label, handler, message) => {
       const srv = await rawServer(handler as never);
       servers.push(srv.server);
@@ -302,7 +359,11 @@ export function apiSuite(kind: DbKind) {
       const name = `j${Math.random().toString(36).slice(2, 10)}`;
       await h.registerRaw(name, srv.url, '0.5');
       const u = await h.user();
-      const res = await fetch(`${h.url}/v1/call`, { method: 'POST', headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ service: name, payload: {} }) });
+      const res = await fetch(`${h.url}/v1/call`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ service: name, payload: {} }),
+      });
       const text = await res.text();
       expect(res.status).toBe(200);
       expect(text.startsWith(`{"result":${answer},"cost":`)).toBe(true);
@@ -312,7 +373,12 @@ export function apiSuite(kind: DbKind) {
       const principal = (await h.gw.core.authenticateBearer(u.key))!;
       const inProcess = await h.gw.core.calls.call(principal, { service: name, payload: {} });
       expect(inProcess.ok).toBe(true);
-      expect(inProcess.value).toMatchObject({ result: { text: 'café' }, paidWith: 'credit', cost: { base_units: 5_000_000 }, newBalance: { base_units: 40_000_000 } });
+      expect(inProcess.value).toMatchObject({
+        result: { text: 'café' },
+        paidWith: 'credit',
+        cost: { base_units: 5_000_000 },
+        newBalance: { base_units: 40_000_000 },
+      });
       expect(inProcess.json.startsWith(`{"result":${answer},"cost":`)).toBe(true);
     });
 
@@ -385,7 +451,10 @@ export function apiSuite(kind: DbKind) {
       // A registry entry whose endpoint serves another service's manifest.
       const other = await h.publish('noted-real', { price: '0.01', pricingNote: 'not yours' });
       await h.registerRaw('noted-fake', other.endpoint, '0.01');
-      expect(await alice.api('/v1/agents/noted-fake/manifest')).toMatchObject({ status: 500, body: { error: 'service manifest unavailable: it does not match the registry record' } });
+      expect(await alice.api('/v1/agents/noted-fake/manifest')).toMatchObject({
+        status: 500,
+        body: { error: 'service manifest unavailable: it does not match the registry record' },
+      });
       // Nothing listening.
       await h.registerRaw('noted-gone', 'http://127.0.0.1:9/', '0.01');
       const gone = await alice.api('/v1/agents/noted-gone/manifest');
@@ -398,8 +467,17 @@ export function apiSuite(kind: DbKind) {
       const pub = await h.user();
       expect((await pub.api('/v1/publisher/activate', { body: { name: 'Geo Co' } })).status).toBe(200);
       const svc = await h.serve('geocoder', { price: '0.02', ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
-      const created = await pub.api('/v1/agents', { body: { service: 'geocoder', pricePerCallLamports: 200_000, endpoint: svc.endpoint, description: 'turns street addresses into coordinates' } });
-      expect(created.status, JSON.stringify(created.body) + h.logs().filter((l) => l.includes('"level":"error"') || l.includes('"level":"warn"')).join('\n')).toBe(201);
+      const created = await pub.api('/v1/agents', {
+        body: { service: 'geocoder', pricePerCallLamports: 200_000, endpoint: svc.endpoint, description: 'turns street addresses into coordinates' },
+      });
+      expect(
+        created.status,
+        JSON.stringify(created.body) +
+          h
+            .logs()
+            .filter((l) => l.includes('"level":"error"') || l.includes('"level":"warn"'))
+            .join('\n'),
+      ).toBe(201);
       // No waiting: the answer returns once this gateway has indexed the confirmed registration.
       expect((await alice.api('/v1/agents?q=geocoder')).body[0]?.service).toBe('geocoder');
       expect((await alice.api('/v1/agents?q=street coordinates')).body[0]?.service).toBe('geocoder');
@@ -413,14 +491,18 @@ export function apiSuite(kind: DbKind) {
 
     it('lets a publisher register, update and remove a service signed by its wallet, and refuses SSRF endpoints', async () => {
       const pub = await h.user();
-      expect((await pub.api('/v1/agents', { body: { service: 'mine1', pricePerCallLamports: 1000, endpoint: 'https://example.com/x', description: 'd' } })).status).toBe(403);
+      expect(
+        (await pub.api('/v1/agents', { body: { service: 'mine1', pricePerCallLamports: 1000, endpoint: 'https://example.com/x', description: 'd' } })).status,
+      ).toBe(403);
       expect((await pub.api('/v1/publisher/activate', { body: { name: 'Pub Co' } })).body).toMatchObject({ is_publisher: true, publisher_name: 'Pub Co' });
       for (const endpoint of ['http://169.254.169.254/latest/meta-data', 'https://10.0.0.1/', 'http://[::ffff:192.168.0.1]/', 'file:///etc/passwd']) {
         const bad = await pub.api('/v1/agents', { body: { service: 'mine1', pricePerCallLamports: 1000, endpoint, description: 'd' } });
         expect(bad.status, endpoint).toBe(400);
       }
       const svc = await h.publish('backend1', { price: '0.01' });
-      const created = await pub.api('/v1/agents', { body: { service: 'mine1', pricePerCallLamports: 20_000, endpoint: svc.endpoint, description: 'my service' } });
+      const created = await pub.api('/v1/agents', {
+        body: { service: 'mine1', pricePerCallLamports: 20_000, endpoint: svc.endpoint, description: 'my service' },
+      });
       expect(created.status).toBe(201);
       expect(created.body).toMatchObject({ service: 'mine1', pricePerCall: 0.002, ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
       expect((await pub.api('/v1/agents/mine')).body.map((s: { service: string }) => s.service)).toEqual(['mine1']);
@@ -439,11 +521,22 @@ export function apiSuite(kind: DbKind) {
       await pub.api('/v1/publisher/activate', { body: { name: 'Analytics Co' } });
       const wallet = (await pub.api('/v1/me')).body.custodial_wallet;
       const backend = await h.serve('paid2', { price: '0.1', ownerWallet: wallet });
-      expect((await pub.api('/v1/agents', { body: { service: 'paid2', pricePerCallLamports: 1_000_000, endpoint: backend.endpoint, description: 'pays' } })).status).toBe(201);
+      expect(
+        (await pub.api('/v1/agents', { body: { service: 'paid2', pricePerCallLamports: 1_000_000, endpoint: backend.endpoint, description: 'pays' } })).status,
+      ).toBe(201);
       const caller = await h.user();
       for (let i = 0; i < 3; i++) expect((await caller.api('/v1/call', { body: { service: 'paid2', payload: {} } })).status).toBe(200);
       const o = await pub.api('/v1/publisher/overview');
-      expect(o.body).toMatchObject({ calls: 3, earned_sol: 2_850_000, earned_base_units: 2_850_000, gross_base_units: 3_000_000, fee_base_units: 150_000, pending_base_units: 2_850_000, settled_base_units: 0, fee: { pct: 5 } });
+      expect(o.body).toMatchObject({
+        calls: 3,
+        earned_sol: 2_850_000,
+        earned_base_units: 2_850_000,
+        gross_base_units: 3_000_000,
+        fee_base_units: 150_000,
+        pending_base_units: 2_850_000,
+        settled_base_units: 0,
+        fee: { pct: 5 },
+      });
       const a = await pub.api('/v1/publisher/analytics?days=7');
       expect(a.body).toHaveLength(7);
       expect(a.body.at(-1)).toMatchObject({ calls: 3, earned_base_units: 2_850_000, earned_lamports: 2_850_000, earned_sol: 2_850_000, earned_usd: 0.285 });
@@ -453,11 +546,23 @@ export function apiSuite(kind: DbKind) {
       // The settler (every 10 s) gathers earnings not in a cycle yet into one; it runs now, so that
       // what the list shows is not left to when its timer fired (it may have taken the first calls already).
       await h.gw.core.settlement.engine!.tick();
-      const cycles = (await pub.api('/v1/publisher/settlements')).body as Array<{ calls: number; gross: { base_units: number }; fee: { base_units: number }; net: { base_units: number }; paid: { base_units: number } }>;
+      const cycles = (await pub.api('/v1/publisher/settlements')).body as Array<{
+        calls: number;
+        gross: { base_units: number };
+        fee: { base_units: number };
+        net: { base_units: number };
+        paid: { base_units: number };
+      }>;
       expect(cycles.length).toBeGreaterThan(0);
       const total = (field: 'gross' | 'fee' | 'net' | 'paid') => cycles.reduce((sum, c) => sum + c[field].base_units, 0);
       // Every call's earning in exactly one cycle, the fee on each, nothing paid before the settlement interval.
-      expect({ calls: cycles.reduce((sum, c) => sum + c.calls, 0), gross: total('gross'), fee: total('fee'), net: total('net'), paid: total('paid') }).toEqual({ calls: 3, gross: 3_000_000, fee: 150_000, net: 2_850_000, paid: 0 });
+      expect({ calls: cycles.reduce((sum, c) => sum + c.calls, 0), gross: total('gross'), fee: total('fee'), net: total('net'), paid: total('paid') }).toEqual({
+        calls: 3,
+        gross: 3_000_000,
+        fee: 150_000,
+        net: 2_850_000,
+        paid: 0,
+      });
     });
   });
 
@@ -509,7 +614,33 @@ export function apiSuite(kind: DbKind) {
       expect(report.unmatched.filter((u) => !u.split(' ')[1]!.startsWith('/devnet/'))).toEqual([]);
       // What the suite exercised (each operation, with its statuses), all of it checked.
       const ops = new Set([...report.checked].map((c) => c.split(' ')[0]));
-      for (const id of ['signup', 'login', 'logout', 'me', 'balance', 'topup', 'transactions', 'listAgents', 'agentManifest', 'call', 'listApiKeys', 'createApiKey', 'revokeApiKey', 'revokeOAuthConnection', 'activatePublisher', 'publisherOverview', 'publisherSettlements', 'publisherAnalytics', 'myAgents', 'registerAgent', 'updateAgent', 'removeAgent', 'platformStats', 'platformKey', 'health']) {
+      for (const id of [
+        'signup',
+        'login',
+        'logout',
+        'me',
+        'balance',
+        'topup',
+        'transactions',
+        'listAgents',
+        'agentManifest',
+        'call',
+        'listApiKeys',
+        'createApiKey',
+        'revokeApiKey',
+        'revokeOAuthConnection',
+        'activatePublisher',
+        'publisherOverview',
+        'publisherSettlements',
+        'publisherAnalytics',
+        'myAgents',
+        'registerAgent',
+        'updateAgent',
+        'removeAgent',
+        'platformStats',
+        'platformKey',
+        'health',
+      ]) {
         expect(ops, id).toContain(id);
       }
     });

@@ -37,11 +37,16 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: apt-get install -y chromium`);
     const dist = dashboardDir();
     if (!dist) throw new Error('@farebox/dashboard is not installed: run pnpm install');
-    if (!builtWithPaidTopups(dist)) execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(here, '..', '..', '..'), stdio: 'inherit' });
+    if (!builtWithPaidTopups(dist))
+      execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(here, '..', '..', '..'), stdio: 'inherit' });
     const devnet = await startDevnetForSettlement();
     const real = new URL(resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} }).friendbotUrl!);
     friendbotProxy = await startHttpProxy(real.origin, () => friendbot.pass());
-    s = await startStack({ devnet, env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: `${friendbotProxy.url}${real.pathname}` }), gateway: { dashboard: dist } });
+    s = await startStack({
+      devnet,
+      env: testnetOnDevnet(devnet, { STELLAR_FRIENDBOT_URL: `${friendbotProxy.url}${real.pathname}` }),
+      gateway: { dashboard: dist },
+    });
     // The treasury is set up at start (through the friendbot, open until now).
     const chain = createAccounts(s.gw.core.network);
     await eventually('the treasury exists on chain', async () => (await chain.balances(s.gw.core.treasuryAddress)).exists, { timeoutMs: 20_000 });
@@ -49,7 +54,16 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 900 },
       baseURL: s.url,
     });
@@ -110,7 +124,11 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     await page.getByLabel('Top up (USD)').fill('3');
     await page.getByRole('button', { name: 'Pay from wallet' }).click();
     const alert = page.getByRole('alert');
-    await alert.getByText(/insufficient USDC in your wallet: 0 USDC there, 3 needed\. Fund it by sending USDC \(testnet, issuer G[A-Z2-7]{55}\) to G[A-Z2-7]{55}; no memo needed/).waitFor();
+    await alert
+      .getByText(
+        /insufficient USDC in your wallet: 0 USDC there, 3 needed\. Fund it by sending USDC \(testnet, issuer G[A-Z2-7]{55}\) to G[A-Z2-7]{55}; no memo needed/,
+      )
+      .waitFor();
     expect((await alert.getByTestId('fund-address').textContent())!.trim()).toBe(wallet);
     await alert.getByRole('button', { name: 'Copy wallet address' }).click();
     await alert.getByRole('button', { name: 'Copied' }).waitFor();
@@ -148,7 +166,7 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     await page.getByText('Paid 3 USDC from your wallet: added $3 to your credits.').waitFor({ timeout: 20_000 });
     expect(await page.getByText('Paying 3 USDC from your wallet').count()).toBe(0);
     const link = page.getByRole('link', { name: /Payment on explorer/ });
-    expect(await link.getAttribute('href')).toMatch(new RegExp(`/explorer/local/tx/[0-9a-f]{64}$`));
+    expect(await link.getAttribute('href')).toMatch(/\/explorer\/local\/tx\/[0-9a-f]{64}$/);
     await page.getByTestId('credits').getByText('$8.00').waitFor();
     await page.getByTestId('wallet-balance').getByText('$7.00').waitFor();
     expect(keys).toHaveLength(2);
@@ -182,7 +200,10 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     expect(body[0]).toMatch(/Top-up from wallet[\s\S]*\+\$2\.00[\s\S]*completed/i);
     expect(body[1]).toMatch(/Top-up from wallet[\s\S]*\+\$3\.00[\s\S]*completed/i);
     expect(body[2]).toMatch(/Sign-up credit[\s\S]*\+\$5\.00/);
-    const txs = (await page.getByRole('table').getByRole('link').evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href))) as string[];
+    const txs = (await page
+      .getByRole('table')
+      .getByRole('link')
+      .evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href))) as string[];
     expect(txs).toHaveLength(2);
     for (const href of txs) expect(href).toMatch(/\/explorer\/local\/tx\/[0-9a-f]{64}$/);
   }, 60_000);

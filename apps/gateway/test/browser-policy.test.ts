@@ -20,7 +20,10 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 /** A raw request: fetch may not set Host, a DNS-rebinding page's browser does. */
-function raw(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function raw(
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const u = new URL(h.url);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: u.hostname, port: u.port, path, method: init.method ?? 'GET', headers: init.headers ?? {} }, (res) => {
@@ -86,7 +89,11 @@ describe('cookie routes', () => {
     expect(logout.status).toBe(403);
     expect(await sessionAlive(u), 'the session was not ended').toBe(true);
 
-    const write = await raw('/v1/api-keys', { method: 'POST', headers: { ...JSON_BODY, origin: 'null', cookie: u.cookie, 'x-csrf-token': u.csrf }, body: '{"name":"framed"}' });
+    const write = await raw('/v1/api-keys', {
+      method: 'POST',
+      headers: { ...JSON_BODY, origin: 'null', cookie: u.cookie, 'x-csrf-token': u.csrf },
+      body: '{"name":"framed"}',
+    });
     expect(write.status).toBe(403);
     expect(JSON.parse(write.body)).toEqual({ error: 'cross-origin request refused' });
     expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('framed');
@@ -109,7 +116,11 @@ describe('cookie routes', () => {
     const own = { origin: h.url, cookie: u.cookie };
 
     for (const token of [undefined, 'not-the-token']) {
-      const write = await raw('/v1/api-keys', { method: 'POST', headers: { ...JSON_BODY, ...own, ...(token ? { 'x-csrf-token': token } : {}) }, body: '{"name":"forged"}' });
+      const write = await raw('/v1/api-keys', {
+        method: 'POST',
+        headers: { ...JSON_BODY, ...own, ...(token ? { 'x-csrf-token': token } : {}) },
+        body: '{"name":"forged"}',
+      });
       expect(write.status).toBe(403);
       expect(JSON.parse(write.body)).toEqual({ error: 'missing or invalid CSRF token' });
       const logout = await raw('/auth/logout', { method: 'POST', headers: { ...own, ...(token ? { 'x-csrf-token': token } : {}) } });
@@ -142,7 +153,11 @@ describe('cookie routes', () => {
       const me = await raw('/v1/me', { headers: { authorization, cookie: u.cookie } });
       expect(me.status).toBe(401);
       expect(JSON.parse(me.body)).toEqual({ error: 'invalid credential' });
-      const mcp = await raw('/mcp', { method: 'POST', headers: { ...JSON_BODY, authorization, accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+      const mcp = await raw('/mcp', {
+        method: 'POST',
+        headers: { ...JSON_BODY, authorization, accept: 'application/json, text/event-stream' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
       expect(mcp.status).toBe(401);
       expect(JSON.parse(mcp.body).error.message).toBe('invalid or expired access token');
     }
@@ -155,7 +170,11 @@ describe('cookie routes', () => {
     const evil = { host: `rebound.example:${port}`, origin: `http://rebound.example:${port}` };
     const unknownHost = new RegExp(`^unknown host "rebound\\.example:${port}": this gateway answers for 127\\.0\\.0\\.1:${port} `);
 
-    const login = await raw('/auth/login', { method: 'POST', headers: { ...evil, ...JSON_BODY }, body: JSON.stringify({ email: u.email, password: PASSWORD }) });
+    const login = await raw('/auth/login', {
+      method: 'POST',
+      headers: { ...evil, ...JSON_BODY },
+      body: JSON.stringify({ email: u.email, password: PASSWORD }),
+    });
     expect(login.status).toBe(403);
     expect(JSON.parse(login.body).error).toMatch(unknownHost);
     expect(login.headers['set-cookie']).toBeUndefined();
@@ -173,7 +192,11 @@ describe('cookie routes', () => {
     const read = await raw('/v1/me', { headers: { host: evil.host, cookie: u.cookie } });
     expect(read.status).toBe(403);
     expect(read.body).not.toContain(u.email);
-    const write = await raw('/v1/api-keys', { method: 'POST', headers: { ...evil, ...JSON_BODY, cookie: u.cookie, 'x-csrf-token': u.csrf }, body: '{"name":"rebound"}' });
+    const write = await raw('/v1/api-keys', {
+      method: 'POST',
+      headers: { ...evil, ...JSON_BODY, cookie: u.cookie, 'x-csrf-token': u.csrf },
+      body: '{"name":"rebound"}',
+    });
     expect(write.status).toBe(403);
     expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('rebound');
 
@@ -203,12 +226,20 @@ describe('cookie routes', () => {
     expect((await raw('/v1/me', { headers: { host: evil.host, authorization: `Bearer ${u.key}` } })).status).toBe(200);
     // The gateway's own host works, and so does a name of FAREBOX_ALLOWED_HOSTS with its origin under the public scheme.
     expect((await raw('/v1/me', { headers: { cookie: u.cookie } })).status).toBe(200);
-    const alias = await raw('/auth/login', { method: 'POST', headers: { host: ALIAS, origin: `http://${ALIAS}`, ...JSON_BODY }, body: JSON.stringify({ email: u.email, password: PASSWORD }) });
+    const alias = await raw('/auth/login', {
+      method: 'POST',
+      headers: { host: ALIAS, origin: `http://${ALIAS}`, ...JSON_BODY },
+      body: JSON.stringify({ email: u.email, password: PASSWORD }),
+    });
     expect(alias.status).toBe(200);
     expect(alias.headers['set-cookie']).toBeDefined();
     // `name:80` is `name` to an http origin.
     expect((await raw('/v1/me', { headers: { host: `${ALIAS.toUpperCase()}:80`, cookie: u.cookie } })).status).toBe(200);
-    const otherScheme = await raw('/auth/login', { method: 'POST', headers: { host: ALIAS, origin: `https://${ALIAS}`, ...JSON_BODY }, body: JSON.stringify({ email: u.email, password: PASSWORD }) });
+    const otherScheme = await raw('/auth/login', {
+      method: 'POST',
+      headers: { host: ALIAS, origin: `https://${ALIAS}`, ...JSON_BODY },
+      body: JSON.stringify({ email: u.email, password: PASSWORD }),
+    });
     expect(otherScheme.status).toBe(403);
     expect(JSON.parse(otherScheme.body)).toEqual({ error: 'cross-origin request refused' });
   });
@@ -251,7 +282,11 @@ describe('cookie routes', () => {
     }
     expect(got).toEqual(Object.fromEntries(cases));
     // Sign-up follows the same rule.
-    for (const [next, location] of [['/.//evil.example', '/'], ['/x/../\\evil', '/'], ['/billing', '/billing']]) {
+    for (const [next, location] of [
+      ['/.//evil.example', '/'],
+      ['/x/../\\evil', '/'],
+      ['/billing', '/billing'],
+    ]) {
       const r = await raw('/auth/signup', { method: 'POST', headers: FORM, body: form({ email: freshEmail(), password: PASSWORD, next: next! }) });
       expect(r.status, next).toBe(303);
       expect(r.headers.location, next).toBe(location);
@@ -286,7 +321,16 @@ describe('login CSRF from a sandboxed iframe, in Chromium', () => {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     try {
       const tab = await context.newPage();
@@ -306,7 +350,13 @@ describe('login CSRF from a sandboxed iframe, in Chromium', () => {
         signedInAs: me?.status === 200 ? JSON.parse(me.body).email : null,
       };
       // Before: 303 to //localhost:<port>/landed, the attacker's page, signed in as mallory.
-      expect(outcome).toEqual({ origin: 'null', status: 403, landedOn: `${h.url}/auth/login`, shows: '{"error":"cross-origin request refused"}', signedInAs: null });
+      expect(outcome).toEqual({
+        origin: 'null',
+        status: 403,
+        landedOn: `${h.url}/auth/login`,
+        shows: '{"error":"cross-origin request refused"}',
+        signedInAs: null,
+      });
     } finally {
       await context.close();
     }

@@ -35,7 +35,11 @@ function send(base: string, s: Sent): Promise<Answer> {
     const body = s.body === undefined ? undefined : Buffer.isBuffer(s.body) ? s.body : Buffer.from(s.body);
     const req = httpRequest(
       url,
-      { method: s.method ?? 'POST', headers: { ...(body && !s.chunked ? { 'content-length': String(body.length) } : {}), ...s.headers }, ...(s.agent ? { agent: s.agent } : {}) },
+      {
+        method: s.method ?? 'POST',
+        headers: { ...(body && !s.chunked ? { 'content-length': String(body.length) } : {}), ...s.headers },
+        ...(s.agent ? { agent: s.agent } : {}),
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -112,7 +116,8 @@ describe('POST /v1/call: one route on node:http', () => {
       }
       expect(seenByExpress).toEqual([]);
       // Everything else is express's: another method on the path, a path that only starts alike.
-      for (const s of [{ method: 'GET' }, { method: 'PUT', body: ok }, { path: '/v1/callx', body: ok }, { path: '/v1/call//', body: ok }]) await send(base, { ...s, headers: bearer(u.key) });
+      for (const s of [{ method: 'GET' }, { method: 'PUT', body: ok }, { path: '/v1/callx', body: ok }, { path: '/v1/call//', body: ok }])
+        await send(base, { ...s, headers: bearer(u.key) });
       expect(seenByExpress).toEqual(['GET /v1/call', 'PUT /v1/call', 'POST /v1/callx', 'POST /v1/call//']);
       // The charged ones: bearer (three paths), the cookie session, the gzip body.
       expect(await balanceOf(u)).toBe(START - 5n * PRICE);
@@ -133,14 +138,21 @@ describe('POST /v1/call: one route on node:http', () => {
       ['a deflate body', { headers: bearer(u.key, { 'content-encoding': 'deflate' }), body: deflateSync(ok) }],
       ['a br body', { headers: bearer(u.key, { 'content-encoding': 'br' }), body: brotliCompressSync(ok) }],
       ['Content-Encoding: identity', { headers: bearer(u.key, { 'content-encoding': 'identity' }), body: ok }],
-      ['a session cookie with its CSRF token', { headers: { cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url, 'content-type': 'application/json' }, body: ok }],
+      [
+        'a session cookie with its CSRF token',
+        { headers: { cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url, 'content-type': 'application/json' }, body: ok },
+      ],
       ['a request id', { headers: bearer(u.key, { 'x-request-id': 'trace-42' }), body: ok }],
     ];
     for (const [name, s] of charged) {
       const a = await send(h.url, s);
       expect(a.status, `${name}: ${a.text}`).toBe(200);
       expect(a.json.result, name).toEqual({ echoed: { text: 'héllo', n: 1 } });
-      expect(a.headers, name).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' });
+      expect(a.headers, name).toMatchObject({
+        'content-type': 'application/json; charset=utf-8',
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+      });
       expect(a.headers['x-request-id'], name).toMatch(s.headers?.['x-request-id'] ?? /^[0-9a-f-]{36}$/);
     }
     expect(await balanceOf(u)).toBe(START - BigInt(charged.length) * PRICE);
@@ -151,15 +163,45 @@ describe('POST /v1/call: one route on node:http', () => {
     const notUtf8 = Buffer.concat([Buffer.from('{"service":"route-echo","payload":{"t":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]);
     const cases: Array<[string, Sent, number, string]> = [
       ['malformed JSON', { headers: bearer(u.key), body: '{"service":' }, 400, 'invalid JSON body'],
-      ['nested too deeply', { headers: bearer(u.key), body: `{"service":"route-echo","payload":{"a":${'['.repeat(70)}${']'.repeat(70)}}}` }, 400, 'JSON nested too deeply (max depth 64)'],
+      [
+        'nested too deeply',
+        { headers: bearer(u.key), body: `{"service":"route-echo","payload":{"a":${'['.repeat(70)}${']'.repeat(70)}}}` },
+        400,
+        'JSON nested too deeply (max depth 64)',
+      ],
       ['bytes that are no UTF-8', { headers: bearer(u.key), body: notUtf8 }, 400, 'invalid UTF-8 in the JSON body'],
-      ['a control character', { headers: bearer(u.key), body: '{"service":"route-echo","payload":{"nul":"\\u0000"}}' }, 400, 'invalid payload.nul: control character U+0000 not allowed'],
-      ['an unpaired surrogate in a field name', { headers: bearer(u.key), body: '{"service":"route-echo","payload":{"k\\ud800":1}}' }, 400, 'invalid field name in payload: unpaired surrogate U+D800 not allowed'],
-      ['a UTF-16 charset', { headers: bearer(u.key, { 'content-type': 'application/json; charset=utf-16' }), body: Buffer.from(ok, 'utf16le') }, 415, 'JSON bodies must be UTF-8'],
-      ['a latin1 charset', { headers: bearer(u.key, { 'content-type': 'application/json; charset=latin1' }), body: Buffer.from(ok, 'latin1') }, 415, 'JSON bodies must be UTF-8'],
+      [
+        'a control character',
+        { headers: bearer(u.key), body: '{"service":"route-echo","payload":{"nul":"\\u0000"}}' },
+        400,
+        'invalid payload.nul: control character U+0000 not allowed',
+      ],
+      [
+        'an unpaired surrogate in a field name',
+        { headers: bearer(u.key), body: '{"service":"route-echo","payload":{"k\\ud800":1}}' },
+        400,
+        'invalid field name in payload: unpaired surrogate U+D800 not allowed',
+      ],
+      [
+        'a UTF-16 charset',
+        { headers: bearer(u.key, { 'content-type': 'application/json; charset=utf-16' }), body: Buffer.from(ok, 'utf16le') },
+        415,
+        'JSON bodies must be UTF-8',
+      ],
+      [
+        'a latin1 charset',
+        { headers: bearer(u.key, { 'content-type': 'application/json; charset=latin1' }), body: Buffer.from(ok, 'latin1') },
+        415,
+        'JSON bodies must be UTF-8',
+      ],
       ['an unknown content encoding', { headers: bearer(u.key, { 'content-encoding': 'x-unknown' }), body: ok }, 415, 'unsupported body encoding'],
       ['a gzip body that is not gzip', { headers: bearer(u.key, { 'content-encoding': 'gzip' }), body: ok }, 400, 'invalid gzip body'],
-      ['a form', { headers: bearer(u.key, { 'content-type': 'application/x-www-form-urlencoded' }), body: 'service=route-echo&payload=x' }, 415, 'POST /v1/call takes a JSON body (Content-Type: application/json)'],
+      [
+        'a form',
+        { headers: bearer(u.key, { 'content-type': 'application/x-www-form-urlencoded' }), body: 'service=route-echo&payload=x' },
+        415,
+        'POST /v1/call takes a JSON body (Content-Type: application/json)',
+      ],
       ['text', { headers: bearer(u.key, { 'content-type': 'text/plain' }), body: ok }, 415, 'POST /v1/call takes a JSON body (Content-Type: application/json)'],
       ['a body over 1 MiB', { headers: bearer(u.key), body: big }, 413, 'request body too large'],
       ['a chunked body over 1 MiB', { headers: bearer(u.key), body: big, chunked: true }, 413, 'request body too large'],
@@ -169,10 +211,25 @@ describe('POST /v1/call: one route on node:http', () => {
       ['an empty JSON body', { headers: bearer(u.key), body: '' }, 400, 'service required'],
       ['an array', { headers: bearer(u.key), body: '[]' }, 400, 'body must be a JSON object'],
       ['a string', { headers: bearer(u.key), body: '"route-echo"' }, 400, 'body must be a JSON object'],
-      ['an unknown field', { headers: bearer(u.key), body: JSON.stringify({ service: 'route-echo', payload: {}, price: 0 }) }, 400, 'unknown field: price (only service and payload are accepted; put the service\'s input inside payload)'],
-      ['a payload that is not an object', { headers: bearer(u.key), body: JSON.stringify({ service: 'route-echo', payload: [1] }) }, 400, 'payload must be an object'],
+      [
+        'an unknown field',
+        { headers: bearer(u.key), body: JSON.stringify({ service: 'route-echo', payload: {}, price: 0 }) },
+        400,
+        "unknown field: price (only service and payload are accepted; put the service's input inside payload)",
+      ],
+      [
+        'a payload that is not an object',
+        { headers: bearer(u.key), body: JSON.stringify({ service: 'route-echo', payload: [1] }) },
+        400,
+        'payload must be an object',
+      ],
       ['an unknown service', { headers: bearer(u.key), body: JSON.stringify({ service: 'no-such-service', payload: {} }) }, 404, 'service not found'],
-      ['an Idempotency-Key over 255 characters', { headers: bearer(u.key, { 'idempotency-key': 'k'.repeat(256) }), body: ok }, 400, 'invalid Idempotency-Key (1 to 255 characters)'],
+      [
+        'an Idempotency-Key over 255 characters',
+        { headers: bearer(u.key, { 'idempotency-key': 'k'.repeat(256) }), body: ok },
+        400,
+        'invalid Idempotency-Key (1 to 255 characters)',
+      ],
     ];
     for (const [name, s, status, error] of cases) {
       const a = await send(h.url, s);
@@ -187,7 +244,12 @@ describe('POST /v1/call: one route on node:http', () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       expect((await send(h.url, { headers: bearer(u.key), body: ok, agent })).status).toBe(200);
-      for (const s of [{ body: big }, { body: big, chunked: true }, { body: ok, headers: bearer(u.key, { 'content-type': 'text/plain' }) }, { body: ok, headers: bearer(u.key, { 'content-type': 'application/json; charset=latin1' }) }]) {
+      for (const s of [
+        { body: big },
+        { body: big, chunked: true },
+        { body: ok, headers: bearer(u.key, { 'content-type': 'text/plain' }) },
+        { body: ok, headers: bearer(u.key, { 'content-type': 'application/json; charset=latin1' }) },
+      ]) {
         const refused = await send(h.url, { headers: bearer(u.key), ...s, agent });
         expect(refused.status).toBeGreaterThanOrEqual(413);
         expect(refused.reusedSocket).toBe(true);
@@ -211,7 +273,12 @@ describe('POST /v1/call: one route on node:http', () => {
       ['an unknown session', { headers: { ...session, cookie: 'farebox_session=nope' }, body: ok }, 401, 'session expired'],
       ['a session without its CSRF token', { headers: session, body: ok }, 403, 'missing or invalid CSRF token'],
       ['a session with a wrong CSRF token', { headers: { ...session, 'x-csrf-token': 'wrong' }, body: ok }, 403, 'missing or invalid CSRF token'],
-      ['a session from another origin', { headers: { ...session, 'x-csrf-token': u.csrf, origin: 'https://evil.example' }, body: ok }, 403, 'cross-origin request refused'],
+      [
+        'a session from another origin',
+        { headers: { ...session, 'x-csrf-token': u.csrf, origin: 'https://evil.example' }, body: ok },
+        403,
+        'cross-origin request refused',
+      ],
       ['a session from an opaque origin', { headers: { ...session, 'x-csrf-token': u.csrf, origin: 'null' }, body: ok }, 403, 'cross-origin request refused'],
     ];
     for (const [name, s, status, error, headers] of cases) {
@@ -237,7 +304,10 @@ describe('POST /v1/call: one route on node:http', () => {
     expect(first.status).toBe(200);
     // The same call again, in another framing and through the other credential: the first answer.
     expect((await send(h.url, { ...s, chunked: true })).text).toBe(first.text);
-    expect((await send(h.url, { ...s, headers: { cookie: u.cookie, 'x-csrf-token': u.csrf, 'content-type': 'application/json', 'idempotency-key': 'same-call' } })).text).toBe(first.text);
+    expect(
+      (await send(h.url, { ...s, headers: { cookie: u.cookie, 'x-csrf-token': u.csrf, 'content-type': 'application/json', 'idempotency-key': 'same-call' } }))
+        .text,
+    ).toBe(first.text);
     expect(await balanceOf(u)).toBe(START - PRICE);
   });
 
@@ -251,7 +321,9 @@ describe('POST /v1/call: one route on node:http', () => {
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     expect(limited.json.error).toMatch(/rate limit/i);
     // A session cookie of the same account counts against the same limit.
-    expect((await send(h.url, { headers: { cookie: carol.cookie, 'x-csrf-token': carol.csrf, 'content-type': 'application/json' }, body: ok })).status).toBe(429);
+    expect((await send(h.url, { headers: { cookie: carol.cookie, 'x-csrf-token': carol.csrf, 'content-type': 'application/json' }, body: ok })).status).toBe(
+      429,
+    );
     const lines = h
       .logs()
       .map((l) => JSON.parse(l) as Record<string, unknown>)

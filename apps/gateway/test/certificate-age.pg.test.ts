@@ -57,7 +57,10 @@ it('signs a fresh certificate when the hold waited 5 s or more by the gateway’
     await admin.query(`SELECT balance FROM "${schema}".accounts WHERE id = $1 FOR UPDATE`, [u.id]);
     const call = u.api('/v1/call', { body: { service: 'aged', payload: { q: 1 } } });
     // The hold's statement waits for the row lock (the certificate for it is signed meanwhile)...
-    await eventually('the hold waits for the locked row', async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))')).rows.length > 0);
+    await eventually(
+      'the hold waits for the locked row',
+      async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))')).rows.length > 0,
+    );
     // ...while 5.5 s pass for the gateway.
     clock.advance(5_500);
     const movedAt = clock.now();

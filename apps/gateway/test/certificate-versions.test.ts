@@ -25,7 +25,11 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const header = String(req.headers[CERTIFICATE_HEADER]);
-      const verdict = await verifyCallCertificate(header, { body: Buffer.concat(chunks), service: 'versioned', platformPublicKey: h.gw.core.platformPublicKey });
+      const verdict = await verifyCallCertificate(header, {
+        body: Buffer.concat(chunks),
+        service: 'versioned',
+        platformPublicKey: h.gw.core.platformPublicKey,
+      });
       const ok = verdict.ok && !refuseAll && (verifies === 'v1, v2' || verdict.certificate.version === 1);
       seen.push({ header, ok });
       const headers: Record<string, string> = { 'content-type': 'application/json' };

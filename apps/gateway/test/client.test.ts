@@ -18,9 +18,16 @@ let closeService: (() => Promise<void>) | undefined;
 /** Signs up through the real form endpoint and creates an API key with the session, as the dashboard does. */
 async function signupKey(base: string): Promise<string> {
   const email = `c${Date.now()}${Math.random().toString(36).slice(2, 8)}@example.com`;
-  const signup = await fetch(`${base}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'correct horse battery' }) });
+  const signup = await fetch(`${base}/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'correct horse battery' }),
+  });
   if (signup.status !== 201) throw new Error(`signup failed: ${signup.status}`);
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const { csrf_token: csrf } = (await signup.json()) as { csrf_token: string };
   const created = await fetch(`${base}/v1/api-keys`, {
     method: 'POST',
@@ -62,7 +69,12 @@ beforeAll(async () => {
   }).serve((payload) => ({ echo: payload }));
   const listening = await provider.listen(0, '127.0.0.1');
   closeService = () => provider.close();
-  await createRegistryClient(gw.core.network).register(owner, { service: 'gwc-echo', pricePerCall: parseAmount('0.25'), endpoint: `${listening.url}/`, description: 'echoes the payload' });
+  await createRegistryClient(gw.core.network).register(owner, {
+    service: 'gwc-echo',
+    pricePerCall: parseAmount('0.25'),
+    endpoint: `${listening.url}/`,
+    description: 'echoes the payload',
+  });
   // syncOnce() joins a sync already in flight, which may have read the chain before this registration: sync until it shows.
   for (let i = 0; i < 50 && !gw.core.mirror.get('gwc-echo'); i++) await gw.core.mirror.syncOnce();
 });
@@ -89,7 +101,15 @@ describe('the gateway REST client against a running gateway', () => {
     const after = await api.topup(10, { idempotencyKey: 'client-topup-1' });
     expect(after.balance_usd).toBe(15);
     // The local network's top-ups are free test credits: no payment, no explorer link.
-    expect(after.topup).toMatchObject({ type: 'topup', amount_base_units: 100_000_000, amount_usd: 10, status: 'completed', paid_with: null, tx_signature: null, explorer_url: null });
+    expect(after.topup).toMatchObject({
+      type: 'topup',
+      amount_base_units: 100_000_000,
+      amount_usd: 10,
+      status: 'completed',
+      paid_with: null,
+      tx_signature: null,
+      explorer_url: null,
+    });
     expect((await api.platform.key()).topups).toBe('free');
     // The same key again: the first answer, credited once.
     expect((await api.topup(10, { idempotencyKey: 'client-topup-1' })).topup.id).toBe(after.topup.id);
@@ -162,15 +182,46 @@ describe('the gateway REST client against a running gateway', () => {
       },
     });
     const calls: Array<() => Promise<unknown>> = [
-      () => recording.me(), () => recording.balance(), () => recording.wallet(), () => recording.topup(1), () => recording.call('s', {}), () => recording.transactions(),
-      () => recording.agents.list(), () => recording.agents.manifest('s'), () => recording.agents.mine(), () => recording.agents.register({ service: 's', pricePerCallLamports: 1n, endpoint: 'https://x', description: '' }),
-      () => recording.agents.update('s', { description: 'd' }), () => recording.agents.remove('s'), () => recording.apiKeys.list(), () => recording.apiKeys.create('n'), () => recording.apiKeys.revoke('k'),
-      () => recording.oauthConnections.list(), () => recording.oauthConnections.revoke('c'), () => recording.publisher.activate('n'), () => recording.publisher.overview(), () => recording.publisher.settlements(),
-      () => recording.publisher.analytics(), () => recording.publisher.settle(), () => recording.platform.stats(), () => recording.platform.key(), () => recording.health(),
-      () => recording.disputes.open({ escrowId: 'C', proof: 'p' }), () => recording.disputes.status('C'), () => recording.operator.whoami(), () => recording.operator.disputes(),
-      () => recording.operator.resolveDispute('C', { action: 'refund' }), () => recording.operator.treasury(), () => recording.operator.settlements(), () => recording.operator.retrySettlement('1'),
-      () => recording.operator.revenue(), () => recording.operator.audit(), () => recording.operator.reconciliation(),
-      () => recording.request('signup', { body: { email: 'a@b.c', password: 'p' } }), () => recording.request('login', { body: { email: 'a@b.c', password: 'p' } }), () => recording.request('logout'), () => recording.request('ready'),
+      () => recording.me(),
+      () => recording.balance(),
+      () => recording.wallet(),
+      () => recording.topup(1),
+      () => recording.call('s', {}),
+      () => recording.transactions(),
+      () => recording.agents.list(),
+      () => recording.agents.manifest('s'),
+      () => recording.agents.mine(),
+      () => recording.agents.register({ service: 's', pricePerCallLamports: 1n, endpoint: 'https://x', description: '' }),
+      () => recording.agents.update('s', { description: 'd' }),
+      () => recording.agents.remove('s'),
+      () => recording.apiKeys.list(),
+      () => recording.apiKeys.create('n'),
+      () => recording.apiKeys.revoke('k'),
+      () => recording.oauthConnections.list(),
+      () => recording.oauthConnections.revoke('c'),
+      () => recording.publisher.activate('n'),
+      () => recording.publisher.overview(),
+      () => recording.publisher.settlements(),
+      () => recording.publisher.analytics(),
+      () => recording.publisher.settle(),
+      () => recording.platform.stats(),
+      () => recording.platform.key(),
+      () => recording.health(),
+      () => recording.disputes.open({ escrowId: 'C', proof: 'p' }),
+      () => recording.disputes.status('C'),
+      () => recording.operator.whoami(),
+      () => recording.operator.disputes(),
+      () => recording.operator.resolveDispute('C', { action: 'refund' }),
+      () => recording.operator.treasury(),
+      () => recording.operator.settlements(),
+      () => recording.operator.retrySettlement('1'),
+      () => recording.operator.revenue(),
+      () => recording.operator.audit(),
+      () => recording.operator.reconciliation(),
+      () => recording.request('signup', { body: { email: 'a@b.c', password: 'p' } }),
+      () => recording.request('login', { body: { email: 'a@b.c', password: 'p' } }),
+      () => recording.request('logout'),
+      () => recording.request('ready'),
     ];
     for (const c of calls) await expect(c()).rejects.toMatchObject({ status: 418, message: 'recorded' });
     const want = operationList.map((o) => `${o.method} ${o.path.replace(/:[A-Za-z]+/g, 'X')}`).sort();

@@ -14,7 +14,14 @@ afterAll(() => {
 
 describe('loadConfig: the gateway host reads its environment once', () => {
   it('takes the listen address, the log settings and the network, and passes the rest on', () => {
-    const env = { HOST: '0.0.0.0', PORT: '9000', FAREBOX_LOG_LEVEL: 'debug', FAREBOX_LOG_PRETTY: 'false', STELLAR_NETWORK: 'local', FAREBOX_SIGNUP_CREDIT: '1' };
+    const env = {
+      HOST: '0.0.0.0',
+      PORT: '9000',
+      FAREBOX_LOG_LEVEL: 'debug',
+      FAREBOX_LOG_PRETTY: 'false',
+      STELLAR_NETWORK: 'local',
+      FAREBOX_SIGNUP_CREDIT: '1',
+    };
     const c = loadConfig(env, true);
     expect(c.options).toMatchObject({ host: '0.0.0.0', port: 9000 });
     expect(c.options.env).toBe(env);
@@ -55,7 +62,9 @@ describe('configFromEnv: real-money defaults', () => {
       warnings: ['FAREBOX_NETWORK is deprecated: set STELLAR_NETWORK instead (same values)'],
     });
     expect(configFromEnv({ STELLAR_NETWORK: 'local', FAREBOX_NETWORK: 'local' }).network).toBe('local');
-    expect(problems({ STELLAR_NETWORK: 'local', FAREBOX_NETWORK: 'mainnet' })).toEqual(['STELLAR_NETWORK=local and the deprecated FAREBOX_NETWORK=mainnet disagree: remove FAREBOX_NETWORK']);
+    expect(problems({ STELLAR_NETWORK: 'local', FAREBOX_NETWORK: 'mainnet' })).toEqual([
+      'STELLAR_NETWORK=local and the deprecated FAREBOX_NETWORK=mainnet disagree: remove FAREBOX_NETWORK',
+    ]);
     expect(problems({ STELLAR_NETWORK: 'devnet' })).toContain('network must be local, testnet or mainnet');
     // An option wins over the environment, without a warning.
     expect(configFromEnv({ FAREBOX_NETWORK: 'testnet' }, { network: 'local' })).toMatchObject({ network: 'local', warnings: [] });
@@ -64,7 +73,9 @@ describe('configFromEnv: real-money defaults', () => {
   it('testnet: top-ups are paid unless FAREBOX_FREE_TOPUPS=true, and the keystore key must come from the environment', () => {
     expect(configFromEnv({ STELLAR_NETWORK: 'testnet', ...KEY }).freeTopups).toBe(false);
     expect(configFromEnv({ STELLAR_NETWORK: 'testnet', FAREBOX_FREE_TOPUPS: 'true', ...KEY }).freeTopups).toBe(true);
-    expect(problems({ STELLAR_NETWORK: 'testnet' })).toEqual(['testnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them']);
+    expect(problems({ STELLAR_NETWORK: 'testnet' })).toEqual([
+      'testnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them',
+    ]);
   });
 
   it('mainnet: every unsafe setting is named at once', () => {
@@ -80,9 +91,23 @@ describe('configFromEnv: real-money defaults', () => {
   });
 
   it('mainnet: a safe configuration starts, with the sign-up credit it names (0 allowed)', () => {
-    const c = configFromEnv({ STELLAR_NETWORK: 'mainnet', DATABASE_URL: 'postgres://db.internal/farebox', FAREBOX_BASE_URL: 'https://farebox.example', FAREBOX_SIGNUP_CREDIT: '0', ...KEY });
+    const c = configFromEnv({
+      STELLAR_NETWORK: 'mainnet',
+      DATABASE_URL: 'postgres://db.internal/farebox',
+      FAREBOX_BASE_URL: 'https://farebox.example',
+      FAREBOX_SIGNUP_CREDIT: '0',
+      ...KEY,
+    });
     expect(c).toMatchObject({ network: 'mainnet', freeTopups: false, allowLoopbackEndpoints: false, signupCredit: 0n, allowedHosts: ['farebox.example'] });
-    expect(problems({ STELLAR_NETWORK: 'mainnet', FAREBOX_ALLOW_EMBEDDED_DB: 'true', FAREBOX_BASE_URL: 'https://farebox.example', FAREBOX_SIGNUP_CREDIT: '0.5', ...KEY })).toEqual([]);
+    expect(
+      problems({
+        STELLAR_NETWORK: 'mainnet',
+        FAREBOX_ALLOW_EMBEDDED_DB: 'true',
+        FAREBOX_BASE_URL: 'https://farebox.example',
+        FAREBOX_SIGNUP_CREDIT: '0.5',
+        ...KEY,
+      }),
+    ).toEqual([]);
   });
 
   it('refuses malformed settings with their names', () => {
@@ -99,7 +124,15 @@ describe('configFromEnv: real-money defaults', () => {
 
   it('reads every part once, the settlement network, settlement, operators and the stores included, and reports their problems together', () => {
     expect(
-      problems({ ...LOCAL, FAREBOX_CALL_TIMEOUT_MS: 'soon', STELLAR_RPC_URL: 'ftp://rpc', FAREBOX_ESCROW_BUDGET: '50', FAREBOX_TREASURY_AUTOFUND: 'maybe', FAREBOX_OPERATORS: 'nobody', FAREBOX_DISPUTE_INTERVAL: 'x' }),
+      problems({
+        ...LOCAL,
+        FAREBOX_CALL_TIMEOUT_MS: 'soon',
+        STELLAR_RPC_URL: 'ftp://rpc',
+        FAREBOX_ESCROW_BUDGET: '50',
+        FAREBOX_TREASURY_AUTOFUND: 'maybe',
+        FAREBOX_OPERATORS: 'nobody',
+        FAREBOX_DISPUTE_INTERVAL: 'x',
+      }),
     ).toEqual([
       'FAREBOX_TREASURY_AUTOFUND must be true or false',
       'callTimeoutMs must be an integer >= 1',
@@ -148,7 +181,12 @@ describe('farebox-gateway and its one network variable', () => {
   });
 
   it('still honours the deprecated FAREBOX_NETWORK, and says so at start', async () => {
-    const p = spawnGateway({ PORT: String(await freePort()), FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-net-')), FAREBOX_NETWORK: 'local', FAREBOX_LOG_LEVEL: 'warn' });
+    const p = spawnGateway({
+      PORT: String(await freePort()),
+      FAREBOX_DATA_DIR: await mkdtemp(join(tmpdir(), 'farebox-net-')),
+      FAREBOX_NETWORK: 'local',
+      FAREBOX_LOG_LEVEL: 'warn',
+    });
     spawned.push(p);
     const url = await p.started;
     expect((await (await fetch(`${url}/v1/platform/key`)).json()).network).toBe('local');

@@ -65,14 +65,25 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is missing at ${CHROMIUM}: the browser tests need Debian's Chromium. Install it with: apt-get update && apt-get install -y chromium chromium-driver`);
+      throw new Error(
+        `Chromium is missing at ${CHROMIUM}: the browser tests need Debian's Chromium. Install it with: apt-get update && apt-get install -y chromium chromium-driver`,
+      );
     }
     h = await startHarness('pglite');
     profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 900 },
       baseURL: h.url,
     });
@@ -115,7 +126,12 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
     const names = await page.locator('bdi').allTextContents();
     expect(names.slice(0, 2)).toEqual(['Claude (Anthropic) \u2713 verified...', 'Claude (Anthropic) \u2713 verified...']);
     expect(await page.locator('h1 bdi').count()).toBe(1);
-    expect(await page.locator('p > strong > bdi').first().evaluate((el) => getComputedStyle(el).unicodeBidi)).toBe('isolate');
+    expect(
+      await page
+        .locator('p > strong > bdi')
+        .first()
+        .evaluate((el) => getComputedStyle(el).unicodeBidi),
+    ).toBe('isolate');
 
     // The warning is the page's, outside the app's text, and reads left to right as written.
     const warning = page.locator('span.muted', { hasText: 'name given by the app' });
@@ -133,7 +149,9 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
 
     // The connection the user makes is listed under the same shown name.
     await page.getByRole('button', { name: 'Allow' }).click();
-    const listed = async () => ((await user.api('/v1/oauth/connections')).body as Array<{ client_id: string; client_name: string }>).find((c) => c.client_id === client.client.client_id)?.client_name;
+    const listed = async () =>
+      ((await user.api('/v1/oauth/connections')).body as Array<{ client_id: string; client_name: string }>).find((c) => c.client_id === client.client.client_id)
+        ?.client_name;
     expect(await eventually('the connection is listed', listed)).toBe('Claude (Anthropic) \u2713 verified...');
   }, 120_000);
 

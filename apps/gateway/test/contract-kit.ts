@@ -15,7 +15,10 @@ export interface RecordedResponse {
  * gateway under test), untouched: the caller reads its own response, the
  * recorder reads a clone.
  */
-export function recordResponses(origin: () => string | undefined, currentTest: () => string | undefined = () => undefined): { responses: RecordedResponse[]; stop(): void } {
+export function recordResponses(
+  origin: () => string | undefined,
+  currentTest: () => string | undefined = () => undefined,
+): { responses: RecordedResponse[]; stop(): void } {
   const original = globalThis.fetch;
   const responses: RecordedResponse[] = [];
   const pending: Promise<void>[] = [];
@@ -85,7 +88,12 @@ export async function checkResponses(document: unknown, responses: readonly Reco
   const ajv = new Ajv2020({ strict: false, allErrors: false });
   (addFormats as unknown as (a: unknown) => void)(ajv);
   ajv.addSchema({ ...(doc as object), $id: 'openapi.json' });
-  const routes = Object.entries(doc.paths).map(([template, item]) => ({ template, re: pathPattern(template), item, literals: template.split('/').filter((s) => !s.startsWith('{')).length }));
+  const routes = Object.entries(doc.paths).map(([template, item]) => ({
+    template,
+    re: pathPattern(template),
+    item,
+    literals: template.split('/').filter((s) => !s.startsWith('{')).length,
+  }));
   const report: ContractReport = { checked: new Set(), violations: [], unmatched: [] };
   const esc = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
   for (const r of responses) {

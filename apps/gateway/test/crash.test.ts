@@ -16,16 +16,19 @@ const PRICE = 3_000_000;
 const HOLD_TIMEOUT_MS = 25_000;
 
 async function startGatewayProcess(dataDir: string, port: number, clockAheadMs?: number): Promise<{ child: ChildProcess; url: string }> {
-  const gw = spawnGateway({
-    PORT: String(port),
-    FAREBOX_DATA_DIR: dataDir,
-    FAREBOX_CALL_TIMEOUT_MS: '20000',
-    FAREBOX_HOLD_TIMEOUT_MS: String(HOLD_TIMEOUT_MS),
-    FAREBOX_AUTH_RATE_LIMIT: '100',
-    // The test's services listen on 127.0.0.1; warnings only in the output it reads.
-    FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
-    FAREBOX_LOG_LEVEL: 'warn',
-  }, clockAheadMs === undefined ? {} : { clockAheadMs });
+  const gw = spawnGateway(
+    {
+      PORT: String(port),
+      FAREBOX_DATA_DIR: dataDir,
+      FAREBOX_CALL_TIMEOUT_MS: '20000',
+      FAREBOX_HOLD_TIMEOUT_MS: String(HOLD_TIMEOUT_MS),
+      FAREBOX_AUTH_RATE_LIMIT: '100',
+      // The test's services listen on 127.0.0.1; warnings only in the output it reads.
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+      FAREBOX_LOG_LEVEL: 'warn',
+    },
+    clockAheadMs === undefined ? {} : { clockAheadMs },
+  );
   return { child: gw.child, url: await gw.started };
 }
 
@@ -61,19 +64,44 @@ describe('a gateway killed with calls in flight', () => {
     const network = resolveNetwork({ network: 'local', devnetUrl: `${url}/devnet`, env: {} });
     const owner = Keypair.random();
     await fetch(`${url}/devnet/friendbot?addr=${owner.publicKey()}`);
-    await createRegistryClient(network).register(keypairSigner(owner.secret()), { service: 'hangs', pricePerCall: BigInt(PRICE), endpoint, description: 'never answers' });
+    await createRegistryClient(network).register(keypairSigner(owner.secret()), {
+      service: 'hangs',
+      pricePerCall: BigInt(PRICE),
+      endpoint,
+      description: 'never answers',
+    });
 
-    const signup = await fetch(`${url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'crash@example.com', password: 'crash test password' }) });
-    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const signup = await fetch(`${url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'crash@example.com', password: 'crash test password' }),
+    });
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const { csrf_token } = (await signup.json()) as { csrf_token: string };
-    const { key } = (await (await fetch(`${url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'k' }) })).json()) as { key: string };
+    const { key } = (await (
+      await fetch(`${url}/v1/api-keys`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token },
+        body: JSON.stringify({ name: 'k' }),
+      })
+    ).json()) as { key: string };
     const auth = { authorization: `Bearer ${key}` };
-    const balance = async (base: string) => ((await (await fetch(`${base}/v1/balance`, { headers: auth })).json()) as { balance_base_units: number }).balance_base_units;
+    const balance = async (base: string) =>
+      ((await (await fetch(`${base}/v1/balance`, { headers: auth })).json()) as { balance_base_units: number }).balance_base_units;
 
     // Wait until the mirror has the service, then call it: the hold is placed and the service hangs.
-    await eventually('the gateway lists the service', async () => ((await (await fetch(`${url}/v1/agents`, { headers: auth })).json()) as Array<{ service: string }>).some((s) => s.service === 'hangs'));
+    await eventually('the gateway lists the service', async () =>
+      ((await (await fetch(`${url}/v1/agents`, { headers: auth })).json()) as Array<{ service: string }>).some((s) => s.service === 'hangs'),
+    );
     const inFlight = Array.from({ length: CALLS }, (_, i) =>
-      fetch(`${url}/v1/call`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ service: 'hangs', payload: { i } }) }).catch((e: unknown) => e),
+      fetch(`${url}/v1/call`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ service: 'hangs', payload: { i } }),
+      }).catch((e: unknown) => e),
     );
     await requestsArrived;
     // Half answered (charged), half held and waiting.
@@ -88,7 +116,10 @@ describe('a gateway killed with calls in flight', () => {
     children.push(second.child);
     // After the restart the reaper voids every hold the dead process left: the
     // calls it had posted stay charged, the rest return, nothing twice.
-    const calls = async () => ((await (await fetch(`${second.url}/v1/transactions?limit=500`, { headers: auth })).json()) as Array<{ type: string; status: string }>).filter((t) => t.type === 'call');
+    const calls = async () =>
+      ((await (await fetch(`${second.url}/v1/transactions?limit=500`, { headers: auth })).json()) as Array<{ type: string; status: string }>).filter(
+        (t) => t.type === 'call',
+      );
     const txs = await eventually(
       'the reaper resolves every hold the dead process left',
       async () => {

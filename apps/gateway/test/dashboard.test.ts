@@ -25,7 +25,9 @@ describe('the web dashboard in a real browser', () => {
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is missing at ${CHROMIUM}: the browser tests need Debian's Chromium. Install it with: apt-get update && apt-get install -y chromium chromium-driver`);
+      throw new Error(
+        `Chromium is missing at ${CHROMIUM}: the browser tests need Debian's Chromium. Install it with: apt-get update && apt-get install -y chromium chromium-driver`,
+      );
     }
     const dist = dashboardDir();
     if (!dist) throw new Error('@farebox/dashboard is not installed: run pnpm install');
@@ -40,7 +42,16 @@ describe('the web dashboard in a real browser', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 900 },
       baseURL: h.url,
     });
@@ -77,7 +88,18 @@ describe('the web dashboard in a real browser', () => {
       expect(r.headers.get('content-security-policy')).toMatch(/^default-src 'self';.*frame-ancestors 'none'/);
       expect(await r.text()).toContain('<div id="root"></div>');
     }
-    for (const path of ['/v1/nothing', '/auth/nothing', '/health', '/mcp', '/.well-known/oauth-authorization-server', '/authorize', '/token', '/register', '/revoke', '/devnet/nothing']) {
+    for (const path of [
+      '/v1/nothing',
+      '/auth/nothing',
+      '/health',
+      '/mcp',
+      '/.well-known/oauth-authorization-server',
+      '/authorize',
+      '/token',
+      '/register',
+      '/revoke',
+      '/devnet/nothing',
+    ]) {
       const r = await fetch(`${h.url}${path}`, { headers: { accept: 'text/html' } });
       expect(await r.text(), path).not.toContain('<div id="root"></div>');
     }
@@ -216,7 +238,9 @@ describe('the web dashboard in a real browser', () => {
     await page.getByLabel('Service name').fill('Dash_Svc');
     await page.getByLabel('Price per call (USDC)').fill('0.05');
     await page.getByRole('button', { name: 'Register service' }).click();
-    expect(await text(page.getByRole('alert'))).toBe('Service name: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit');
+    expect(await text(page.getByRole('alert'))).toBe(
+      'Service name: invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit',
+    );
     await page.getByLabel('Service name').fill('dashsvc');
     await page.getByLabel('Price per call (USDC)').fill('0.123456789');
     await page.getByLabel('Endpoint URL').fill(backend.endpoint);

@@ -17,7 +17,14 @@ export async function newCaller(s: Stack, usdc: bigint): Promise<Caller> {
   await s.devnet.friendbot(kp.publicKey());
   await createAccounts(s.gw.core.network).ensureUsdcTrustline(keypairSigner(kp.secret()));
   await s.devnet.friendbot(kp.publicKey(), usdc);
-  const client = createClient({ network: 'local', devnetUrl: s.devnet.url, secret: kp.secret(), escrow: { apiKey: 'farebox-test', budget: { requests: 100_000, windowMs: 1000 } }, gatewayUrl: s.url, env: {} });
+  const client = createClient({
+    network: 'local',
+    devnetUrl: s.devnet.url,
+    secret: kp.secret(),
+    escrow: { apiKey: 'farebox-test', budget: { requests: 100_000, windowMs: 1000 } },
+    gatewayUrl: s.url,
+    env: {},
+  });
   return { publicKey: kp.publicKey(), secret: kp.secret(), client };
 }
 
@@ -27,7 +34,8 @@ export async function fundedNotServed(caller: Caller, service: string): Promise<
     () => undefined,
     (e: unknown) => e,
   );
-  if (!(err instanceof ClientError) || err.code !== 'SERVICE' || !err.data.escrowId) throw new Error(`expected a service failure after funding, got ${String(err)}`);
+  if (!(err instanceof ClientError) || err.code !== 'SERVICE' || !err.data.escrowId)
+    throw new Error(`expected a service failure after funding, got ${String(err)}`);
   return err.data.escrowId;
 }
 

@@ -38,7 +38,15 @@ describe('a local-network and a testnet-configured instance side by side', () =>
       return new Response('{}', { status: 404 });
     };
     const testnetKey = Keypair.random();
-    const testnet = createClient({ network: 'testnet', contractId: TESTNET_REGISTRY, secret: testnetKey.secret(), escrow: { apiKey: 'tw-key' }, gatewayUrl: 'https://farebox.example', fetch: testnetFetch, env: {} });
+    const testnet = createClient({
+      network: 'testnet',
+      contractId: TESTNET_REGISTRY,
+      secret: testnetKey.secret(),
+      escrow: { apiKey: 'tw-key' },
+      gatewayUrl: 'https://farebox.example',
+      fetch: testnetFetch,
+      env: {},
+    });
     const testnetProvider = createProvider({
       service: 'net-testnet',
       pricePerCall: '0.5',
@@ -49,13 +57,26 @@ describe('a local-network and a testnet-configured instance side by side', () =>
       platform: { publicKey: Keypair.random().publicKey() },
       env: {},
     });
-    const snapshot = () => JSON.parse(JSON.stringify({ net: testnet.network, explorer: testnet.network.explorer.tx('ab'), provider: testnetProvider.config, manifest: testnetProvider.manifest() }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as unknown;
+    const snapshot = () =>
+      JSON.parse(
+        JSON.stringify(
+          { net: testnet.network, explorer: testnet.network.explorer.tx('ab'), provider: testnetProvider.config, manifest: testnetProvider.manifest() },
+          (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v),
+        ),
+      ) as unknown;
     const before = snapshot();
 
     const caller = await newCaller(s, 5n * USDC);
     const local = caller.client;
     expect(local.network).toMatchObject({ name: 'local', x402Network: 'stellar:local' });
-    expect(testnet.network).toMatchObject({ name: 'testnet', passphrase: TESTNET_PASSPHRASE, rpcUrl: 'https://soroban-testnet.stellar.org', horizonUrl: 'https://horizon-testnet.stellar.org', registryContractId: TESTNET_REGISTRY, x402Network: 'stellar:testnet' });
+    expect(testnet.network).toMatchObject({
+      name: 'testnet',
+      passphrase: TESTNET_PASSPHRASE,
+      rpcUrl: 'https://soroban-testnet.stellar.org',
+      horizonUrl: 'https://horizon-testnet.stellar.org',
+      registryContractId: TESTNET_REGISTRY,
+      x402Network: 'stellar:testnet',
+    });
     expect(local.network.passphrase).not.toBe(testnet.network.passphrase);
     expect(local.network.rpcUrl).not.toBe(testnet.network.rpcUrl);
     expect(local.network.registryContractId).not.toBe(testnet.network.registryContractId);

@@ -27,7 +27,11 @@ describe('disputes on direct escrows (automatic refund policy)', () => {
     const escrowId = await fundedNotServed(caller, 'disp-down');
     expect(await s.usdc(caller.publicKey)).toBe(before.caller - 5_000_000n);
     const escrow = await caller.client.getEscrow(escrowId);
-    expect(escrow).toMatchObject({ balance: 5_000_000n, roles: { disputeResolver: treasury, platformAddress: treasury, receiver: down.owner }, flags: { released: false } });
+    expect(escrow).toMatchObject({
+      balance: 5_000_000n,
+      roles: { disputeResolver: treasury, platformAddress: treasury, receiver: down.owner },
+      flags: { released: false },
+    });
 
     const result = await caller.client.dispute(escrowId, { reason: 'the service answered 502' });
 
@@ -58,10 +62,14 @@ describe('disputes on direct escrows (automatic refund policy)', () => {
     const passphrase = s.gw.core.network.passphrase;
     const foreign = await s.request('/v1/disputes', { body: { escrowId, proof: proofFor(stranger.secret(), escrowId, passphrase) } });
     expect(foreign).toMatchObject({ status: 403, body: { error: 'only a funder of the escrow can dispute it' } });
-    const other = await s.request('/v1/disputes', { body: { escrowId, proof: proofFor(caller.secret, escrowId, passphrase, { value: 'CAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }) } });
+    const other = await s.request('/v1/disputes', {
+      body: { escrowId, proof: proofFor(caller.secret, escrowId, passphrase, { value: 'CAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }) },
+    });
     expect(other).toMatchObject({ status: 400, body: { error: 'invalid dispute proof: it is for another escrow' } });
     const now = Math.floor(Date.now() / 1000);
-    const stale = await s.request('/v1/disputes', { body: { escrowId, proof: proofFor(caller.secret, escrowId, passphrase, { window: [now - 900, now - 600] }) } });
+    const stale = await s.request('/v1/disputes', {
+      body: { escrowId, proof: proofFor(caller.secret, escrowId, passphrase, { window: [now - 900, now - 600] }) },
+    });
     expect(stale).toMatchObject({ status: 400, body: { error: 'invalid dispute proof: expired or not yet valid' } });
     const junk = await s.request('/v1/disputes', { body: { escrowId, proof: 'bm90IHhkcg==', extra: 1 } });
     expect(junk).toMatchObject({ status: 400, body: { error: 'unknown field: extra' } });

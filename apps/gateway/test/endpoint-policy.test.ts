@@ -19,11 +19,42 @@ describe('a gateway without FAREBOX_ALLOW_LOOPBACK_ENDPOINTS (the default)', () 
     const pub = await publisher(h);
     const svc = await h.serve('edge-svc', { price: '0.01', ownerWallet: (await pub.api('/v1/me')).body.custodial_wallet });
     const port = new URL(svc.endpoint).port;
-    const loopbackForms = ['127.0.0.1', 'localhost', '[::1]', '2130706433', '0177.0.0.1', '127.1', '[::7f00:1]', '[::127.0.0.1]', '[::ffff:127.0.0.1]', '[::ffff:0:7f00:1]', '[64:ff9b::7f00:1]', '[64:ff9b:1::7f00:1]', '[64:ff9b:1:0:7f:0:100:0]', '[2002:7f00:1::]', '[2001:0:7f00:1::f7f7:f7f7]', '[2001:0:808:808::80ff:fffe]'];
-    const metadataForms = ['169.254.169.254', '[::a9fe:a9fe]', '[::169.254.169.254]', '[::ffff:a9fe:a9fe]', '[::ffff:0:a9fe:a9fe]', '[64:ff9b::169.254.169.254]', '[64:ff9b:1::a9fe:a9fe]', '[64:ff9b:1:a9fe:a9:fe00:808:808]', '[2002:a9fe:a9fe::1]', '[2001:0:a9fe:a9fe::f7f7:f7f7]', '[2001:0:808:808::5601:5601]'];
+    const loopbackForms = [
+      '127.0.0.1',
+      'localhost',
+      '[::1]',
+      '2130706433',
+      '0177.0.0.1',
+      '127.1',
+      '[::7f00:1]',
+      '[::127.0.0.1]',
+      '[::ffff:127.0.0.1]',
+      '[::ffff:0:7f00:1]',
+      '[64:ff9b::7f00:1]',
+      '[64:ff9b:1::7f00:1]',
+      '[64:ff9b:1:0:7f:0:100:0]',
+      '[2002:7f00:1::]',
+      '[2001:0:7f00:1::f7f7:f7f7]',
+      '[2001:0:808:808::80ff:fffe]',
+    ];
+    const metadataForms = [
+      '169.254.169.254',
+      '[::a9fe:a9fe]',
+      '[::169.254.169.254]',
+      '[::ffff:a9fe:a9fe]',
+      '[::ffff:0:a9fe:a9fe]',
+      '[64:ff9b::169.254.169.254]',
+      '[64:ff9b:1::a9fe:a9fe]',
+      '[64:ff9b:1:a9fe:a9:fe00:808:808]',
+      '[2002:a9fe:a9fe::1]',
+      '[2001:0:a9fe:a9fe::f7f7:f7f7]',
+      '[2001:0:808:808::5601:5601]',
+    ];
     for (const host of [...loopbackForms, ...metadataForms]) {
       for (const scheme of ['http', 'https']) {
-        const r = await pub.api('/v1/agents', { body: { service: 'edge-svc', pricePerCallLamports: 1000, endpoint: `${scheme}://${host}:${port}/`, description: 'loopback' } });
+        const r = await pub.api('/v1/agents', {
+          body: { service: 'edge-svc', pricePerCallLamports: 1000, endpoint: `${scheme}://${host}:${port}/`, description: 'loopback' },
+        });
         expect(r.status, `${scheme}://${host}`).toBe(400);
         expect(r.body.error).toMatch(/^endpoint (resolves to a private or reserved address|must use https|host does not resolve)$/);
       }
@@ -65,7 +96,9 @@ describe('a gateway that allows loopback endpoints (the local stack)', () => {
     const pub = await publisher(h);
     const own = new URL(h.url).port;
     for (const host of ['127.0.0.1', 'localhost', '[::1]', '127.1']) {
-      const r = await pub.api('/v1/agents', { body: { service: 'selfie', pricePerCallLamports: 1000, endpoint: `http://${host}:${own}/auth/signup`, description: 'the gateway' } });
+      const r = await pub.api('/v1/agents', {
+        body: { service: 'selfie', pricePerCallLamports: 1000, endpoint: `http://${host}:${own}/auth/signup`, description: 'the gateway' },
+      });
       expect(r, host).toMatchObject({ status: 400, body: { error: 'endpoint is the gateway itself' } });
     }
     // Planted on chain directly: the call is refused and refunded, and no account is made through the gateway's own API.
@@ -83,7 +116,9 @@ describe('a gateway that allows loopback endpoints (the local stack)', () => {
     expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
     const pub = await publisher(h);
     for (const host of ['127.0.0.1', 'localhost']) {
-      const r = await pub.api('/v1/agents', { body: { service: 'scrape', pricePerCallLamports: 1000, endpoint: `http://${host}:${metricsPort}/metrics`, description: 'metrics' } });
+      const r = await pub.api('/v1/agents', {
+        body: { service: 'scrape', pricePerCallLamports: 1000, endpoint: `http://${host}:${metricsPort}/metrics`, description: 'metrics' },
+      });
       expect(r, host).toMatchObject({ status: 400, body: { error: 'endpoint is the gateway itself' } });
     }
     expect((await pub.api('/v1/agents/mine')).body).toEqual([]);

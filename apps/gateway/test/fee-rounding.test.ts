@@ -96,7 +96,9 @@ describe('the platform fee over 1,000 calls', () => {
     expect((await pub.api('/v1/publisher/activate', { body: { name: 'Penny Co' } })).status).toBe(200);
     const name = `penny-${process.pid % 100000}`;
     const { endpoint } = await s.serve(name, '0.0000021', pub.wallet);
-    expect((await pub.api('/v1/agents', { body: { service: name, pricePerCallLamports: 21, endpoint, description: 'twenty-one base units a call' } })).status).toBe(201);
+    expect(
+      (await pub.api('/v1/agents', { body: { service: name, pricePerCallLamports: 21, endpoint, description: 'twenty-one base units a call' } })).status,
+    ).toBe(201);
     const users = await Promise.all([s.user({ topup: 1 }), s.user({ topup: 1 })]);
     await s.fundWallet(pub, 0n);
 
@@ -111,9 +113,23 @@ describe('the platform fee over 1,000 calls', () => {
     // The books: the cycle's totals and every publisher endpoint say what was released.
     expect(cycle).toMatchObject({ fee, net: paid });
     const [batch] = (await pub.api('/v1/publisher/settlements')).body;
-    expect(batch).toMatchObject({ state: 'done', calls: CALLS, gross: { base_units: Number(gross) }, fee: { pct: 5, base_units: Number(fee) }, net: { base_units: Number(paid) }, paid: { base_units: Number(paid) } });
+    expect(batch).toMatchObject({
+      state: 'done',
+      calls: CALLS,
+      gross: { base_units: Number(gross) },
+      fee: { pct: 5, base_units: Number(fee) },
+      net: { base_units: Number(paid) },
+      paid: { base_units: Number(paid) },
+    });
     const overview = (await pub.api('/v1/publisher/overview')).body;
-    expect(overview).toMatchObject({ calls: CALLS, gross_base_units: Number(gross), fee_base_units: Number(fee), settled_base_units: Number(paid), pending_base_units: 0, earned_base_units: Number(paid) });
+    expect(overview).toMatchObject({
+      calls: CALLS,
+      gross_base_units: Number(gross),
+      fee_base_units: Number(fee),
+      settled_base_units: Number(paid),
+      pending_base_units: 0,
+      earned_base_units: Number(paid),
+    });
     expect(overview.services).toMatchObject([{ service: name, totalCalls: CALLS, totalEarned: toUsd(paid) }]);
     const days = (await pub.api('/v1/publisher/analytics?days=7')).body as Array<{ calls: number; earned_base_units: number }>;
     expect(days.reduce((n, d) => n + d.calls, 0)).toBe(CALLS);
@@ -128,7 +144,12 @@ describe('the platform fee over 1,000 calls', () => {
     await createAccounts(s.gw.core.network).ensureUsdcTrustline(keypairSigner(owner.secret()));
     const name = `legacy-${process.pid % 100000}`;
     const endpoint = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/`;
-    await createRegistryClient(s.gw.core.network).register(keypairSigner(owner.secret()), { service: name, pricePerCall: 19n, endpoint, description: 'priced before the minimum' });
+    await createRegistryClient(s.gw.core.network).register(keypairSigner(owner.secret()), {
+      service: name,
+      pricePerCall: 19n,
+      endpoint,
+      description: 'priced before the minimum',
+    });
     await s.gw.core.mirror.syncOnce();
     const users = await Promise.all([s.user({ topup: 1 }), s.user({ topup: 1 })]);
 

@@ -5,10 +5,31 @@ import { rawClient } from './oauth-browser.js';
 
 // Strings no request may carry (NUL, other C0 and C1 controls, unpaired
 // surrogates) and names that deceive (look-alikes, invisible characters, case).
-const BAD_TEXT = ['a\u0000b', '\u0000', '\ud800x', 'x\udc00', '\udc00\ud800', 'c1\u0085', 'esc\u001b[31m', 'del\u007f', '\u0435cho', 'echo\u200b', 'ECHO', 'echo ', '\u202eohce', 'Qa Y!'];
+const BAD_TEXT = [
+  'a\u0000b',
+  '\u0000',
+  '\ud800x',
+  'x\udc00',
+  '\udc00\ud800',
+  'c1\u0085',
+  'esc\u001b[31m',
+  'del\u007f',
+  '\u0435cho',
+  'echo\u200b',
+  'ECHO',
+  'echo ',
+  '\u202eohce',
+  'Qa Y!',
+];
 const badText = fc.oneof(
   fc.constantFrom(...BAD_TEXT),
-  fc.tuple(fc.string({ maxLength: 8 }), fc.constantFrom('\u0000', '\u0001', '\u001f', '\u007f', '\u0080', '\u009f', '\ud800', '\udfff'), fc.string({ maxLength: 8 })).map(([a, c, b]) => a + c + b),
+  fc
+    .tuple(
+      fc.string({ maxLength: 8 }),
+      fc.constantFrom('\u0000', '\u0001', '\u001f', '\u007f', '\u0080', '\u009f', '\ud800', '\udfff'),
+      fc.string({ maxLength: 8 }),
+    )
+    .map(([a, c, b]) => a + c + b),
 );
 
 // Bodies that look like the real ones with wrong types, extra keys, huge or
@@ -56,24 +77,45 @@ describe('fuzzing every JSON endpoint', () => {
       u.api('/v1/transactions?limit=500'),
       u.api('/v1/platform/stats'),
     ]);
-    return JSON.stringify([balance.body.balance_base_units, keys.body.length, mine.body, tx.body.length, stats.body.accounts, (await u.api('/v1/me')).body.is_publisher]);
+    return JSON.stringify([
+      balance.body.balance_base_units,
+      keys.body.length,
+      mine.body,
+      tx.body.length,
+      stats.body.accounts,
+      (await u.api('/v1/me')).body.is_publisher,
+    ]);
   }
 
-  it.each(endpoints)('$method $path never answers 500, and a refused body changes nothing', async ({ method, path, keys }) => {
-    await fc.assert(
-      fc.asyncProperty(bodyFor(keys), async (body) => {
-        const before = await snapshot();
-        const r = await u.api(path, { method, body: JSON.stringify(body) });
-        expect(r.status, JSON.stringify(body)).toBeLessThan(500);
-        expect(typeof r.body?.error === 'string' || r.status < 300, JSON.stringify(r.body)).toBe(true);
-        if (r.status >= 400) expect(await snapshot()).toBe(before);
-      }),
-      { numRuns: 18 },
-    );
-  }, 120_000);
+  it.each(endpoints)(
+    '$method $path never answers 500, and a refused body changes nothing',
+    async ({ method, path, keys }) => {
+      await fc.assert(
+        fc.asyncProperty(bodyFor(keys), async (body) => {
+          const before = await snapshot();
+          const r = await u.api(path, { method, body: JSON.stringify(body) });
+          expect(r.status, JSON.stringify(body)).toBeLessThan(500);
+          expect(typeof r.body?.error === 'string' || r.status < 300, JSON.stringify(r.body)).toBe(true);
+          if (r.status >= 400) expect(await snapshot()).toBe(before);
+        }),
+        { numRuns: 18 },
+      );
+    },
+    120_000,
+  );
 
   it('refuses NUL, controls and unpaired surrogates in every field of every JSON route with 400 naming the field, and changes nothing', async () => {
-    const valid: Record<string, unknown> = { amount: 1, service: 'echo', payload: {}, name: 'k', pricePerCallLamports: 1000, endpoint: 'https://example.com/x', description: 'd', email: 'x@example.com', password: 'correct horse battery' };
+    const valid: Record<string, unknown> = {
+      amount: 1,
+      service: 'echo',
+      payload: {},
+      name: 'k',
+      pricePerCallLamports: 1000,
+      endpoint: 'https://example.com/x',
+      description: 'd',
+      email: 'x@example.com',
+      password: 'correct horse battery',
+    };
     const bad: Array<[string, string]> = [
       ['a\u0000b', 'control character U+0000 not allowed'],
       ['\ud800x', 'unpaired surrogate U+D800 not allowed'],
@@ -81,10 +123,24 @@ describe('fuzzing every JSON endpoint', () => {
       ['x\u001b', 'control character U+001B not allowed'],
     ];
     const mcp = await mcpHeaders();
-    const routes: Array<{ method: string; path: string; keys: string[]; wrap?: (body: Record<string, unknown>) => unknown; field?: (key: string) => string; headers?: Record<string, string>; error?: (r: { body: any }) => string }> = [
+    const routes: Array<{
+      method: string;
+      path: string;
+      keys: string[];
+      wrap?: (body: Record<string, unknown>) => unknown;
+      field?: (key: string) => string;
+      headers?: Record<string, string>;
+      error?: (r: { body: any }) => string;
+    }> = [
       ...endpoints,
       { method: 'POST', path: '/v1/call', keys: ['text'], wrap: (b) => ({ service: 'echo', payload: b }), field: (k) => `payload.${k}` },
-      { method: 'POST', path: '/register', keys: ['client_name'], wrap: (b) => ({ redirect_uris: ['http://127.0.0.1:9/cb'], ...b }), error: (r) => r.body.error_description },
+      {
+        method: 'POST',
+        path: '/register',
+        keys: ['client_name'],
+        wrap: (b) => ({ redirect_uris: ['http://127.0.0.1:9/cb'], ...b }),
+        error: (r) => r.body.error_description,
+      },
       { method: 'POST', path: '/v1/disputes', keys: ['escrowId', 'proof', 'reason'] },
       {
         method: 'POST',
@@ -102,7 +158,11 @@ describe('fuzzing every JSON endpoint', () => {
           const fields = { ...Object.fromEntries(r.keys.map((k) => [k, valid[k] ?? 'x'])), [key]: text };
           const before = await snapshot();
           // JSON.stringify writes an unpaired surrogate as its escape (\ud800), as a client does.
-          const res = await u.api(r.path, { method: r.method, body: JSON.stringify(r.wrap ? r.wrap(fields) : fields), ...(r.headers ? { headers: r.headers } : {}) });
+          const res = await u.api(r.path, {
+            method: r.method,
+            body: JSON.stringify(r.wrap ? r.wrap(fields) : fields),
+            ...(r.headers ? { headers: r.headers } : {}),
+          });
           const label = `${r.method} ${r.path} ${key} ${JSON.stringify(text)}`;
           expect(res.status, label).toBe(400);
           expect(r.error ? r.error(res) : res.body.error, label).toBe(`invalid ${r.field ? r.field(key) : key}: ${problem}`);
@@ -110,16 +170,31 @@ describe('fuzzing every JSON endpoint', () => {
         }
       }
       // In a field name too.
-      const res = await u.api(r.path, { method: r.method, body: JSON.stringify(r.wrap ? r.wrap({ 'k\u0000': 1 }) : { 'k\u0000': 1 }), ...(r.headers ? { headers: r.headers } : {}) });
+      const res = await u.api(r.path, {
+        method: r.method,
+        body: JSON.stringify(r.wrap ? r.wrap({ 'k\u0000': 1 }) : { 'k\u0000': 1 }),
+        ...(r.headers ? { headers: r.headers } : {}),
+      });
       expect(res.status, `${r.path} field name`).toBe(400);
-      expect(r.error ? r.error(res) : res.body.error, `${r.path} field name`).toMatch(/^invalid field name( in [\w.]+)?: control character U\+0000 not allowed$/);
+      expect(r.error ? r.error(res) : res.body.error, `${r.path} field name`).toMatch(
+        /^invalid field name( in [\w.]+)?: control character U\+0000 not allowed$/,
+      );
     }
     // Forms (sign-in) take the same rule.
-    const form = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=x%40example.com&password=a%00b', redirect: 'manual' });
+    const form = await fetch(`${h.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=x%40example.com&password=a%00b',
+      redirect: 'manual',
+    });
     expect([form.status, await form.json()]).toEqual([400, { error: 'invalid password: control character U+0000 not allowed' }]);
     // The OAuth forms and /authorize's query too.
     for (const path of ['/token', '/revoke']) {
-      const res = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=a%00b&client_id=c' });
+      const res = await fetch(`${h.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=authorization_code&code=a%00b&client_id=c',
+      });
       expect(res.status, path).toBe(400);
       expect(JSON.stringify(await res.json()), path).toContain('invalid code: control character U+0000 not allowed');
     }
@@ -143,7 +218,8 @@ describe('fuzzing every JSON endpoint', () => {
       expect(res.body.error, `${method} ${path}`).toMatch(new RegExp(`^invalid ${field}: control character U\\+00(00|85) not allowed$`));
       expect(await snapshot()).toBe(before);
     }
-    for (const path of ['/v1/operator/disputes/%00/resolve', '/v1/operator/settlements/%00/retry']) expect((await u.api(path, { method: 'POST', body: '{}' })).status, path).toBeLessThan(500);
+    for (const path of ['/v1/operator/disputes/%00/resolve', '/v1/operator/settlements/%00/retry'])
+      expect((await u.api(path, { method: 'POST', body: '{}' })).status, path).toBeLessThan(500);
   }, 120_000);
 
   it('answers malformed JSON, a wrong content type and an oversize body without a 500', async () => {
@@ -155,14 +231,15 @@ describe('fuzzing every JSON endpoint', () => {
   });
 
   const nested = (depth: number, leaf = '1') => '['.repeat(depth) + leaf + ']'.repeat(depth);
-  const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+  const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 
   /** An OAuth access token for `u` (/mcp parses its body once the token is accepted; an API key is refused before). */
   async function mcpHeaders() {
     const { tokens } = await (await rawClient(h.url)).authorize(u);
     return { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
   }
-  const mcpCall = (payload: string) => `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_agent","arguments":{"service":"echo","payload":${payload}}}}`;
+  const mcpCall = (payload: string) =>
+    `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_agent","arguments":{"service":"echo","payload":${payload}}}}`;
 
   it('refuses JSON nested deeper than 64 on every JSON route with 400 before anything is held, and takes 64', async () => {
     const mcp = await mcpHeaders();
@@ -185,7 +262,10 @@ describe('fuzzing every JSON endpoint', () => {
       }
     }
     // Strings that look like brackets do not count; 62 levels inside the payload (UTF-8, said or not) are served and charged as usual.
-    const ok = await u.api('/v1/call', { body: `{"service":"echo","payload":{"s":"${'['.repeat(500)}","x":${nested(62)}}}`, headers: { 'content-type': 'application/json; charset=UTF-8' } });
+    const ok = await u.api('/v1/call', {
+      body: `{"service":"echo","payload":{"s":"${'['.repeat(500)}","x":${nested(62)}}}`,
+      headers: { 'content-type': 'application/json; charset=UTF-8' },
+    });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
   }, 120_000);
 

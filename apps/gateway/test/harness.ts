@@ -16,7 +16,10 @@ export interface Harness {
   /** Signs up a new user and returns an API key for it plus its session cookie. */
   user(): Promise<TestUser>;
   /** Publishes a real provider-SDK service on the devnet registry (owned by its own keypair). */
-  publish(name: string, opts: { price: string; handler?: ServiceHandler; priceFn?: ProviderOptions['priceFn']; pricingNote?: string }): Promise<{ endpoint: string; owner: string; close(): Promise<void> }>;
+  publish(
+    name: string,
+    opts: { price: string; handler?: ServiceHandler; priceFn?: ProviderOptions['priceFn']; pricingNote?: string },
+  ): Promise<{ endpoint: string; owner: string; close(): Promise<void> }>;
   /** Runs a provider-SDK service owned by `ownerWallet` without registering it (the dashboard registers it). */
   serve(name: string, opts: { price: string; ownerWallet: string }): Promise<{ endpoint: string }>;
   /** Registers an arbitrary endpoint (not an SDK service) directly on the registry. */
@@ -132,7 +135,12 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
       }).serve(opts.handler ?? ((payload) => ({ echo: payload })));
       const listening = await provider.listen(0, '127.0.0.1');
       const endpoint = `${listening.url}/`;
-      await registry.register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount(opts.price), endpoint, description: `test service ${name}` });
+      await registry.register(keypairSigner(kp.secret()), {
+        service: name,
+        pricePerCall: parseAmount(opts.price),
+        endpoint,
+        description: `test service ${name}`,
+      });
       await gw.core.mirror.syncOnce();
       const close = () => provider.close();
       closers.push(close);

@@ -24,7 +24,12 @@ export async function startHttpProxy(target: string, hook: ProxyHook = () => und
   const forward = async (req: IncomingMessage, body: Buffer) => {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && typeof v === 'string') headers[k] = v;
-    return fetch(`${origin}${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, ...(body.length > 0 ? { body: new Uint8Array(body) } : {}), redirect: 'manual' });
+    return fetch(`${origin}${req.url ?? '/'}`, {
+      method: req.method ?? 'GET',
+      headers,
+      ...(body.length > 0 ? { body: new Uint8Array(body) } : {}),
+      redirect: 'manual',
+    });
   };
   const server: Server = createServer((req, res) => {
     void (async () => {

@@ -21,7 +21,13 @@ class MemoryProvider implements OAuthClientProvider {
     return 'http://127.0.0.1:33418/oauth/callback';
   }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: this.name,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
   state() {
     return this.expectedState;
@@ -85,7 +91,11 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
 
   it('runs discovery from the 401, registration, PKCE, consent, token, tools, a paid call, refresh, revoke and ends on 401 (SDK v1)', async () => {
     // 1. Without a token: 401 pointing at the resource metadata, without an error code (RFC 6750 3.1).
-    const bare = await fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const bare = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(bare.status).toBe(401);
     expect(bare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`);
 
@@ -123,7 +133,12 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     const before = await credits();
     const call = await client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { hello: 'mcp' } } });
     expect(call.isError).toBeFalsy();
-    expect(call.structuredContent).toMatchObject({ service: 'echo', result: { echo: { hello: 'mcp' } }, cost: { lamports: 100_000, usd: 0.01 }, paidWith: 'credit' });
+    expect(call.structuredContent).toMatchObject({
+      service: 'echo',
+      result: { echo: { hello: 'mcp' } },
+      cost: { lamports: 100_000, usd: 0.01 },
+      paidWith: 'credit',
+    });
     expect(JSON.parse((call.content as Array<{ text: string }>)[0]!.text)).toEqual(call.structuredContent);
     expect(await credits()).toBe(before - 100_000);
     const listed = await client.callTool({ name: 'list_agents', arguments: { query: 'echo' } });
@@ -131,7 +146,10 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     const balance = await client.callTool({ name: 'get_balance', arguments: {} });
     expect(balance.structuredContent).toMatchObject({ balance_base_units: before - 100_000 });
     const txs = await client.callTool({ name: 'get_transactions', arguments: {} });
-    expect((txs.structuredContent as { transactions: Array<{ type: string; service: string }> }).transactions[0]).toMatchObject({ type: 'call', service: 'echo' });
+    expect((txs.structuredContent as { transactions: Array<{ type: string; service: string }> }).transactions[0]).toMatchObject({
+      type: 'call',
+      service: 'echo',
+    });
 
     // A failing call comes back as a tool error with the gateway's message, and charges nothing.
     const unknown = await client.callTool({ name: 'call_agent', arguments: { service: 'no-such-service', payload: {} } });
@@ -155,7 +173,11 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     expect(revoked.status).toBe(200);
     const access = provider.saved!.access_token;
     await expect(client.listTools()).rejects.toBeInstanceOf(UnauthorizedError);
-    const after = await fetch(mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${access}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const after = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${access}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(after.status).toBe(401);
     expect(after.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token"/);
     expect(after.headers.get('www-authenticate')).toContain(`resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`);

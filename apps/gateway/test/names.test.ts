@@ -19,7 +19,13 @@ describe('service names and the text of requests', () => {
   const registry = () => createRegistryClient(h.gw.core.network);
 
   async function state() {
-    const [balance, keys, mine, tx, me] = await Promise.all([u.api('/v1/balance'), u.api('/v1/api-keys'), pub.api('/v1/agents/mine'), u.api('/v1/transactions?limit=500'), pub.api('/v1/me')]);
+    const [balance, keys, mine, tx, me] = await Promise.all([
+      u.api('/v1/balance'),
+      u.api('/v1/api-keys'),
+      pub.api('/v1/agents/mine'),
+      u.api('/v1/transactions?limit=500'),
+      pub.api('/v1/me'),
+    ]);
     return JSON.stringify([balance.body.balance_base_units, keys.body.length, mine.body, tx.body.length, me.body.publisher_name]);
   }
 
@@ -38,8 +44,14 @@ describe('service names and the text of requests', () => {
       expect(r, JSON.stringify(service)).toMatchObject({ status: 400, body: { error: INVALID_NAME } });
       expect(await registry().getAgent(service), JSON.stringify(service)).toBeNull();
     }
-    expect(await pub.api('/v1/agents', { body: { service: '', pricePerCallLamports: 1, endpoint, description: '' } })).toMatchObject({ status: 400, body: { error: 'service required' } });
-    expect(await pub.api('/v1/agents', { body: { service: 'x'.repeat(33), pricePerCallLamports: 1, endpoint, description: '' } })).toMatchObject({ status: 400, body: { error: 'service name too long (max 32)' } });
+    expect(await pub.api('/v1/agents', { body: { service: '', pricePerCallLamports: 1, endpoint, description: '' } })).toMatchObject({
+      status: 400,
+      body: { error: 'service required' },
+    });
+    expect(await pub.api('/v1/agents', { body: { service: 'x'.repeat(33), pricePerCallLamports: 1, endpoint, description: '' } })).toMatchObject({
+      status: 400,
+      body: { error: 'service name too long (max 32)' },
+    });
     expect((await pub.api('/v1/agents/mine')).body).toEqual([]);
   });
 
@@ -59,7 +71,10 @@ describe('service names and the text of requests', () => {
 
     const balance = (await u.api('/v1/balance')).body.balance_base_units;
     for (const name of DECEPTIVE) {
-      expect(await u.api('/v1/call', { body: { service: name, payload: {} } }), JSON.stringify(name)).toMatchObject({ status: 400, body: { error: INVALID_NAME } });
+      expect(await u.api('/v1/call', { body: { service: name, payload: {} } }), JSON.stringify(name)).toMatchObject({
+        status: 400,
+        body: { error: INVALID_NAME },
+      });
       expect((await u.api(`/v1/agents/${encodeURIComponent(name)}/manifest`)).status, JSON.stringify(name)).toBe(404);
     }
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(balance);
@@ -93,9 +108,13 @@ describe('service names and the text of requests', () => {
       expect(await state()).toBe(before);
     }
     // A description is free text: tab and line breaks are kept.
-    const ok = await pub.api('/v1/agents', { body: { service: 'two-lines', pricePerCallLamports: 100_000, endpoint, description: 'first line\nsecond\tline' } });
+    const ok = await pub.api('/v1/agents', {
+      body: { service: 'two-lines', pricePerCallLamports: 100_000, endpoint, description: 'first line\nsecond\tline' },
+    });
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
-    expect((await u.api('/v1/agents')).body.find((a: { service: string }) => a.service === 'two-lines')).toMatchObject({ description: 'first line\nsecond\tline' });
+    expect((await u.api('/v1/agents')).body.find((a: { service: string }) => a.service === 'two-lines')).toMatchObject({
+      description: 'first line\nsecond\tline',
+    });
   });
 
   it('lets the owner remove, not change, a service it registered before the name policy; it is never listed or called', async () => {
@@ -103,11 +122,19 @@ describe('service names and the text of requests', () => {
     const wallet = (await pub.api('/v1/wallet')).body.pubkey as string;
     const signer = { publicKey: wallet, signTransaction: (xdr: string, passphrase: string) => h.gw.core.wallets.sign(wallet, xdr, passphrase) };
     const { txHash } = await registry().register(signer, { service: 'Legacy_Svc', pricePerCall: 100_000n, endpoint, description: 'from before' });
-    await h.gw.core.db.query('INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)', ['Legacy_Svc', pub.id, wallet, txHash]);
+    await h.gw.core.db.query('INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)', [
+      'Legacy_Svc',
+      pub.id,
+      wallet,
+      txHash,
+    ]);
     await h.gw.core.mirror.syncOnce();
     expect(((await u.api('/v1/agents')).body as Array<{ service: string }>).map((a) => a.service)).not.toContain('Legacy_Svc');
     expect(((await pub.api('/v1/agents/mine')).body as Array<{ service: string }>).map((a) => a.service)).toContain('Legacy_Svc');
-    expect(await pub.api('/v1/agents/Legacy_Svc', { method: 'PUT', body: { description: 'changed' } })).toMatchObject({ status: 400, body: { error: `${INVALID_NAME} (this service can only be removed)` } });
+    expect(await pub.api('/v1/agents/Legacy_Svc', { method: 'PUT', body: { description: 'changed' } })).toMatchObject({
+      status: 400,
+      body: { error: `${INVALID_NAME} (this service can only be removed)` },
+    });
     expect(await registry().getAgent('Legacy_Svc')).toMatchObject({ description: 'from before' });
     expect(await pub.api('/v1/agents/Legacy_Svc', { method: 'DELETE' })).toMatchObject({ status: 200, body: { service: 'Legacy_Svc', removed: true } });
     expect(await registry().getAgent('Legacy_Svc')).toBeNull();
@@ -126,7 +153,11 @@ describe('service names and the text of requests', () => {
     for (const [body, message] of cases) {
       expect(await u.api('/v1/call', { body }), body).toMatchObject({ status: 400, body: { error: message } });
       // A cookie session: the same route and reader, the same answer.
-      const viaExpress = await fetch(`${h.url}/v1/call`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url }, body });
+      const viaExpress = await fetch(`${h.url}/v1/call`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url },
+        body,
+      });
       expect([viaExpress.status, await viaExpress.json()], body).toEqual([400, { error: message }]);
     }
     expect(await state()).toBe(before);
@@ -161,26 +192,59 @@ describe('service names and the text of requests', () => {
     expect(await u.api('/v1/api-keys', { body: { name: `${emoji}😀` } })).toMatchObject({ status: 400, body: { error: 'name too long (max 64)' } });
     expect(await pub.api('/v1/publisher/activate', { body: { name: emoji } })).toMatchObject({ status: 200, body: { publisher_name: emoji } });
     const before = await state();
-    expect(await u.api('/v1/api-keys', { body: { name: 'ci\tserver' } })).toMatchObject({ status: 400, body: { error: 'invalid name: control character U+0009 not allowed' } });
-    expect(await u.api('/v1/api-keys', { body: JSON.stringify({ name: 'ci\ud800' }) })).toMatchObject({ status: 400, body: { error: 'invalid name: unpaired surrogate U+D800 not allowed' } });
-    expect(await pub.api('/v1/publisher/activate', { body: { name: 'Acme\u0000' } })).toMatchObject({ status: 400, body: { error: 'invalid name: control character U+0000 not allowed' } });
+    expect(await u.api('/v1/api-keys', { body: { name: 'ci\tserver' } })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid name: control character U+0009 not allowed' },
+    });
+    expect(await u.api('/v1/api-keys', { body: JSON.stringify({ name: 'ci\ud800' }) })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid name: unpaired surrogate U+D800 not allowed' },
+    });
+    expect(await pub.api('/v1/publisher/activate', { body: { name: 'Acme\u0000' } })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid name: control character U+0000 not allowed' },
+    });
     expect(await state()).toBe(before);
   });
 
   it('refuses them in every other body (sign-in JSON and forms, OAuth registration, disputes, MCP) and in path parameters, without a 500', async () => {
     const nul = 'invalid email: control character U+0000 not allowed';
-    const signup = await fetch(`${h.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'n\u0000@example.com', password: 'correct horse battery' }) });
+    const signup = await fetch(`${h.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'n\u0000@example.com', password: 'correct horse battery' }),
+    });
     expect([signup.status, await signup.json()]).toEqual([400, { error: nul }]);
-    const form = await fetch(`${h.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=n%00%40example.com&password=x', redirect: 'manual' });
+    const form = await fetch(`${h.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=n%00%40example.com&password=x',
+      redirect: 'manual',
+    });
     expect([form.status, await form.json()]).toEqual([400, { error: nul }]);
-    const reg = await fetch(`${h.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'x\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] }) });
-    expect([reg.status, await reg.json()]).toEqual([400, { error: 'invalid_request', error_description: 'invalid client_name: control character U+0000 not allowed' }]);
-    expect(await u.api('/v1/disputes', { body: { escrowId: '\ud800', proof: 'x' } })).toMatchObject({ status: 400, body: { error: 'invalid escrowId: unpaired surrogate U+D800 not allowed' } });
+    const reg = await fetch(`${h.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'x\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] }),
+    });
+    expect([reg.status, await reg.json()]).toEqual([
+      400,
+      { error: 'invalid_request', error_description: 'invalid client_name: control character U+0000 not allowed' },
+    ]);
+    expect(await u.api('/v1/disputes', { body: { escrowId: '\ud800', proof: 'x' } })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid escrowId: unpaired surrogate U+D800 not allowed' },
+    });
 
     const { tokens } = await (await rawClient(h.url)).authorize(u);
     const mcp = await fetch(`${h.url}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        authorization: `Bearer ${tokens.access_token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'call_agent', arguments: { service: 'a\u0000b', payload: {} } } }),
     });
     expect(mcp.status).toBe(400);
@@ -188,7 +252,11 @@ describe('service names and the text of requests', () => {
 
     // OAuth's query and form parameters: a NUL client id is an unknown client, not a 500.
     expect((await fetch(`${h.url}/authorize?client_id=%00&response_type=code`, { headers: { cookie: u.cookie } })).status).toBe(400);
-    const token = await fetch(`${h.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=x&client_id=a%00b&code_verifier=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb' });
+    const token = await fetch(`${h.url}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=authorization_code&code=x&client_id=a%00b&code_verifier=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb',
+    });
     expect(token.status).toBeGreaterThanOrEqual(400);
     expect(token.status).toBeLessThan(500);
 

@@ -1,7 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { TestUser } from './harness.js';
 
-const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 export interface ConsentResult {
   /** Where the browser was sent: the client's redirect URI with code (or error), state and iss. */
@@ -15,14 +21,19 @@ export interface ConsentResult {
  * reads the consent form and posts it (Allow or Deny) with the CSRF token it
  * carries, and returns the redirect back to the client.
  */
-export async function consent(base: string, authorizeUrl: string | URL, user: TestUser, opts: { decision?: 'allow' | 'deny'; dailyLimitUsd?: string } = {}): Promise<ConsentResult> {
+export async function consent(
+  base: string,
+  authorizeUrl: string | URL,
+  user: TestUser,
+  opts: { decision?: 'allow' | 'deny'; dailyLimitUsd?: string } = {},
+): Promise<ConsentResult> {
   const res = await fetch(authorizeUrl, { headers: { cookie: user.cookie }, redirect: 'manual' });
   const html = await res.text();
   const page = { status: res.status, html, headers: res.headers };
   if (res.status === 302) return { redirect: new URL(res.headers.get('location')!), page };
   if (res.status !== 200) throw new Error(`authorize page answered ${res.status}: ${html.slice(0, 300)}`);
   const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(m[1]!)] = unescape(m[2]!);
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1]!)] = unescapeHtml(m[2]!);
   fields.decision = opts.decision ?? 'allow';
   fields.daily_limit_usd = opts.dailyLimitUsd ?? '';
   const post = await fetch(`${base}/authorize`, {
@@ -53,7 +64,14 @@ export async function rawClient(base: string, metadata: Record<string, unknown> 
 
   function authorizeUrl(params: Record<string, string | undefined> = {}) {
     const u = new URL(`${base}/authorize`);
-    const all: Record<string, string | undefined> = { response_type: 'code', client_id: client.client_id, redirect_uri: redirectUri, state: 'st-123', resource: `${base}/mcp`, ...params };
+    const all: Record<string, string | undefined> = {
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: redirectUri,
+      state: 'st-123',
+      resource: `${base}/mcp`,
+      ...params,
+    };
     for (const [k, v] of Object.entries(all)) if (v !== undefined) u.searchParams.set(k, v);
     return u;
   }
@@ -70,7 +88,12 @@ export async function rawClient(base: string, metadata: Record<string, unknown> 
   /** Consent (with an optional daily limit) and exchange the code: a fresh token pair. */
   async function authorize(user: TestUser, opts: { dailyLimitUsd?: string; scope?: string } = {}) {
     const p = pkce();
-    const { redirect } = await consent(base, authorizeUrl({ code_challenge: p.challenge, code_challenge_method: 'S256', ...(opts.scope ? { scope: opts.scope } : {}) }), user, opts);
+    const { redirect } = await consent(
+      base,
+      authorizeUrl({ code_challenge: p.challenge, code_challenge_method: 'S256', ...(opts.scope ? { scope: opts.scope } : {}) }),
+      user,
+      opts,
+    );
     const code = redirect.searchParams.get('code');
     if (!code) throw new Error(`no code: ${redirect}`);
     const t = await token({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: p.verifier });

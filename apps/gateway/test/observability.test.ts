@@ -134,7 +134,8 @@ describe('metrics', () => {
     const delta = (series: string) => value(after, series) - value(before, series);
     expect(delta('farebox_calls_total{outcome="ok",paid_with="credit"}')).toBe(3);
     expect(delta('farebox_calls_total{outcome="refunded",paid_with="none"}')).toBe(1);
-    for (const step of ['hold', 'service', 'post', 'total']) expect(delta(`farebox_call_step_duration_seconds_count{step="${step}"}`)).toBeGreaterThanOrEqual(step === 'post' ? 3 : 4);
+    for (const step of ['hold', 'service', 'post', 'total'])
+      expect(delta(`farebox_call_step_duration_seconds_count{step="${step}"}`)).toBeGreaterThanOrEqual(step === 'post' ? 3 : 4);
     expect(delta('farebox_http_requests_total{route="/v1/call",method="POST",status="200"}')).toBe(3);
     expect(delta('farebox_rate_limited_total{rule="anon-ip"}')).toBeGreaterThanOrEqual(2);
     expect(value(after, 'farebox_settlement_cycles{state="done"}')).toBeGreaterThanOrEqual(1);
@@ -150,7 +151,9 @@ describe('metrics', () => {
     const text = await (await scrape()).text();
     const exposed = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     const docs = await Promise.all(['operations.md', 'grafana-dashboard.json'].map((f) => readFile(new URL(`../../../docs/${f}`, import.meta.url), 'utf8')));
-    const named = new Set(docs.flatMap((d) => [...d.matchAll(/farebox_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))).filter((n) => n !== 'farebox_process_'));
+    const named = new Set(
+      docs.flatMap((d) => [...d.matchAll(/farebox_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))).filter((n) => n !== 'farebox_process_'),
+    );
     expect(named.size).toBeGreaterThan(20);
     expect([...named].filter((n) => !exposed.has(n))).toEqual([]);
     JSON.parse(docs[1]!);
@@ -179,7 +182,10 @@ describe('/health/ready', () => {
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
 
     await rpcProxy.start();
-    await eventually('/health/ready answers 200 again', async () => (await fetch(`${s.url}/health/ready`)).status === 200, { timeoutMs: 20_000, intervalMs: 100 });
+    await eventually('/health/ready answers 200 again', async () => (await fetch(`${s.url}/health/ready`)).status === 200, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
   }, 60_000);
 });
 

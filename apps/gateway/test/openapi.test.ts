@@ -22,7 +22,9 @@ describe('the OpenAPI document', () => {
 
   it('has one operation per entry of the contract table, with its id, method and path', () => {
     const doc = openApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
-    const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, o]) => `${method.toUpperCase()} ${path} ${o.operationId}`));
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, o]) => `${method.toUpperCase()} ${path} ${o.operationId}`),
+    );
     expect(documented.sort()).toEqual(operationList.map((o) => `${o.method} ${openApiPath(o.path)} ${o.id}`).sort());
     expect(documented.length).toBeGreaterThanOrEqual(38);
   });
@@ -55,7 +57,13 @@ const missing = b.no_such_field;
 export { credits, status, body, t, p, missing };
 `,
     );
-    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', skipLibCheck: false, types: [] }, files: ['use.ts'] }));
+    await writeFile(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', skipLibCheck: false, types: [] },
+        files: ['use.ts'],
+      }),
+    );
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
     const run = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')]).then(
       () => ({ code: 0, out: '' }),

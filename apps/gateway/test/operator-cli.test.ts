@@ -17,7 +17,11 @@ const OPERATOR = `cli-ops${process.pid}@farebox.test`;
 /** The real `farebox` command (from source) in a subprocess. */
 async function farebox(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run('pnpm', ['exec', 'tsx', '--conditions', '@farebox/source', CLI, ...args], { cwd: join(here, '..'), env: { ...process.env, FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')), ...env }, timeout: 60_000 });
+    const r = await run('pnpm', ['exec', 'tsx', '--conditions', '@farebox/source', CLI, ...args], {
+      cwd: join(here, '..'),
+      env: { ...process.env, FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')), ...env },
+      timeout: 60_000,
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (e) {
     const x = e as { code?: number; stdout?: string; stderr?: string };
@@ -32,7 +36,11 @@ beforeAll(async () => {
   await s.publish('cli-down', '0.5', () => {
     throw new Error('down');
   });
-  const res = await fetch(`${s.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: OPERATOR, password: 'correct horse battery' }) });
+  const res = await fetch(`${s.url}/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: OPERATOR, password: 'correct horse battery' }),
+  });
   const signup = (await res.json()) as { id: string; csrf_token: string };
   const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
   opKey = (await s.request('/v1/api-keys', { body: { name: 'cli' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } })).body.key;
@@ -89,26 +97,38 @@ describe('farebox operator grant, list and revoke (the gateway database, existin
     const future = `future-cli${process.pid}@farebox.test`;
     const refused = await farebox(['operator', 'grant', future, ...db], local);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain(`no account "${future}": the operator signs up first, then gets the role (it is never granted to an address with no account)`);
+    expect(refused.stderr).toContain(
+      `no account "${future}": the operator signs up first, then gets the role (it is never granted to an address with no account)`,
+    );
 
     const granted = await farebox(['operator', 'grant', opsEmail.toUpperCase(), ...db], local);
     expect(granted.code, granted.stderr).toBe(0);
     expect(granted.stdout.trim()).toBe(`${opsEmail} (${ops.id}) is now an operator`);
     const listed = await farebox(['--json', 'operator', 'list', ...db], local);
-    expect(JSON.parse(listed.stdout)).toEqual([{ account_id: ops.id, email: opsEmail, granted_by: expect.stringMatching(/^cli/), granted_at: expect.any(String) }]);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { account_id: ops.id, email: opsEmail, granted_by: expect.stringMatching(/^cli/), granted_at: expect.any(String) },
+    ]);
 
     st = await startStack({ devnet: s.devnet, dataDir });
     try {
       const as = (key: string, path: string) => st.request(path, { headers: { authorization: `Bearer ${key}` } });
       expect((await as(ops.key, '/v1/operator/whoami')).body).toMatchObject({ operator: true });
       expect((await as(ops.key, '/v1/operator/treasury')).status).toBe(200);
-      const res = await fetch(`${st.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: future.toUpperCase(), password: 'correct horse battery' }) });
+      const res = await fetch(`${st.url}/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: future.toUpperCase(), password: 'correct horse battery' }),
+      });
       expect(res.status).toBe(201);
       const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
       expect(await st.request('/v1/operator/treasury', { headers: { cookie } })).toMatchObject({ status: 403, body: { error: 'operator role required' } });
       expect(await st.request('/v1/operator/whoami', { headers: { cookie } })).toMatchObject({ body: { operator: false } });
       const audit = (await as(ops.key, '/v1/operator/audit')).body as Array<{ actor: string; action: string; target: string; outcome: string }>;
-      expect(audit.filter((e) => e.action.startsWith('operator.') || e.actor === future.toUpperCase()).map(({ action, target, outcome }) => ({ action, target, outcome }))).toEqual([
+      expect(
+        audit
+          .filter((e) => e.action.startsWith('operator.') || e.actor === future.toUpperCase())
+          .map(({ action, target, outcome }) => ({ action, target, outcome })),
+      ).toEqual([
         { action: 'treasury.view', target: null, outcome: 'denied' },
         { action: 'operator.grant', target: ops.id, outcome: 'ok' },
         { action: 'operator.grant', target: future, outcome: 'failed' },

@@ -37,10 +37,15 @@ describe('the operator section of the dashboard in Chromium', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: apt-get install -y chromium`);
     const dist = dashboardDir();
     if (!dist) throw new Error('@farebox/dashboard is not installed: run pnpm install');
-    if (!builtWithOperator(dist)) execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(here, '..', '..', '..'), stdio: 'inherit' });
+    if (!builtWithOperator(dist))
+      execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(here, '..', '..', '..'), stdio: 'inherit' });
     await mkdir(SHOTS, { recursive: true });
     s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: 'off' }, gateway: { dashboard: dist } });
-    owner = (await s.publish('opui-down', '0.5', () => { throw new Error('down'); })).owner;
+    owner = (
+      await s.publish('opui-down', '0.5', () => {
+        throw new Error('down');
+      })
+    ).owner;
     await s.publish('opui-ok', '0.02');
     // Some credit calls settled on chain, and two open disputes.
     const u = await s.user({ topup: 5 });
@@ -59,7 +64,16 @@ describe('the operator section of the dashboard in Chromium', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 900 },
       baseURL: s.url,
     });
@@ -91,7 +105,17 @@ describe('the operator section of the dashboard in Chromium', () => {
     await signUpAndOpen(`nobody${process.pid}@farebox.test`);
     await page.getByText('This account is not an operator').waitFor();
     await shot('operator-01-not-an-operator');
-    const refused = await page.evaluate(async (id) => (await fetch(`/v1/operator/disputes/${id}/resolve`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': decodeURIComponent(document.cookie.split('farebox_csrf=')[1]?.split(';')[0] ?? '') }, body: JSON.stringify({ action: 'refund' }) })).status, refundMe.escrowId);
+    const refused = await page.evaluate(
+      async (id) =>
+        (
+          await fetch(`/v1/operator/disputes/${id}/resolve`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-csrf-token': decodeURIComponent(document.cookie.split('farebox_csrf=')[1]?.split(';')[0] ?? '') },
+            body: JSON.stringify({ action: 'refund' }),
+          })
+        ).status,
+      refundMe.escrowId,
+    );
     expect(refused).toBe(403);
     expect(await s.usdc(refundMe.caller.publicKey)).toBe(refundMe.balance);
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -119,7 +143,10 @@ describe('the operator section of the dashboard in Chromium', () => {
     await split.getByLabel('Payer (USDC)').fill('0.2');
     await split.getByLabel('Receiver (USDC)').fill('0.2');
     await split.getByRole('button', { name: 'Split' }).click();
-    await disputes.getByRole('alert').getByText(/must sum exactly to the escrow balance/).waitFor();
+    await disputes
+      .getByRole('alert')
+      .getByText(/must sum exactly to the escrow balance/)
+      .waitFor();
     await shot('operator-03-split-refused');
     const ownerBefore = await s.usdc(owner);
     await split.getByLabel('Receiver (USDC)').fill('0.3');

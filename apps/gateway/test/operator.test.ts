@@ -20,7 +20,11 @@ let other: Api;
 let otherEmail: string;
 
 async function account(email: string): Promise<Api> {
-  const res = await fetch(`${s.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'correct horse battery' }) });
+  const res = await fetch(`${s.url}/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'correct horse battery' }),
+  });
   const signup = (await res.json()) as { csrf_token: string };
   const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
   const created = await s.request('/v1/api-keys', { body: { name: 'ops' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } });
@@ -40,7 +44,10 @@ beforeAll(async () => {
   other = await account(otherEmail);
 }, 60_000);
 // Every answer the operator suite gets from the gateway, checked against the contract at the end.
-const recorder = recordResponses(() => s?.url, () => expect.getState().currentTestName);
+const recorder = recordResponses(
+  () => s?.url,
+  () => expect.getState().currentTestName,
+);
 
 afterAll(async () => {
   recorder.stop();
@@ -58,11 +65,23 @@ describe('operator: disputes', () => {
 
     const list = await op('/v1/operator/disputes');
     expect(list.status).toBe(200);
-    expect(list.body.find((d: any) => d.escrow_id === escrowId)).toMatchObject({ state: 'open', served: false, reason: 'never answered', requested_by: caller.publicKey, receiver: down.owner, amount_base_units: 5_000_000 });
+    expect(list.body.find((d: any) => d.escrow_id === escrowId)).toMatchObject({
+      state: 'open',
+      served: false,
+      reason: 'never answered',
+      requested_by: caller.publicKey,
+      receiver: down.owner,
+      amount_base_units: 5_000_000,
+    });
 
     const done = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund' } });
     expect(done.status).toBe(200);
-    expect(done.body).toMatchObject({ state: 'resolved', resolution: 'refund', resolved_by: OPERATOR, distributions: [{ address: caller.publicKey, base_units: 5_000_000 }] });
+    expect(done.body).toMatchObject({
+      state: 'resolved',
+      resolution: 'refund',
+      resolved_by: OPERATOR,
+      distributions: [{ address: caller.publicKey, base_units: 5_000_000 }],
+    });
     expect(await s.usdc(caller.publicKey)).toBe(start);
     const again = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund' } });
     expect(again).toMatchObject({ status: 409, body: { error: 'dispute already resolved' } });
@@ -75,13 +94,26 @@ describe('operator: disputes', () => {
     await caller.client.dispute(escrowId);
     const before = { caller: await s.usdc(caller.publicKey), owner: await s.usdc(down.owner), treasury: await s.usdc(s.gw.core.treasuryAddress) };
 
-    const wrong = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: '2000001', receiver_base_units: 3_000_000 } });
-    expect(wrong).toMatchObject({ status: 400, body: { error: 'the split must sum exactly to the escrow balance: 2000001 + 3000000 = 5000001 base units, the balance is 5000000' } });
+    const wrong = await op(`/v1/operator/disputes/${escrowId}/resolve`, {
+      body: { action: 'split', payer_base_units: '2000001', receiver_base_units: 3_000_000 },
+    });
+    expect(wrong).toMatchObject({
+      status: 400,
+      body: { error: 'the split must sum exactly to the escrow balance: 2000001 + 3000000 = 5000001 base units, the balance is 5000000' },
+    });
     expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true } });
 
-    const split = await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: '1999999', receiver_base_units: 3_000_001 } });
+    const split = await op(`/v1/operator/disputes/${escrowId}/resolve`, {
+      body: { action: 'split', payer_base_units: '1999999', receiver_base_units: 3_000_001 },
+    });
     expect(split.status).toBe(200);
-    expect(split.body).toMatchObject({ resolution: 'split', distributions: [{ address: caller.publicKey, base_units: 1_999_999 }, { address: down.owner, base_units: 3_000_001 }] });
+    expect(split.body).toMatchObject({
+      resolution: 'split',
+      distributions: [
+        { address: caller.publicKey, base_units: 1_999_999 },
+        { address: down.owner, base_units: 3_000_001 },
+      ],
+    });
     expect(await s.usdc(caller.publicKey)).toBe(before.caller + 1_999_999n);
     expect(await s.usdc(down.owner)).toBe(before.owner + 3_000_001n);
     expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(before.treasury);
@@ -143,7 +175,11 @@ describe('the operator role cannot be claimed', () => {
 
   it('refuses to start when FAREBOX_OPERATORS names e-mail addresses (or anything but account ids), naming each with every other problem, before opening anything', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'farebox-ops-conf-'));
-    const err = await startStack({ devnet: s.devnet, dataDir, env: { FAREBOX_OPERATORS: 'ops@example.com, OPS2@example.com acct_x', FAREBOX_METRICS_TOKEN: 'short' } }).catch((e: unknown) => e);
+    const err = await startStack({
+      devnet: s.devnet,
+      dataDir,
+      env: { FAREBOX_OPERATORS: 'ops@example.com, OPS2@example.com acct_x', FAREBOX_METRICS_TOKEN: 'short' },
+    }).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'ConfigError' });
     expect((err as { problems: string[] }).problems).toEqual([
       'FAREBOX_METRICS_TOKEN must be at least 16 characters',
@@ -168,12 +204,20 @@ describe('the operator role cannot be claimed', () => {
     }
     expect(await claimer('/v1/operator/whoami')).toMatchObject({ status: 200, body: { operator: false } });
     expect(await deniedFor(email.toUpperCase())).toEqual(
-      ['dispute.list', 'treasury.view', 'settlement.list', 'revenue.view', 'audit.view', 'dispute.resolve', 'settlement.retry'].map((action) => ({ action, outcome: 'denied' })),
+      ['dispute.list', 'treasury.view', 'settlement.list', 'revenue.view', 'audit.view', 'dispute.resolve', 'settlement.retry'].map((action) => ({
+        action,
+        outcome: 'denied',
+      })),
     );
     // The grant was refused with the reason, and only the refusal was kept.
     expect(grant).toBe(`no account "${email}": the operator signs up first, then gets the role (it is never granted to an address with no account)`);
-    expect((await s.gw.core.db.query(`SELECT g.account_id FROM gw_operator_grants g JOIN gw_users u ON u.id = g.account_id WHERE u.email_normalized = $1`, [email])).rows).toEqual([]);
-    expect((await s.gw.core.db.query(`SELECT target, outcome FROM gw_audit_log WHERE action = 'operator.grant' AND target = $1`, [email])).rows).toEqual([{ target: email, outcome: 'failed' }]);
+    expect(
+      (await s.gw.core.db.query(`SELECT g.account_id FROM gw_operator_grants g JOIN gw_users u ON u.id = g.account_id WHERE u.email_normalized = $1`, [email]))
+        .rows,
+    ).toEqual([]);
+    expect((await s.gw.core.db.query(`SELECT target, outcome FROM gw_audit_log WHERE action = 'operator.grant' AND target = $1`, [email])).rows).toEqual([
+      { target: email, outcome: 'failed' },
+    ]);
   });
 
   it('grants it by account id from configuration, to that account only', async () => {
@@ -209,24 +253,36 @@ describe('the operator role cannot be claimed', () => {
     const createOld = /CREATE TABLE gw_operators \([^;]*\);/.exec(schema4)![0];
     await st.gw.core.db.query('DROP TABLE gw_operator_grants');
     await st.gw.core.db.query(createOld);
-    await st.gw.core.db.query(`INSERT INTO gw_operators (email_normalized, granted_by) VALUES ($1, 'cli:old'), ($2, 'cli:old')`, [ownerEmail.toLowerCase(), unclaimed]);
+    await st.gw.core.db.query(`INSERT INTO gw_operators (email_normalized, granted_by) VALUES ($1, 'cli:old'), ($2, 'cli:old')`, [
+      ownerEmail.toLowerCase(),
+      unclaimed,
+    ]);
     await st.gw.core.db.query(`DELETE FROM farebox_migrations WHERE namespace = 'gateway' AND version = 7`);
     await st.gw.close();
 
     st = await startStack({ devnet: s.devnet, dataDir });
     try {
       const as = (key: string, path: string) => st.request(path, { headers: { authorization: `Bearer ${key}` } });
-      expect((await st.gw.core.db.query(`SELECT account_id, granted_by FROM gw_operator_grants`)).rows).toEqual([{ account_id: owner.id, granted_by: 'cli:old' }]);
+      expect((await st.gw.core.db.query(`SELECT account_id, granted_by FROM gw_operator_grants`)).rows).toEqual([
+        { account_id: owner.id, granted_by: 'cli:old' },
+      ]);
       expect((await as(owner.key, '/v1/operator/whoami')).body).toMatchObject({ operator: true });
       expect((await as(owner.key, '/v1/operator/treasury')).status).toBe(200);
 
-      const res = await fetch(`${st.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: unclaimed.toUpperCase(), password: 'correct horse battery' }) });
+      const res = await fetch(`${st.url}/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: unclaimed.toUpperCase(), password: 'correct horse battery' }),
+      });
       expect(res.status).toBe(201);
       const signup = (await res.json()) as { csrf_token: string };
       const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
       const claimer = await st.request('/v1/operator/treasury', { headers: { cookie } });
       expect(claimer).toMatchObject({ status: 403, body: { error: 'operator role required' } });
-      const resolve = await st.request('/v1/operator/disputes/CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC/resolve', { body: { action: 'refund' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } });
+      const resolve = await st.request('/v1/operator/disputes/CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC/resolve', {
+        body: { action: 'refund' },
+        headers: { cookie, 'x-csrf-token': signup.csrf_token },
+      });
       expect(resolve).toMatchObject({ status: 403, body: { error: 'operator role required' } });
       expect((await st.gw.core.db.query(`SELECT action, outcome FROM gw_audit_log WHERE actor = $1 ORDER BY id`, [unclaimed.toUpperCase()])).rows).toEqual([
         { action: 'treasury.view', outcome: 'denied' },
@@ -245,7 +301,9 @@ describe('the operator role cannot be claimed', () => {
     expect((await api('/v1/operator/treasury')).status).toBe(200);
     expect(await revokeOperator(s.gw.core.db, id, 'cli:test')).toEqual({ account_id: id, email, revoked: true });
     expect(await api('/v1/operator/treasury')).toMatchObject({ status: 403, body: { error: 'operator role required' } });
-    expect((await s.gw.core.db.query(`SELECT action, outcome FROM gw_audit_log WHERE target = $1 AND action LIKE 'operator.%' ORDER BY id`, [id])).rows).toEqual([
+    expect(
+      (await s.gw.core.db.query(`SELECT action, outcome FROM gw_audit_log WHERE target = $1 AND action LIKE 'operator.%' ORDER BY id`, [id])).rows,
+    ).toEqual([
       { action: 'operator.grant', outcome: 'ok' },
       { action: 'operator.revoke', outcome: 'ok' },
     ]);
@@ -269,7 +327,12 @@ describe('operator: treasury, settlements and revenue', () => {
     const perCallNet = 12n * splitFee(123_457n).net;
     let v = await view();
     const mine = (x: any) => x.publishers.find((p: any) => p.owner === pub.owner);
-    expect(mine(v)).toMatchObject({ calls: 12, owed: { base_units: perCallNet.toString() }, to_fund: { base_units: gross.toString() }, in_escrow: { base_units: '0' } });
+    expect(mine(v)).toMatchObject({
+      calls: 12,
+      owed: { base_units: perCallNet.toString() },
+      to_fund: { base_units: gross.toString() },
+      in_escrow: { base_units: '0' },
+    });
     expect(v.balance.base_units).toBe((await s.usdc(treasury)).toString());
 
     await engine.tick(); // funds the batch into the cycle's escrow
@@ -307,15 +370,26 @@ describe('operator: treasury, settlements and revenue', () => {
 
   it('rejects bad operator input with a clear error and changes nothing', async () => {
     expect(await op('/v1/operator/disputes?state=weird')).toMatchObject({ status: 400, body: { error: 'state must be open, resolved or all' } });
-    expect(await op('/v1/operator/disputes/CNOPE/resolve', { body: { action: 'refund' } })).toMatchObject({ status: 404, body: { error: 'dispute not found' } });
+    expect(await op('/v1/operator/disputes/CNOPE/resolve', { body: { action: 'refund' } })).toMatchObject({
+      status: 404,
+      body: { error: 'dispute not found' },
+    });
     expect(await op('/v1/operator/revenue?days=0')).toMatchObject({ status: 400 });
     expect(await op('/v1/operator/settlements/abc/retry', { body: {} })).toMatchObject({ status: 400, body: { error: 'cycle id must be an integer' } });
     const caller = await newCaller(s, 2n * USDC);
     const escrowId = await fundedNotServed(caller, 'ops-down');
     await caller.client.dispute(escrowId);
-    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund', payer_base_units: 1 } })).toMatchObject({ status: 400, body: { error: 'a refund takes no amounts (it returns the whole balance)' } });
-    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: 1.5, receiver_base_units: 0 } })).toMatchObject({ status: 400 });
-    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'give-it-all-away' } })).toMatchObject({ status: 400, body: { error: 'action must be refund or split' } });
+    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'refund', payer_base_units: 1 } })).toMatchObject({
+      status: 400,
+      body: { error: 'a refund takes no amounts (it returns the whole balance)' },
+    });
+    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'split', payer_base_units: 1.5, receiver_base_units: 0 } })).toMatchObject({
+      status: 400,
+    });
+    expect(await op(`/v1/operator/disputes/${escrowId}/resolve`, { body: { action: 'give-it-all-away' } })).toMatchObject({
+      status: 400,
+      body: { error: 'action must be refund or split' },
+    });
     expect(await caller.client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { disputed: true, resolved: false } });
   });
 });
@@ -328,6 +402,16 @@ describe('operator: the contract (@farebox/contract)', () => {
     expect(report.violations).toEqual([]);
     expect(report.unmatched.filter((u) => !u.split(' ')[1]!.startsWith('/devnet/'))).toEqual([]);
     const ops = new Set([...report.checked].map((c) => c.split(' ')[0]));
-    for (const id of ['operatorWhoami', 'operatorDisputes', 'operatorResolveDispute', 'operatorTreasury', 'operatorSettlements', 'operatorRevenue', 'operatorAudit', 'openDispute']) expect(ops, id).toContain(id);
+    for (const id of [
+      'operatorWhoami',
+      'operatorDisputes',
+      'operatorResolveDispute',
+      'operatorTreasury',
+      'operatorSettlements',
+      'operatorRevenue',
+      'operatorAudit',
+      'openDispute',
+    ])
+      expect(ops, id).toContain(id);
   });
 });

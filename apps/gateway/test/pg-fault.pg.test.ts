@@ -29,7 +29,12 @@ describe('PostgreSQL connections dropped under load', () => {
       }
     });
     const answered = (n: number) => eventually(`${n} calls answered`, () => statuses.length >= n, { timeoutMs: 20_000 });
-    const connected = () => eventually('the gateway has its connections again', async () => ((await admin.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0) > 0, { timeoutMs: 20_000 });
+    const connected = () =>
+      eventually(
+        'the gateway has its connections again',
+        async () => ((await admin.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0) > 0,
+        { timeoutMs: 20_000 },
+      );
     await answered(20);
     // What a server restart looks like from the gateway: every connection dies at once, three times, each time under load.
     let killed = 0;

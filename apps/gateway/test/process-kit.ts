@@ -37,10 +37,17 @@ export interface GatewayProcess {
  * has passed for it: its holds' timeouts, its sessions).
  */
 export function spawnGateway(env: Record<string, string>, options: { crashAt?: string; clockAheadMs?: number } = {}): GatewayProcess {
-  const entry = options.crashAt ? [CRASH_MAIN, options.crashAt] : options.clockAheadMs !== undefined ? [CLOCK_MAIN, String(options.clockAheadMs)] : [GATEWAY_MAIN];
+  const entry = options.crashAt
+    ? [CRASH_MAIN, options.crashAt]
+    : options.clockAheadMs !== undefined
+      ? [CLOCK_MAIN, String(options.clockAheadMs)]
+      : [GATEWAY_MAIN];
   // The local network unless the test names one (the gateway's default is testnet).
   const network = env.STELLAR_NETWORK || env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' };
-  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', ...entry], { env: { PATH: process.env.PATH, ...network, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--conditions=@farebox/source', '--import', 'tsx', ...entry], {
+    env: { PATH: process.env.PATH, ...network, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   child.stdout!.on('data', (d) => (out += d));

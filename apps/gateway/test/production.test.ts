@@ -18,12 +18,25 @@ async function walk(dir: string): Promise<Array<{ path: string; mode: number; di
 describe('farebox-gateway on mainnet settings', () => {
   it('refuses to start on an unsafe configuration and names every problem at once', async () => {
     const dataDir = join(await mkdtemp(join(tmpdir(), 'farebox-prod-')), 'data');
-    const p = spawnGateway({ PORT: String(await freePort()), FAREBOX_DATA_DIR: dataDir, FAREBOX_NETWORK: 'mainnet', FAREBOX_FREE_TOPUPS: 'true', FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true' });
+    const p = spawnGateway({
+      PORT: String(await freePort()),
+      FAREBOX_DATA_DIR: dataDir,
+      FAREBOX_NETWORK: 'mainnet',
+      FAREBOX_FREE_TOPUPS: 'true',
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+    });
     expect(await p.exited).toBe(1);
     const err = p.output();
     expect(err).toContain('refusing to start');
     expect(err).not.toContain('TRUSTLESS_WORK_URL');
-    for (const needle of ['DATABASE_URL', 'https FAREBOX_BASE_URL', 'FAREBOX_FREE_TOPUPS=true is refused', 'FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused', 'FAREBOX_SIGNUP_CREDIT', 'FAREBOX_KEYSTORE_KEY']) {
+    for (const needle of [
+      'DATABASE_URL',
+      'https FAREBOX_BASE_URL',
+      'FAREBOX_FREE_TOPUPS=true is refused',
+      'FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused',
+      'FAREBOX_SIGNUP_CREDIT',
+      'FAREBOX_KEYSTORE_KEY',
+    ]) {
       expect(err).toContain(needle);
     }
     // Nothing was created: no database, no keys.

@@ -11,7 +11,9 @@ import { eventually } from '@farebox/test-kit';
 const DATABASE_URL = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
 
 function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -61,7 +63,10 @@ describe('/health/ready with PostgreSQL and Redis', () => {
   });
 
   it('is ready with every dependency up', async () => {
-    expect(await ready(h)).toMatchObject({ status: 200, body: { ready: true, reasons: [], checks: { database: 'ok', redis: 'ok', catalog: expect.any(String), rpc: expect.stringMatching(/^ledger \d+$/) } } });
+    expect(await ready(h)).toMatchObject({
+      status: 200,
+      body: { ready: true, reasons: [], checks: { database: 'ok', redis: 'ok', catalog: expect.any(String), rpc: expect.stringMatching(/^ledger \d+$/) } },
+    });
   });
 
   it('answers 503 naming the database while PostgreSQL is unreachable, and 200 once it is back', async () => {

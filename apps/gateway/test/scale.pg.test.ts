@@ -57,7 +57,12 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     }).serve(() => ({ ok: true }));
     const listening = await provider.listen(0, '127.0.0.1');
     closeService = () => provider.close();
-    await registry.register(keypairSigner(owner.secret()), { service: 'shared', pricePerCall: 1_000_000n, endpoint: `${listening.url}/`, description: 'shared' });
+    await registry.register(keypairSigner(owner.secret()), {
+      service: 'shared',
+      pricePerCall: 1_000_000n,
+      endpoint: `${listening.url}/`,
+      description: 'shared',
+    });
     for (const gw of gws) await gw.core.mirror.syncOnce();
   }, 180_000);
 
@@ -74,12 +79,23 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
 
   it('share sessions, API keys and wallets, and keep money exact when calls are split across both', async () => {
     const [a, b] = gws as [RunningGateway, RunningGateway];
-    const signup = await fetch(`${a.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'scale@example.com', password: 'scale password' }) });
+    const signup = await fetch(`${a.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'scale@example.com', password: 'scale password' }),
+    });
     expect(signup.status).toBe(201);
     const account = (await signup.json()) as { custodial_wallet: string; csrf_token: string };
-    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     // The session cookie from gateway A works on gateway B, CSRF token included.
-    const created = await fetch(`${b.url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': account.csrf_token }, body: JSON.stringify({ name: 'k' }) });
+    const created = await fetch(`${b.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': account.csrf_token },
+      body: JSON.stringify({ name: 'k' }),
+    });
     expect(created.status).toBe(201);
     const { key } = (await created.json()) as { key: string };
     const meOnA = (await (await fetch(`${a.url}/v1/me`, { headers: { authorization: `Bearer ${key}` } })).json()) as { custodial_wallet: string };
@@ -88,7 +104,11 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     // 5 USD of credit, 0.1 per call: 50 of 120 calls spread over both gateways succeed.
     const results = await Promise.all(
       Array.from({ length: 120 }, (_, i) =>
-        fetch(`${(i % 2 ? a : b).url}/v1/call`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ service: 'shared', payload: { i } }) }),
+        fetch(`${(i % 2 ? a : b).url}/v1/call`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ service: 'shared', payload: { i } }),
+        }),
       ),
     );
     const statuses = results.map((r) => r.status);
@@ -103,25 +123,47 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
 
   it('a publisher activated and a key revoked on one gateway are seen on the other within moments, not after the cache time', async () => {
     const [a, b] = gws as [RunningGateway, RunningGateway];
-    const signup = await fetch(`${a.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'revoke@example.com', password: 'revoke password' }) });
+    const signup = await fetch(`${a.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'revoke@example.com', password: 'revoke password' }),
+    });
     const { csrf_token } = (await signup.json()) as { csrf_token: string };
-    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const created = await fetch(`${a.url}/v1/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'short-lived' }) });
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const created = await fetch(`${a.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token },
+      body: JSON.stringify({ name: 'short-lived' }),
+    });
     const { id, key } = (await created.json()) as { id: string; key: string };
     const auth = { authorization: `Bearer ${key}` };
     // Gateway B has the key in its credential cache now.
     expect((await fetch(`${b.url}/v1/me`, { headers: auth })).status).toBe(200);
     expect(((await (await fetch(`${b.url}/v1/me`, { headers: auth })).json()) as { is_publisher: boolean }).is_publisher).toBe(false);
 
-    const activated = await fetch(`${a.url}/v1/publisher/activate`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify({ name: 'Revoke Labs' }) });
+    const activated = await fetch(`${a.url}/v1/publisher/activate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token },
+      body: JSON.stringify({ name: 'Revoke Labs' }),
+    });
     expect(activated.status).toBe(200);
     // Well within the 60 s the cache keeps a principal: only the Redis broadcast can explain it.
-    await eventually('gateway B sees the activation', async () => ((await (await fetch(`${b.url}/v1/me`, { headers: auth })).json()) as { is_publisher: boolean }).is_publisher);
+    await eventually(
+      'gateway B sees the activation',
+      async () => ((await (await fetch(`${b.url}/v1/me`, { headers: auth })).json()) as { is_publisher: boolean }).is_publisher,
+    );
 
     const revoked = await fetch(`${a.url}/v1/api-keys/${id}`, { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf_token } });
     expect(revoked.status).toBe(200);
     await eventually('gateway B refuses the revoked key', async () => (await fetch(`${b.url}/v1/me`, { headers: auth })).status === 401);
-    const call = await fetch(`${b.url}/v1/call`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ service: 'shared', payload: {} }) });
+    const call = await fetch(`${b.url}/v1/call`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ service: 'shared', payload: {} }),
+    });
     expect(call.status).toBe(401);
   });
 });

@@ -46,7 +46,9 @@ export async function startDevnetForSettlement(): Promise<Devnet> {
   return startDevnet({ port: 0, closeIntervalMs: 'instant', escrow: { rateLimit: false } });
 }
 
-export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gateway?: StartGatewayOptions; env?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(
+  opts: { devnet?: Devnet; dataDir?: string; gateway?: StartGatewayOptions; env?: Record<string, string> } = {},
+): Promise<Stack> {
   const devnet = opts.devnet ?? (await startDevnetForSettlement());
   const ownDevnet = !opts.devnet;
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'farebox-settle-')));
@@ -94,14 +96,19 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
     request,
     async user(o = {}) {
       const email = `s${Date.now()}_${process.pid}_${counter++}@example.com`;
-      const res = await fetch(`${gw.url}/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'correct horse battery' }) });
+      const res = await fetch(`${gw.url}/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: 'correct horse battery' }),
+      });
       const signup = (await res.json()) as { id: string; csrf_token: string };
       if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${JSON.stringify(signup)}`);
       const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
       const created = await request('/v1/api-keys', { body: { name: 'test' }, headers: { cookie, 'x-csrf-token': signup.csrf_token } });
       if (created.status !== 201) throw new Error(`key creation failed: ${created.status}`);
       const key = created.body.key as string;
-      const api = (path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) => request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } });
+      const api = (path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
+        request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } });
       for (let left = o.topup ?? 0; left > 0; left -= 1000) {
         const t = await api('/v1/topup', { body: { amount: Math.min(1000, left) } });
         if (t.status !== 200) throw new Error(`topup failed: ${t.status} ${JSON.stringify(t.body)}`);
@@ -130,7 +137,12 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
       closers.push(() => provider.close());
       const endpoint = `${listening.url}/`;
       await chain.ensureUsdcTrustline(keypairSigner(kp.secret()));
-      await registry.register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount(price), endpoint, description: `settlement test service ${name}` });
+      await registry.register(keypairSigner(kp.secret()), {
+        service: name,
+        pricePerCall: parseAmount(price),
+        endpoint,
+        description: `settlement test service ${name}`,
+      });
       await gw.core.mirror.syncOnce();
       return { owner: kp.publicKey(), endpoint };
     },
@@ -152,7 +164,10 @@ export async function startStack(opts: { devnet?: Devnet; dataDir?: string; gate
     },
     async fundWallet(user, amount) {
       // The wallet is set up (friendbot + USDC trustline) by a background job from sign-up.
-      await eventually(`the wallet ${user.wallet} is set up on chain`, async () => (await chain.balances(user.wallet)).usdc !== null, { timeoutMs: 20_000, intervalMs: 50 });
+      await eventually(`the wallet ${user.wallet} is set up on chain`, async () => (await chain.balances(user.wallet)).usdc !== null, {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      });
       if (amount > 0n) await devnet.friendbot(user.wallet, amount);
     },
     async usdc(address) {

@@ -20,18 +20,21 @@ const children: ChildProcess[] = [];
 const closers: Array<() => Promise<void>> = [];
 
 async function startChild(crashAt?: string): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
-  const gw = spawnGateway({
-    PORT: String(port),
-    FAREBOX_DATA_DIR: dataDir,
-    FAREBOX_DEVNET_URL: devnet.url,
-    FAREBOX_ESCROW_BUDGET: '100000/1000',
-    FAREBOX_FUNDING_INTERVAL: '1h',
-    FAREBOX_SETTLEMENT_INTERVAL: '1h',
-    FAREBOX_AUTH_RATE_LIMIT: '1000',
-    // The test's service listens on 127.0.0.1; warnings only in the output it reads.
-    FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
-    FAREBOX_LOG_LEVEL: 'warn',
-  }, crashAt ? { crashAt } : {});
+  const gw = spawnGateway(
+    {
+      PORT: String(port),
+      FAREBOX_DATA_DIR: dataDir,
+      FAREBOX_DEVNET_URL: devnet.url,
+      FAREBOX_ESCROW_BUDGET: '100000/1000',
+      FAREBOX_FUNDING_INTERVAL: '1h',
+      FAREBOX_SETTLEMENT_INTERVAL: '1h',
+      FAREBOX_AUTH_RATE_LIMIT: '1000',
+      // The test's service listens on 127.0.0.1; warnings only in the output it reads.
+      FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: 'true',
+      FAREBOX_LOG_LEVEL: 'warn',
+    },
+    crashAt ? { crashAt } : {},
+  );
   children.push(gw.child);
   return { child: gw.child, url: await gw.started, exited: gw.exited };
 }
@@ -48,7 +51,10 @@ async function api(url: string, key: string | undefined, path: string, body?: un
 
 async function signup(url: string, email: string) {
   const res = await api(url, undefined, '/auth/signup', { email, password: 'crash test password' });
-  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const key = (await api(url, undefined, '/v1/api-keys', { name: 'k' }, { cookie, 'x-csrf-token': res.body.csrf_token })).body.key as string;
   const me = await api(url, key, '/v1/me');
   return { key, wallet: me.body.custodial_wallet as string };
@@ -91,7 +97,12 @@ describe('a settler killed at each step', () => {
     }).serve((p) => ({ ok: p }));
     const listening = await provider.listen(0, '127.0.0.1');
     closers.push(() => provider.close());
-    const reg = await api(gw.url, pub.key, '/v1/agents', { service: 'crashy', pricePerCallLamports: Number(PRICE), endpoint: `${listening.url}/`, description: 'crash test service' });
+    const reg = await api(gw.url, pub.key, '/v1/agents', {
+      service: 'crashy',
+      pricePerCallLamports: Number(PRICE),
+      endpoint: `${listening.url}/`,
+      description: 'crash test service',
+    });
     expect(reg.status).toBe(201);
     await api(gw.url, caller.key, '/v1/topup', { amount: 100 });
     gw.child.kill('SIGTERM');

@@ -18,7 +18,12 @@ beforeAll(async () => {
   devnet = await startDevnetForSettlement();
   // One platform: the same database, keystore (wallet provider) and treasury for both gateways.
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-settle-pg-'));
-  const shared = { devnet, dataDir, env: { FAREBOX_TREASURY_SECRET: treasury.secret() }, gateway: { databaseUrl, databaseSchema: schema, settlement: { settlementInterval: '1h', fundingInterval: '1h' } } };
+  const shared = {
+    devnet,
+    dataDir,
+    env: { FAREBOX_TREASURY_SECRET: treasury.secret() },
+    gateway: { databaseUrl, databaseSchema: schema, settlement: { settlementInterval: '1h', fundingInterval: '1h' } },
+  };
   a = await startStack(shared);
   b = await startStack(shared);
 }, 120_000);

@@ -45,7 +45,11 @@ describe('batched settlement', () => {
     // Cycle 1: 1000 calls in 4 waves; a funding tick after each wave funds that wave in one transaction per publisher.
     const counts = [400, 348, 252];
     for (let wave = 0; wave < 4; wave++) {
-      await callMany(users, names, counts.map((c) => c / 4));
+      await callMany(
+        users,
+        names,
+        counts.map((c) => c / 4),
+      );
       await engine.tick();
     }
     const afterFunding = s.devnet.stats().transactions;
@@ -75,12 +79,13 @@ describe('batched settlement', () => {
     const cycle2Txs = s.devnet.stats().transactions - before.txs - cycle1Txs;
 
     // deploy + 4 funds + complete + approve + release per publisher in cycle 1; deploy + fund + 3 in cycle 2.
-    console.log(`on-chain transactions: cycle 1 (1000 calls, 3 publishers) ${cycle1Txs}, cycle 2 (15 calls, 2 publishers) ${cycle2Txs}; funding during cycle 1: ${afterFunding - before.txs}`);
+    console.log(
+      `on-chain transactions: cycle 1 (1000 calls, 3 publishers) ${cycle1Txs}, cycle 2 (15 calls, 2 publishers) ${cycle2Txs}; funding during cycle 1: ${afterFunding - before.txs}`,
+    );
     expect(cycle1Txs).toBe(3 * (1 + 4 + 3));
     expect(cycle2Txs).toBe(2 * (1 + 1 + 3));
     expect(cycle1Txs).toBeLessThan(1000 / 10);
   }, 240_000);
-
 });
 
 describe('POST /v1/publisher/settle and the views', () => {

@@ -20,7 +20,10 @@ let env: Record<string, string>;
 const children: ChildProcess[] = [];
 
 async function startChild(crashAt?: string): Promise<{ url: string; exited: Promise<number | null> }> {
-  const gw = spawnGateway({ PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env }, crashAt ? { crashAt } : {});
+  const gw = spawnGateway(
+    { PORT: String(port), FAREBOX_DATA_DIR: dataDir, FAREBOX_AUTH_RATE_LIMIT: '1000', FAREBOX_LOG_LEVEL: 'warn', ...env },
+    crashAt ? { crashAt } : {},
+  );
   children.push(gw.child);
   return { url: await gw.started, exited: gw.exited };
 }
@@ -54,7 +57,10 @@ describe('a gateway killed between a top-up payment and its credit', () => {
     let gw = await startChild('topup:submitted');
     const signup = await api(gw.url, undefined, '/auth/signup', { email: `crash-${process.pid}@example.com`, password: 'crash test password' });
     expect(signup.status).toBe(201);
-    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const key = (await api(gw.url, undefined, '/v1/api-keys', { name: 'k' }, { cookie, 'x-csrf-token': signup.body.csrf_token })).body.key as string;
     const wallet = signup.body.custodial_wallet as string;
     const treasury = (await api(gw.url, undefined, '/v1/platform/key')).body.treasury as string;

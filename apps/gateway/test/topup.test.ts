@@ -29,7 +29,10 @@ describe('free top-ups (the local network)', () => {
     expect((await h.gw.core.platform.key()).topups).toBe('free');
     const first = await u.api('/v1/topup', { body: { amount: 7 }, headers: { 'idempotency-key': 'free-once' } });
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ balance_base_units: 120_000_000, topup: { status: 'completed', amount_base_units: 70_000_000, paid_with: null, note: 'free' } });
+    expect(first.body).toMatchObject({
+      balance_base_units: 120_000_000,
+      topup: { status: 'completed', amount_base_units: 70_000_000, paid_with: null, note: 'free' },
+    });
     const replay = await u.api('/v1/topup', { body: { amount: 7 }, headers: { 'idempotency-key': 'free-once' } });
     expect(replay).toMatchObject({ status: 200, body: first.body });
     const other = await u.api('/v1/topup', { body: { amount: 8 }, headers: { 'idempotency-key': 'free-once' } });
@@ -44,7 +47,8 @@ describe('free top-ups (the local network)', () => {
     const u = await h.user();
     const both = await Promise.all([1, 2].map(() => u.api('/v1/topup', { body: { amount: 3 }, headers: { 'idempotency-key': 'race' } })));
     expect(both.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(1);
-    for (const r of both) if (r.status !== 200) expect(r).toMatchObject({ status: 409, body: { error: 'a request with this idempotency key is still in progress' } });
+    for (const r of both)
+      if (r.status !== 200) expect(r).toMatchObject({ status: 409, body: { error: 'a request with this idempotency key is still in progress' } });
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(80_000_000);
   });
 });
@@ -203,7 +207,9 @@ describe('a testnet-configured gateway (on the devnet)', () => {
       const [credits0, wallet0, treasury0] = [await credits(u), await usdc(u.wallet), await usdc(s.gw.core.treasuryAddress)];
       // Half with an Idempotency-Key of their own, half with none.
       const answers = await Promise.all(
-        Array.from({ length: racers }, (_, i) => u.api('/v1/topup', { body: { amount: 10 }, headers: i % 2 ? { 'idempotency-key': `race-${held}-${i}` } : {} })),
+        Array.from({ length: racers }, (_, i) =>
+          u.api('/v1/topup', { body: { amount: 10 }, headers: i % 2 ? { 'idempotency-key': `race-${held}-${i}` } : {} }),
+        ),
       );
       const paid = answers.filter((r) => r.status === 200);
       const left = wallet0 - (await usdc(u.wallet));
@@ -239,7 +245,12 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     expect(BigInt(short.body.treasury.owed.base_units)).toBeGreaterThan(BigInt(short.body.treasury.balance.base_units));
     await s.devnet.friendbot(core.treasuryAddress, BigInt(short.body.treasury.owed.base_units));
     const clean = await op.api('/v1/operator/reconciliation');
-    expect(clean.body).toMatchObject({ ok: true, treasury: { covered: true }, wallet_credits: { complete: true, problems: [] }, ledger: { ok: true, mismatches: [] } });
+    expect(clean.body).toMatchObject({
+      ok: true,
+      treasury: { covered: true },
+      wallet_credits: { complete: true, problems: [] },
+      ledger: { ok: true, mismatches: [] },
+    });
     expect(clean.body.wallet_credits.checked).toBeGreaterThanOrEqual(1);
     const problems = async () => Number((await core.metrics.registry.getSingleMetric('farebox_wallet_credit_problems')!.get()).values[0]?.value ?? 0);
     await core.auditWalletCredits();
@@ -269,11 +280,18 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     expect(report.body.wallet_credits.problems).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ tx_hash: 'ab'.repeat(32), account_id: other.id, payment_id: ghost.id, problem: 'transaction not found on chain' }),
-        expect.objectContaining({ tx_hash: signed.hash().toString('hex'), account_id: u.id, payment_id: inflated.id, problem: 'moved 10000000 base units, credited 40000000' }),
+        expect.objectContaining({
+          tx_hash: signed.hash().toString('hex'),
+          account_id: u.id,
+          payment_id: inflated.id,
+          problem: 'moved 10000000 base units, credited 40000000',
+        }),
       ]),
     );
     expect(report.body.wallet_credits.problems).toHaveLength(2);
-    expect(report.body.ledger.mismatches).toEqual([expect.objectContaining({ kind: 'wallet-credit', id: hash, actual: expect.stringMatching(/^2 credits in the journal/) })]);
+    expect(report.body.ledger.mismatches).toEqual([
+      expect.objectContaining({ kind: 'wallet-credit', id: hash, actual: expect.stringMatching(/^2 credits in the journal/) }),
+    ]);
     await core.auditWalletCredits();
     expect(await problems()).toBe(3);
   });
@@ -297,7 +315,10 @@ describe('a network without a friendbot (as on mainnet)', () => {
       expect((await u.api('/v1/me')).body.wallet_status).toBe('provisioning');
       // The treasury has nothing yet: the job tries, fails, and retries until the operator funds it.
       const attempted = await eventually('the set-up job has tried and failed', async () => {
-        const { rows } = await s.gw.core.db.query<{ wallet_attempts: number; wallet_error: string | null }>('SELECT wallet_attempts, wallet_error FROM gw_users WHERE id = $1', [u.id]);
+        const { rows } = await s.gw.core.db.query<{ wallet_attempts: number; wallet_error: string | null }>(
+          'SELECT wallet_attempts, wallet_error FROM gw_users WHERE id = $1',
+          [u.id],
+        );
         return rows[0]!.wallet_attempts > 0 && rows[0]!.wallet_error !== null ? rows[0] : undefined;
       });
       expect(attempted.wallet_error).not.toBe('');
@@ -306,11 +327,15 @@ describe('a network without a friendbot (as on mainnet)', () => {
       const treasuryXlm = (await chain.balances(s.gw.core.treasuryAddress)).xlm;
       // Past the longest backoff (5 minutes): the retry is due; GET /v1/wallet wakes the job.
       clock.advance(300_000);
-      const b = await eventually('the wallet is set up once the treasury is funded', async () => {
-        await u.api('/v1/wallet');
-        const now = await chain.balances(u.wallet);
-        return now.exists && now.usdc !== null ? now : undefined;
-      }, { timeoutMs: 30_000, intervalMs: 100 });
+      const b = await eventually(
+        'the wallet is set up once the treasury is funded',
+        async () => {
+          await u.api('/v1/wallet');
+          const now = await chain.balances(u.wallet);
+          return now.exists && now.usdc !== null ? now : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
       expect(b.usdc).toBe(0n);
       // 2 XLM from the treasury, less the trustline transaction's fee.
       expect(b.xlm).toBe(20_000_000n - 100n);

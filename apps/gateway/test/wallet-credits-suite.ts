@@ -11,11 +11,23 @@ const USDC = 10_000_000n;
 /** The called service's price: above the sign-up credit's remainder after one call, so later calls take the wallet path. */
 const PRICE = '3.5';
 
-type Op = { kind: 'topup'; who: number; usd: number; key: string | null; gw: number } | { kind: 'call'; who: number; gw: number } | { kind: 'fund'; who: number; usd: number };
+type Op =
+  | { kind: 'topup'; who: number; usd: number; key: string | null; gw: number }
+  | { kind: 'call'; who: number; gw: number }
+  | { kind: 'fund'; who: number; usd: number };
 
 const opArb = (gateways: number): fc.Arbitrary<Op> =>
   fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('topup' as const), who: fc.nat(1), usd: fc.integer({ min: 1, max: 12 }), key: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: null }), gw: fc.nat(gateways - 1) }) },
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        kind: fc.constant('topup' as const),
+        who: fc.nat(1),
+        usd: fc.integer({ min: 1, max: 12 }),
+        key: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: null }),
+        gw: fc.nat(gateways - 1),
+      }),
+    },
     { weight: 4, arbitrary: fc.record({ kind: fc.constant('call' as const), who: fc.nat(1), gw: fc.nat(gateways - 1) }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('fund' as const), who: fc.nat(1), usd: fc.integer({ min: 1, max: 20 }) }) },
   );
@@ -72,39 +84,51 @@ export function walletCreditsSuite(name: string, opts: { gateways: 1 | 2; databa
       const s = stacks[0]!;
       const core = s.gw.core;
       const walletCredits = async (id: string) =>
-        BigInt((await core.db.query<{ n: string }>(`SELECT COALESCE(sum(amount), 0) AS n FROM journal WHERE account_id = $1 AND kind = 'topup' AND reference LIKE 'wallet:%'`, [id])).rows[0]!.n);
+        BigInt(
+          (
+            await core.db.query<{ n: string }>(
+              `SELECT COALESCE(sum(amount), 0) AS n FROM journal WHERE account_id = $1 AND kind = 'topup' AND reference LIKE 'wallet:%'`,
+              [id],
+            )
+          ).rows[0]!.n,
+        );
       let runs = 0;
       await fc.assert(
-        fc.asyncProperty(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 30 })), fc.array(fc.array(opArb(opts.gateways), { minLength: 2, maxLength: 8 }), { minLength: 1, maxLength: 3 }), async (funds, batches) => {
-          runs++;
-          const users: KitUser[] = [await s.user(), await s.user()];
-          for (const [i, u] of users.entries()) await s.fundWallet(u, BigInt(funds[i]!) * USDC);
-          const keyOf = (u: number, k: string) => `run${runs}-${u}-${k}`;
-          for (const batch of batches) {
-            await Promise.all(
-              batch.map(async (op) => {
-                const u = users[op.who]!;
-                if (op.kind === 'fund') return s.devnet.friendbot(u.wallet, BigInt(op.usd) * USDC);
-                const at = stacks[op.gw]!;
-                const as = (path: string, init: { body: unknown; headers?: Record<string, string> }) => at.request(path, { ...init, headers: { authorization: `Bearer ${u.key}`, ...init.headers } });
-                const request =
-                  op.kind === 'topup'
-                    ? as('/v1/topup', { body: { amount: op.usd }, headers: op.key ? { 'idempotency-key': keyOf(op.who, op.key) } : {} })
-                    : as('/v1/call', { body: { service, payload: { n: 1 } } });
-                let timer: NodeJS.Timeout | undefined;
-                const r = await Promise.race([
-                  request,
-                  new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in 60 s to ${JSON.stringify(op)}`)), 60_000))),
-                ]).finally(() => clearTimeout(timer));
-                // Every answer is one a user can act on: paid, refused for money, a key conflict, or still in progress.
-                expect([200, 402, 409], JSON.stringify(r.body)).toContain(r.status);
-              }),
-            );
-            const chain = paidToTreasury(s.devnet, core.treasuryAddress);
-            for (const u of users) expect(await walletCredits(u.id), `account ${u.id}`).toBe(chain.get(u.wallet) ?? 0n);
-          }
-          expect((await core.ledger.verify()).mismatches).toEqual([]);
-        }),
+        fc.asyncProperty(
+          fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 30 })),
+          fc.array(fc.array(opArb(opts.gateways), { minLength: 2, maxLength: 8 }), { minLength: 1, maxLength: 3 }),
+          async (funds, batches) => {
+            runs++;
+            const users: KitUser[] = [await s.user(), await s.user()];
+            for (const [i, u] of users.entries()) await s.fundWallet(u, BigInt(funds[i]!) * USDC);
+            const keyOf = (u: number, k: string) => `run${runs}-${u}-${k}`;
+            for (const batch of batches) {
+              await Promise.all(
+                batch.map(async (op) => {
+                  const u = users[op.who]!;
+                  if (op.kind === 'fund') return s.devnet.friendbot(u.wallet, BigInt(op.usd) * USDC);
+                  const at = stacks[op.gw]!;
+                  const as = (path: string, init: { body: unknown; headers?: Record<string, string> }) =>
+                    at.request(path, { ...init, headers: { authorization: `Bearer ${u.key}`, ...init.headers } });
+                  const request =
+                    op.kind === 'topup'
+                      ? as('/v1/topup', { body: { amount: op.usd }, headers: op.key ? { 'idempotency-key': keyOf(op.who, op.key) } : {} })
+                      : as('/v1/call', { body: { service, payload: { n: 1 } } });
+                  let timer: NodeJS.Timeout | undefined;
+                  const r = await Promise.race([
+                    request,
+                    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in 60 s to ${JSON.stringify(op)}`)), 60_000))),
+                  ]).finally(() => clearTimeout(timer));
+                  // Every answer is one a user can act on: paid, refused for money, a key conflict, or still in progress.
+                  expect([200, 402, 409], JSON.stringify(r.body)).toContain(r.status);
+                }),
+              );
+              const chain = paidToTreasury(s.devnet, core.treasuryAddress);
+              for (const u of users) expect(await walletCredits(u.id), `account ${u.id}`).toBe(chain.get(u.wallet) ?? 0n);
+            }
+            expect((await core.ledger.verify()).mismatches).toEqual([]);
+          },
+        ),
         { numRuns: 8, endOnFailure: true },
       );
       // The chain audit of every wallet-backed credit agrees, as an operator sees it.

@@ -46,11 +46,18 @@ describe('the wallet path', () => {
     const ownerBefore = await s.usdc(owner);
     const r = await user.api('/v1/call', { body: { service, payload: { hello: 'wallet' } } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ result: { echo: { hello: 'wallet' } }, paidWith: 'wallet', mode: 'wallet-escrow', cost: { base_units: Number(PRICE) }, newBalance: { base_units: 0 } });
+    expect(r.body).toMatchObject({
+      result: { echo: { hello: 'wallet' } },
+      paidWith: 'wallet',
+      mode: 'wallet-escrow',
+      cost: { base_units: Number(PRICE) },
+      newBalance: { base_units: 0 },
+    });
     expect(r.body.explorerUrl).toMatch(new RegExp(`^${s.devnet.url}/explorer/local/tx/[0-9a-f]{64}$`));
     const names = r.body.trace.steps.map((x: any) => x.name);
     expect(names).toEqual(expect.arrayContaining(['wallet_quote', 'wallet_deploy', 'wallet_fund', 'wallet_call']));
-    for (const st of r.body.trace.steps.filter((x: any) => ['wallet_deploy', 'wallet_fund'].includes(x.name))) expect(st.detail.explorerUrl).toMatch(/\/tx\/[0-9a-f]{64}$/);
+    for (const st of r.body.trace.steps.filter((x: any) => ['wallet_deploy', 'wallet_fund'].includes(x.name)))
+      expect(st.detail.explorerUrl).toMatch(/\/tx\/[0-9a-f]{64}$/);
     // USDC really moved: the wallet paid the price, the publisher got the net of the escrow's 5% fee.
     expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
     await eventually('the publisher is paid the net', async () => (await s.usdc(owner)) === ownerBefore + splitFee(PRICE).net);
@@ -62,12 +69,22 @@ describe('the wallet path', () => {
     const name = `self-${process.pid % 100000}`;
     const kp = Keypair.random();
     await s.devnet.friendbot(kp.publicKey());
-    await createRegistryClient(s.gw.core.network).register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount('0.1'), endpoint: `http://127.0.0.1:${s.gw.port}/auth/signup`, description: 'the gateway itself' });
+    await createRegistryClient(s.gw.core.network).register(keypairSigner(kp.secret()), {
+      service: name,
+      pricePerCall: parseAmount('0.1'),
+      endpoint: `http://127.0.0.1:${s.gw.port}/auth/signup`,
+      description: 'the gateway itself',
+    });
     await s.gw.core.mirror.syncOnce();
     const user = await s.user();
     await drainCredits(user, 0n);
     await s.fundWallet(user, 10_000_000n);
-    const state = async () => ({ wallet: await s.usdc(user.wallet), txs: s.devnet.stats().transactions, history: (await user.api('/v1/transactions')).body, accounts: (await user.api('/v1/platform/stats')).body.accounts });
+    const state = async () => ({
+      wallet: await s.usdc(user.wallet),
+      txs: s.devnet.stats().transactions,
+      history: (await user.api('/v1/transactions')).body,
+      accounts: (await user.api('/v1/platform/stats')).body.accounts,
+    });
     const before = await state();
     const r = await user.api('/v1/call', { body: { service: name, payload: { email: 'planted@example.com', password: 'planted password' } } });
     expect(r).toMatchObject({ status: 500, body: { error: 'service endpoint refused: endpoint is the gateway itself' } });
@@ -101,7 +118,11 @@ describe('the wallet path', () => {
     expect(await s.usdc(user.wallet)).toBe(2_000_000n - shortfall);
     expect(await s.usdc(s.gw.core.treasuryAddress)).toBe(treasuryBefore + shortfall);
     const txs = (await user.api('/v1/transactions')).body;
-    expect(txs.find((t: any) => t.type === 'topup' && t.tx_signature === topup.detail.txHash)).toMatchObject({ amount_base_units: Number(shortfall), paid_with: 'wallet', explorer_url: topup.detail.explorerUrl });
+    expect(txs.find((t: any) => t.type === 'topup' && t.tx_signature === topup.detail.txHash)).toMatchObject({
+      amount_base_units: Number(shortfall),
+      paid_with: 'wallet',
+      explorer_url: topup.detail.explorerUrl,
+    });
   }, 120_000);
   it('pays a service that takes no direct payment from a wallet that covers it by moving the shortfall into credits: no escrow, nothing locked', async () => {
     const user = await s.user();

@@ -43,7 +43,8 @@ export function loadAdapterConfig(env: Record<string, string | undefined>): Adap
     problems.push(`FAREBOX_URL is not a valid URL: ${JSON.stringify(rawUrl)}`);
   }
   const apiKey = env.FAREBOX_API_KEY?.trim() || undefined;
-  if (apiKey !== undefined && (/\s/.test(apiKey) || !apiKey.startsWith('sk_live_'))) problems.push('FAREBOX_API_KEY must be a Farebox API key (it starts with sk_live_)');
+  if (apiKey !== undefined && (/\s/.test(apiKey) || !apiKey.startsWith('sk_live_')))
+    problems.push('FAREBOX_API_KEY must be a Farebox API key (it starts with sk_live_)');
   const tokenPath = env.FAREBOX_TOKEN_PATH?.trim() || join(configDir(env), 'mcp-token.json');
   const clientName = env.FAREBOX_CLIENT_NAME?.trim() || PACKAGE_NAME;
   if (clientName.length > 200) problems.push('FAREBOX_CLIENT_NAME is too long (max 200 characters)');

@@ -27,7 +27,6 @@ type ToolResult = CallToolResult;
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-
 /**
  * API-key mode: the tools of `@farebox/client/mcp` run here over the REST
  * client (the remote `/mcp` takes OAuth tokens only). A refusal carries the
@@ -42,7 +41,11 @@ function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: str
         const body = e.body && typeof e.body === 'object' && !Array.isArray(e.body) ? (e.body as Record<string, unknown>) : {};
         const said = typeof body.error === 'string' ? body.error : `the gateway answered HTTP ${e.status}`;
         const requestId = e.requestId ?? 'unknown';
-        return toolError(`${said} (request id ${requestId})`, { status: e.status, requestId, ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}) });
+        return toolError(`${said} (request id ${requestId})`, {
+          status: e.status,
+          requestId,
+          ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}),
+        });
       }
       if (e instanceof ClientError && e.code === 'NETWORK') return toolError(`cannot reach the Farebox gateway at ${config.url}: ${e.message}`);
       return toolError(`Farebox: ${message(e)}`);
@@ -88,7 +91,10 @@ function upstream(config: AdapterConfig, session: OAuthSession, doFetch: typeof 
 export function createAdapter(options: AdapterOptions): Adapter {
   const { config } = options;
   const doFetch = options.fetch ?? fetch;
-  const server = new McpServer({ name: 'farebox', title: 'Farebox', version: PACKAGE_VERSION }, { instructions: MCP_INSTRUCTIONS, capabilities: { tools: {} } });
+  const server = new McpServer(
+    { name: 'farebox', title: 'Farebox', version: PACKAGE_VERSION },
+    { instructions: MCP_INSTRUCTIONS, capabilities: { tools: {} } },
+  );
   if (config.apiKey) {
     registerRestTools(server, config, config.apiKey, doFetch);
     return { server, session: undefined, close: () => server.close() };

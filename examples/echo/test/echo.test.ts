@@ -45,7 +45,11 @@ describe('echo example', () => {
     const unpaid = await fetch(`${url}/`, { method: 'POST', body });
     expect(unpaid.status).toBe(402);
     // Escrow is off: no offer to pay directly, the price at the top level.
-    expect(await unpaid.json()).toMatchObject({ error: 'echo takes no direct payment: it is paid through the gateway only', accepts: [], extra: { priceBaseUnits: '10000', payments: ['platform'] } });
+    expect(await unpaid.json()).toMatchObject({
+      error: 'echo takes no direct payment: it is paid through the gateway only',
+      accepts: [],
+      extra: { priceBaseUnits: '10000', payments: ['platform'] },
+    });
     const { header } = await signCallCertificate({ service: 'echo', body, amount: 10_000n, callId: 'c_1' }, platform);
     const paid = await fetch(`${url}/`, { method: 'POST', body, headers: { [CERTIFICATE_HEADER]: header } });
     expect(paid.status).toBe(200);

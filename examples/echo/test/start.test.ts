@@ -55,7 +55,11 @@ it('pnpm start reads the platform key from the gateway and registers the service
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  await eventually('the service says what became of its registration (or exits)', () => /registry: |not registered|cannot start/.test(output) || child!.exitCode !== null, { timeoutMs: 20_000, intervalMs: 50 });
+  await eventually(
+    'the service says what became of its registration (or exits)',
+    () => /registry: |not registered|cannot start/.test(output) || child!.exitCode !== null,
+    { timeoutMs: 20_000, intervalMs: 50 },
+  );
   const listening = /echo listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(output)?.[1];
   expect(output).toMatch(/registry: registered "echo" at http:\/\/127\.0\.0\.1:\d+\//);
   expect(await createRegistryClient(devnet.network).getAgent('echo')).toMatchObject({ owner: publicKey, endpoint: `${listening}/` });

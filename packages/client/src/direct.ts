@@ -105,7 +105,8 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
   function platformAddress(): Promise<string> {
     if (platformOption) return Promise.resolve(platformOption);
     treasury ??= (async () => {
-      if (!gatewayUrl) throw new ClientError('CONFIG', 'no platform address: pass platformAddress (the platform treasury) or gatewayUrl to read it from /v1/platform/key');
+      if (!gatewayUrl)
+        throw new ClientError('CONFIG', 'no platform address: pass platformAddress (the platform treasury) or gatewayUrl to read it from /v1/platform/key');
       const { status, json } = await request(`${gatewayUrl.replace(/\/+$/, '')}/v1/platform/key`, { method: 'GET' });
       const parsed = PlatformKeySchema.safeParse(json);
       if (status !== 200 || !parsed.success || !isValidStrKey('publicKey', parsed.data.treasury)) {
@@ -120,7 +121,8 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
   }
 
   function platformUrl(what: string): string {
-    if (!gatewayUrl) throw new ClientError('CONFIG', `${what}: disputes go through the platform (the escrow's dispute resolver): pass gatewayUrl (FAREBOX_URL)`);
+    if (!gatewayUrl)
+      throw new ClientError('CONFIG', `${what}: disputes go through the platform (the escrow's dispute resolver): pass gatewayUrl (FAREBOX_URL)`);
     return gatewayUrl.replace(/\/+$/, '');
   }
 

@@ -12,7 +12,13 @@ export interface DiscoveryClientOptions {
   env?: Record<string, string | undefined>;
 }
 
-const CODES: Record<DiscoveryApiError['code'], ClientErrorCode> = { CONFIG: 'CONFIG', NETWORK: 'NETWORK', BAD_RESPONSE: 'BAD_RESPONSE', NOT_FOUND: 'NOT_FOUND', HTTP: 'GATEWAY_API' };
+const CODES: Record<DiscoveryApiError['code'], ClientErrorCode> = {
+  CONFIG: 'CONFIG',
+  NETWORK: 'NETWORK',
+  BAD_RESPONSE: 'BAD_RESPONSE',
+  NOT_FOUND: 'NOT_FOUND',
+  HTTP: 'GATEWAY_API',
+};
 
 /** The reader's errors as this package's own: the same message and data, under a {@link ClientError} code. */
 function asClientError(err: unknown): unknown {
@@ -45,7 +51,11 @@ export function createDiscoveryClient(options: DiscoveryClientOptions = {}): Dis
   if (!url) throw new ClientError('CONFIG', 'createDiscoveryClient: url required (or FAREBOX_DISCOVERY_URL)');
   let reader: DiscoveryClient;
   try {
-    reader = createReader({ url, ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.fetch ? { fetch: options.fetch } : {}) });
+    reader = createReader({
+      url,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
   } catch (err) {
     throw asClientError(err);
   }

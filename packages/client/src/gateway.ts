@@ -83,7 +83,9 @@ export interface UpdateServiceInput {
 }
 
 /** An operator's decision on a dispute: the whole balance back to the funder, or a split in base units. */
-export type DisputeDecision = { action: 'refund' } | { action: 'split'; payer_base_units: number | string | bigint; receiver_base_units: number | string | bigint };
+export type DisputeDecision =
+  | { action: 'refund' }
+  | { action: 'split'; payer_base_units: number | string | bigint; receiver_base_units: number | string | bigint };
 
 /**
  * A typed client of the gateway's REST API, built from the operation table of
@@ -200,7 +202,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
   async function request<K extends OperationId>(id: K, input: GatewayRequest<K> = {} as GatewayRequest<K>): Promise<GatewayResponse<K>> {
     const op: Operation = operations[id];
-    const parts = input as { params?: Record<string, string>; query?: Record<string, string | undefined>; headers?: Record<string, string | undefined>; body?: unknown };
+    const parts = input as {
+      params?: Record<string, string>;
+      query?: Record<string, string | undefined>;
+      headers?: Record<string, string | undefined>;
+      body?: unknown;
+    };
     const path = op.path.replace(/:([A-Za-z_]\w*)/g, (_, name: string) => encodeURIComponent(String(parts.params?.[name] ?? '')));
     const label = `${op.method} ${path}`;
     if (op.auth.kind !== 'none' && !credential && !session) throw new ClientError('CONFIG', `${label} needs a credential: pass apiKey or accessToken`);
@@ -238,7 +245,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }
     if (!res.ok) {
       const err = schemas.ErrorBody.safeParse(json);
-      throw new GatewayApiError(res.status, err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, json, res.headers.get('x-request-id') ?? headers['x-request-id']);
+      throw new GatewayApiError(
+        res.status,
+        err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+        json,
+        res.headers.get('x-request-id') ?? headers['x-request-id'],
+      );
     }
     const parsed = op.output.safeParse(json);
     if (!parsed.success) {
@@ -260,15 +272,20 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     wallet: () => request('wallet'),
     topup: (amount, opts = {}) => request('topup', { body: { amount }, headers: { 'idempotency-key': opts.idempotencyKey } }),
     call: (service, payload, opts = {}) =>
-      request('call', { body: { service, payload }, headers: { 'idempotency-key': opts.idempotencyKey, 'farebox-max-cost': opts.maxCost === undefined ? undefined : String(opts.maxCost) } }),
+      request('call', {
+        body: { service, payload },
+        headers: { 'idempotency-key': opts.idempotencyKey, 'farebox-max-cost': opts.maxCost === undefined ? undefined : String(opts.maxCost) },
+      }),
     transactions: (opts = {}) => request('transactions', { query: { limit: int(opts.limit) } }),
     agents: {
       list: () => request('listAgents'),
       search: (q) => request('listAgents', { query: { q } }),
       manifest: (service) => request('agentManifest', { params: { service } }),
       mine: () => request('myAgents'),
-      register: (input) => request('registerAgent', { body: price(input) as { service: string; pricePerCallLamports: number; endpoint: string; description: string } }),
-      update: (service, changes) => request('updateAgent', { params: { service }, body: price(changes) as { pricePerCallLamports?: number; endpoint?: string; description?: string } }),
+      register: (input) =>
+        request('registerAgent', { body: price(input) as { service: string; pricePerCallLamports: number; endpoint: string; description: string } }),
+      update: (service, changes) =>
+        request('updateAgent', { params: { service }, body: price(changes) as { pricePerCallLamports?: number; endpoint?: string; description?: string } }),
       remove: (service) => request('removeAgent', { params: { service } }),
     },
     apiKeys: {

@@ -51,7 +51,12 @@ describe('direct escrow calls', () => {
     expect(escrow).toMatchObject({
       engagementId: out.quoteId,
       flags: { released: true, disputed: false, resolved: false },
-      roles: { receiver: service.owner.publicKey, approver: service.owner.publicKey, disputeResolver: world.treasury.publicKey, platformAddress: world.treasury.publicKey },
+      roles: {
+        receiver: service.owner.publicKey,
+        approver: service.owner.publicKey,
+        disputeResolver: world.treasury.publicKey,
+        platformAddress: world.treasury.publicKey,
+      },
     });
     const stored = JSON.parse(await readFile(service.servedStorePath, 'utf8')) as { escrows: Record<string, { status: string; releaseTx?: string }> };
     expect(stored.escrows[out.escrowId]).toMatchObject({ status: 'released', releaseTx: out.releaseTx });
@@ -72,18 +77,22 @@ describe('direct escrow calls', () => {
     const payer = await world.party(10n * USDC);
     const ownerBefore = world.usdcOf(service.owner.publicKey);
     let second: Promise<Awaited<ReturnType<typeof post>>> | undefined;
-    const out = await world.client(payer).call(
-      'dir-twice',
-      { n: 1 },
-      {
-        onProgress: (e) => {
-          if (e.step === 'call' && e.phase === 'start' && e.escrowId) second = post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: e.escrowId }).finally(otherAnswered);
+    const out = await world
+      .client(payer)
+      .call(
+        'dir-twice',
+        { n: 1 },
+        {
+          onProgress: (e) => {
+            if (e.step === 'call' && e.phase === 'start' && e.escrowId)
+              second = post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: e.escrowId }).finally(otherAnswered);
+          },
         },
-      },
-    ).catch((err: unknown) => {
-      otherAnswered();
-      return err;
-    });
+      )
+      .catch((err: unknown) => {
+        otherAnswered();
+        return err;
+      });
     const other = await second!;
     const outcomes = [out instanceof ClientError ? (out.data.status as number) : 200, other.status].sort();
     expect(outcomes).toEqual([200, 409]);
@@ -136,10 +145,14 @@ describe('direct escrow calls', () => {
     const quote = await quoteOf(cheap.endpoint, {});
     const escrowId = await openEscrow(world, payer, { receiver: cheap.owner.publicKey, engagementId: quote.quoteId, amount: 5_000_000n });
 
-    const res = await post(target.endpoint, {}, { [X402_HEADERS.payment]: encodePaymentHeader({ escrowId, network: 'stellar:local', quoteId: quote.quoteId }) });
+    const res = await post(
+      target.endpoint,
+      {},
+      { [X402_HEADERS.payment]: encodePaymentHeader({ escrowId, network: 'stellar:local', quoteId: quote.quoteId }) },
+    );
     expect(res.status).toBe(402);
     expect(res.json?.error).toBe('escrow receiver does not match');
-    expect((res.json?.accepts as Array<{ payTo: string }>)[0]?.payTo).toBe(target.owner.publicKey);
+    expect((res.json?.accepts as Array<{ payTo: string }> | undefined)?.[0]?.payTo).toBe(target.owner.publicKey);
     expect(served).toBe(0);
   });
 
@@ -159,10 +172,12 @@ describe('direct escrow calls', () => {
     const escrowId = await openEscrow(world, payer, { receiver: service.owner.publicKey, engagementId: small.quoteId, amount: small.amount });
 
     const big = { words: ['a', 'b', 'c', 'd', 'e'] };
-    const res = await post(service.endpoint, big, { [X402_HEADERS.payment]: encodePaymentHeader({ escrowId, network: 'stellar:local', quoteId: small.quoteId }) });
+    const res = await post(service.endpoint, big, {
+      [X402_HEADERS.payment]: encodePaymentHeader({ escrowId, network: 'stellar:local', quoteId: small.quoteId }),
+    });
     expect(res.status).toBe(402);
     expect(res.json?.error).toMatch(/holds 0\.01 USDC, this payload costs 0\.05 USDC/);
-    expect((res.json?.accepts as Array<{ maxAmountRequired: string }>)[0]?.maxAmountRequired).toBe('500000');
+    expect((res.json?.accepts as Array<{ maxAmountRequired: string }> | undefined)?.[0]?.maxAmountRequired).toBe('500000');
     expect(served).toBe(0);
 
     // The refusal claimed nothing: the same escrow still pays for the payload it was quoted for.
@@ -199,12 +214,22 @@ describe('direct escrow calls', () => {
     expect(res.json?.error).toMatch(/does not answer a quote issued by this service/);
 
     const quote = await quoteOf(service.endpoint, {});
-    const locked = await openEscrow(world, payer, { receiver: service.owner.publicKey, engagementId: quote.quoteId, amount: 5_000_000n, roles: { approver: payer.publicKey } });
+    const locked = await openEscrow(world, payer, {
+      receiver: service.owner.publicKey,
+      engagementId: quote.quoteId,
+      amount: 5_000_000n,
+      roles: { approver: payer.publicKey },
+    });
     const res2 = await post(service.endpoint, {}, { [X402_HEADERS.payment]: locked });
     expect(res2.status).toBe(402);
     expect(res2.json?.error).toMatch(/as approver/);
 
-    const feeless = await openEscrow(world, payer, { receiver: service.owner.publicKey, engagementId: quote.quoteId, amount: 5_000_000n, roles: { platformAddress: payer.publicKey } });
+    const feeless = await openEscrow(world, payer, {
+      receiver: service.owner.publicKey,
+      engagementId: quote.quoteId,
+      amount: 5_000_000n,
+      roles: { platformAddress: payer.publicKey },
+    });
     const res3 = await post(service.endpoint, {}, { [X402_HEADERS.payment]: feeless });
     expect(res3.status).toBe(402);
     expect(res3.json?.error).toMatch(/as platformAddress/);
@@ -250,7 +275,11 @@ describe('direct escrow calls', () => {
   });
 
   it('dispute() goes through the platform: without a gateway URL it says so and nothing changes on chain', async () => {
-    const service = await world.publish('dir-dispute', { handler: () => { throw new Error('down'); } });
+    const service = await world.publish('dir-dispute', {
+      handler: () => {
+        throw new Error('down');
+      },
+    });
     const payer = await world.party(10n * USDC);
     const client = world.client(payer);
     const failed = await failure(client.call('dir-dispute', {}));
@@ -302,8 +331,14 @@ describe('direct escrow calls', () => {
     expect(err.code).toBe('PAYMENT_REFUSED');
     const escrowId = err.data.escrowId!;
     expect(escrowId).toMatch(/^C[A-Z2-7]{55}$/);
-    expect(err.data).toMatchObject({ status: 402, lockedBaseUnits: '5000000', reason: `the service refused escrow ${escrowId}: escrow ${escrowId} holds 0.5 USDC, this payload costs 1 USDC: fund it with at least the quoted amount` });
-    expect(err.message).toContain(`escrow ${escrowId} still holds 0.5 USDC: get it back with a dispute, client.dispute('${escrowId}') or \`farebox dispute ${escrowId} --keypair <payer key file>\``);
+    expect(err.data).toMatchObject({
+      status: 402,
+      lockedBaseUnits: '5000000',
+      reason: `the service refused escrow ${escrowId}: escrow ${escrowId} holds 0.5 USDC, this payload costs 1 USDC: fund it with at least the quoted amount`,
+    });
+    expect(err.message).toContain(
+      `escrow ${escrowId} still holds 0.5 USDC: get it back with a dispute, client.dispute('${escrowId}') or \`farebox dispute ${escrowId} --keypair <payer key file>\``,
+    );
     expect(world.usdcOf(payer.publicKey)).toBe(10n * USDC - 5_000_000n);
     expect(await client.getEscrow(escrowId)).toMatchObject({ balance: 5_000_000n, flags: { released: false } });
   });

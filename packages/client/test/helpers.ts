@@ -76,7 +76,12 @@ export function useWorld(): World {
     Object.assign(world, {
       devnet,
       treasury,
-      escrow: createEscrowClient({ baseUrl: escrowUrl, apiKey: 'test-escrow-key', passphrase: devnet.network.passphrase, budget: { requests: 100_000, windowMs: 1000 } }),
+      escrow: createEscrowClient({
+        baseUrl: escrowUrl,
+        apiKey: 'test-escrow-key',
+        passphrase: devnet.network.passphrase,
+        budget: { requests: 100_000, windowMs: 1000 },
+      }),
       party,
       usdcOf: (address: string) => devnet.chain.accounts.get(address)?.usdc?.balance ?? 0n,
       client: (payer: Party, extra: Partial<ClientOptions> = {}) =>
@@ -167,7 +172,13 @@ export async function quoteOf(url: string, payload: unknown) {
 export async function openEscrow(
   world: World,
   payer: Party,
-  input: { receiver: string; engagementId: string; amount: bigint; fund?: bigint; roles?: Partial<Record<'approver' | 'serviceProvider' | 'releaseSigner' | 'platformAddress' | 'disputeResolver', string>> },
+  input: {
+    receiver: string;
+    engagementId: string;
+    amount: bigint;
+    fund?: bigint;
+    roles?: Partial<Record<'approver' | 'serviceProvider' | 'releaseSigner' | 'platformAddress' | 'disputeResolver', string>>;
+  },
 ): Promise<string> {
   const owner = input.receiver;
   const { contractId } = await world.escrow.deployAndSend(

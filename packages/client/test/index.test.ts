@@ -2,7 +2,14 @@ import { expect, it } from 'vitest';
 import * as client from '../src/index.js';
 
 it('exports exactly the documented runtime API', () => {
-  expect(Object.keys(client).sort()).toEqual(['ClientError', 'EndpointVerificationError', 'GatewayApiError', 'createClient', 'createDiscoveryClient', 'createGatewayClient']);
+  expect(Object.keys(client).sort()).toEqual([
+    'ClientError',
+    'EndpointVerificationError',
+    'GatewayApiError',
+    'createClient',
+    'createDiscoveryClient',
+    'createGatewayClient',
+  ]);
 });
 
 it('makes both named errors ClientErrors with their own codes', () => {
@@ -24,10 +31,17 @@ it('refuses bad options at construction, listing every problem, before anything 
 it("hands the discovery reader's errors on as ClientErrors with the same message (an error answer as GATEWAY_API)", async () => {
   expect(() => client.createDiscoveryClient({ env: {} })).toThrow(client.ClientError);
   expect(() => client.createDiscoveryClient({ url: 'ftp://x', env: {} })).toThrow(/createDiscoveryClient: url must be an http\(s\) URL/);
-  const refusing = client.createDiscoveryClient({ url: 'http://discovery.test', env: {}, fetch: async () => new Response(JSON.stringify({ error: 'q required' }), { status: 400 }) });
+  const refusing = client.createDiscoveryClient({
+    url: 'http://discovery.test',
+    env: {},
+    fetch: async () => new Response(JSON.stringify({ error: 'q required' }), { status: 400 }),
+  });
   const err = await refusing.search('').catch((e: unknown) => e);
   expect(err).toBeInstanceOf(client.ClientError);
   expect(err).toMatchObject({ code: 'GATEWAY_API', message: 'discovery backend: q required', data: { status: 400, serverMessage: 'q required' } });
-  const down = client.createDiscoveryClient({ env: { FAREBOX_DISCOVERY_URL: 'http://discovery.test' }, fetch: async () => Promise.reject(new Error('connection refused')) });
+  const down = client.createDiscoveryClient({
+    env: { FAREBOX_DISCOVERY_URL: 'http://discovery.test' },
+    fetch: async () => Promise.reject(new Error('connection refused')),
+  });
   expect(await down.health().catch((e: unknown) => e)).toMatchObject({ code: 'NETWORK', data: { reason: 'connection refused' } });
 });

@@ -51,7 +51,10 @@ const ServiceSchema = z.looseObject({
   service: z.string(),
   pricePerCall: z.number(),
   /** Base units as a decimal string (exact). */
-  pricePerCallBaseUnits: z.string().regex(/^\d+$/).transform((s) => BigInt(s)),
+  pricePerCallBaseUnits: z
+    .string()
+    .regex(/^\d+$/)
+    .transform((s) => BigInt(s)),
   description: z.string(),
   endpoint: z.string(),
   ownerWallet: z.string(),
@@ -177,7 +180,11 @@ export function createDiscoveryClient(options: DiscoveryClientOptions): Discover
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new DiscoveryApiError('BAD_RESPONSE', `discovery backend answered ${path.split('?')[0]} with an unexpected body (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`, { status: res.status });
+      throw new DiscoveryApiError(
+        'BAD_RESPONSE',
+        `discovery backend answered ${path.split('?')[0]} with an unexpected body (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`,
+        { status: res.status },
+      );
     }
     return { status: res.status, body: parsed.data };
   }
@@ -190,7 +197,10 @@ export function createDiscoveryClient(options: DiscoveryClientOptions): Discover
       return { query: body.query, mode: body.mode, results: body.results };
     },
     async listServices(opts = {}) {
-      const q = new URLSearchParams({ ...(opts.limit !== undefined ? { limit: String(opts.limit) } : {}), ...(opts.after !== undefined ? { after: opts.after } : {}) });
+      const q = new URLSearchParams({
+        ...(opts.limit !== undefined ? { limit: String(opts.limit) } : {}),
+        ...(opts.after !== undefined ? { after: opts.after } : {}),
+      });
       const body = (await get(`/agents${q.size ? `?${q}` : ''}`, discoveryAnswers.agents)).body!;
       return { services: body.agents, total: body.total, next: body.next };
     },

@@ -7,7 +7,8 @@ import { LIMITS, MIN_PRICE_BASE_UNITS, SERVICE_NAME_PATTERN, codePointLength, se
  * `400 { error: <the first issue's message> }`.
  */
 
-const unknownField = (iss: { code: string; keys?: string[] }) => (iss.code === 'unrecognized_keys' ? `unknown field: ${(iss.keys ?? []).join(', ')}` : undefined);
+const unknownField = (iss: { code: string; keys?: string[] }) =>
+  iss.code === 'unrecognized_keys' ? `unknown field: ${(iss.keys ?? []).join(', ')}` : undefined;
 
 /**
  * An optional integer query parameter within [min, max] (absent or empty: the
@@ -64,10 +65,20 @@ export const LoginBody = z
   })
   .meta({ id: 'LoginBody', description: 'E-mail and password. JSON or an HTML form.' });
 
-export const TopupBody = z.strictObject({ amount: z.number({ error: 'invalid amount (must be 0 < n <= 1000)' }).gt(0, 'invalid amount (must be 0 < n <= 1000)').lte(1000, 'invalid amount (must be 0 < n <= 1000)') }, { error: unknownField }).meta({
-  id: 'TopupBody',
-  description: 'USD, 0 < amount <= 1000 (a JSON number).',
-});
+export const TopupBody = z
+  .strictObject(
+    {
+      amount: z
+        .number({ error: 'invalid amount (must be 0 < n <= 1000)' })
+        .gt(0, 'invalid amount (must be 0 < n <= 1000)')
+        .lte(1000, 'invalid amount (must be 0 < n <= 1000)'),
+    },
+    { error: unknownField },
+  )
+  .meta({
+    id: 'TopupBody',
+    description: 'USD, 0 < amount <= 1000 (a JSON number).',
+  });
 
 export const CallBody = z
   .strictObject(
@@ -98,7 +109,10 @@ const MIN_PRICE = Number(MIN_PRICE_BASE_UNITS);
 const Price = z
   .number({ error: 'pricePerCallLamports required (integer base units)' })
   .int('pricePerCallLamports must be an integer (base units)')
-  .min(MIN_PRICE, `pricePerCallLamports must be at least ${MIN_PRICE} base units (0.000002 USDC), so that the 5 % platform fee of a call is at least one base unit`)
+  .min(
+    MIN_PRICE,
+    `pricePerCallLamports must be at least ${MIN_PRICE} base units (0.000002 USDC), so that the 5 % platform fee of a call is at least one base unit`,
+  )
   .max(Number.MAX_SAFE_INTEGER, 'pricePerCallLamports too large');
 const Endpoint = z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)');
 const Description = z.string({ error: 'description required' }).max(512, 'description too long (max 512)');
@@ -129,7 +143,10 @@ export const OpenDisputeBody = z
   .strictObject(
     {
       escrowId: z.string({ error: 'escrowId required' }).superRefine(nameText('escrowId')),
-      proof: z.string({ error: 'proof required (a transaction signed by the funder, see docs/operator.md)' }).min(1, 'proof required').max(4096, 'proof too long'),
+      proof: z
+        .string({ error: 'proof required (a transaction signed by the funder, see docs/operator.md)' })
+        .min(1, 'proof required')
+        .max(4096, 'proof too long'),
       reason: z.string().max(500, 'reason too long (max 500)').optional(),
     },
     { error: unknownField },
@@ -142,7 +159,10 @@ export const ResolveDisputeBody = z
     payer_base_units: z.union([z.string(), z.number().int()]).optional(),
     receiver_base_units: z.union([z.string(), z.number().int()]).optional(),
   })
-  .meta({ id: 'ResolveDisputeBody', description: '`refund` (the whole balance back to the funder) or `split` (amounts in base units summing to the balance).' });
+  .meta({
+    id: 'ResolveDisputeBody',
+    description: '`refund` (the whole balance back to the funder) or `split` (amounts in base units summing to the balance).',
+  });
 
 const IDEMPOTENCY_KEY = 'invalid Idempotency-Key (1 to 255 characters)';
 

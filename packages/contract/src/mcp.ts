@@ -17,7 +17,10 @@ export interface FareboxApi {
     search(query: string): Promise<unknown[]>;
   };
   /** A paid call; a failure throws (and is refunded). */
-  call(service: string, payload: Record<string, unknown>): Promise<{ result: unknown; cost: unknown; paidWith: unknown; newBalance: unknown; explorerUrl?: string | undefined; callId?: string | undefined }>;
+  call(
+    service: string,
+    payload: Record<string, unknown>,
+  ): Promise<{ result: unknown; cost: unknown; paidWith: unknown; newBalance: unknown; explorerUrl?: string | undefined; callId?: string | undefined }>;
   balance(): Promise<Record<string, unknown>>;
   transactions(options?: { limit?: number }): Promise<unknown[]>;
 }
@@ -46,7 +49,7 @@ export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
 /** The server instructions every Farebox MCP server sends at initialisation. */
 export const MCP_INSTRUCTIONS =
   "Farebox lets you find and call paid services (AI agents, APIs, tools) and pay per call from the user's Farebox credits. " +
-  'Use list_agents to find a service, then call_agent with its name and the service\'s input inside `payload`. ' +
+  "Use list_agents to find a service, then call_agent with its name and the service's input inside `payload`. " +
   'get_balance and get_transactions show what is left and what was spent.';
 
 /** How many transactions `get_transactions` shows. */
@@ -101,7 +104,8 @@ const callAgent: McpTool<{ service: z.ZodString; payload: z.ZodRecord<z.ZodStrin
 const getBalance: McpTool<Record<string, never>> = {
   name: 'get_balance',
   title: 'Check balance',
-  description: "The user's Farebox balance: credits (spent first by call_agent) in USD and base units (1 USDC = 10,000,000), the on-chain USDC wallet, and the total.",
+  description:
+    "The user's Farebox balance: credits (spent first by call_agent) in USD and base units (1 USDC = 10,000,000), the on-chain USDC wallet, and the total.",
   inputSchema: {},
   annotations: { readOnlyHint: true, openWorldHint: false },
   scope: 'account:read',
@@ -111,7 +115,8 @@ const getBalance: McpTool<Record<string, never>> = {
 const getTransactions: McpTool<Record<string, never>> = {
   name: 'get_transactions',
   title: 'Recent transactions',
-  description: "The user's most recent Farebox transactions, newest first: top-ups and paid calls, with amounts, the service called, status and explorer links when available.",
+  description:
+    "The user's most recent Farebox transactions, newest first: top-ups and paid calls, with amounts, the service called, status and explorer links when available.",
   inputSchema: {},
   annotations: { readOnlyHint: true, openWorldHint: false },
   scope: 'account:read',
@@ -124,7 +129,10 @@ const getTransactions: McpTool<Record<string, never>> = {
 /** The four tools of the spec's table, in order. */
 export const MCP_TOOLS: readonly McpTool[] = [listAgents, callAgent, getBalance, getTransactions] as readonly McpTool[];
 
-export const toolResult = (value: Record<string, unknown>): McpToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value });
+export const toolResult = (value: Record<string, unknown>): McpToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+  structuredContent: value,
+});
 
 export const toolError = (message: string, extra: Record<string, unknown> = {}): McpToolResult => ({
   content: [{ type: 'text', text: message }],

@@ -50,4 +50,3 @@ export interface Operation {
   errors: Partial<Record<400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503, string>>;
   errorBody?: z.ZodType;
 }
-

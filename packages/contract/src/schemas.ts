@@ -123,9 +123,14 @@ export const Service = z
   })
   .meta({ id: 'Service', description: 'A catalog item.' });
 
-export const RegisteredService = Service.extend({ txHash: z.string(), explorerUrl: z.string() }).meta({ id: 'RegisteredService', description: 'A service as registered or updated, with the on-chain transaction.' });
+export const RegisteredService = Service.extend({ txHash: z.string(), explorerUrl: z.string() }).meta({
+  id: 'RegisteredService',
+  description: 'A service as registered or updated, with the on-chain transaction.',
+});
 
-export const RemovedService = z.object({ service: z.string(), removed: z.literal(true), txHash: z.string(), explorerUrl: z.string() }).meta({ id: 'RemovedService' });
+export const RemovedService = z
+  .object({ service: z.string(), removed: z.literal(true), txHash: z.string(), explorerUrl: z.string() })
+  .meta({ id: 'RemovedService' });
 
 export const ServiceManifest = z
   .object({
@@ -256,12 +261,21 @@ export const Settlement = z
   })
   .meta({ id: 'Settlement', description: 'One settlement cycle (batch) of one publisher owner.' });
 
-export const SettleResult = z
-  .object({ settled: z.boolean(), message: z.string().optional(), settlement: z.union([Settlement, z.null()]) })
-  .meta({ id: 'SettleResult', description: "The caller's cycle, closed and run to the end; `settled: false` with a message when there was nothing to settle." });
+export const SettleResult = z.object({ settled: z.boolean(), message: z.string().optional(), settlement: z.union([Settlement, z.null()]) }).meta({
+  id: 'SettleResult',
+  description: "The caller's cycle, closed and run to the end; `settled: false` with a message when there was nothing to settle.",
+});
 
 export const AnalyticsPoint = z
-  .object({ day: z.string(), calls: z.number().int(), earned_base_units: BaseUnits, earned_lamports: BaseUnits, earned_asset: z.number(), earned_sol: BaseUnits, earned_usd: z.number() })
+  .object({
+    day: z.string(),
+    calls: z.number().int(),
+    earned_base_units: BaseUnits,
+    earned_lamports: BaseUnits,
+    earned_asset: z.number(),
+    earned_sol: BaseUnits,
+    earned_usd: z.number(),
+  })
   .meta({ id: 'AnalyticsPoint', description: 'One UTC day, net of the fee.' });
 
 export const PlatformStats = z
@@ -407,7 +421,10 @@ export const Reconciliation = z
     treasury: z.object({ balance: Money, owed: Money, covered: z.boolean(), status: z.string() }),
     at: Timestamp,
   })
-  .meta({ id: 'Reconciliation', description: 'What backs the credits: each wallet-backed credit against its on-chain payment, the ledger audit, and the treasury.' });
+  .meta({
+    id: 'Reconciliation',
+    description: 'What backs the credits: each wallet-backed credit against its on-chain payment, the ledger audit, and the treasury.',
+  });
 
 export const OperatorSettlement = Settlement.extend({
   publisher_owner: Address,
@@ -425,5 +442,13 @@ export const Revenue = z
   .meta({ id: 'Revenue', description: 'Platform fees per UTC day, oldest first.' });
 
 export const AuditEntry = z
-  .object({ id: z.string(), at: Timestamp, actor: z.string(), action: z.string(), target: z.string().nullable(), outcome: z.enum(['ok', 'denied', 'failed']), detail: z.record(z.string(), z.unknown()) })
+  .object({
+    id: z.string(),
+    at: Timestamp,
+    actor: z.string(),
+    action: z.string(),
+    target: z.string().nullable(),
+    outcome: z.enum(['ok', 'denied', 'failed']),
+    detail: z.record(z.string(), z.unknown()),
+  })
   .meta({ id: 'AuditEntry' });

@@ -10,7 +10,16 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-const agent = { service: 'fx', pricePerCall: 0.25, pricePerCallBaseUnits: '2500000', description: 'rates', endpoint: 'http://127.0.0.1:9/', ownerWallet: 'GOWNER', acceptedToken: 'USDC', createdAt: 1 };
+const agent = {
+  service: 'fx',
+  pricePerCall: 0.25,
+  pricePerCallBaseUnits: '2500000',
+  description: 'rates',
+  endpoint: 'http://127.0.0.1:9/',
+  ownerWallet: 'GOWNER',
+  acceptedToken: 'USDC',
+  createdAt: 1,
+};
 
 async function backend(answer: (path: string) => { status: number; body: unknown }): Promise<string> {
   const server = createServer((req, res) => {
@@ -35,7 +44,8 @@ async function failure(p: Promise<unknown>): Promise<DiscoveryApiError> {
 describe('createDiscoveryClient', () => {
   it('reads search, pages and entries, base units as bigint; an unknown service is undefined', async () => {
     const url = await backend((path) => {
-      if (path.startsWith('/search')) return { status: 200, body: { query: 'fx', mode: 'keyword-only', results: [{ service: 'fx', score: 1, bm25: 1, cosine: 0, agent }] } };
+      if (path.startsWith('/search'))
+        return { status: 200, body: { query: 'fx', mode: 'keyword-only', results: [{ service: 'fx', score: 1, bm25: 1, cosine: 0, agent }] } };
       if (path === '/agents?limit=1000') return { status: 200, body: { agents: [agent], total: 2, next: 'fx' } };
       if (path === '/agents?limit=1000&after=fx') return { status: 200, body: { agents: [{ ...agent, service: 'gx' }], total: 2, next: null } };
       if (path === '/agents/fx') return { status: 200, body: agent };
@@ -58,9 +68,16 @@ describe('createDiscoveryClient', () => {
       return { status: 200, body: { query: 'x', mode: 'hybrid', results: [{ service: 'fx' }] } };
     });
     const discovery = createDiscoveryClient({ url });
-    expect(await failure(discovery.search('bad'))).toMatchObject({ code: 'HTTP', message: 'discovery backend: q required', data: { status: 400, serverMessage: 'q required' } });
+    expect(await failure(discovery.search('bad'))).toMatchObject({
+      code: 'HTTP',
+      message: 'discovery backend: q required',
+      data: { status: 400, serverMessage: 'q required' },
+    });
     expect((await failure(discovery.search('text'))).code).toBe('BAD_RESPONSE');
-    expect(await failure(discovery.search('shape'))).toMatchObject({ code: 'BAD_RESPONSE', message: expect.stringContaining('/search with an unexpected body (results.0.score') });
+    expect(await failure(discovery.search('shape'))).toMatchObject({
+      code: 'BAD_RESPONSE',
+      message: expect.stringContaining('/search with an unexpected body (results.0.score'),
+    });
     const down = await failure(createDiscoveryClient({ url: 'http://127.0.0.1:9' }).health());
     expect(down.code).toBe('NETWORK');
     expect(down.message).toMatch(/^discovery backend http:\/\/127\.0\.0\.1:9 unreachable: /);

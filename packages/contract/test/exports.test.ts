@@ -23,7 +23,7 @@ describe('public surface', () => {
     ]);
   });
 
-  it('depends on zod and @farebox/protocol only (both runtime-neutral; the name policy is protocol\'s)', async () => {
+  it("depends on zod and @farebox/protocol only (both runtime-neutral; the name policy is protocol's)", async () => {
     const pkg = (await import('../package.json', { with: { type: 'json' } })).default as { dependencies: Record<string, string> };
     expect(Object.keys(pkg.dependencies)).toEqual(['@farebox/protocol', 'zod']);
   });

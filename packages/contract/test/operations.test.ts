@@ -11,17 +11,46 @@ describe('the operation table', () => {
   it('covers every route of the spec, /auth, the operator API and the platform routes', () => {
     const routes = operationList.map((o) => `${o.method} ${o.path}`);
     for (const r of [
-      'GET /v1/me', 'GET /v1/balance', 'GET /v1/wallet', 'POST /v1/topup', 'GET /v1/agents', 'POST /v1/call', 'GET /v1/transactions',
-      'GET /v1/api-keys', 'POST /v1/api-keys', 'DELETE /v1/api-keys/:id', 'GET /v1/oauth/connections', 'DELETE /v1/oauth/connections/:id',
-      'POST /v1/publisher/activate', 'GET /v1/publisher/overview', 'GET /v1/publisher/settlements', 'GET /v1/publisher/analytics',
-      'GET /v1/agents/mine', 'POST /v1/agents', 'PUT /v1/agents/:service', 'DELETE /v1/agents/:service', 'GET /v1/platform/stats', 'GET /health',
-      'POST /auth/signup', 'POST /auth/login', 'POST /auth/logout', 'GET /v1/platform/key', 'GET /v1/agents/:service/manifest',
-      'POST /v1/disputes', 'GET /v1/disputes/:escrowId', 'GET /v1/operator/whoami', 'GET /v1/operator/treasury', 'POST /v1/operator/settlements/:id/retry',
-    ]) expect(routes).toContain(r);
+      'GET /v1/me',
+      'GET /v1/balance',
+      'GET /v1/wallet',
+      'POST /v1/topup',
+      'GET /v1/agents',
+      'POST /v1/call',
+      'GET /v1/transactions',
+      'GET /v1/api-keys',
+      'POST /v1/api-keys',
+      'DELETE /v1/api-keys/:id',
+      'GET /v1/oauth/connections',
+      'DELETE /v1/oauth/connections/:id',
+      'POST /v1/publisher/activate',
+      'GET /v1/publisher/overview',
+      'GET /v1/publisher/settlements',
+      'GET /v1/publisher/analytics',
+      'GET /v1/agents/mine',
+      'POST /v1/agents',
+      'PUT /v1/agents/:service',
+      'DELETE /v1/agents/:service',
+      'GET /v1/platform/stats',
+      'GET /health',
+      'POST /auth/signup',
+      'POST /auth/login',
+      'POST /auth/logout',
+      'GET /v1/platform/key',
+      'GET /v1/agents/:service/manifest',
+      'POST /v1/disputes',
+      'GET /v1/disputes/:escrowId',
+      'GET /v1/operator/whoami',
+      'GET /v1/operator/treasury',
+      'POST /v1/operator/settlements/:id/retry',
+    ])
+      expect(routes).toContain(r);
   });
 
   it('lets an OAuth token use exactly the catalog, calls and account reads, each with its scope', () => {
-    const oauth = operationList.filter((o) => o.auth.kind === 'account' && o.auth.oauthScope).map((o) => `${o.method} ${o.path} ${(o.auth as { oauthScope: string }).oauthScope}`);
+    const oauth = operationList
+      .filter((o) => o.auth.kind === 'account' && o.auth.oauthScope)
+      .map((o) => `${o.method} ${o.path} ${(o.auth as { oauthScope: string }).oauthScope}`);
     expect(oauth.sort()).toEqual(
       [
         'GET /v1/agents agents:read',
@@ -52,7 +81,9 @@ describe('input schemas give the spec messages', () => {
   it('POST /v1/call', () => {
     expect(first(inputs.CallBody.safeParse({ payload: {} }))).toBe('service required');
     expect(first(inputs.CallBody.safeParse({ service: 'echo' }))).toBe("payload required (a JSON object: the service's input, {} for none)");
-    expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: {}, text: 'hi' }))).toBe("unknown field: text (only service and payload are accepted; put the service's input inside payload)");
+    expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: {}, text: 'hi' }))).toBe(
+      "unknown field: text (only service and payload are accepted; put the service's input inside payload)",
+    );
     expect(first(inputs.CallBody.safeParse({ service: 'echo', payload: { text: 'hi' } }))).toBe('ok');
     expect(first(inputs.CallBody.safeParse({ service: null, payload: {} }))).toBe('service required');
     expect(first(inputs.CallBody.safeParse({ service: 7, payload: {} }))).toBe('service must be a string');
@@ -63,7 +94,8 @@ describe('input schemas give the spec messages', () => {
 
   it('service names follow the one policy of @farebox/protocol', () => {
     const invalid = 'invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit';
-    const register = (service: unknown) => inputs.RegisterServiceBody.safeParse({ service, pricePerCallLamports: 100, endpoint: 'https://x.example', description: '' });
+    const register = (service: unknown) =>
+      inputs.RegisterServiceBody.safeParse({ service, pricePerCallLamports: 100, endpoint: 'https://x.example', description: '' });
     for (const bad of ['\u0435cho', 'echo\u200b', 'ECHO', 'echo ', '\u202eohce', 'Qa Y!', 'my_service', 'my.service', 'a--b', '-a', 'a\u0000b']) {
       expect(first(inputs.CallBody.safeParse({ service: bad, payload: {} })), bad).toBe(invalid);
       expect(first(register(bad)), bad).toBe(invalid);
@@ -103,8 +135,12 @@ describe('input schemas give the spec messages', () => {
 
   it('output schemas accept what the spec shows and strip what they do not know', () => {
     const balance = {
-      asset: 'USDC', base_unit_name: 'stroops', wallet_status: 'ok',
-      ...Object.fromEntries(['balance', 'wallet', 'total'].flatMap((p) => ['base_units', 'lamports', 'asset_amount', 'sol', 'usd'].map((s) => [`${p}_${s}`, 1]))),
+      asset: 'USDC',
+      base_unit_name: 'stroops',
+      wallet_status: 'ok',
+      ...Object.fromEntries(
+        ['balance', 'wallet', 'total'].flatMap((p) => ['base_units', 'lamports', 'asset_amount', 'sol', 'usd'].map((s) => [`${p}_${s}`, 1])),
+      ),
     };
     expect(schemas.Balance.parse({ ...balance, newer_field: 1 })).toEqual(balance);
     expect(schemas.Balance.safeParse({ ...balance, wallet_status: undefined }).success).toBe(false);

@@ -14,9 +14,11 @@ const CONCURRENCY = 16;
 
 async function pool(n: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < n) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
 // The devnet runs in its own process (as `farebox-devnet` would), so client and
@@ -28,7 +30,9 @@ const port = await new Promise<number>((resolve) => {
   });
 });
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@farebox/source', cli, '--port', String(port), '--close', 'instant'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@farebox/source', cli, '--port', String(port), '--close', 'instant'], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 await new Promise<void>((resolve, reject) => {
   child.stdout!.on('data', (b: Buffer) => b.toString().includes('listening') && resolve());
   child.once('exit', (code) => reject(new Error(`devnet exited with ${code}`)));
@@ -52,7 +56,9 @@ for (let round = 0; round < 3; round++) {
   results.push((READS / (performance.now() - t0)) * 1000);
 }
 results.sort((a, b) => a - b);
-console.log(`registry reads/s (get_agent via simulateTransaction over HTTP, ${CONCURRENCY} concurrent): median ${results[1]!.toFixed(0)} (runs ${results.map((r) => r.toFixed(0)).join(', ')}; target 500)`);
+console.log(
+  `registry reads/s (get_agent via simulateTransaction over HTTP, ${CONCURRENCY} concurrent): median ${results[1]!.toFixed(0)} (runs ${results.map((r) => r.toFixed(0)).join(', ')}; target 500)`,
+);
 
 // Transactions: one source account per worker so sequence numbers stay in order;
 // transactions are built and signed before timing (the client's ed25519 is JS).
@@ -91,7 +97,9 @@ await Promise.all(
 );
 const secs = (performance.now() - t0) / 1000;
 const sample = await server.getTransaction(signed[0]!.at(-1)!.hash().toString('hex'));
-console.log(`submitted transactions/s (payments via sendTransaction over HTTP, applied at once): ${(ok / secs).toFixed(0)} (${ok} in ${secs.toFixed(2)} s; last status ${sample.status}; target 100)`);
+console.log(
+  `submitted transactions/s (payments via sendTransaction over HTTP, applied at once): ${(ok / secs).toFixed(0)} (${ok} in ${secs.toFixed(2)} s; last status ${sample.status}; target 100)`,
+);
 
 // How soon a catalog mirror following the registry's events (its default 500 ms poll) lists a new registration
 // (the 2 s the unit tests no longer time: packages/devnet/test/wire.test.ts, examples/echo/test/echo.test.ts).
@@ -108,5 +116,7 @@ for (let i = 0; i < 5; i++) {
 }
 await mirror.stop();
 const sortedSeen = [...seenMs].sort((a, b) => a - b);
-console.log(`registration to catalog mirror (register + default 500 ms poll): median ${sortedSeen[2]!.toFixed(0)} ms (runs ${seenMs.map((m) => m.toFixed(0)).join(', ')}; target 2000)`);
+console.log(
+  `registration to catalog mirror (register + default 500 ms poll): median ${sortedSeen[2]!.toFixed(0)} ms (runs ${seenMs.map((m) => m.toFixed(0)).join(', ')}; target 2000)`,
+);
 child.kill('SIGTERM');

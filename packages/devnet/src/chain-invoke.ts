@@ -33,12 +33,19 @@ export function invoke(
   let depth = 0;
   const run = (contractId: string, fn: string, args: xdr.ScVal[], caller: string | undefined): xdr.ScVal => {
     const contractAddr = new Address(contractId).toScAddress();
-    const instanceKey = xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key: xdr.ScVal.scvLedgerKeyContractInstance(), durability: xdr.ContractDataDurability.persistent() }));
+    const instanceKey = xdr.LedgerKey.contractData(
+      new xdr.LedgerKeyContractData({
+        contract: contractAddr,
+        key: xdr.ScVal.scvLedgerKeyContractInstance(),
+        durability: xdr.ContractDataDurability.persistent(),
+      }),
+    );
     touch(instanceKey, false);
     const contract = lookup(contractId);
     if (!contract) throw new HostError('Storage', 'MissingValue');
     if (depth >= 8) throw new HostError('WasmVm', 'ExceededLimit');
-    const dataKey = (key: xdr.ScVal) => xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key, durability: xdr.ContractDataDurability.persistent() }));
+    const dataKey = (key: xdr.ScVal) =>
+      xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: contractAddr, key, durability: xdr.ContractDataDurability.persistent() }));
     const ctx: HostContext = {
       contractId,
       ledger: opts.ledger,
@@ -113,7 +120,12 @@ function checkAddressSignature(chain: Chain, entry: xdr.SorobanAuthorizationEntr
   if (chain.nonces.has(nonceKey) || view.nonces.has(nonceKey)) return false;
   if (ac.signatureExpirationLedger() < ledger) return false;
   const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
-    new xdr.HashIdPreimageSorobanAuthorization({ networkId: chain.networkId, nonce: ac.nonce(), signatureExpirationLedger: ac.signatureExpirationLedger(), invocation: entry.rootInvocation() }),
+    new xdr.HashIdPreimageSorobanAuthorization({
+      networkId: chain.networkId,
+      nonce: ac.nonce(),
+      signatureExpirationLedger: ac.signatureExpirationLedger(),
+      invocation: entry.rootInvocation(),
+    }),
   );
   const payload = sha256(preimage.toXDR());
   const sig = ac.signature();
@@ -135,7 +147,20 @@ function checkAddressSignature(chain: Chain, entry: xdr.SorobanAuthorizationEntr
 }
 
 /** simulateTransaction: runs the single contract call without committing anything. */
-export function simulate(chain: Chain, now: () => number, envB64: string): { ok: true; retval: xdr.ScVal; auth: xdr.SorobanAuthorizationEntry[]; transactionData: xdr.SorobanTransactionData; resourceFee: bigint; events: ContractEventOut[] } | { ok: false; error: string } {
+export function simulate(
+  chain: Chain,
+  now: () => number,
+  envB64: string,
+):
+  | {
+      ok: true;
+      retval: xdr.ScVal;
+      auth: xdr.SorobanAuthorizationEntry[];
+      transactionData: xdr.SorobanTransactionData;
+      resourceFee: bigint;
+      events: ContractEventOut[];
+    }
+  | { ok: false; error: string } {
   let p: Parsed;
   try {
     p = chain.parse(envB64, false);
@@ -144,7 +169,8 @@ export function simulate(chain: Chain, now: () => number, envB64: string): { ok:
   }
   const ops = p.tx.operations();
   const op = ops[0];
-  if (ops.length !== 1 || !op || op.body().switch().name !== 'invokeHostFunction') return { ok: false, error: 'simulation needs exactly one invokeHostFunction operation' };
+  if (ops.length !== 1 || !op || op.body().switch().name !== 'invokeHostFunction')
+    return { ok: false, error: 'simulation needs exactly one invokeHostFunction operation' };
   const hf = op.body().invokeHostFunctionOp().hostFunction();
   if (hf.switch().name !== 'hostFunctionTypeInvokeContract') return { ok: false, error: 'only contract invocations can be simulated on the devnet' };
   const source = op.sourceAccount() ? muxedToG(op.sourceAccount()!) : p.source;
@@ -152,17 +178,33 @@ export function simulate(chain: Chain, now: () => number, envB64: string): { ok:
   const call = hf.invokeContract();
   let out: InvocationOutcome;
   try {
-    out = chain.invoke(view, call, { source, ledger: chain.latest.seq + 1, timestamp: Math.max(now(), chain.latest.closeTime), authMode: 'record', authEntries: [] });
+    out = chain.invoke(view, call, {
+      source,
+      ledger: chain.latest.seq + 1,
+      timestamp: Math.max(now(), chain.latest.closeTime),
+      authMode: 'record',
+      authEntries: [],
+    });
   } catch (e) {
-    if (e instanceof HostError) return { ok: false, error: `${e.message}\n\nEvent log (newest first):\n   0: [Diagnostic Event] contract:${scAddressToString(call.contractAddress())}, topics:[error, ${e.message.replace('HostError: ', '')}], data:"escalating error to panic"` };
+    if (e instanceof HostError)
+      return {
+        ok: false,
+        error: `${e.message}\n\nEvent log (newest first):\n   0: [Diagnostic Event] contract:${scAddressToString(call.contractAddress())}, topics:[error, ${e.message.replace('HostError: ', '')}], data:"escalating error to panic"`,
+      };
     throw e;
   }
-  const invocation = new xdr.SorobanAuthorizedInvocation({ function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(call), subInvocations: [] });
+  const invocation = new xdr.SorobanAuthorizedInvocation({
+    function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(call),
+    subInvocations: [],
+  });
   const auth = out.recordedAuth.map((addr) => {
-    if (addr === source) return new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation: invocation });
+    if (addr === source)
+      return new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation: invocation });
     const nonce = xdr.Int64.fromString(BigInt.asIntN(64, sha256(`${addr}:${Date.now()}:${Math.random()}`).readBigUInt64BE(0)).toString());
     return new xdr.SorobanAuthorizationEntry({
-      credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(new xdr.SorobanAddressCredentials({ address: new Address(addr).toScAddress(), nonce, signatureExpirationLedger: 0, signature: xdr.ScVal.scvVoid() })),
+      credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
+        new xdr.SorobanAddressCredentials({ address: new Address(addr).toScAddress(), nonce, signatureExpirationLedger: 0, signature: xdr.ScVal.scvVoid() }),
+      ),
       rootInvocation: invocation,
     });
   });

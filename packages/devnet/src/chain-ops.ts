@@ -41,7 +41,23 @@ export function describeOp(op: xdr.Operation, txSource: string): string {
 }
 
 /** Applies one operation to a view; a failed operation leaves its result code and no changes. */
-export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string, _p: Parsed, ledger: number, closeTime: number, touched: Set<string>): { ok: boolean; result: xdr.OperationResult; changes: xdr.LedgerEntryChange[]; events: ContractEventOut[]; returnValue?: xdr.ScVal; deployed?: DevnetContract[] } {
+export function applyOp(
+  chain: Chain,
+  view: View,
+  op: xdr.Operation,
+  src: string,
+  _p: Parsed,
+  ledger: number,
+  closeTime: number,
+  touched: Set<string>,
+): {
+  ok: boolean;
+  result: xdr.OperationResult;
+  changes: xdr.LedgerEntryChange[];
+  events: ContractEventOut[];
+  returnValue?: xdr.ScVal;
+  deployed?: DevnetContract[];
+} {
   const body = op.body();
   const none = { changes: [] as xdr.LedgerEntryChange[], events: [] as ContractEventOut[] };
   const srcAcc = view.accounts.getMut(src);
@@ -60,7 +76,11 @@ export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string
       const created: AccountState = { id: dest, balance: amount, seq: BigInt(ledger) << 32n, numSubEntries: 0, lastModified: ledger };
       view.accounts.set(dest, created);
       touched.add(dest);
-      const entry = new xdr.LedgerEntry({ lastModifiedLedgerSeq: ledger, data: xdr.LedgerEntryData.account(accountEntry(created)), ext: new xdr.LedgerEntryExt(0) });
+      const entry = new xdr.LedgerEntry({
+        lastModifiedLedgerSeq: ledger,
+        data: xdr.LedgerEntryData.account(accountEntry(created)),
+        ext: new xdr.LedgerEntryExt(0),
+      });
       return { ok: true, result: opResult('createAccount', 'createAccountSuccess'), changes: [xdr.LedgerEntryChange.ledgerEntryCreated(entry)], events: [] };
     }
     case 'payment': {
@@ -105,7 +125,8 @@ export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string
       const limit = toBig(b.limit());
       const fail = (c: string) => ({ ok: false, result: opResult('changeTrust', c), ...none });
       const line = b.line();
-      if (line.switch().name !== 'assetTypeCreditAlphanum4' || !isUsdc(chain, xdr.Asset.assetTypeCreditAlphanum4(line.alphaNum4()))) return fail('changeTrustNoIssuer');
+      if (line.switch().name !== 'assetTypeCreditAlphanum4' || !isUsdc(chain, xdr.Asset.assetTypeCreditAlphanum4(line.alphaNum4())))
+        return fail('changeTrustNoIssuer');
       if (src === chain.usdcIssuer || limit < 0n) return fail('changeTrustMalformed');
       if (!srcAcc.usdc) {
         if (limit === 0n) return fail('changeTrustInvalidLimit');
@@ -126,11 +147,19 @@ export function applyOp(chain: Chain, view: View, op: xdr.Operation, src: string
     case 'invokeHostFunction': {
       const b = body.invokeHostFunctionOp();
       const hf = b.hostFunction();
-      if (hf.switch().name !== 'hostFunctionTypeInvokeContract') return { ok: false, result: opResult('invokeHostFunction', 'invokeHostFunctionMalformed'), ...none };
+      if (hf.switch().name !== 'hostFunctionTypeInvokeContract')
+        return { ok: false, result: opResult('invokeHostFunction', 'invokeHostFunctionMalformed'), ...none };
       try {
         const out = chain.invoke(view, hf.invokeContract(), { source: src, ledger, timestamp: closeTime, authMode: 'enforce', authEntries: b.auth() });
         const hash = sha256(new xdr.InvokeHostFunctionSuccessPreImage({ returnValue: out.retval, events: out.events.map(contractEvent) }).toXDR());
-        return { ok: true, result: opResult('invokeHostFunction', 'invokeHostFunctionSuccess', hash), changes: [], events: out.events, returnValue: out.retval, deployed: out.deployed };
+        return {
+          ok: true,
+          result: opResult('invokeHostFunction', 'invokeHostFunctionSuccess', hash),
+          changes: [],
+          events: out.events,
+          returnValue: out.retval,
+          deployed: out.deployed,
+        };
       } catch (e) {
         if (!(e instanceof HostError)) throw e;
         return { ok: false, result: opResult('invokeHostFunction', 'invokeHostFunctionTrapped'), ...none };

@@ -24,14 +24,30 @@ export function ledgerEntry(chain: Chain, key: xdr.LedgerKey): { entry: xdr.Ledg
       if (k.key().switch().name === 'scvLedgerKeyContractInstance') {
         const c = chain.contracts.get(contractId);
         if (!c) return undefined;
-        const executable = c.kind === 'stellar_asset' ? xdr.ContractExecutable.contractExecutableStellarAsset() : xdr.ContractExecutable.contractExecutableWasm(sha256(`farebox-devnet:wasm:${c.label}`));
+        const executable =
+          c.kind === 'stellar_asset'
+            ? xdr.ContractExecutable.contractExecutableStellarAsset()
+            : xdr.ContractExecutable.contractExecutableWasm(sha256(`farebox-devnet:wasm:${c.label}`));
         const instance = xdr.ScVal.scvContractInstance(new xdr.ScContractInstance({ executable, storage: null }));
-        return { entry: xdr.LedgerEntryData.contractData(new xdr.ContractDataEntry({ ext: new xdr.ExtensionPoint(0), contract: k.contract(), key: k.key(), durability: k.durability(), val: instance })), lastModified: chain.genesis.seq };
+        return {
+          entry: xdr.LedgerEntryData.contractData(
+            new xdr.ContractDataEntry({ ext: new xdr.ExtensionPoint(0), contract: k.contract(), key: k.key(), durability: k.durability(), val: instance }),
+          ),
+          lastModified: chain.genesis.seq,
+        };
       }
       const e = chain.data.get(dataMapKey(contractId, k.key().toXDR('base64')));
       if (!e) return undefined;
       return {
-        entry: xdr.LedgerEntryData.contractData(new xdr.ContractDataEntry({ ext: new xdr.ExtensionPoint(0), contract: k.contract(), key: k.key(), durability: k.durability(), val: xdr.ScVal.fromXDR(e.val, 'base64') })),
+        entry: xdr.LedgerEntryData.contractData(
+          new xdr.ContractDataEntry({
+            ext: new xdr.ExtensionPoint(0),
+            contract: k.contract(),
+            key: k.key(),
+            durability: k.durability(),
+            val: xdr.ScVal.fromXDR(e.val, 'base64'),
+          }),
+        ),
         lastModified: e.lastModified,
       };
     }
@@ -45,7 +61,12 @@ export function ledgerHeaderXdr(l: LedgerInfo): { header: string; meta: string }
   const header = new xdr.LedgerHeader({
     ledgerVersion: PROTOCOL_VERSION,
     previousLedgerHash: Buffer.from(l.prevHash, 'hex'),
-    scpValue: new xdr.StellarValue({ txSetHash: ZERO32, closeTime: xdr.Uint64.fromString(String(l.closeTime)), upgrades: [], ext: xdr.StellarValueExt.stellarValueBasic() }),
+    scpValue: new xdr.StellarValue({
+      txSetHash: ZERO32,
+      closeTime: xdr.Uint64.fromString(String(l.closeTime)),
+      upgrades: [],
+      ext: xdr.StellarValueExt.stellarValueBasic(),
+    }),
     txSetResultHash: ZERO32,
     bucketListHash: ZERO32,
     ledgerSeq: l.seq,

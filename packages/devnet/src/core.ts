@@ -3,7 +3,18 @@ import { resultCodesFromXdr } from '@farebox/stellar';
 import { invoke, simulate } from './chain-invoke.js';
 import { applyOp, describeOp } from './chain-ops.js';
 import { ledgerEntry, ledgerHeaderXdr } from './chain-read.js';
-import { BASE_FEE, MalformedXdr, type ContractEventOut, type EventRecord, type InvocationOutcome, type LedgerInfo, type Parsed, type SubmitResult, type TxRecord, type View } from './chain-types.js';
+import {
+  BASE_FEE,
+  MalformedXdr,
+  type ContractEventOut,
+  type EventRecord,
+  type InvocationOutcome,
+  type LedgerInfo,
+  type Parsed,
+  type SubmitResult,
+  type TxRecord,
+  type View,
+} from './chain-types.js';
 import { contractEvent, emptyMeta, iso, toid, txResult, ZERO32 } from './chain-xdr.js';
 import type { DevnetContract } from './contracts.js';
 import { cloneAccount, Overlay, type AccountState, type DataEntry } from './state.js';
@@ -181,7 +192,9 @@ export class Chain {
     const applied: TxRecord[] = [];
     for (const [i, p] of batch.entries()) applied.push(this.applyTx(p, seq, closeTime, i + 1));
     const prevHash = this.latest.hash;
-    const hash = sha256(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(`${seq}:${closeTime}:${applied.map((t) => t.hash).join(',')}`)])).toString('hex');
+    const hash = sha256(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(`${seq}:${closeTime}:${applied.map((t) => t.hash).join(',')}`)])).toString(
+      'hex',
+    );
     this.latest = { seq, closeTime, hash, prevHash };
     for (const r of applied) {
       const ws = this.waiters.get(r.hash);
@@ -200,7 +213,20 @@ export class Chain {
     const code = this.precheck(p, 0);
     if (code) {
       const result = txResult(code, 0n);
-      return this.record({ ...base, successful: false, feeCharged: 0n, resultXdr: result.toXDR('base64'), resultMetaXdr: emptyMeta(p.soroban !== undefined), resultCodes: resultCodesFromXdr(result), contractEventsXdr: [], summary, touched: [p.source] }, []);
+      return this.record(
+        {
+          ...base,
+          successful: false,
+          feeCharged: 0n,
+          resultXdr: result.toXDR('base64'),
+          resultMetaXdr: emptyMeta(p.soroban !== undefined),
+          resultCodes: resultCodesFromXdr(result),
+          contractEventsXdr: [],
+          summary,
+          touched: [p.source],
+        },
+        [],
+      );
     }
     const acc = this.accounts.get(p.source)!;
     const fee = this.minFee(p) < BigInt(p.tx.fee()) ? this.minFee(p) : BigInt(p.tx.fee());
@@ -243,7 +269,9 @@ export class Chain {
       txChangesBefore: [],
       operations: ok ? opMetas : opMetas.map(() => new xdr.OperationMetaV2({ ext: new xdr.ExtensionPoint(0), changes: [], events: [] })),
       txChangesAfter: [],
-      sorobanMeta: p.soroban ? new xdr.SorobanTransactionMetaV2({ ext: new xdr.SorobanTransactionMetaExt(0), returnValue: ok ? (returnValue ?? xdr.ScVal.scvVoid()) : null }) : null,
+      sorobanMeta: p.soroban
+        ? new xdr.SorobanTransactionMetaV2({ ext: new xdr.SorobanTransactionMetaExt(0), returnValue: ok ? (returnValue ?? xdr.ScVal.scvVoid()) : null })
+        : null,
       events: [],
       diagnosticEvents: [],
     });

@@ -80,9 +80,7 @@ const friendbotKeypair = Keypair.fromRawEd25519Seed(sha256('farebox-devnet:frien
 const issuerKeypair = Keypair.fromSecret(LOCAL_USDC_ISSUER_SECRET);
 
 class FriendbotError extends Error {
-  constructor(
-    readonly reply: HttpReply,
-  ) {
+  constructor(readonly reply: HttpReply) {
     super('friendbot refused');
   }
 }
@@ -175,10 +173,13 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
 
   async function submitSigned(kp: Keypair, build: (b: TransactionBuilder) => TransactionBuilder): Promise<TxRecord> {
     const acc = chain.accounts.get(kp.publicKey())!;
-    const tx = build(new TransactionBuilder(new Account(kp.publicKey(), acc.seq.toString()), { fee: '100', networkPassphrase: LOCAL_PASSPHRASE })).setTimeout(300).build();
+    const tx = build(new TransactionBuilder(new Account(kp.publicKey(), acc.seq.toString()), { fee: '100', networkPassphrase: LOCAL_PASSPHRASE }))
+      .setTimeout(300)
+      .build();
     tx.sign(kp);
     const r = chain.submit(tx.toEnvelope().toXDR('base64'));
-    if (r.status === 'ERROR') throw new FriendbotError(failedReply({ envelopeXdr: tx.toXDR(), resultXdr: r.errorResultXdr!, resultCodes: r.resultCodes!, hash: r.hash }));
+    if (r.status === 'ERROR')
+      throw new FriendbotError(failedReply({ envelopeXdr: tx.toXDR(), resultXdr: r.errorResultXdr!, resultCodes: r.resultCodes!, hash: r.hash }));
     chain.closeLedger();
     return chain.waitFor(r.hash);
   }
@@ -190,15 +191,21 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     }
     let rec: TxRecord | undefined;
     if (!existing) {
-      rec = await submitSigned(friendbotKeypair, (b) => b.addOperation(Operation.createAccount({ destination: addr, startingBalance: unitsToDecimal(FRIENDBOT_STARTING_BALANCE) })));
+      rec = await submitSigned(friendbotKeypair, (b) =>
+        b.addOperation(Operation.createAccount({ destination: addr, startingBalance: unitsToDecimal(FRIENDBOT_STARTING_BALANCE) })),
+      );
       if (!rec.successful) throw new FriendbotError(failedReply(rec));
     }
     if (usdc !== undefined && usdc > 0n) {
       if (!chain.accounts.get(addr)?.usdc) {
         if (rec) return rec; // a new account cannot hold a trustline yet: XLM only
-        throw new FriendbotError(horizon.problem(400, 'Bad Request', `op_no_trust: ${addr} has no USDC trustline; add one (changeTrust) before asking for USDC`));
+        throw new FriendbotError(
+          horizon.problem(400, 'Bad Request', `op_no_trust: ${addr} has no USDC trustline; add one (changeTrust) before asking for USDC`),
+        );
       }
-      const pay = await submitSigned(issuerKeypair, (b) => b.addOperation(Operation.payment({ destination: addr, asset: usdcAsset, amount: unitsToDecimal(usdc) })));
+      const pay = await submitSigned(issuerKeypair, (b) =>
+        b.addOperation(Operation.payment({ destination: addr, asset: usdcAsset, amount: unitsToDecimal(usdc) })),
+      );
       if (!pay.successful) throw new FriendbotError(failedReply(pay));
       return pay;
     }
@@ -217,7 +224,8 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     const usdcText = query.get('usdc');
     if (usdcText !== null) {
       usdc = parseUsdcAmount(usdcText);
-      if (usdc === undefined || usdc > 1_000_000n * 10_000_000n) return horizon.problem(400, 'Bad Request', 'usdc must be a decimal amount of at most 1000000 with up to 7 decimals');
+      if (usdc === undefined || usdc > 1_000_000n * 10_000_000n)
+        return horizon.problem(400, 'Bad Request', 'usdc must be a decimal amount of at most 1000000 with up to 7 decimals');
     }
     try {
       const rec = await friendbot(addr, usdc);
@@ -235,7 +243,11 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     const path = u.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (method === 'OPTIONS') {
-      res.writeHead(204, { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, POST, OPTIONS', 'access-control-allow-headers': 'content-type, x-api-key' });
+      res.writeHead(204, {
+        'access-control-allow-origin': '*',
+        'access-control-allow-methods': 'GET, POST, OPTIONS',
+        'access-control-allow-headers': 'content-type, x-api-key',
+      });
       res.end();
       return;
     }
@@ -250,7 +262,13 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
       return send(res, { status: 200, body: Array.isArray(body) ? body.map((b) => rpc(b)) : rpc(body) });
     }
     if (path.startsWith('/escrow/')) {
-      const reply = await escrow.handle(method, path.slice('/escrow'.length), u.searchParams, req.headers, async () => JSON.parse((await readBody(req)) || 'null') as unknown);
+      const reply = await escrow.handle(
+        method,
+        path.slice('/escrow'.length),
+        u.searchParams,
+        req.headers,
+        async () => JSON.parse((await readBody(req)) || 'null') as unknown,
+      );
       res.writeHead(reply.status, { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*', ...reply.headers });
       res.end(JSON.stringify(reply.body));
       return;
@@ -258,7 +276,9 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     if (path === '/friendbot' && (method === 'GET' || method === 'POST')) return send(res, await friendbotRoute(u.searchParams));
     if (path === '/transactions' && method === 'POST') {
       const text = await readBody(req);
-      const form = (req.headers['content-type'] ?? '').includes('json') ? new URLSearchParams({ tx: String((JSON.parse(text) as { tx?: unknown }).tx ?? '') }) : new URLSearchParams(text);
+      const form = (req.headers['content-type'] ?? '').includes('json')
+        ? new URLSearchParams({ tx: String((JSON.parse(text) as { tx?: unknown }).tx ?? '') })
+        : new URLSearchParams(text);
       return send(res, await horizon.submit(form));
     }
     if (method === 'GET') {
@@ -281,7 +301,15 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
   const handler: DevnetHandler = (req, res, next) => {
     route(req, res, next).catch((e: unknown) => {
       if (res.headersSent) return res.destroy();
-      send(res, { status: 500, body: { type: 'https://stellar.org/horizon-errors/server_error', title: 'Internal Server Error', status: 500, detail: e instanceof Error ? e.message : String(e) } });
+      send(res, {
+        status: 500,
+        body: {
+          type: 'https://stellar.org/horizon-errors/server_error',
+          title: 'Internal Server Error',
+          status: 500,
+          detail: e instanceof Error ? e.message : String(e),
+        },
+      });
     });
   };
 
@@ -312,11 +340,14 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     async mintUsdc(to, amount) {
       if (typeof amount !== 'bigint' || amount <= 0n) throw new Error('amount must be a positive bigint of base units');
       try {
-        const rec = await submitSigned(issuerKeypair, (b) => b.addOperation(Operation.payment({ destination: to, asset: usdcAsset, amount: unitsToDecimal(amount) })));
+        const rec = await submitSigned(issuerKeypair, (b) =>
+          b.addOperation(Operation.payment({ destination: to, asset: usdcAsset, amount: unitsToDecimal(amount) })),
+        );
         if (!rec.successful) throw new Error(`minting USDC failed: ${rec.resultCodes.transaction} (${rec.resultCodes.operations.join(', ')})`);
         return rec.hash;
       } catch (e) {
-        if (e instanceof FriendbotError) throw new Error(`minting USDC refused: ${JSON.stringify((e.reply.body as { extras?: unknown }).extras ?? e.reply.body)}`);
+        if (e instanceof FriendbotError)
+          throw new Error(`minting USDC refused: ${JSON.stringify((e.reply.body as { extras?: unknown }).extras ?? e.reply.body)}`);
         throw e;
       }
     },
@@ -364,11 +395,21 @@ export async function startDevnet(opts: DevnetOptions & { port?: number; host?: 
   if (!opts.url) core.setUrl(`http://${publicHost}:${port}${(opts.basePath ?? '').replace(/\/+$/, '')}`);
   const closeCore = core.close.bind(core);
   const devnet: Devnet = {
-    get url() { return core.url; },
-    get rpcUrl() { return core.rpcUrl; },
-    get horizonUrl() { return core.horizonUrl; },
-    get friendbotUrl() { return core.friendbotUrl; },
-    get network() { return core.network; },
+    get url() {
+      return core.url;
+    },
+    get rpcUrl() {
+      return core.rpcUrl;
+    },
+    get horizonUrl() {
+      return core.horizonUrl;
+    },
+    get friendbotUrl() {
+      return core.friendbotUrl;
+    },
+    get network() {
+      return core.network;
+    },
     handler: core.handler,
     chain: core.chain,
     port,

@@ -15,7 +15,9 @@ function link(base: string, kind: 'tx' | 'account' | 'contract', id: string, lab
 }
 
 function linkify(base: string, text: string): string {
-  return esc(text).replace(/\b([GC][A-Z2-7]{55})\b/g, (m) => (StrKey.isValidContract(m) ? link(base, 'contract', m) : StrKey.isValidEd25519PublicKey(m) ? link(base, 'account', m) : m));
+  return esc(text).replace(/\b([GC][A-Z2-7]{55})\b/g, (m) =>
+    StrKey.isValidContract(m) ? link(base, 'contract', m) : StrKey.isValidEd25519PublicKey(m) ? link(base, 'account', m) : m,
+  );
 }
 
 const show = (v: string) => {
@@ -29,7 +31,10 @@ const show = (v: string) => {
 function txRows(base: string, txs: TxRecord[]): string {
   if (!txs.length) return '<p>No transactions.</p>';
   return `<table><tr><th>ledger</th><th>transaction</th><th>result</th><th>operations</th></tr>${txs
-    .map((t) => `<tr><td>${t.ledger}</td><td>${link(base, 'tx', t.hash, `${t.hash.slice(0, 12)}…`)}</td><td class="${t.successful ? 'ok' : 'bad'}">${esc(t.resultCodes.transaction)}</td><td>${t.summary.map((s) => linkify(base, s)).join('<br>')}</td></tr>`)
+    .map(
+      (t) =>
+        `<tr><td>${t.ledger}</td><td>${link(base, 'tx', t.hash, `${t.hash.slice(0, 12)}…`)}</td><td class="${t.successful ? 'ok' : 'bad'}">${esc(t.resultCodes.transaction)}</td><td>${t.summary.map((s) => linkify(base, s)).join('<br>')}</td></tr>`,
+    )
     .join('')}</table>`;
 }
 
@@ -60,22 +65,32 @@ ${t.returnValueXdr ? `<tr><th>return value</th><td>${esc(show(t.returnValueXdr))
   }
   if (kind === 'account') {
     const a = chain.accounts.get(id);
-    if (!a) return { status: 404, html: page('Account not found', `<p>No account <code>${esc(id)}</code> on this devnet (fund it with the friendbot).</p>`, base) };
+    if (!a)
+      return { status: 404, html: page('Account not found', `<p>No account <code>${esc(id)}</code> on this devnet (fund it with the friendbot).</p>`, base) };
     const body = `<table><tr><th>account</th><td>${esc(a.id)}</td></tr><tr><th>XLM</th><td>${esc(formatStroops(a.balance))}</td></tr>
 <tr><th>USDC</th><td>${a.usdc ? esc(formatStroops(a.usdc.balance)) : 'no trustline'}</td></tr><tr><th>sequence</th><td>${esc(a.seq.toString())}</td></tr></table>
-<h2>Recent transactions</h2>${txRows(base, recent((t) => t.touched.includes(id)))}`;
+<h2>Recent transactions</h2>${txRows(
+      base,
+      recent((t) => t.touched.includes(id)),
+    )}`;
     return { status: 200, html: page(`Account ${id.slice(0, 8)}…`, body, base) };
   }
   if (kind === 'contract') {
     const c = chain.contracts.get(id);
     if (!c) return { status: 404, html: page('Contract not found', `<p>No contract <code>${esc(id)}</code> on this devnet.</p>`, base) };
     const entries = chain.contractData(id).slice(0, 200);
-    const events = chain.events.filter((e) => e.contractId === id).slice(-50).reverse();
+    const events = chain.events
+      .filter((e) => e.contractId === id)
+      .slice(-50)
+      .reverse();
     const body = `<table><tr><th>contract</th><td>${esc(id)}</td></tr><tr><th>kind</th><td>${esc(c.label)}</td></tr></table>
 <h2>Storage (${entries.length})</h2>${entries.length ? `<table><tr><th>key</th><th>value</th></tr>${entries.map((e) => `<tr><td>${esc(show(e.key))}</td><td>${linkify(base, show(e.val))}</td></tr>`).join('')}</table>` : '<p>Empty.</p>'}
 <h2>Recent events</h2>${events.length ? `<table><tr><th>ledger</th><th>topics</th><th>data</th><th>tx</th></tr>${events.map((e) => `<tr><td>${e.ledger}</td><td>${linkify(base, e.topic.map(show).join(', '))}</td><td>${esc(show(e.value))}</td><td>${link(base, 'tx', e.txHash, `${e.txHash.slice(0, 12)}…`)}</td></tr>`).join('')}</table>` : '<p>None.</p>'}`;
     return { status: 200, html: page(`Contract ${id.slice(0, 8)}…`, body, base) };
   }
-  const body = `<p>Latest ledger ${chain.latest.seq}. ${chain.accounts.size} accounts, ${chain.txs.size} transactions.</p><h2>Recent transactions</h2>${txRows(base, recent(() => true, 30))}`;
+  const body = `<p>Latest ledger ${chain.latest.seq}. ${chain.accounts.size} accounts, ${chain.txs.size} transactions.</p><h2>Recent transactions</h2>${txRows(
+    base,
+    recent(() => true, 30),
+  )}`;
   return { status: 200, html: page('Farebox devnet explorer', body, base) };
 }

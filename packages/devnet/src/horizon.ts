@@ -11,7 +11,18 @@ export interface HttpReply {
 const problem = (status: number, title: string, detail: string, extras?: unknown): HttpReply => ({
   status,
   contentType: 'application/problem+json; charset=utf-8',
-  body: { type: status === 404 ? 'https://stellar.org/horizon-errors/not_found' : status === 400 && extras ? 'https://stellar.org/horizon-errors/transaction_failed' : 'https://stellar.org/horizon-errors/bad_request', title, status, detail, ...(extras ? { extras } : {}) },
+  body: {
+    type:
+      status === 404
+        ? 'https://stellar.org/horizon-errors/not_found'
+        : status === 400 && extras
+          ? 'https://stellar.org/horizon-errors/transaction_failed'
+          : 'https://stellar.org/horizon-errors/bad_request',
+    title,
+    status,
+    detail,
+    ...(extras ? { extras } : {}),
+  },
 });
 
 /** Horizon's transaction JSON for a successful transaction. */
@@ -32,13 +43,23 @@ export function horizonTx(t: TxRecord, base: string) {
   };
 }
 
-export function failedReply(t: { envelopeXdr: string; resultXdr?: string; resultCodes: { transaction: string; operations: string[] }; hash: string }): HttpReply {
-  return problem(400, 'Transaction Failed', `The transaction failed when submitted to the stellar network. The \`extras.result_codes\` field on this response contains further details. Result codes: ${t.resultCodes.transaction}${t.resultCodes.operations.length ? ` [${t.resultCodes.operations.join(', ')}]` : ''}`, {
-    envelope_xdr: t.envelopeXdr,
-    result_xdr: t.resultXdr ?? '',
-    result_codes: t.resultCodes.operations.length ? t.resultCodes : { transaction: t.resultCodes.transaction },
-    hash: t.hash,
-  });
+export function failedReply(t: {
+  envelopeXdr: string;
+  resultXdr?: string;
+  resultCodes: { transaction: string; operations: string[] };
+  hash: string;
+}): HttpReply {
+  return problem(
+    400,
+    'Transaction Failed',
+    `The transaction failed when submitted to the stellar network. The \`extras.result_codes\` field on this response contains further details. Result codes: ${t.resultCodes.transaction}${t.resultCodes.operations.length ? ` [${t.resultCodes.operations.join(', ')}]` : ''}`,
+    {
+      envelope_xdr: t.envelopeXdr,
+      result_xdr: t.resultXdr ?? '',
+      result_codes: t.resultCodes.operations.length ? t.resultCodes : { transaction: t.resultCodes.transaction },
+      hash: t.hash,
+    },
+  );
 }
 
 /** The Horizon subset: root, accounts, transactions (submit and read), fee stats. */
@@ -47,7 +68,10 @@ export function createHorizon(chain: Chain, opts: { baseUrl: () => string; await
     return {
       status: 200,
       body: {
-        _links: { account: { href: `${opts.baseUrl()}/accounts/{account_id}`, templated: true }, friendbot: { href: `${opts.baseUrl()}/friendbot{?addr}`, templated: true } },
+        _links: {
+          account: { href: `${opts.baseUrl()}/accounts/{account_id}`, templated: true },
+          friendbot: { href: `${opts.baseUrl()}/friendbot{?addr}`, templated: true },
+        },
         horizon_version: 'farebox-devnet',
         core_version: 'farebox-devnet',
         network_passphrase: chain.passphrase,
@@ -135,8 +159,26 @@ export function createHorizon(chain: Chain, opts: { baseUrl: () => string; await
   }
 
   function feeStats(): HttpReply {
-    const p = { max: '100', min: '100', mode: '100', p10: '100', p20: '100', p30: '100', p40: '100', p50: '100', p60: '100', p70: '100', p80: '100', p90: '100', p95: '100', p99: '100' };
-    return { status: 200, body: { last_ledger: String(chain.latest.seq), last_ledger_base_fee: '100', ledger_capacity_usage: '0.00', fee_charged: p, max_fee: p } };
+    const p = {
+      max: '100',
+      min: '100',
+      mode: '100',
+      p10: '100',
+      p20: '100',
+      p30: '100',
+      p40: '100',
+      p50: '100',
+      p60: '100',
+      p70: '100',
+      p80: '100',
+      p90: '100',
+      p95: '100',
+      p99: '100',
+    };
+    return {
+      status: 200,
+      body: { last_ledger: String(chain.latest.seq), last_ledger_base_fee: '100', ledger_capacity_usage: '0.00', fee_charged: p, max_fee: p },
+    };
   }
 
   return { root, account, submit, transaction, feeStats, problem };

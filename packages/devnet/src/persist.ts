@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import type { Chain, EventRecord, TxRecord } from './core.js';
 import type { AccountState } from './state.js';
 
-type StoredAccount = [id: string, balance: string, seq: string, numSubEntries: number, lastModified: number, usdc?: [balance: string, limit: string, flags: number, lastModified: number]];
+type StoredAccount = [
+  id: string,
+  balance: string,
+  seq: string,
+  numSubEntries: number,
+  lastModified: number,
+  usdc?: [balance: string, limit: string, flags: number, lastModified: number],
+];
 
 /**
  * Persistence in a data directory: `state.json` (accounts, contract data, nonces,

@@ -56,16 +56,45 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
   });
 
   const methods: Record<string, (p: unknown) => unknown> = {
-    getHealth: () => ({ status: 'healthy', latestLedger: chain.latest.seq, oldestLedger: chain.genesis.seq, ledgerRetentionWindow: chain.latest.seq - chain.genesis.seq + 1 }),
+    getHealth: () => ({
+      status: 'healthy',
+      latestLedger: chain.latest.seq,
+      oldestLedger: chain.genesis.seq,
+      ledgerRetentionWindow: chain.latest.seq - chain.genesis.seq + 1,
+    }),
     getNetwork: () => ({ passphrase: chain.passphrase, protocolVersion: PROTOCOL_VERSION, friendbotUrl: opts.friendbotUrl() }),
     getVersionInfo: () => ({ version: 'farebox-devnet', commitHash: '', buildTimestamp: '', captiveCoreVersion: 'none', protocolVersion: PROTOCOL_VERSION }),
     getFeeStats: () => {
-      const stats = { max: '100', min: '100', mode: '100', p10: '100', p20: '100', p30: '100', p40: '100', p50: '100', p60: '100', p70: '100', p80: '100', p90: '100', p95: '100', p99: '100', transactionCount: '0', ledgerCount: 1 };
+      const stats = {
+        max: '100',
+        min: '100',
+        mode: '100',
+        p10: '100',
+        p20: '100',
+        p30: '100',
+        p40: '100',
+        p50: '100',
+        p60: '100',
+        p70: '100',
+        p80: '100',
+        p90: '100',
+        p95: '100',
+        p99: '100',
+        transactionCount: '0',
+        ledgerCount: 1,
+      };
       return { sorobanInclusionFee: stats, inclusionFee: stats, latestLedger: chain.latest.seq };
     },
     getLatestLedger: () => {
       const { header, meta } = chain.latestHeaderXdr();
-      return { id: chain.latest.hash, sequence: chain.latest.seq, protocolVersion: PROTOCOL_VERSION, closeTime: String(chain.latest.closeTime), headerXdr: header, metadataXdr: meta };
+      return {
+        id: chain.latest.hash,
+        sequence: chain.latest.seq,
+        protocolVersion: PROTOCOL_VERSION,
+        closeTime: String(chain.latest.closeTime),
+        headerXdr: header,
+        metadataXdr: meta,
+      };
     },
     getLedgerEntries: (raw) => {
       const { keys } = params(KeysParams, raw);
@@ -78,7 +107,13 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
           throw new RpcFault(-32602, 'invalid_xdr: cannot decode ledger key');
         }
         const found = chain.ledgerEntry(key);
-        if (found) entries.push({ key: k, xdr: found.entry.toXDR('base64'), lastModifiedLedgerSeq: found.lastModified, ...(key.switch().name === 'contractData' ? { liveUntilLedgerSeq: chain.latest.seq + 2_000_000 } : {}) });
+        if (found)
+          entries.push({
+            key: k,
+            xdr: found.entry.toXDR('base64'),
+            lastModifiedLedgerSeq: found.lastModified,
+            ...(key.switch().name === 'contractData' ? { liveUntilLedgerSeq: chain.latest.seq + 2_000_000 } : {}),
+          });
       }
       return { entries, latestLedger: chain.latest.seq };
     },
@@ -138,7 +173,8 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
       const cursor = p.pagination?.cursor;
       const limit = p.pagination?.limit ?? 100;
       if (limit > 10_000) throw new RpcFault(-32602, 'limit must not exceed 10000');
-      if (cursor !== undefined && (p.startLedger !== undefined || p.endLedger !== undefined)) throw new RpcFault(-32602, 'ledger ranges and cursor cannot both be set');
+      if (cursor !== undefined && (p.startLedger !== undefined || p.endLedger !== undefined))
+        throw new RpcFault(-32602, 'ledger ranges and cursor cannot both be set');
       if (cursor === undefined && !p.startLedger) throw new RpcFault(-32602, 'startLedger must be positive');
       const filters = p.filters ?? [];
       if (filters.length > 5) throw new RpcFault(-32602, 'maximum 5 filters per request');
@@ -146,7 +182,8 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
         if ((f.contractIds?.length ?? 0) > 5) throw new RpcFault(-32602, 'maximum 5 contract IDs per filter');
         if ((f.topics?.length ?? 0) > 5) throw new RpcFault(-32602, 'maximum 5 topics per filter');
         for (const t of f.topics ?? []) {
-          if (t.length < 1 || t.length > 5 || (t.length === 5 && t[4] !== '**')) throw new RpcFault(-32602, 'topic filters must have 1 to 4 segments (plus an optional trailing "**")');
+          if (t.length < 1 || t.length > 5 || (t.length === 5 && t[4] !== '**'))
+            throw new RpcFault(-32602, 'topic filters must have 1 to 4 segments (plus an optional trailing "**")');
         }
       }
       let afterId = '';
@@ -164,7 +201,10 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
       const matches = (e: EventRecord) =>
         filters.length === 0 ||
         filters.some(
-          (f) => (!f.type || f.type === 'contract') && (!f.contractIds?.length || f.contractIds.includes(e.contractId)) && (!f.topics?.length || f.topics.some((t) => topicMatches(t, e.topic))),
+          (f) =>
+            (!f.type || f.type === 'contract') &&
+            (!f.contractIds?.length || f.contractIds.includes(e.contractId)) &&
+            (!f.topics?.length || f.topics.some((t) => topicMatches(t, e.topic))),
         );
       const out: EventRecord[] = [];
       const all = chain.events;
@@ -182,7 +222,9 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
         if (matches(e)) out.push(e);
       }
       const full = out.length === limit && limit > 0;
-      const nextCursor = full ? out[out.length - 1]!.id : `${((BigInt(Math.min(endLedger, chain.latest.seq + 1)) << 32n) - 1n).toString().padStart(19, '0')}-9999999999`;
+      const nextCursor = full
+        ? out[out.length - 1]!.id
+        : `${((BigInt(Math.min(endLedger, chain.latest.seq + 1)) << 32n) - 1n).toString().padStart(19, '0')}-9999999999`;
       return {
         events: out.map((e) => ({
           type: 'contract',

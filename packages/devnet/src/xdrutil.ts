@@ -42,7 +42,9 @@ export const stringVal = (s: string): xdr.ScVal => xdr.ScVal.scvString(s);
 export function i128Val(v: bigint): xdr.ScVal {
   const mask = (1n << 64n) - 1n;
   const u = BigInt.asUintN(128, v);
-  return xdr.ScVal.scvI128(new xdr.Int128Parts({ hi: xdr.Int64.fromString(BigInt.asIntN(64, u >> 64n).toString()), lo: xdr.Uint64.fromString((u & mask).toString()) }));
+  return xdr.ScVal.scvI128(
+    new xdr.Int128Parts({ hi: xdr.Int64.fromString(BigInt.asIntN(64, u >> 64n).toString()), lo: xdr.Uint64.fromString((u & mask).toString()) }),
+  );
 }
 export const u64Val = (v: bigint | number): xdr.ScVal => xdr.ScVal.scvU64(xdr.Uint64.fromString(BigInt(v).toString()));
 

@@ -41,7 +41,12 @@ async function refusal(p: Promise<unknown>): Promise<StellarError> {
   return e as StellarError;
 }
 
-const agentInput = (service: string) => ({ service, pricePerCall: 1_000_000n, endpoint: `https://example.test/${service}`, description: `the ${service} service` });
+const agentInput = (service: string) => ({
+  service,
+  pricePerCall: 1_000_000n,
+  endpoint: `https://example.test/${service}`,
+  description: `the ${service} service`,
+});
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'farebox-devnet-'));
@@ -59,11 +64,22 @@ describe('registry client against the devnet', () => {
     const { txHash } = await registry.register(owner, agentInput('weather'));
     expect(txHash).toMatch(/^[0-9a-f]{64}$/);
     const agent = await registry.getAgent('weather');
-    expect(agent).toMatchObject({ owner: owner.publicKey, service: 'weather', pricePerCall: 1_000_000n, endpoint: 'https://example.test/weather', totalCalls: 0n, totalEarned: 0n });
+    expect(agent).toMatchObject({
+      owner: owner.publicKey,
+      service: 'weather',
+      pricePerCall: 1_000_000n,
+      endpoint: 'https://example.test/weather',
+      totalCalls: 0n,
+      totalEarned: 0n,
+    });
     expect(agent!.createdAt).toBeGreaterThan(1_600_000_000);
 
     await registry.update(owner, 'weather', { pricePerCall: 2_500_000n, description: 'now with forecasts' });
-    expect(await registry.getAgent('weather')).toMatchObject({ pricePerCall: 2_500_000n, description: 'now with forecasts', endpoint: 'https://example.test/weather' });
+    expect(await registry.getAgent('weather')).toMatchObject({
+      pricePerCall: 2_500_000n,
+      description: 'now with forecasts',
+      endpoint: 'https://example.test/weather',
+    });
 
     await registry.deregister(owner, 'weather');
     expect(await registry.getAgent('weather')).toBeNull();
@@ -133,7 +149,16 @@ describe('registry client against the devnet', () => {
     await registry.deregister(owner, 'evented');
 
     const server = new rpc.Server(devnet.network.rpcUrl, { allowHttp: true });
-    const res = await server.getEvents({ startLedger: start, filters: [{ type: 'contract', contractIds: [devnet.network.registryContractId!], topics: [['*', nativeToScVal(owner.publicKey, { type: 'address' }).toXDR('base64')]] }] });
+    const res = await server.getEvents({
+      startLedger: start,
+      filters: [
+        {
+          type: 'contract',
+          contractIds: [devnet.network.registryContractId!],
+          topics: [['*', nativeToScVal(owner.publicKey, { type: 'address' }).toXDR('base64')]],
+        },
+      ],
+    });
     const decoded = res.events.map((e) => ({ topics: e.topic.map((t) => scValToNative(t)), value: scValToNative(e.value) }));
     expect(decoded).toHaveLength(3);
     expect(decoded[0]!.topics).toEqual(['agent_registered', owner.publicKey]);
@@ -150,7 +175,11 @@ describe('registry client against the devnet', () => {
 
   it('refuses getEvents requests the real server refuses', async () => {
     const call = async (params: unknown) => {
-      const r = await fetch(devnet.network.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'getEvents', params }) });
+      const r = await fetch(devnet.network.rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'getEvents', params }),
+      });
       return (await r.json()) as { id: number; error?: { code: number } };
     };
     expect((await call({ startLedger: 0, filters: [] })).error?.code).toBe(-32602);
@@ -186,7 +215,9 @@ describe('account helpers against the devnet', () => {
     const server = new rpc.Server(devnet.network.rpcUrl, { allowHttp: true });
     const sac = new Contract(devnet.network.usdc.contractId);
     const tx = new TransactionBuilder(await server.getAccount(payee.publicKey), { fee: BASE_FEE, networkPassphrase: devnet.network.passphrase })
-      .addOperation(sac.call('transfer', new Address(payee.publicKey).toScVal(), new Address(payer.publicKey).toScVal(), nativeToScVal(345_679n, { type: 'i128' })))
+      .addOperation(
+        sac.call('transfer', new Address(payee.publicKey).toScVal(), new Address(payer.publicKey).toScVal(), nativeToScVal(345_679n, { type: 'i128' })),
+      )
       .setTimeout(60)
       .build();
     const prepared = await server.prepareTransaction(tx);
@@ -195,8 +226,16 @@ describe('account helpers against the devnet', () => {
     const got = await server.getTransaction(sent.hash);
     expect(got.status).toBe('SUCCESS');
     expect((await accounts.balances(payee.publicKey)).usdc).toBe(12_000_000n);
-    const events = await server.getEvents({ startLedger: (got as rpc.Api.GetSuccessfulTransactionResponse).ledger, filters: [{ type: 'contract', contractIds: [devnet.network.usdc.contractId] }] });
-    expect(events.events.at(-1)!.topic.map((t) => scValToNative(t))).toEqual(['transfer', payee.publicKey, payer.publicKey, `USDC:${devnet.network.usdc.issuer}`]);
+    const events = await server.getEvents({
+      startLedger: (got as rpc.Api.GetSuccessfulTransactionResponse).ledger,
+      filters: [{ type: 'contract', contractIds: [devnet.network.usdc.contractId] }],
+    });
+    expect(events.events.at(-1)!.topic.map((t) => scValToNative(t))).toEqual([
+      'transfer',
+      payee.publicKey,
+      payer.publicKey,
+      `USDC:${devnet.network.usdc.issuer}`,
+    ]);
     expect(scValToNative(events.events.at(-1)!.value)).toBe(345_679n);
   });
 
@@ -266,7 +305,13 @@ describe('catalog mirror', () => {
     const port = net.port;
     const registry = createRegistryClient(net.network);
     const errors: unknown[] = [];
-    const mirror = createCatalogMirror({ registry, cursorStore: new MemoryCursorStore(), pollIntervalMs: 200, maxBackoffMs: 400, onError: (e) => errors.push(e) });
+    const mirror = createCatalogMirror({
+      registry,
+      cursorStore: new MemoryCursorStore(),
+      pollIntervalMs: 200,
+      maxBackoffMs: 400,
+      onError: (e) => errors.push(e),
+    });
     await mirror.start();
     await mirror.ready();
     const owner = await (async () => {
@@ -276,7 +321,10 @@ describe('catalog mirror', () => {
     })();
     await registry.register(owner, agentInput('mirrored'));
     // No syncOnce(): the mirror's own polling finds it (how fast is the bench's business, not this test's).
-    expect(await eventually('the mirror lists the registration', () => mirror.get('mirrored'))).toMatchObject({ owner: owner.publicKey, pricePerCall: 1_000_000n });
+    expect(await eventually('the mirror lists the registration', () => mirror.get('mirrored'))).toMatchObject({
+      owner: owner.publicKey,
+      pricePerCall: 1_000_000n,
+    });
 
     await net.close();
     await eventually('the mirror has tried the closed network and failed', () => errors.length > 0);

@@ -96,13 +96,13 @@ async function evaluate(label: string, index: SearchIndex, vectorsFor: Map<strin
     }
     if (!hit3 && sameLanguage(q)) misses.push(`${q.id} "${q.query}"`);
   }
-  const line = (f: Figures) =>
-    `hit@3 ${(f.hit3 / f.n).toFixed(3)}  nDCG@10 ${(f.ndcg / f.n).toFixed(3)}  Recall@5 ${(f.recall / f.n).toFixed(3)}`;
+  const line = (f: Figures) => `hit@3 ${(f.hit3 / f.n).toFixed(3)}  nDCG@10 ${(f.ndcg / f.n).toFixed(3)}  Recall@5 ${(f.recall / f.n).toFixed(3)}`;
   console.log(`  ${label.padEnd(22)} all ${sums.all.n} judged: ${line(sums.all)}   nonsense queries with results: ${nonsenseHits}/${nonsense}`);
   console.log(`  ${''.padEnd(22)} same-language ${sums.same.n}: ${line(sums.same)}`);
   console.log(`  ${''.padEnd(22)} original ${sums.original.n} (q001-q072): ${line(sums.original)}`);
   console.log(`  ${''.padEnd(22)} inflected ${sums.inflected.n} (q075-q114, same-language): ${line(sums.inflected)}`);
-  if (process.env['BENCH_MISSES'] === '1' && misses.length > 0) console.log(`  ${''.padEnd(22)} same-language misses (no judged service in the top 3): ${misses.join(', ')}`);
+  if (process.env['BENCH_MISSES'] === '1' && misses.length > 0)
+    console.log(`  ${''.padEnd(22)} same-language misses (no judged service in the top 3): ${misses.join(', ')}`);
 }
 
 async function relevance(): Promise<Embedder | null> {
@@ -121,7 +121,10 @@ async function relevance(): Promise<Embedder | null> {
   }
   console.log(`  model: ${status.modelId} (${embedder.dims} dims)`);
   const t0 = performance.now();
-  const vecs = await embedder.embed(docs.map((d) => `${d.name}: ${d.description}`), 'passage');
+  const vecs = await embedder.embed(
+    docs.map((d) => `${d.name}: ${d.description}`),
+    'passage',
+  );
   const passageMs = (performance.now() - t0) / docs.length;
   const qv = new Map<string, Float32Array>();
   const t1 = performance.now();
@@ -182,7 +185,7 @@ async function scale(embedder: Embedder | null) {
   const heap = (mem1.heapUsed - mem0.heapUsed + (mem1.arrayBuffers - mem0.arrayBuffers)) / N;
   const rss = (mem1.rss - mem0.rss) / N;
   console.log(
-    `  memory per service: ${(rss / 1024).toFixed(2)} KiB RSS growth (vectors alone ${((index.vectorBytes() / N) / 1024).toFixed(2)} KiB; JS heap + buffers ${(heap / 1024).toFixed(2)} KiB)${globalThis.gc ? '' : ' [run with --expose-gc for steadier figures]'}`,
+    `  memory per service: ${(rss / 1024).toFixed(2)} KiB RSS growth (vectors alone ${(index.vectorBytes() / N / 1024).toFixed(2)} KiB; JS heap + buffers ${(heap / 1024).toFixed(2)} KiB)${globalThis.gc ? '' : ' [run with --expose-gc for steadier figures]'}`,
   );
 
   // Queries: 1-4 words; the vector is near a random stored one, so some services pass the cosine floor.
@@ -208,7 +211,9 @@ async function scale(embedder: Embedder | null) {
   }
   times.sort((a, b) => a - b);
   kwTimes.sort((a, b) => a - b);
-  console.log(`  hybrid query (excl. embedding): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}  [targets 20 / 50 ms; ${(returned / qs.length).toFixed(1)} results per query]`);
+  console.log(
+    `  hybrid query (excl. embedding): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}  [targets 20 / 50 ms; ${(returned / qs.length).toFixed(1)} results per query]`,
+  );
   console.log(`  keyword-only query: p50 ${ms(pct(kwTimes, 50))}, p95 ${ms(pct(kwTimes, 95))}`);
   if (embedder) {
     const et: number[] = [];
@@ -230,8 +235,16 @@ async function scale(embedder: Embedder | null) {
   const l0 = performance.now();
   await copy.load(snap);
   const loadMs = performance.now() - l0;
-  const check = copy.searchWithVector(qs[0]!.text, qs[0]!.v, { limit: 10 }).map((h) => h.id).join();
-  const same = check === index.searchWithVector(qs[0]!.text, qs[0]!.v, { limit: 10 }).map((h) => h.id).join();
+  const check = copy
+    .searchWithVector(qs[0]!.text, qs[0]!.v, { limit: 10 })
+    .map((h) => h.id)
+    .join();
+  const same =
+    check ===
+    index
+      .searchWithVector(qs[0]!.text, qs[0]!.v, { limit: 10 })
+      .map((h) => h.id)
+      .join();
   console.log(
     `  snapshot: ${(snap.length / 1024 / 1024).toFixed(1)} MiB, written in ${ms(snapMs)}, loaded in ${ms(loadMs)} (${copy.size.toLocaleString('en')} services, same results: ${same})`,
   );
@@ -241,7 +254,7 @@ async function scale(embedder: Embedder | null) {
 
 /** The same 100k services with vectorIndex 'hnsw' (usearch), against the exact flat index. */
 async function approximate(flat: SearchIndex, snap: Uint8Array, qs: Array<{ text: string; v: Float32Array }>, flatTimes: number[]) {
-  console.log('\nApproximate vector index (vectorIndex: \'hnsw\', usearch HNSW, connectivity 16, i8 graph, candidates max(100, 4 x limit))');
+  console.log("\nApproximate vector index (vectorIndex: 'hnsw', usearch HNSW, connectivity 16, i8 graph, candidates max(100, 4 x limit))");
   globalThis.gc?.();
   const rss0 = process.memoryUsage().rss;
   const approx = createSearchIndex({ dims: DIMS, vectorIndex: 'hnsw' });
@@ -256,7 +269,9 @@ async function approximate(flat: SearchIndex, snap: Uint8Array, qs: Array<{ text
   const buildS = (performance.now() - b0) / 1000;
   globalThis.gc?.();
   const rss = (process.memoryUsage().rss - rss0) / N;
-  console.log(`  snapshot load incl. graph build: ${buildS.toFixed(2)} s (${Math.round(N / buildS).toLocaleString('en')} vectors/s, all cores); RSS growth ${(rss / 1024).toFixed(2)} KiB per service (index + graph)`);
+  console.log(
+    `  snapshot load incl. graph build: ${buildS.toFixed(2)} s (${Math.round(N / buildS).toLocaleString('en')} vectors/s, all cores); RSS growth ${(rss / 1024).toFixed(2)} KiB per service (index + graph)`,
+  );
 
   for (const q of qs.slice(0, 20)) approx.searchWithVector(q.text, q.v, { limit: 10 });
   const times: number[] = [];
@@ -278,7 +293,6 @@ async function approximate(flat: SearchIndex, snap: Uint8Array, qs: Array<{ text
     `  hybrid query (excl. embedding): p50 ${ms(pct(times, 50))}, p95 ${ms(pct(times, 95))}  [flat: p50 ${ms(pct(flatTimes, 50))}, p95 ${ms(pct(flatTimes, 95))}]`,
   );
   console.log(`  hybrid recall@10 against exact (flat): ${(found / Math.max(1, total)).toFixed(4)}; identical top 10: ${identical}/${qs.length}`);
-
 }
 
 const embedder = await relevance();

@@ -138,7 +138,11 @@ export function detectLanguage(text: string): string | null {
     return only.length === 1 ? only[0]!.code : null;
   }
   // franc's trigrams: punctuation and digits (U+0021-0040) become spaces, lowercase, padded.
-  const clean = ` ${sample.replace(/[\u0021-\u0040]+/g, ' ').replace(/\s+/g, ' ').trim().toLowerCase()} `;
+  const clean = ` ${sample
+    .replace(/[\u0021-\u0040]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .toLowerCase()} `;
   const grams = new Map<string, number>();
   for (let i = 0; i + 3 <= clean.length; i++) {
     const g = clean.slice(i, i + 3);
@@ -226,7 +230,12 @@ export function currencyWords(code: string, lang: string): string[] {
     } catch {
       name = '';
     }
-    out = name === upper ? [] : words(name).filter((w) => !w.bigram && w.lower.length >= 3 && w.lower !== code.toLowerCase()).map((w) => w.lower);
+    out =
+      name === upper
+        ? []
+        : words(name)
+            .filter((w) => !w.bigram && w.lower.length >= 3 && w.lower !== code.toLowerCase())
+            .map((w) => w.lower);
     currencyNames.set(key, out);
   }
   return out;

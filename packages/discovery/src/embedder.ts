@@ -71,10 +71,7 @@ export function modelPath(modelDir: string, modelId: string = DEFAULT_MODEL_ID):
   return join(resolve(modelDir), ...modelId.split('/'));
 }
 
-type Extractor = (
-  texts: string[],
-  options: { pooling: 'mean'; normalize: boolean },
-) => Promise<{ data: ArrayLike<number>; dims: number[] }>;
+type Extractor = (texts: string[], options: { pooling: 'mean'; normalize: boolean }) => Promise<{ data: ArrayLike<number>; dims: number[] }>;
 
 /**
  * An in-process sentence embedder on transformers.js / onnxruntime-node.
@@ -169,9 +166,7 @@ async function openPipeline(o: ResolvedOptions, remote: boolean): Promise<Extrac
  * ~/.cache/farebox/models) so later runs work offline, and checks it loads.
  * Resolves with where it is; rejects with a clear error when it cannot.
  */
-export async function prefetchModel(
-  options: Omit<EmbedderOptions, 'allowRemote'> = {},
-): Promise<{ modelId: string; path: string; dims: number }> {
+export async function prefetchModel(options: Omit<EmbedderOptions, 'allowRemote'> = {}): Promise<{ modelId: string; path: string; dims: number }> {
   const embedder = createEmbedder({ ...options, allowRemote: true });
   const status = await embedder.load();
   if (status.state !== 'ready') {

@@ -227,12 +227,9 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     if (!embedder) return { mode: 'keyword-only', reason: 'no embedding model configured', ...base };
     const s = embedder.status();
     if (s.state === 'ready') {
-      return embedFailure
-        ? { mode: 'hybrid', reason: embedFailure, model: s.modelId, ...base }
-        : { mode: 'hybrid', model: s.modelId, ...base };
+      return embedFailure ? { mode: 'hybrid', reason: embedFailure, model: s.modelId, ...base } : { mode: 'hybrid', model: s.modelId, ...base };
     }
-    const reason =
-      s.state === 'failed' ? (s.reason ?? 'embedding model failed to load') : 'embedding model is loading';
+    const reason = s.state === 'failed' ? (s.reason ?? 'embedding model failed to load') : 'embedding model is loading';
     return { mode: 'keyword-only', reason, model: s.modelId, ...base };
   }
 

@@ -66,7 +66,16 @@ export function encodeSnapshot(parts: SnapshotParts): Uint8Array {
   const sections = Object.entries(parts.arrays).map(([name, a]) => ({ name, type: typeOf(a), length: a.length }));
   const header = new TextEncoder().encode(
     JSON.stringify(
-      { modelId: parts.modelId, dims: parts.dims, stride: parts.stride, slots: parts.slots, analyzer: parts.analyzer, docs: parts.docs, terms: parts.terms, sections },
+      {
+        modelId: parts.modelId,
+        dims: parts.dims,
+        stride: parts.stride,
+        slots: parts.slots,
+        analyzer: parts.analyzer,
+        docs: parts.docs,
+        terms: parts.terms,
+        sections,
+      },
       replacer,
     ),
   );

@@ -124,7 +124,10 @@ function asOlderSnapshot(bytes: Uint8Array): Uint8Array {
   const postings = new Map<string, Map<number, number>>();
   const docLen = new Float32Array(header.slots);
   for (const [, name, description, , slot] of header.docs) {
-    for (const [text, weight] of [[name, 2], [description, 1]] as const) {
+    for (const [text, weight] of [
+      [name, 2],
+      [description, 1],
+    ] as const) {
       for (const t of tokenize(text)) {
         const p = postings.get(t) ?? new Map<number, number>();
         postings.set(t, p.set(slot, (p.get(slot) ?? 0) + weight));

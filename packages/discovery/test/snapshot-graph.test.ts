@@ -8,7 +8,7 @@ const DIMS = 64;
 
 function vectors(count: number, seed: number): Float32Array[] {
   let s = seed >>> 0;
-  const rand = () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  const rand = () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
   return Array.from({ length: count }, () => Float32Array.from({ length: DIMS }, () => rand() - 0.5));
 }
 

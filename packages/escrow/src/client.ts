@@ -76,7 +76,13 @@ type RunOp = 'fundEscrow' | 'changeMilestoneStatus' | 'approveMilestone' | 'rele
 export interface EscrowClient {
   deploySingleRelease(input: DeployInput): Promise<string>;
   fundEscrow(input: { contractId: string; signer: string; amount: bigint }): Promise<string>;
-  changeMilestoneStatus(input: { contractId: string; milestoneIndex: string; newStatus: string; newEvidence?: string; serviceProvider: string }): Promise<string>;
+  changeMilestoneStatus(input: {
+    contractId: string;
+    milestoneIndex: string;
+    newStatus: string;
+    newEvidence?: string;
+    serviceProvider: string;
+  }): Promise<string>;
   approveMilestone(input: { contractId: string; milestoneIndex: string; approver: string }): Promise<string>;
   releaseFunds(input: { contractId: string; releaseSigner: string }): Promise<string>;
   disputeEscrow(input: { contractId: string; signer: string }): Promise<string>;
@@ -149,7 +155,11 @@ function toEscrow(parsed: z.output<typeof EscrowSchema>, fallbackId?: string): E
 
 function parseEscrow(raw: unknown, fallbackId?: string): Escrow {
   const r = EscrowSchema.safeParse(raw);
-  if (!r.success) throw new EscrowError('BAD_RESPONSE', `the provider returned an escrow of an unexpected shape: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success)
+    throw new EscrowError(
+      'BAD_RESPONSE',
+      `the provider returned an escrow of an unexpected shape: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   return toEscrow(r.data, fallbackId);
 }
 
@@ -162,11 +172,13 @@ function parseEscrow(raw: unknown, fallbackId?: string): Escrow {
  * await escrow.run('fundEscrow', { contractId, signer: treasury.publicKey, amount: 50_000_000n }, treasury);
  */
 export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
-  if (!options || typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) throw new EscrowError('CONFIG', 'baseUrl must be an http(s) URL');
+  if (!options || typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl))
+    throw new EscrowError('CONFIG', 'baseUrl must be an http(s) URL');
   if (typeof options.apiKey !== 'string' || !options.apiKey) throw new EscrowError('CONFIG', 'apiKey is required (sent as x-api-key)');
   if (typeof options.passphrase !== 'string' || !options.passphrase) throw new EscrowError('CONFIG', 'passphrase is required');
   const budgetOpts = options.budget ?? { requests: 50, windowMs: 60_000 };
-  if (!Number.isInteger(budgetOpts.requests) || budgetOpts.requests < 1 || !(budgetOpts.windowMs > 0)) throw new EscrowError('CONFIG', 'budget needs requests >= 1 and windowMs > 0');
+  if (!Number.isInteger(budgetOpts.requests) || budgetOpts.requests < 1 || !(budgetOpts.windowMs > 0))
+    throw new EscrowError('CONFIG', 'budget needs requests >= 1 and windowMs > 0');
   const maxRetries = options.maxRetries ?? 3;
   if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new EscrowError('CONFIG', 'maxRetries must be a non-negative integer');
   const base = options.baseUrl.replace(/\/+$/, '');
@@ -203,9 +215,13 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
           continue;
         }
         const msg = providerMessage(parsed);
-        throw new EscrowError('RATE_LIMITED', `escrow provider rate limit: ${msg ?? 'too many requests'} (after ${maxRetries} retries)`, { status: 429, ...(msg ? { providerMessage: msg } : {}) });
+        throw new EscrowError('RATE_LIMITED', `escrow provider rate limit: ${msg ?? 'too many requests'} (after ${maxRetries} retries)`, {
+          status: 429,
+          ...(msg ? { providerMessage: msg } : {}),
+        });
       }
-      if (parsed === undefined && res.ok) throw new EscrowError('BAD_RESPONSE', `the provider answered ${method} ${path} with a body that is not JSON`, { status: res.status });
+      if (parsed === undefined && res.ok)
+        throw new EscrowError('BAD_RESPONSE', `the provider answered ${method} ${path} with a body that is not JSON`, { status: res.status });
       return { status: res.status, body: parsed };
     }
   }
@@ -220,7 +236,12 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
     const r = await request('POST', path, body);
     if (r.status < 200 || r.status >= 300) fail(r.status, r.body, what);
     const parsed = WriteResponseSchema.safeParse(r.body);
-    if (!parsed.success) throw new EscrowError('BAD_RESPONSE', `${what}: unexpected response shape (${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')})`, { status: r.status });
+    if (!parsed.success)
+      throw new EscrowError(
+        'BAD_RESPONSE',
+        `${what}: unexpected response shape (${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')})`,
+        { status: r.status },
+      );
     if (parsed.data.status === 'FAILED') {
       const msg = parsed.data.message ?? 'FAILED';
       throw new EscrowError('FAILED', `${what}: ${msg}`, { status: r.status, providerMessage: msg });
@@ -256,23 +277,36 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
         },
         'deploy single-release escrow',
       ),
-    fundEscrow: async (input) => write(single('fund-escrow'), { contractId: input.contractId, signer: input.signer, amount: positive(input.amount, 'amount') }, 'fund escrow'),
+    fundEscrow: async (input) =>
+      write(single('fund-escrow'), { contractId: input.contractId, signer: input.signer, amount: positive(input.amount, 'amount') }, 'fund escrow'),
     changeMilestoneStatus: async (input) =>
       write(
         single('change-milestone-status'),
-        { contractId: input.contractId, milestoneIndex: input.milestoneIndex, newStatus: input.newStatus, ...(input.newEvidence !== undefined ? { newEvidence: input.newEvidence } : {}), serviceProvider: input.serviceProvider },
+        {
+          contractId: input.contractId,
+          milestoneIndex: input.milestoneIndex,
+          newStatus: input.newStatus,
+          ...(input.newEvidence !== undefined ? { newEvidence: input.newEvidence } : {}),
+          serviceProvider: input.serviceProvider,
+        },
         'change milestone status',
       ),
-    approveMilestone: async (input) => write(single('approve-milestone'), { contractId: input.contractId, milestoneIndex: input.milestoneIndex, approver: input.approver }, 'approve milestone'),
+    approveMilestone: async (input) =>
+      write(single('approve-milestone'), { contractId: input.contractId, milestoneIndex: input.milestoneIndex, approver: input.approver }, 'approve milestone'),
     releaseFunds: async (input) => write(single('release-funds'), { contractId: input.contractId, releaseSigner: input.releaseSigner }, 'release funds'),
     disputeEscrow: async (input) => write(single('dispute-escrow'), { contractId: input.contractId, signer: input.signer }, 'dispute escrow'),
     resolveDispute: async (input) =>
       write(
         single('resolve-dispute'),
-        { contractId: input.contractId, disputeResolver: input.disputeResolver, distributions: input.distributions.map((d) => ({ address: d.address, amount: positive(d.amount, 'distribution amount') })) },
+        {
+          contractId: input.contractId,
+          disputeResolver: input.disputeResolver,
+          distributions: input.distributions.map((d) => ({ address: d.address, amount: positive(d.amount, 'distribution amount') })),
+        },
         'resolve dispute',
       ),
-    withdrawRemainingFunds: async (input) => write(single('withdraw-remaining-funds'), { contractId: input.contractId, disputeResolver: input.disputeResolver }, 'withdraw remaining funds'),
+    withdrawRemainingFunds: async (input) =>
+      write(single('withdraw-remaining-funds'), { contractId: input.contractId, disputeResolver: input.disputeResolver }, 'withdraw remaining funds'),
 
     async getEscrows(contractIds) {
       if (!contractIds.length) return [];
@@ -280,7 +314,11 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
       for (const id of contractIds) q.append('contractIds', id);
       const r = await request('GET', `/helper/get-escrow-by-contract-ids?${q.toString()}`);
       if (r.status < 200 || r.status >= 300) fail(r.status, r.body, 'get escrows');
-      const list = Array.isArray(r.body) ? r.body : r.body && typeof r.body === 'object' && Array.isArray((r.body as { escrows?: unknown }).escrows) ? (r.body as { escrows: unknown[] }).escrows : undefined;
+      const list = Array.isArray(r.body)
+        ? r.body
+        : r.body && typeof r.body === 'object' && Array.isArray((r.body as { escrows?: unknown }).escrows)
+          ? (r.body as { escrows: unknown[] }).escrows
+          : undefined;
       if (!list) throw new EscrowError('BAD_RESPONSE', 'get escrows: the provider did not answer an array of escrows', { status: r.status });
       return list.map((e) => parseEscrow(e));
     },
@@ -291,7 +329,11 @@ export function createEscrowClient(options: EscrowClientOptions): EscrowClient {
       const parsed = SendResponseSchema.safeParse(r.body);
       if (!parsed.success) {
         if (r.status < 200 || r.status >= 300) fail(r.status, r.body, 'send transaction');
-        throw new EscrowError('BAD_RESPONSE', `send transaction: unexpected response shape (${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')})`, { status: r.status });
+        throw new EscrowError(
+          'BAD_RESPONSE',
+          `send transaction: unexpected response shape (${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')})`,
+          { status: r.status },
+        );
       }
       const d = parsed.data;
       const out: SendResult = { status: d.status, message: d.message };

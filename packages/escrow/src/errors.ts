@@ -18,7 +18,10 @@ export class EscrowError extends FareboxError<EscrowErrorCode, { status?: number
   readonly providerMessage?: string;
 
   constructor(code: EscrowErrorCode, message: string, options: { status?: number; providerMessage?: string; cause?: unknown } = {}) {
-    const data = { ...(options.status !== undefined ? { status: options.status } : {}), ...(options.providerMessage !== undefined ? { providerMessage: options.providerMessage } : {}) };
+    const data = {
+      ...(options.status !== undefined ? { status: options.status } : {}),
+      ...(options.providerMessage !== undefined ? { providerMessage: options.providerMessage } : {}),
+    };
     super(code, message, data, options.cause === undefined ? undefined : { cause: options.cause });
     if (options.status !== undefined) this.status = options.status;
     if (options.providerMessage !== undefined) this.providerMessage = options.providerMessage;

@@ -141,7 +141,8 @@ export function createEscrowPayer(options: EscrowPayerOptions): EscrowPayer {
   }
 
   return {
-    pay: (target, body, payOptions = {}) => payAndCall({ net: options.network, payer: options.signer, escrow, platformAddress, request }, target, body, payOptions),
+    pay: (target, body, payOptions = {}) =>
+      payAndCall({ net: options.network, payer: options.signer, escrow, platformAddress, request }, target, body, payOptions),
   };
 }
 
@@ -172,7 +173,11 @@ async function payAndCall<T>(ctx: PayContext, resolved: PayTarget, body: string,
     }
   };
   let escrowId: string | undefined = callOptions.escrowId;
-  async function step<R>(name: DirectCallStep, fn: () => Promise<R>, describe: (r: R) => Omit<TraceStep, 'step' | 'status' | 'startedAt' | 'ms'> = () => ({})): Promise<R> {
+  async function step<R>(
+    name: DirectCallStep,
+    fn: () => Promise<R>,
+    describe: (r: R) => Omit<TraceStep, 'step' | 'status' | 'startedAt' | 'ms'> = () => ({}),
+  ): Promise<R> {
     const t0 = Date.now();
     report({ step: name, phase: 'start', ...(escrowId ? { escrowId } : {}) });
     try {
@@ -207,10 +212,14 @@ async function payAndCall<T>(ctx: PayContext, resolved: PayTarget, body: string,
     async () => {
       const answer = await post({});
       if (answer.status !== 402) {
-        throw new EscrowPaymentError('QUOTE', `expected a 402 quote from ${resolved.endpoint}, got HTTP ${answer.status}: ${serverMessage(answer.json, answer.text)}`, {
-          status: answer.status,
-          serverMessage: serverMessage(answer.json, answer.text),
-        });
+        throw new EscrowPaymentError(
+          'QUOTE',
+          `expected a 402 quote from ${resolved.endpoint}, got HTTP ${answer.status}: ${serverMessage(answer.json, answer.text)}`,
+          {
+            status: answer.status,
+            serverMessage: serverMessage(answer.json, answer.text),
+          },
+        );
       }
       return pickQuote(net, answer, resolved, maxCost);
     },
@@ -233,7 +242,8 @@ async function payAndCall<T>(ctx: PayContext, resolved: PayTarget, body: string,
     const existing = await escrowApi.getEscrows([escrowId]);
     const found = existing.find((e) => e.contractId === escrowId);
     if (!found) throw new EscrowPaymentError('ESCROW', `escrow ${escrowId} not found`, { escrowId });
-    if (found.roles.receiver !== resolved.owner) throw new EscrowPaymentError('PAYTO_MISMATCH', `escrow ${escrowId} pays ${found.roles.receiver}, not ${resolved.owner}`, { escrowId });
+    if (found.roles.receiver !== resolved.owner)
+      throw new EscrowPaymentError('PAYTO_MISMATCH', `escrow ${escrowId} pays ${found.roles.receiver}, not ${resolved.owner}`, { escrowId });
     quoteId = found.engagementId;
     locked = found.balance;
   } else {
@@ -285,7 +295,11 @@ async function payAndCall<T>(ctx: PayContext, resolved: PayTarget, body: string,
       } catch (e) {
         // No answer: the service may or may not have served (and released) it.
         const reason = `no answer to the call paid with escrow ${paidEscrow}: ${errorText(e)}`;
-        throw new EscrowPaymentError(e instanceof EscrowPaymentError ? e.code : 'NETWORK', `${reason}; ${wayBack('may still hold')} (refused if it was served)`, { ...lockedData, reason });
+        throw new EscrowPaymentError(
+          e instanceof EscrowPaymentError ? e.code : 'NETWORK',
+          `${reason}; ${wayBack('may still hold')} (refused if it was served)`,
+          { ...lockedData, reason },
+        );
       }
       if (answer.status === 200) return answer;
       const msg = serverMessage(answer.json, answer.text);

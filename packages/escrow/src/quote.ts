@@ -48,9 +48,13 @@ export function pickQuote(net: NetworkConfig, answer: { headers: Headers; json: 
   const requirement = parsed.accepts.find((a) => a.scheme === ESCROW_SCHEME && a.network === net.x402Network);
   if (!requirement) throw noDirectPayment(net, parsed, resolved);
   if (requirement.payTo !== resolved.owner) {
-    throw new EscrowPaymentError('PAYTO_MISMATCH', `the quote asks to pay ${requirement.payTo}, but the service's registry owner is ${resolved.owner}: nothing was paid`, {
-      ...(resolved.service ? { service: resolved.service } : {}),
-    });
+    throw new EscrowPaymentError(
+      'PAYTO_MISMATCH',
+      `the quote asks to pay ${requirement.payTo}, but the service's registry owner is ${resolved.owner}: nothing was paid`,
+      {
+        ...(resolved.service ? { service: resolved.service } : {}),
+      },
+    );
   }
   const asset = `USDC:${net.usdc.issuer}`;
   if (requirement.asset !== asset) throw new EscrowPaymentError('QUOTE', `the quote asks for ${requirement.asset}, not ${asset}`);
@@ -59,6 +63,7 @@ export function pickQuote(net: NetworkConfig, answer: { headers: Headers; json: 
     throw new EscrowPaymentError('PRICE_LIMIT', `the service asks ${usdc(requirement.amount)}, above maxCost ${usdc(maxCost)}: nothing was paid`);
   }
   const extra = QuoteExtraSchema.safeParse(requirement.extra);
-  if (!extra.success) throw new EscrowPaymentError('QUOTE', 'the quote carries no quoteId (extra.quoteId): refusing to pay an escrow that cannot be bound to it');
+  if (!extra.success)
+    throw new EscrowPaymentError('QUOTE', 'the quote carries no quoteId (extra.quoteId): refusing to pay an escrow that cannot be bound to it');
   return { requirement, amount: requirement.amount, quoteId: extra.data.quoteId, extra: extra.data };
 }

@@ -11,15 +11,19 @@ export const WireAmount = z.union([z.number(), z.string()]).transform((v, ctx) =
   }
 });
 
-const Percent = z.union([z.number(), z.string().regex(/^\d+(\.\d+)?$/).transform(Number)]);
+const Percent = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^\d+(\.\d+)?$/)
+    .transform(Number),
+]);
 
-const CreatedAt = z
-  .union([z.string(), z.number(), z.object({ _seconds: z.number() }).loose(), z.object({ seconds: z.number() }).loose()])
-  .transform((v) => {
-    if (typeof v === 'string') return v;
-    const s: number = typeof v === 'number' ? v : '_seconds' in v ? Number(v._seconds) : Number((v as { seconds: number }).seconds);
-    return new Date((s > 1e12 ? s : s * 1000)).toISOString();
-  });
+const CreatedAt = z.union([z.string(), z.number(), z.object({ _seconds: z.number() }).loose(), z.object({ seconds: z.number() }).loose()]).transform((v) => {
+  if (typeof v === 'string') return v;
+  const s: number = typeof v === 'number' ? v : '_seconds' in v ? Number(v._seconds) : Number((v as { seconds: number }).seconds);
+  return new Date(s > 1e12 ? s : s * 1000).toISOString();
+});
 
 export const RolesSchema = z.object({
   approver: z.string(),
@@ -69,7 +73,9 @@ export const EscrowSchema = z
   })
   .loose();
 
-export const WriteResponseSchema = z.object({ status: z.enum(['SUCCESS', 'FAILED']), unsignedTransaction: z.string().optional(), message: z.string().optional() }).loose();
+export const WriteResponseSchema = z
+  .object({ status: z.enum(['SUCCESS', 'FAILED']), unsignedTransaction: z.string().optional(), message: z.string().optional() })
+  .loose();
 
 export const SendResponseSchema = z
   .object({

@@ -102,7 +102,9 @@ describe('escrow client behaviour', () => {
   });
 
   it('backs off on 429 for the Retry-After the provider names, then succeeds', async () => {
-    const { url, seen } = await loopback((_req, res, n) => (n === 1 ? json(res, 429, { message: 'Too many requests' }, { 'retry-after': '1' }) : json(res, 200, [escrowJson])));
+    const { url, seen } = await loopback((_req, res, n) =>
+      n === 1 ? json(res, 429, { message: 'Too many requests' }, { 'retry-after': '1' }) : json(res, 200, [escrowJson]),
+    );
     const clock = virtualClock();
     const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE, clock });
     const [e] = await client.getEscrows([CID]);
@@ -124,7 +126,13 @@ describe('escrow client behaviour', () => {
     const { url, seen } = await loopback((_req, res) => json(res, 200, [escrowJson]));
     const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE });
     const [e] = await client.getEscrows([CID, CID]);
-    expect(e).toMatchObject({ amount: 100_000_001n, balance: 1_000_000n, milestones: [{ approved: true, status: 'pending' }], createdAt: '2023-11-14T22:13:20.000Z', trustline: { address: G, decimals: 10000000 } });
+    expect(e).toMatchObject({
+      amount: 100_000_001n,
+      balance: 1_000_000n,
+      milestones: [{ approved: true, status: 'pending' }],
+      createdAt: '2023-11-14T22:13:20.000Z',
+      trustline: { address: G, decimals: 10000000 },
+    });
     expect(seen[0]!.url).toBe(`/helper/get-escrow-by-contract-ids?contractIds=${CID}&contractIds=${CID}`);
   });
 
@@ -139,7 +147,13 @@ describe('escrow client behaviour', () => {
   });
 
   it('turns an unexpected response shape into BAD_RESPONSE', async () => {
-    const { url } = await loopback((req, res) => (req.method === 'GET' ? json(res, 200, [{ contractId: CID, amount: 'lots' }]) : req.url?.includes('send') ? json(res, 200, { ok: true }) : json(res, 200, { unsignedTransaction: 42 })));
+    const { url } = await loopback((req, res) =>
+      req.method === 'GET'
+        ? json(res, 200, [{ contractId: CID, amount: 'lots' }])
+        : req.url?.includes('send')
+          ? json(res, 200, { ok: true })
+          : json(res, 200, { unsignedTransaction: 42 }),
+    );
     const client = createEscrowClient({ baseUrl: url, apiKey: 'k', passphrase: PASSPHRASE });
     expect((await failure(client.getEscrows([CID]))).code).toBe('BAD_RESPONSE');
     expect((await failure(client.releaseFunds({ contractId: CID, releaseSigner: G }))).code).toBe('BAD_RESPONSE');

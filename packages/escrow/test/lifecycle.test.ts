@@ -77,7 +77,12 @@ const deployInput = (roles: EscrowRoles, amount: bigint, engagementId = `eng-${M
 
 beforeAll(async () => {
   devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant', escrow: { rateLimit: false } });
-  escrow = createEscrowClient({ baseUrl: `${devnet.url}/escrow`, apiKey: 'test-key', passphrase: devnet.network.passphrase, budget: { requests: 10_000, windowMs: 1000 } });
+  escrow = createEscrowClient({
+    baseUrl: `${devnet.url}/escrow`,
+    apiKey: 'test-key',
+    passphrase: devnet.network.passphrase,
+    budget: { requests: 10_000, windowMs: 1000 },
+  });
 });
 afterAll(async () => {
   await devnet?.close();
@@ -100,7 +105,11 @@ describe('single-release escrow on the devnet through the client', () => {
     expect(e!.balance).toBe(amount);
     expect(e!.flags).toEqual({ disputed: false, released: false, resolved: false });
 
-    await escrow.run('changeMilestoneStatus', { contractId, milestoneIndex: '0', newStatus: 'completed', newEvidence: 'batch 1', serviceProvider: c.provider.publicKey }, c.provider);
+    await escrow.run(
+      'changeMilestoneStatus',
+      { contractId, milestoneIndex: '0', newStatus: 'completed', newEvidence: 'batch 1', serviceProvider: c.provider.publicKey },
+      c.provider,
+    );
     await escrow.run('approveMilestone', { contractId, milestoneIndex: '0', approver: c.funder.publicKey }, c.funder);
     const released = await escrow.run('releaseFunds', { contractId, releaseSigner: c.releaser.publicKey }, c.releaser);
     expect(released.txHash).toMatch(/^[0-9a-f]{64}$/);
@@ -108,7 +117,12 @@ describe('single-release escrow on the devnet through the client', () => {
     expect(usdcOf(devnet, c.platform.publicKey)).toBe(5_000_000n);
     expect(usdcOf(devnet, c.receiver.publicKey)).toBe(amount - 5_000_000n);
     [e] = await escrow.getEscrows([contractId]);
-    expect(e).toMatchObject({ balance: 0n, flags: { released: true, disputed: false, resolved: false }, platformFee: 5, engagementId: expect.stringMatching(/^eng-/) });
+    expect(e).toMatchObject({
+      balance: 0n,
+      flags: { released: true, disputed: false, resolved: false },
+      platformFee: 5,
+      engagementId: expect.stringMatching(/^eng-/),
+    });
     expect(e!.milestones).toEqual([{ description: 'calls served', status: 'completed', evidence: 'batch 1', approved: true }]);
 
     // the explorer shows the escrow's events
@@ -160,12 +174,34 @@ describe('single-release escrow on the devnet through the client', () => {
     const blocked = await failure(escrow.releaseFunds({ contractId, releaseSigner: c.releaser.publicKey }));
     expect(blocked.providerMessage).toBe('The escrow is in dispute');
 
-    const wrongSum = await failure(escrow.resolveDispute({ contractId, disputeResolver: c.resolver.publicKey, distributions: [{ address: c.receiver.publicKey, amount: 4n * USDC }, { address: c.funder.publicKey, amount: 2n * USDC }] }));
+    const wrongSum = await failure(
+      escrow.resolveDispute({
+        contractId,
+        disputeResolver: c.resolver.publicKey,
+        distributions: [
+          { address: c.receiver.publicKey, amount: 4n * USDC },
+          { address: c.funder.publicKey, amount: 2n * USDC },
+        ],
+      }),
+    );
     expect(wrongSum.providerMessage).toMatch(/^The sum of the distributions must equal the escrow balance: the distributions sum to 6 but the balance is 7$/);
-    const notResolver = await failure(escrow.resolveDispute({ contractId, disputeResolver: c.funder.publicKey, distributions: [{ address: c.funder.publicKey, amount: 7n * USDC }] }));
+    const notResolver = await failure(
+      escrow.resolveDispute({ contractId, disputeResolver: c.funder.publicKey, distributions: [{ address: c.funder.publicKey, amount: 7n * USDC }] }),
+    );
     expect(notResolver.providerMessage).toBe('Only the dispute resolver can execute this function');
 
-    await escrow.run('resolveDispute', { contractId, disputeResolver: c.resolver.publicKey, distributions: [{ address: c.receiver.publicKey, amount: 4n * USDC + 1n }, { address: c.funder.publicKey, amount: 3n * USDC - 1n }] }, c.resolver);
+    await escrow.run(
+      'resolveDispute',
+      {
+        contractId,
+        disputeResolver: c.resolver.publicKey,
+        distributions: [
+          { address: c.receiver.publicKey, amount: 4n * USDC + 1n },
+          { address: c.funder.publicKey, amount: 3n * USDC - 1n },
+        ],
+      },
+      c.resolver,
+    );
     expect(usdcOf(devnet, c.receiver.publicKey)).toBe(4n * USDC + 1n);
     expect(usdcOf(devnet, c.funder.publicKey)).toBe(6n * USDC - 1n);
     [e] = await escrow.getEscrows([contractId]);
@@ -199,7 +235,9 @@ describe('single-release escrow on the devnet through the client', () => {
     ]);
     const res = await fetch(`${devnet.url}/escrow/helper/get-escrow-by-contract-ids?contractIds[]=${a.contractId}`, { headers: { 'x-api-key': 'k' } });
     expect(((await res.json()) as Array<{ amount: number }>)[0]!.amount).toBe(1);
-    const unknown = await failure(escrow.fundEscrow({ contractId: 'CADQOBYHA4DQOBYHA4DQOBYHA4DQOBYHA4DQOBYHA4DQOBYHA4DQP5KR', signer: c.funder.publicKey, amount: USDC }));
+    const unknown = await failure(
+      escrow.fundEscrow({ contractId: 'CADQOBYHA4DQOBYHA4DQOBYHA4DQOBYHA4DQOBYHA4DQOBYHA4DQP5KR', signer: c.funder.publicKey, amount: USDC }),
+    );
     expect(unknown.code).toBe('NOT_FOUND');
     expect(unknown.providerMessage).toBe('Escrow not found');
   });
@@ -207,12 +245,20 @@ describe('single-release escrow on the devnet through the client', () => {
   it('accepts the /v1 paths and the tuple form of distributions', async () => {
     const c = await cast(devnet, 2n * USDC);
     const { contractId } = await escrow.deployAndSend(deployInput(c.roles, 2n * USDC), c.funder);
-    const post = (path: string, body: unknown) => fetch(`${devnet.url}/escrow${path}`, { method: 'POST', headers: { 'x-api-key': 'k', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (path: string, body: unknown) =>
+      fetch(`${devnet.url}/escrow${path}`, { method: 'POST', headers: { 'x-api-key': 'k', 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const fund = await post('/escrow/single-release/v1/fund-escrow', { contractId, signer: c.funder.publicKey, amount: '2' });
     const { unsignedTransaction } = (await fund.json()) as { unsignedTransaction: string };
     expect((await escrow.sendTransaction(await c.funder.signTransaction(unsignedTransaction, devnet.network.passphrase))).status).toBe('SUCCESS');
     await escrow.run('disputeEscrow', { contractId, signer: c.provider.publicKey }, c.provider);
-    const res = await post('/escrow/single-release/resolve-dispute', { contractId, disputeResolver: c.resolver.publicKey, distributions: [[c.receiver.publicKey, '1.5'], [c.funder.publicKey, 0.5]] });
+    const res = await post('/escrow/single-release/resolve-dispute', {
+      contractId,
+      disputeResolver: c.resolver.publicKey,
+      distributions: [
+        [c.receiver.publicKey, '1.5'],
+        [c.funder.publicKey, 0.5],
+      ],
+    });
     expect(res.status).toBe(200);
     const tx = ((await res.json()) as { unsignedTransaction: string }).unsignedTransaction;
     await escrow.sendTransaction(await c.resolver.signTransaction(tx, devnet.network.passphrase));
@@ -226,7 +272,10 @@ describe('single-release escrow on the devnet through the client', () => {
     const unsigned = await escrow.fundEscrow({ contractId, signer: c.funder.publicKey, amount: USDC });
     const signed = await c.funder.signTransaction(unsigned, devnet.network.passphrase);
     const env = xdr.TransactionEnvelope.fromXDR(signed, 'base64');
-    env.v1().tx().fee(env.v1().tx().fee() + 1);
+    env
+      .v1()
+      .tx()
+      .fee(env.v1().tx().fee() + 1);
     const sent = await escrow.sendTransaction(env.toXDR('base64'));
     expect(sent.status).toBe('FAILED');
     expect(sent.message).toMatch(/tx_bad_auth/);

@@ -1,71 +1,24 @@
-import {
-  base64UrlEncode,
-  CERTIFICATE_HEADER,
-  costObject,
-  formatAmount,
-  parseAmount,
-  parsePaymentRequired,
-  randomBytes,
-  type Ed25519Signer,
-} from '@farebox/protocol';
-import { inputs, type schemas } from '@farebox/contract';
-import type { z } from 'zod';
+import { base64UrlEncode, CERTIFICATE_HEADER, costObject, formatAmount, parseAmount, parsePaymentRequired, randomBytes } from '@farebox/protocol';
+import { inputs } from '@farebox/contract';
 import type { Principal } from './auth/accounts.js';
 import { createCertificateIssuer } from './certificates.js';
+import type { CallableService, CallAnswer, CallFailureBody, CallResponse, CallResultBody, CallsOptions, CallSummary, TraceStep } from './call-types.js';
 import { systemClock, type Clock } from './clock.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
 import { isoTime } from './observability/iso-time.js';
-import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
+import { checkEndpoint, guardedDispatcher } from './security/endpoint-guard.js';
 
-/** The catalog entry a call is priced and paid by: the registry's floor price and owner, never the service's word. */
-export interface CallableService {
-  service: string;
-  owner: string;
-  pricePerCall: bigint;
-  endpoint: string;
-}
-
-/** The two-phase credit operations a call needs (implemented over @farebox/ledger). */
-export interface CreditsPort {
-  /** Places a hold; throws `GatewayError('INSUFFICIENT_BALANCE')` when credits do not cover it. */
-  hold(input: { accountId: string; amount: bigint; callId: string; service: string; idempotencyKey?: string }): Promise<{ holdId: string }>;
-  /** Posts a hold: the call succeeded; the earning goes to `publisherOwner`. Returns the account's credits after. */
-  post(holdId: string, input: { publisherOwner: string; service: string; gross: bigint }): Promise<{ balance: bigint; posted: boolean }>;
-  /** Voids a hold: the money returns to credits. Returns the credits after. */
-  void(holdId: string, reason: string): Promise<{ balance: bigint }>;
-  /** Runs `fn` once per (account, key); a retry with the same request gets the first response back. */
-  idempotent(accountId: string, key: string, requestHash: string, fn: () => Promise<CallResponse>): Promise<CallResponse>;
-}
-
-/** One step of a call's payment timeline. */
-export interface TraceStep {
-  name: string;
-  status: 'ok' | 'failed' | 'skipped';
-  startedAt: string;
-  durationMs: number;
-  detail?: Record<string, unknown>;
-}
-
-/** A call's answer as stored for idempotent replays: its status and JSON text, verbatim. */
-export interface CallResponse {
-  status: number;
-  body: string;
-}
-
-/** The answer of a charged, served call (`@farebox/contract`'s CallResult). */
-export type CallResultBody = z.output<typeof schemas.CallResult>;
-/** The answer of a call that failed after it started: refunded; the reason, the call id and the trace. */
-export type CallFailureBody = z.output<typeof schemas.CallError>;
-
-/**
- * What `calls.call` answers: the domain object (`value`: the call result, or
- * the refunded failure) and the same answer as JSON text (`json`: what the
- * HTTP host sends, with the service's result as the exact bytes it sent, and
- * what an idempotent replay gives back).
- */
-export type CallAnswer =
-  | { readonly ok: true; readonly status: 200; readonly value: CallResultBody; readonly json: string }
-  | { readonly ok: false; readonly status: number; readonly value: CallFailureBody; readonly json: string };
+export type {
+  CallableService,
+  CreditsPort,
+  TraceStep,
+  CallResponse,
+  CallResultBody,
+  CallFailureBody,
+  CallAnswer,
+  CallsOptions,
+  CallSummary,
+} from './call-types.js';
 
 /** A call answer from its JSON text; `value` is read from the text only when asked for (replays, the wallet path). */
 function answerFrom(response: CallResponse, value?: CallResultBody | CallFailureBody): CallAnswer {
@@ -79,46 +32,6 @@ function answerFrom(response: CallResponse, value?: CallResultBody | CallFailure
     },
   } as CallAnswer;
 }
-
-export interface CallsOptions {
-  credits: CreditsPort;
-  resolveService(name: string): Promise<CallableService | undefined>;
-  signer: Ed25519Signer;
-  policy: EndpointPolicy;
-  timeoutMs: number;
-  maxPriceMultiple: number;
-  /** Largest service response accepted, bytes (default 5 MiB). */
-  maxResponseBytes?: number;
-  /** Hook after a successful post (settlement funding, explorer link). */
-  afterPost?: (input: { callId: string; holdId: string; service: CallableService; amount: bigint }) => Promise<{ explorerUrl?: string } | void>;
-  /**
-   * When credits do not cover the price: pay another way (the wallet path,
-   * answering the call itself) or make credits cover it (`retry`: the hold is
-   * tried once more). Throws `insufficient balance` when nothing covers it.
-   */
-  onInsufficientCredits?: (input: { principal: Principal; service: CallableService; payload: Record<string, unknown>; amount: bigint; callId: string; steps: TraceStep[] }) => Promise<{ response: CallResponse } | { retry: true }>;
-  /** Called once per call that reached the payment steps: the call's log line and metrics. */
-  onFinished?: (summary: CallSummary) => void;
-  /** The gateway's clock (default `Date.now`): certificates' issue time and freshness, the trace's times, the endpoint checks' cache. */
-  now?: Clock;
-}
-
-/** What a finished call reports for logs and metrics (no payload, no result). */
-export interface CallSummary {
-  callId: string;
-  requestId: string | undefined;
-  accountId: string;
-  service: string;
-  amount: bigint;
-  /** `ok`: charged; `refunded`: the service failed and the hold was voided; `refused`: nothing was charged. */
-  outcome: 'ok' | 'refunded' | 'refused';
-  paidWith: 'credit' | 'wallet' | 'none';
-  status: number;
-  totalMs: number;
-  steps: ReadonlyArray<{ name: string; status: TraceStep['status']; durationMs: number }>;
-  error?: string;
-}
-
 
 /** A certificate signed during the hold is sent when the hold took less than this (by the gateway's clock); else one is signed anew. */
 const FRESH_CERTIFICATE_MS = 5_000;
@@ -139,7 +52,13 @@ class Timeline {
       this.steps.push(step);
       return value;
     } catch (err) {
-      this.steps.push({ name, status: 'failed', startedAt: isoTime(started), durationMs: round(performance.now() - t0), detail: { error: (err as Error).message } });
+      this.steps.push({
+        name,
+        status: 'failed',
+        startedAt: isoTime(started),
+        durationMs: round(performance.now() - t0),
+        detail: { error: (err as Error).message },
+      });
       throw err;
     }
   }
@@ -231,10 +150,22 @@ export function createCalls(options: CallsOptions) {
   }
 
   /** The service's answer: checked to be JSON, kept as the text it sent (forwarded as is, never re-serialised). */
-  async function send(svc: CallableService, bodyBytes: Buffer, amount: bigint, callId: string, requestId: string | undefined, certificate?: Promise<string>): Promise<{ text: string; json: unknown }> {
+  async function send(
+    svc: CallableService,
+    bodyBytes: Buffer,
+    amount: bigint,
+    callId: string,
+    requestId: string | undefined,
+    certificate?: Promise<string>,
+  ): Promise<{ text: string; json: unknown }> {
     const header = await (certificate ?? signSoon(svc, bodyBytes, amount, callId));
     // X-Request-Id: the caller's request id, for the service's logs (not part of the signed bytes).
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', [CERTIFICATE_HEADER]: header, 'farebox-call-id': callId };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      [CERTIFICATE_HEADER]: header,
+      'farebox-call-id': callId,
+    };
     if (requestId) headers['x-request-id'] = requestId;
     let res = await exchange(svc.endpoint, bodyBytes, headers);
     if (!certificates.noteAnswer(svc.endpoint, res.headers) && res.status === 401 && certificates.isBatchSigned(header)) {
@@ -273,7 +204,11 @@ export function createCalls(options: CallsOptions) {
    * with a handler, not `request`: no body stream, abort signal or promise per
    * chunk; measured on loopback, 21-30 µs of CPU per request against 54-87 µs.
    */
-  function exchange(endpoint: string, body: Buffer, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  function exchange(
+    endpoint: string,
+    body: Buffer,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
     const target = targetOf(endpoint);
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
@@ -327,7 +262,14 @@ export function createCalls(options: CallsOptions) {
     });
   }
 
-  async function run(principal: Principal, service: string, payload: Record<string, unknown>, maxCost: bigint | undefined, idempotencyKey: string | undefined, requestId: string | undefined): Promise<CallAnswer> {
+  async function run(
+    principal: Principal,
+    service: string,
+    payload: Record<string, unknown>,
+    maxCost: bigint | undefined,
+    idempotencyKey: string | undefined,
+    requestId: string | undefined,
+  ): Promise<CallAnswer> {
     const timeline = new Timeline(now);
     const callId = `call_${base64UrlEncode(randomBytes(12))}`;
     const ctx: ChargeContext = { amount: 0n, wallet: false };
@@ -374,16 +316,25 @@ export function createCalls(options: CallsOptions) {
     callId: string,
     ctx: ChargeContext,
   ): Promise<CallAnswer> {
-    const svc = await timeline.step('resolve_service', async () => {
-      const found = await options.resolveService(service);
-      if (!found) throw new GatewayError('NOT_FOUND', 'service not found');
-      return found;
-    }, (s) => ({ service: s.service, owner: s.owner, floor: s.pricePerCall.toString() }));
+    const svc = await timeline.step(
+      'resolve_service',
+      async () => {
+        const found = await options.resolveService(service);
+        if (!found) throw new GatewayError('NOT_FOUND', 'service not found');
+        return found;
+      },
+      (s) => ({ service: s.service, owner: s.owner, floor: s.pricePerCall.toString() }),
+    );
     const bodyBytes = Buffer.from(JSON.stringify(payload));
     let amount = svc.pricePerCall;
     ctx.amount = amount;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
-    const holdCredits = () => timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString() }));
+    const holdCredits = () =>
+      timeline.step(
+        'hold_credits',
+        () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+        () => ({ amount: amount.toString() }),
+      );
     const holding = holdCredits();
     // Signed while the hold's statement is at the database (asked for after it, so the statement goes first).
     const certificate = signSoon(svc, bodyBytes, amount, callId);
@@ -404,7 +355,11 @@ export function createCalls(options: CallsOptions) {
     try {
       await vetEndpoint(svc.endpoint);
       try {
-        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId, now() - signedAt < FRESH_CERTIFICATE_MS ? certificate : undefined), () => ({ endpoint: svc.endpoint }));
+        result = await timeline.step(
+          'call_service',
+          () => send(svc, bodyBytes, amount, callId, requestId, now() - signedAt < FRESH_CERTIFICATE_MS ? certificate : undefined),
+          () => ({ endpoint: svc.endpoint }),
+        );
       } catch (err) {
         const quote = err instanceof UpstreamError ? err.quote : undefined;
         const ceiling = [svc.pricePerCall * BigInt(options.maxPriceMultiple), ...(maxCost !== undefined ? [maxCost] : [])].reduce((a, b) => (a < b ? a : b));
@@ -415,8 +370,16 @@ export function createCalls(options: CallsOptions) {
         holdId = '';
         amount = quote;
         ctx.amount = amount;
-        ({ holdId } = await timeline.step('hold_credits', () => options.credits.hold({ accountId: principal.user.id, amount, callId: `${callId}.2`, service, ...(idempotencyKey ? { idempotencyKey } : {}) }), () => ({ amount: amount.toString(), repriced: true })));
-        result = await timeline.step('call_service', () => send(svc, bodyBytes, amount, callId, requestId), () => ({ endpoint: svc.endpoint, repriced: true }));
+        ({ holdId } = await timeline.step(
+          'hold_credits',
+          () => options.credits.hold({ accountId: principal.user.id, amount, callId: `${callId}.2`, service, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+          () => ({ amount: amount.toString(), repriced: true }),
+        ));
+        result = await timeline.step(
+          'call_service',
+          () => send(svc, bodyBytes, amount, callId, requestId),
+          () => ({ endpoint: svc.endpoint, repriced: true }),
+        );
       }
     } catch (err) {
       if (holdId) await timeline.step('refund', () => options.credits.void(holdId, (err as Error).message.slice(0, 200)));
@@ -427,11 +390,15 @@ export function createCalls(options: CallsOptions) {
       }
       throw err;
     }
-    const posted = await timeline.step('post_payment', () => options.credits.post(holdId, { publisherOwner: svc.owner, service: svc.service, gross: amount }), () => ({ amount: amount.toString(), payee: svc.owner }));
+    const posted = await timeline.step(
+      'post_payment',
+      () => options.credits.post(holdId, { publisherOwner: svc.owner, service: svc.service, gross: amount }),
+      () => ({ amount: amount.toString(), payee: svc.owner }),
+    );
     let explorerUrl: string | undefined;
     if (options.afterPost) {
       const extra = await options.afterPost({ callId, holdId, service: svc, amount }).catch(() => undefined);
-      if (extra && extra.explorerUrl) explorerUrl = extra.explorerUrl;
+      if (extra?.explorerUrl) explorerUrl = extra.explorerUrl;
     }
     const rest = {
       cost: costObject(amount),
@@ -475,7 +442,8 @@ export function createCalls(options: CallsOptions) {
 }
 
 function messageOf(json: unknown): string {
-  if (json && typeof json === 'object' && typeof (json as { error?: unknown }).error === 'string') return `: ${String((json as { error: string }).error).slice(0, 300)}`;
+  if (json && typeof json === 'object' && typeof (json as { error?: unknown }).error === 'string')
+    return `: ${String((json as { error: string }).error).slice(0, 300)}`;
   return '';
 }
 

@@ -49,8 +49,12 @@ export function createCertificateIssuer(signer: Ed25519Signer): CertificateIssue
 
   const settle = (requests: Request[], signed: Promise<Array<{ header: string }>>) =>
     signed.then(
-      (certificates) => requests.forEach((r, i) => r.resolve(certificates[i]!.header)),
-      (error: unknown) => requests.forEach((r) => r.reject(error)),
+      (certificates) => {
+        for (const [i, r] of requests.entries()) r.resolve(certificates[i]!.header);
+      },
+      (error: unknown) => {
+        for (const r of requests) r.reject(error);
+      },
     );
 
   function flush() {

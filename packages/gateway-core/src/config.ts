@@ -238,7 +238,8 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
 
   // Where money is real, an unsafe setting is refused at start (docs/production.md).
   if (network === 'mainnet') {
-    if (!databaseUrl && !allowEmbeddedDb) problems.push('mainnet needs DATABASE_URL (a PostgreSQL server): embedded PGlite runs without fsync; set FAREBOX_ALLOW_EMBEDDED_DB=true to accept that');
+    if (!databaseUrl && !allowEmbeddedDb)
+      problems.push('mainnet needs DATABASE_URL (a PostgreSQL server): embedded PGlite runs without fsync; set FAREBOX_ALLOW_EMBEDDED_DB=true to accept that');
     if (publicOrigin.startsWith('http:')) problems.push('mainnet needs an https FAREBOX_BASE_URL (session cookies and OAuth redirects travel over it)');
     if (options.freeTopups === true) problems.push('FAREBOX_FREE_TOPUPS=true is refused on mainnet: top-ups must be paid on chain');
     if (allowLoopbackEndpoints) problems.push('FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true is refused on mainnet');

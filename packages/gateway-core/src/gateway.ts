@@ -48,7 +48,13 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const infra = await openInfrastructure(options, config, log);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
   const treasury = walletSigner(wallets, treasuryAddress);
-  const oauth = createOAuth({ db, baseUrl: config.baseUrl, ...options.oauth, now, allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins] });
+  const oauth = createOAuth({
+    db,
+    baseUrl: config.baseUrl,
+    ...options.oauth,
+    now,
+    allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins],
+  });
   const spending = createSpendingLimits({ db, now });
 
   let noteSettlementFailure: Operator['noteSettlementFailure'] | undefined;
@@ -59,7 +65,17 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     logger.warn({ event: 'settlement', err: e }, m);
   };
   const crashPoint = options.crashPoint;
-  const settlement = createSettlement({ ledger, db, network, treasury, settings: config.settlement, log: settlementLog, ...(crashPoint ? { crashPoint } : {}), now, onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`) });
+  const settlement = createSettlement({
+    ledger,
+    db,
+    network,
+    treasury,
+    settings: config.settlement,
+    log: settlementLog,
+    ...(crashPoint ? { crashPoint } : {}),
+    now,
+    onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`),
+  });
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
   const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
@@ -67,7 +83,16 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const manifests = createManifests({ policy: infra.policy, now });
 
   // A new account's wallet is set up by a durable job that starts at sign-up.
-  const provisioning = createWalletProvisioning({ db, chain: infra.chain, network, wallets, treasury, startingXlm: 20_000_000n, log, ...(options.now ? { now: options.now } : {}) });
+  const provisioning = createWalletProvisioning({
+    db,
+    chain: infra.chain,
+    network,
+    wallets,
+    treasury,
+    startingXlm: 20_000_000n,
+    log,
+    ...(options.now ? { now: options.now } : {}),
+  });
   const accounts = createAccounts({
     db,
     wallets,
@@ -82,7 +107,14 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning });
   const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), settlement });
   const networkLedger = latestLedgerReader(infra, now);
-  const platform = createPlatformService({ ...infra, platformPublicKey: infra.certificateSigner.publicKey, topupMode: topups.mode, catalogStaleMs: config.catalogStaleMs, networkLedger, now });
+  const platform = createPlatformService({
+    ...infra,
+    platformPublicKey: infra.certificateSigner.publicKey,
+    topupMode: topups.mode,
+    catalogStaleMs: config.catalogStaleMs,
+    networkLedger,
+    now,
+  });
   observeGateway(metrics, infra, networkLedger, now);
   const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;

@@ -3,7 +3,14 @@ import type { Db } from './db.js';
 
 type Row = { ref: string; address: string; iv: string; ciphertext: string; tag: string; created_at: Date | string };
 
-const toRecord = (r: Row): KeystoreRecord => ({ ref: r.ref, address: r.address, iv: r.iv, ciphertext: r.ciphertext, tag: r.tag, createdAt: new Date(r.created_at).toISOString() });
+const toRecord = (r: Row): KeystoreRecord => ({
+  ref: r.ref,
+  address: r.address,
+  iv: r.iv,
+  ciphertext: r.ciphertext,
+  tag: r.tag,
+  createdAt: new Date(r.created_at).toISOString(),
+});
 
 /**
  * Keystore records in the gateway's database, so several gateways share the

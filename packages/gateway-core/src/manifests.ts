@@ -52,7 +52,8 @@ export function createManifests(options: ManifestsOptions) {
       } as Parameters<typeof request>[1]);
     } catch (err) {
       const e = err as { name?: string; code?: string; cause?: { code?: string } };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT') throw new GatewayError('UPSTREAM', `service manifest unavailable: timed out after ${timeoutMs} ms`);
+      if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT')
+        throw new GatewayError('UPSTREAM', `service manifest unavailable: timed out after ${timeoutMs} ms`);
       throw new GatewayError('UPSTREAM', `service manifest unavailable: ${e.cause?.code ?? e.code ?? 'connection failed'}`);
     }
     const chunks: Buffer[] = [];

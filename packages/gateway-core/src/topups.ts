@@ -73,7 +73,8 @@ const paymentView = (p: WalletPayment, hash: string | null): TopupView => ({
 
 /** Horizon's result codes of a refused submission, e.g. `tx_failed [op_underfunded]`. */
 function horizonReason(err: unknown): string {
-  const codes = (err as { response?: { data?: { extras?: { result_codes?: { transaction?: string; operations?: string[] } } } } })?.response?.data?.extras?.result_codes;
+  const codes = (err as { response?: { data?: { extras?: { result_codes?: { transaction?: string; operations?: string[] } } } } })?.response?.data?.extras
+    ?.result_codes;
   if (codes) return [codes.transaction, ...(codes.operations ?? [])].filter(Boolean).join(' ');
   return err instanceof Error ? err.message : String(err);
 }
@@ -149,7 +150,11 @@ export function createTopups(o: TopupsOptions) {
     const record = await o.ledger.recordWalletPayment(account.id, { kind: 'topup', callId: reference, amount });
     if (record.amount !== amount) throw new GatewayError('CONFLICT', 'idempotency key reused with a different request');
     if (record.state === 'completed') return record;
-    if (record.state === 'failed') throw new GatewayError('UPSTREAM', `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`);
+    if (record.state === 'failed')
+      throw new GatewayError(
+        'UPSTREAM',
+        `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`,
+      );
     // One payment of a wallet at a time on this gateway: each is built on the sequence the one before left, and
     // sees the USDC the one before left. (Gateways sharing a database may still race: see tx_bad_seq below.)
     return options.inTurn ? sendPayment(account, record) : inOrder(account.walletAddress, () => sendPayment(account, record));
@@ -165,7 +170,11 @@ export function createTopups(o: TopupsOptions) {
   async function sendPayment(account: TopupAccount, first: WalletPayment): Promise<WalletPayment> {
     const record = await o.ledger.getWalletPayment(first.id);
     if (record.state === 'completed') return record;
-    if (record.state === 'failed') throw new GatewayError('UPSTREAM', `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`);
+    if (record.state === 'failed')
+      throw new GatewayError(
+        'UPSTREAM',
+        `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`,
+      );
     const amount = record.amount;
     const earlier = typeof record.data.xdr === 'string' && typeof record.data.hash === 'string' ? { xdr: record.data.xdr, hash: record.data.hash } : undefined;
     if (earlier) {
@@ -174,7 +183,8 @@ export function createTopups(o: TopupsOptions) {
       if (status.status === 'NOT_FOUND' && (await canStillApplyTx(o.probe, earlier.xdr, o.network.passphrase))) {
         const again = await submit(earlier.xdr, earlier.hash);
         if (again.applied) return confirmed(record, earlier.hash);
-        if (!again.definitive) throw new GatewayError('UPSTREAM', 'the top-up payment is submitted and not confirmed yet; it is credited once the network confirms it');
+        if (!again.definitive)
+          throw new GatewayError('UPSTREAM', 'the top-up payment is submitted and not confirmed yet; it is credited once the network confirms it');
       }
       // The earlier envelope can never apply: a new one is built below.
     }
@@ -209,7 +219,8 @@ export function createTopups(o: TopupsOptions) {
         crash('topup:submitted');
         return confirmed(record, hash);
       }
-      if (!sent.definitive) throw new GatewayError('UPSTREAM', 'the top-up payment is submitted and not confirmed yet; it is credited once the network confirms it');
+      if (!sent.definitive)
+        throw new GatewayError('UPSTREAM', 'the top-up payment is submitted and not confirmed yet; it is credited once the network confirms it');
       // Another gateway (or the wallet's owner) used the sequence number first: this envelope can never apply, so a
       // new one on the next sequence number pays instead (a few times, then the request fails with nothing charged).
       if (/tx_bad_seq/.test(sent.reason) && attempt < 4 && !(await canStillApplyTx(o.probe, signed, o.network.passphrase))) continue;
@@ -231,7 +242,9 @@ export function createTopups(o: TopupsOptions) {
       throw new GatewayError('UNAVAILABLE', 'the settlement network is unavailable; try again shortly');
     });
     if (wallet === null) {
-      throw new GatewayError('UNAVAILABLE', `your wallet ${account.walletAddress} is still being set up on chain; try again in a moment`, undefined, { 'Retry-After': '5' });
+      throw new GatewayError('UNAVAILABLE', `your wallet ${account.walletAddress} is still being set up on chain; try again in a moment`, undefined, {
+        'Retry-After': '5',
+      });
     }
     if (wallet < amount) {
       throw new GatewayError('INSUFFICIENT_BALANCE', insufficientWallet(account, wallet, amount));
@@ -241,7 +254,10 @@ export function createTopups(o: TopupsOptions) {
   async function run(account: TopupAccount, amount: bigint, reference: string): Promise<TopupView> {
     // A retry of a paid top-up already under way (submitted, not confirmed; or cut off by a crash) finishes
     // that payment: the wallet has paid already, so checking its balance or the cap again would refuse it wrongly.
-    const started = o.mode === 'wallet' && (await o.ledger.db.query(`SELECT 1 FROM wallet_payments WHERE account_id = $1 AND call_id = $2 AND kind = 'topup'`, [account.id, reference])).rows.length > 0;
+    const started =
+      o.mode === 'wallet' &&
+      (await o.ledger.db.query(`SELECT 1 FROM wallet_payments WHERE account_id = $1 AND call_id = $2 AND kind = 'topup'`, [account.id, reference])).rows
+        .length > 0;
     if (!started) await precheck(account, amount);
     if (o.mode === 'free') {
       await translated(() => o.ledger.topup(account.id, amount, { reference: `free:${reference}`, once: true }));
@@ -286,7 +302,9 @@ export function createTopups(o: TopupsOptions) {
       const hash = hashRequest({ op: 'topup', amount: amount.toString() });
       // A paid top-up waits for the network's confirmation (seconds): the key is leased for longer.
       const r = await translated(() =>
-        o.ledger.withIdempotency(account.id, `topup:${idempotencyKey}`, hash, async () => answer(await run(account, amount, `topup:key:${idempotencyKey}`)), { leaseMs: 180_000 }),
+        o.ledger.withIdempotency(account.id, `topup:${idempotencyKey}`, hash, async () => answer(await run(account, amount, `topup:key:${idempotencyKey}`)), {
+          leaseMs: 180_000,
+        }),
       );
       return r.response;
     },

@@ -51,7 +51,9 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
 
   async function wallets(accountIds: string[]): Promise<Map<string, string>> {
     if (accountIds.length === 0) return new Map();
-    const { rows } = await o.db.query<{ id: string; wallet_address: string }>('SELECT id, wallet_address FROM gw_users WHERE id = ANY($1::text[])', [accountIds]);
+    const { rows } = await o.db.query<{ id: string; wallet_address: string }>('SELECT id, wallet_address FROM gw_users WHERE id = ANY($1::text[])', [
+      accountIds,
+    ]);
     return new Map(rows.map((r) => [r.id, r.wallet_address]));
   }
 
@@ -79,7 +81,8 @@ export function createWalletCreditAudit(o: WalletAuditOptions) {
     if (tx.operations.length !== 1 || !op || op.type !== 'payment') return 'not a single payment';
     if (op.source !== undefined && op.source !== wallet) return `payment from ${op.source}, not from the account's wallet ${wallet}`;
     if (op.destination !== o.treasuryAddress) return `paid ${op.destination}, not the treasury`;
-    if (op.asset.isNative() || op.asset.getCode() !== usdc.code || op.asset.getIssuer() !== usdc.issuer) return `paid ${op.asset.isNative() ? 'XLM' : `${op.asset.getCode()}:${op.asset.getIssuer()}`}, not USDC`;
+    if (op.asset.isNative() || op.asset.getCode() !== usdc.code || op.asset.getIssuer() !== usdc.issuer)
+      return `paid ${op.asset.isNative() ? 'XLM' : `${op.asset.getCode()}:${op.asset.getIssuer()}`}, not USDC`;
     const paid = parseAmount(op.amount);
     if (paid !== c.amount) return `moved ${paid} base units, credited ${c.amount}`;
     if (tx.memo.type === 'hash') {

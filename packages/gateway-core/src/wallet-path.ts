@@ -80,7 +80,13 @@ export function createWalletPath(o: WalletPathOptions) {
     } catch (err) {
       throw new GatewayError('UPSTREAM', `service endpoint refused: ${(err as Error).message}`);
     }
-    const record = await o.ledger.recordWalletPayment(user.id, { kind: 'call', callId: input.callId, amount: input.amount, service: svc.service, publisherOwner: svc.owner });
+    const record = await o.ledger.recordWalletPayment(user.id, {
+      kind: 'call',
+      callId: input.callId,
+      amount: input.amount,
+      service: svc.service,
+      publisherOwner: svc.owner,
+    });
     const started = Date.now();
     // The same payer as `@farebox/client`'s direct calls, signing with the account's wallet.
     const payer = createEscrowPayer({
@@ -96,7 +102,12 @@ export function createWalletPath(o: WalletPathOptions) {
       status: s.status,
       startedAt: s.startedAt,
       durationMs: s.ms,
-      detail: { ...(s.txHash ? { txHash: s.txHash } : {}), ...(s.explorerUrl ? { explorerUrl: s.explorerUrl } : {}), ...(s.detail ?? {}), ...(s.error ? { error: s.error } : {}) },
+      detail: {
+        ...(s.txHash ? { txHash: s.txHash } : {}),
+        ...(s.explorerUrl ? { explorerUrl: s.explorerUrl } : {}),
+        ...(s.detail ?? {}),
+        ...(s.error ? { error: s.error } : {}),
+      },
     });
     /**
      * The direct call, tried again (at most three times in all) when the network refused its deploy or fund for a
@@ -130,13 +141,21 @@ export function createWalletPath(o: WalletPathOptions) {
           explorerUrl,
           escrowId: r.escrowId,
           callId: input.callId,
-          trace: { steps: [...input.steps, step('wallet_path', started, 'ok', { wallet: user.walletAddress, walletBalance: walletUnits.toString() }), ...r.trace.steps.map(toTrace)] },
+          trace: {
+            steps: [
+              ...input.steps,
+              step('wallet_path', started, 'ok', { wallet: user.walletAddress, walletBalance: walletUnits.toString() }),
+              ...r.trace.steps.map(toTrace),
+            ],
+          },
         }),
       };
     } catch (err) {
       if (err instanceof EscrowPaymentError && err.code === 'NO_DIRECT_PAYMENT') {
         // The service is paid through the gateway only: nothing was paid; the wallet pays the shortfall into credits instead.
-        await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: `${svc.service} takes no direct payment: paid with credits instead` }).catch((e) => log('recording a failed wallet payment failed', e));
+        await o.ledger
+          .resolveWalletPayment(record.id, { state: 'failed', error: `${svc.service} takes no direct payment: paid with credits instead` })
+          .catch((e) => log('recording a failed wallet payment failed', e));
         throw new TakesNoDirectPayment();
       }
       const data = err instanceof EscrowPaymentError ? err.data : {};
@@ -145,13 +164,22 @@ export function createWalletPath(o: WalletPathOptions) {
       let refund: TraceStep | undefined;
       if (escrowId) refund = await refundEscrow(escrowId, user.walletAddress);
       const message = err instanceof Error ? err.message : String(err);
-      await o.ledger.resolveWalletPayment(record.id, { state: 'failed', error: message.slice(0, 4000) }).catch((e) => log('recording a failed wallet payment failed', e));
+      await o.ledger
+        .resolveWalletPayment(record.id, { state: 'failed', error: message.slice(0, 4000) })
+        .catch((e) => log('recording a failed wallet payment failed', e));
       // The wallet's USDC went to another payment (through another gateway) between the balance read and the funding:
       // nothing was funded, so this is the credit path's answer, not a service failure.
       if (refusedBeforeFunding(err, /not have enough USDC|underfunded/)) throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
       return {
         status: 500,
-        body: JSON.stringify({ error: message, callId: input.callId, paidWith: 'wallet', mode: CALL_MODES.walletEscrow, ...(escrowId ? { escrowId } : {}), trace: { steps: [...input.steps, step('wallet_path', started, 'failed'), ...trace, ...(refund ? [refund] : [])] } }),
+        body: JSON.stringify({
+          error: message,
+          callId: input.callId,
+          paidWith: 'wallet',
+          mode: CALL_MODES.walletEscrow,
+          ...(escrowId ? { escrowId } : {}),
+          trace: { steps: [...input.steps, step('wallet_path', started, 'failed'), ...trace, ...(refund ? [refund] : [])] },
+        }),
       };
     }
   }
@@ -172,7 +200,11 @@ export function createWalletPath(o: WalletPathOptions) {
       if (!e || e.balance === 0n || e.flags.released || e.flags.resolved) return undefined;
       const treasury = walletSigner(o.wallets, o.treasuryAddress);
       if (!e.flags.disputed) await o.escrow.run('disputeEscrow', { contractId: escrowId, signer: o.treasuryAddress }, treasury);
-      const { txHash } = await o.escrow.run('resolveDispute', { contractId: escrowId, disputeResolver: o.treasuryAddress, distributions: [{ address: payer, amount: e.balance }] }, treasury);
+      const { txHash } = await o.escrow.run(
+        'resolveDispute',
+        { contractId: escrowId, disputeResolver: o.treasuryAddress, distributions: [{ address: payer, amount: e.balance }] },
+        treasury,
+      );
       return step('wallet_refund', started, 'ok', { escrowId, amount: e.balance.toString(), txHash, explorerUrl: o.network.explorer.tx(txHash) });
     } catch (err) {
       log(`refunding escrow ${escrowId} failed; the treasury can resolve it later`, err);
@@ -200,10 +232,21 @@ export function createWalletPath(o: WalletPathOptions) {
       const paid = await o.topups.payFromWallet(user, shortfall, `${input.callId}.topup`, { inTurn: true }).catch((err: unknown) => {
         // The wallet's USDC went to another payment meanwhile (a concurrent call or top-up): nothing covers this call.
         if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
-        throw new GatewayError('UPSTREAM', `moving the shortfall from the wallet failed; nothing was charged (${err instanceof Error ? err.message : String(err)})`);
+        throw new GatewayError(
+          'UPSTREAM',
+          `moving the shortfall from the wallet failed; nothing was charged (${err instanceof Error ? err.message : String(err)})`,
+        );
       });
       const txHash = paid.txHash ?? '';
-      input.steps.push(step('wallet_topup', started, 'ok', { amount: shortfall.toString(), from: user.walletAddress, to: o.treasuryAddress, txHash, explorerUrl: o.network.explorer.tx(txHash) }));
+      input.steps.push(
+        step('wallet_topup', started, 'ok', {
+          amount: shortfall.toString(),
+          from: user.walletAddress,
+          to: o.treasuryAddress,
+          txHash,
+          explorerUrl: o.network.explorer.tx(txHash),
+        }),
+      );
       return { retry: true };
     }
     throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
@@ -221,7 +264,9 @@ export function createWalletPath(o: WalletPathOptions) {
     async reconcile(): Promise<void> {
       for (const p of await o.ledger.pendingWalletPayments()) {
         if (p.kind !== 'call' || now() - p.createdAt.getTime() <= 10 * 60_000) continue;
-        await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' }).catch((err) => log(`reconciling wallet payment ${p.id} failed`, err));
+        await o.ledger
+          .resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' })
+          .catch((err) => log(`reconciling wallet payment ${p.id} failed`, err));
       }
     },
   };

@@ -53,7 +53,10 @@ export function createWalletProvisioning(o: WalletProvisioningOptions) {
       if (o.network.friendbotUrl) await o.chain.fund(address);
       else
         await o.chain.createAccount(o.treasury, address, o.startingXlm).catch((err: unknown) => {
-          throw new Error(`the treasury ${o.treasury.publicKey} could not create the wallet (it pays each new wallet's XLM reserve: fund it with XLM): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+          throw new Error(
+            `the treasury ${o.treasury.publicKey} could not create the wallet (it pays each new wallet's XLM reserve: fund it with XLM): ${err instanceof Error ? err.message : String(err)}`,
+            { cause: err },
+          );
         });
     }
     if (state.usdc === null) await o.chain.ensureUsdcTrustline(walletSigner(o.wallets, address));
@@ -91,11 +94,10 @@ export function createWalletProvisioning(o: WalletProvisioningOptions) {
             const message = err instanceof Error ? err.message : String(err);
             log(`setting up wallet ${r.wallet_address} failed (attempt ${r.wallet_attempts}; retried)`, err);
             await o.db
-              .query('UPDATE gw_users SET wallet_next_attempt_at = now() + make_interval(secs => $2::float8), wallet_error = $3 WHERE id = $1 AND wallet_ready_at IS NULL', [
-                r.id,
-                backoffSeconds(r.wallet_attempts) + lead(),
-                message.slice(0, 1000),
-              ])
+              .query(
+                'UPDATE gw_users SET wallet_next_attempt_at = now() + make_interval(secs => $2::float8), wallet_error = $3 WHERE id = $1 AND wallet_ready_at IS NULL',
+                [r.id, backoffSeconds(r.wallet_attempts) + lead(), message.slice(0, 1000)],
+              )
               .catch(() => undefined);
           }
         }),

@@ -9,7 +9,14 @@ const input = (i: number) => ({ service: 'svc', body: `{"i":${i}}`, amount: 100n
 async function signer(): Promise<Ed25519Signer & { signatures: number }> {
   const kp = Keypair.random();
   const inner = await createCertificateSigner(kp.secret());
-  const counted = { publicKey: inner.publicKey, signatures: 0, sign: (m: Uint8Array) => (counted.signatures++, inner.sign(m)) };
+  const counted = {
+    publicKey: inner.publicKey,
+    signatures: 0,
+    sign: (m: Uint8Array) => {
+      counted.signatures++;
+      return inner.sign(m);
+    },
+  };
   return counted;
 }
 

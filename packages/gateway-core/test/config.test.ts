@@ -20,14 +20,22 @@ function problems(options: GatewayOptions): string[] {
 
 describe('real-money defaults', () => {
   it('local: free top-ups on, loopback endpoints off unless asked, 5 USD sign-up credit', () => {
-    expect(resolveGatewayConfig(LOCAL)).toMatchObject({ network: 'local', freeTopups: true, allowLoopbackEndpoints: false, signupCredit: 50_000_000n, warnings: [] });
+    expect(resolveGatewayConfig(LOCAL)).toMatchObject({
+      network: 'local',
+      freeTopups: true,
+      allowLoopbackEndpoints: false,
+      signupCredit: 50_000_000n,
+      warnings: [],
+    });
     expect(resolveGatewayConfig({ ...LOCAL, allowLoopbackEndpoints: true }).allowLoopbackEndpoints).toBe(true);
   });
 
   it('one default network: testnet, where top-ups are paid and the keystore key must be given', () => {
     expect(resolveGatewayConfig(KEY)).toMatchObject({ network: 'testnet', freeTopups: false });
     expect(resolveGatewayConfig({ network: 'testnet', freeTopups: true, ...KEY }).freeTopups).toBe(true);
-    expect(problems({ network: 'testnet' })).toEqual(['testnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them']);
+    expect(problems({ network: 'testnet' })).toEqual([
+      'testnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them',
+    ]);
     // A host that brings its own wallet provider needs no key.
     expect(problems({ network: 'testnet', keystoreKeyProvided: true })).toEqual([]);
     expect(problems({ network: 'devnet' as never })).toContain('network must be local, testnet or mainnet');
@@ -42,7 +50,13 @@ describe('real-money defaults', () => {
       'mainnet needs FAREBOX_SIGNUP_CREDIT set explicitly (USD given to each new account; 0 allowed)',
       'mainnet needs FAREBOX_KEYSTORE_KEY (32 bytes, hex or base64): wallet secrets must not be encrypted with a key file stored beside them',
     ]);
-    const c = resolveGatewayConfig({ network: 'mainnet', databaseUrl: 'postgres://db.internal/farebox', baseUrl: 'https://farebox.example', signupCredit: 0, ...KEY });
+    const c = resolveGatewayConfig({
+      network: 'mainnet',
+      databaseUrl: 'postgres://db.internal/farebox',
+      baseUrl: 'https://farebox.example',
+      signupCredit: 0,
+      ...KEY,
+    });
     expect(c).toMatchObject({ network: 'mainnet', freeTopups: false, signupCredit: 0n, allowedHosts: ['farebox.example'] });
     expect(c.stellar.name).toBe('mainnet');
   });
@@ -80,7 +94,14 @@ describe('real-money defaults', () => {
     });
     expect(c).toMatchObject({
       devnetUrl: 'http://127.0.0.1:9000/devnet',
-      settlement: { settlementIntervalMs: 300_000, fundingIntervalMs: 10_000, escrowUrl: 'http://127.0.0.1:9000/devnet/escrow', escrowApiKey: 'farebox-devnet', escrowBudget: { requests: 10, windowMs: 1000 }, treasuryAutofund: false },
+      settlement: {
+        settlementIntervalMs: 300_000,
+        fundingIntervalMs: 10_000,
+        escrowUrl: 'http://127.0.0.1:9000/devnet/escrow',
+        escrowApiKey: 'farebox-devnet',
+        escrowBudget: { requests: 10, windowMs: 1000 },
+        treasuryAutofund: false,
+      },
       operators: { autoRefundAfterMs: null, disputeIntervalMs: 2000 },
       mcpAllowedOrigins: ['https://app.example'],
       redisUrl: 'redis://127.0.0.1:6379',

@@ -62,7 +62,11 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-core-'));
   let database: Database;
   if (opts.database === 'postgres') {
-    database = await openDatabase({ url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', schema: `gwcore_${process.pid}_${Date.now()}_${counter++}`, poolSize: 4 });
+    database = await openDatabase({
+      url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+      schema: `gwcore_${process.pid}_${Date.now()}_${counter++}`,
+      poolSize: 4,
+    });
   } else {
     database = await openDatabase({ dataDir: 'memory://' });
   }
@@ -116,7 +120,9 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
         platform: { publicKey: core.platformPublicKey },
         wallet: { secret: kp.secret() },
         // Without the escrow provider the service is paid through the gateway only.
-        ...(o.escrow ? { trustlessWork: { apiKey: 'farebox-test', platformAddress: core.treasuryAddress }, servedStorePath: join(dataDir, `served-${name}.json`) } : {}),
+        ...(o.escrow
+          ? { trustlessWork: { apiKey: 'farebox-test', platformAddress: core.treasuryAddress }, servedStorePath: join(dataDir, `served-${name}.json`) }
+          : {}),
         registry,
         // The service reads the test's clock too: certificates the gateway issues at a moved time are current for it.
         now: clock.now,
@@ -126,7 +132,12 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
       closers.push(() => provider.close());
       const endpoint = `${listening.url}/`;
       await chain.ensureUsdcTrustline(keypairSigner(kp.secret()));
-      await registry.register(keypairSigner(kp.secret()), { service: name, pricePerCall: parseAmount(price), endpoint, description: `core test service ${name}` });
+      await registry.register(keypairSigner(kp.secret()), {
+        service: name,
+        pricePerCall: parseAmount(price),
+        endpoint,
+        description: `core test service ${name}`,
+      });
       await core.mirror.syncOnce();
       return { owner: kp.publicKey(), endpoint };
     },
@@ -138,7 +149,10 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
     },
     async fundWallet(u, usdc) {
       // The wallet is set up (friendbot, USDC trustline) by the job sign-up starts.
-      await eventually(`the wallet of ${u.user.email} is set up on chain`, async () => (await chain.balances(u.wallet)).usdc !== null, { timeoutMs: 20_000, intervalMs: 50 });
+      await eventually(`the wallet of ${u.user.email} is set up on chain`, async () => (await chain.balances(u.wallet)).usdc !== null, {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      });
       if (usdc > 0n) await devnet.friendbot(u.wallet, usdc);
     },
     async usdc(address) {

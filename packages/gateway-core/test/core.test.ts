@@ -38,11 +38,20 @@ describe('a platform-signed call', () => {
     const u = await s.user();
     const answer = await s.core.calls.call(u.principal, { service: 'echo-core', payload: { hello: 'core' } });
     expect(answer.status).toBe(200);
-    expect(answer.value).toMatchObject({ result: { echo: { hello: 'core' } }, paidWith: 'credit', mode: 'platform-signed', cost: { base_units: 123_457 }, newBalance: { base_units: Number(SIGNUP_CREDIT - 123_457n) } });
+    expect(answer.value).toMatchObject({
+      result: { echo: { hello: 'core' } },
+      paidWith: 'credit',
+      mode: 'platform-signed',
+      cost: { base_units: 123_457 },
+      newBalance: { base_units: Number(SIGNUP_CREDIT - 123_457n) },
+    });
     // The JSON text the host sends carries the same answer.
     expect(JSON.parse(answer.json)).toEqual(JSON.parse(JSON.stringify(answer.value)));
     expect(await s.credits(u)).toBe(SIGNUP_CREDIT - 123_457n);
-    const { rows } = await s.core.db.query<{ gross: string; fee: string; net: string; publisher_owner: string }>('SELECT gross, fee, net, publisher_owner FROM earnings WHERE payer_account_id = $1', [u.user.id]);
+    const { rows } = await s.core.db.query<{ gross: string; fee: string; net: string; publisher_owner: string }>(
+      'SELECT gross, fee, net, publisher_owner FROM earnings WHERE payer_account_id = $1',
+      [u.user.id],
+    );
     const { fee, net } = splitFee(123_457n);
     expect(rows).toEqual([{ gross: '123457', fee: fee.toString(), net: net.toString(), publisher_owner: owner }]);
     expect((await s.core.ledger.verify()).ok).toBe(true);
@@ -70,7 +79,12 @@ describe('a platform-signed call', () => {
     const answer = await s.core.calls.call(u.principal, { service: 'fails-core', payload: {} });
     expect(answer.status).toBe(500);
     expect(answer.value).toMatchObject({ error: expect.stringMatching(/^service error 500/) });
-    expect((answer.value as { trace: { steps: Array<{ name: string }> } }).trace.steps.map((x) => x.name)).toEqual(['resolve_service', 'hold_credits', 'call_service', 'refund']);
+    expect((answer.value as { trace: { steps: Array<{ name: string }> } }).trace.steps.map((x) => x.name)).toEqual([
+      'resolve_service',
+      'hold_credits',
+      'call_service',
+      'refund',
+    ]);
     expect(await s.credits(u)).toBe(SIGNUP_CREDIT);
     const { rows } = await s.core.db.query<{ state: string }>('SELECT state FROM holds WHERE account_id = $1', [u.user.id]);
     expect(rows).toEqual([{ state: 'voided' }]);
@@ -78,11 +92,17 @@ describe('a platform-signed call', () => {
 
   it('refuses an unknown service, a bad body and a price the credits do not cover before anything is charged', async () => {
     const u = await s.user();
-    await expect(s.core.calls.call(u.principal, { service: 'nobody-here', payload: {} })).rejects.toMatchObject({ code: 'NOT_FOUND', message: 'service not found' });
+    await expect(s.core.calls.call(u.principal, { service: 'nobody-here', payload: {} })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      message: 'service not found',
+    });
     await expect(s.core.calls.call(u.principal, { service: 'echo-core', payload: {}, extra: 1 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     await s.publish('dear-core', '6');
     // No USDC in the wallet either: nothing pays for it.
-    await expect(s.core.calls.call(u.principal, { service: 'dear-core', payload: {} })).rejects.toMatchObject({ code: 'INSUFFICIENT_BALANCE', message: 'insufficient balance' });
+    await expect(s.core.calls.call(u.principal, { service: 'dear-core', payload: {} })).rejects.toMatchObject({
+      code: 'INSUFFICIENT_BALANCE',
+      message: 'insufficient balance',
+    });
     expect(await s.credits(u)).toBe(SIGNUP_CREDIT);
     expect((await s.core.db.query('SELECT 1 FROM holds WHERE account_id = $1', [u.user.id])).rows).toEqual([]);
   });
@@ -93,7 +113,9 @@ describe('a platform-signed call', () => {
     const retry = await s.core.calls.call(u.principal, { service: 'echo-core', payload: { n: 1 } }, { idempotencyKey: 'k-1' });
     expect(retry.json).toBe(first.json);
     expect(await s.credits(u)).toBe(SIGNUP_CREDIT - 123_457n);
-    await expect(s.core.calls.call(u.principal, { service: 'echo-core', payload: { n: 2 } }, { idempotencyKey: 'k-1' })).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(s.core.calls.call(u.principal, { service: 'echo-core', payload: { n: 2 } }, { idempotencyKey: 'k-1' })).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
   });
 
   it('signs a new certificate when the hold took 5 s or more by the gateway’s clock, and charges once', async () => {
@@ -135,9 +157,15 @@ describe('free top-ups (the local network)', () => {
     const u = await s.user();
     expect(s.core.platform.key().topups).toBe('free');
     const first = await s.core.account.topup(u.user, { amount: 7 }, 'free-once');
-    expect(first).toMatchObject({ balance_base_units: Number(SIGNUP_CREDIT) + 70_000_000, topup: { status: 'completed', amount_base_units: 70_000_000, paid_with: null, note: 'free' } });
+    expect(first).toMatchObject({
+      balance_base_units: Number(SIGNUP_CREDIT) + 70_000_000,
+      topup: { status: 'completed', amount_base_units: 70_000_000, paid_with: null, note: 'free' },
+    });
     expect(await s.core.account.topup(u.user, { amount: 7 }, 'free-once')).toEqual(first);
-    await expect(s.core.account.topup(u.user, { amount: 8 }, 'free-once')).rejects.toMatchObject({ code: 'CONFLICT', message: 'idempotency key reused with a different request' });
+    await expect(s.core.account.topup(u.user, { amount: 8 }, 'free-once')).rejects.toMatchObject({
+      code: 'CONFLICT',
+      message: 'idempotency key reused with a different request',
+    });
     await expect(s.core.account.topup(u.user, { amount: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     expect(await s.credits(u)).toBe(SIGNUP_CREDIT + 70_000_000n);
     const topups = (await s.core.account.transactions(u.user, 50)).filter((t) => t.type === 'topup' && t.note !== 'signup');
@@ -165,7 +193,11 @@ describe('OAuth, by the gateway’s clock', () => {
     if (check.kind !== 'ok') throw new Error(`authorization refused: ${JSON.stringify(check)}`);
     const redirect = new URL(await s.core.oauth.approve(u.user, check.request, dailyLimitUsd));
     const code = redirect.searchParams.get('code')!;
-    const exchange = () => s.core.oauth.token({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier, client_id: client.client_id }, undefined);
+    const exchange = () =>
+      s.core.oauth.token(
+        { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier, client_id: client.client_id },
+        undefined,
+      );
     return { client, redirect, exchange };
   }
 
@@ -175,7 +207,11 @@ describe('OAuth, by the gateway’s clock', () => {
     expect(redirect.searchParams.get('state')).toBe('st-1');
     const tokens = await exchange();
     expect(tokens).toMatchObject({ token_type: 'Bearer', expires_in: 30 * 24 * 3600, scope: 'agents:read agents:call account:read' });
-    expect(await s.core.authenticateBearer(tokens.access_token)).toMatchObject({ via: 'oauth', user: { id: u.user.id }, scopes: ['agents:read', 'agents:call', 'account:read'] });
+    expect(await s.core.authenticateBearer(tokens.access_token)).toMatchObject({
+      via: 'oauth',
+      user: { id: u.user.id },
+      scopes: ['agents:read', 'agents:call', 'account:read'],
+    });
     await expect(exchange()).rejects.toMatchObject({ data: { oauthError: 'invalid_grant' } });
   });
 
@@ -225,7 +261,9 @@ describe('OAuth, by the gateway’s clock', () => {
     const [connection] = await s.core.oauthConnections.list(u.user.id);
     await s.core.oauthConnections.revoke(u.user.id, connection!.id);
     expect(await s.core.authenticateBearer(tokens.access_token)).toBeUndefined();
-    await expect(s.core.oauth.token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: connection!.client_id }, undefined)).rejects.toMatchObject({ data: { oauthError: 'invalid_grant' } });
+    await expect(
+      s.core.oauth.token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: connection!.client_id }, undefined),
+    ).rejects.toMatchObject({ data: { oauthError: 'invalid_grant' } });
   });
 });
 

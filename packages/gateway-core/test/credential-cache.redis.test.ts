@@ -12,7 +12,6 @@ const principal = (userId: string, keyId: string): Principal => ({
   credentialId: keyId,
 });
 
-
 describe('credential invalidation over Redis', () => {
   const ra = new Redis(url, { maxRetriesPerRequest: 1 });
   const rb = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -40,7 +39,9 @@ describe('credential invalidation over Redis', () => {
     await eventually('B subscribed', () => b.enabled, { intervalMs: 10 });
     b.set('hash-3', principal('u3', 'k3'), 'k3', Date.now(), b.generation());
     // Kill the subscriber connection from the server side.
-    const clients = String(await ra.client('LIST')).split('\n').filter((l) => l.includes('cmd=subscribe') || l.includes('sub=1'));
+    const clients = String(await ra.client('LIST'))
+      .split('\n')
+      .filter((l) => l.includes('cmd=subscribe') || l.includes('sub=1'));
     expect(clients.length).toBeGreaterThan(0);
     for (const line of clients) await ra.client('KILL', 'ID', line.match(/id=(\d+)/)![1]!);
     await eventually('B stops serving', () => !b.enabled || b.get('hash-3') === undefined, { intervalMs: 10 });

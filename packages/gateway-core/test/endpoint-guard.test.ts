@@ -4,7 +4,10 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkEndpoint, classifyAddress, guardedDispatcher, guardedFetch } from '../src/security/endpoint-guard.js';
 
-const resolvesTo = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolvesTo =
+  (...addresses: string[]) =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 const strict = { allowLoopback: false };
 const local = { allowLoopback: true };
 
@@ -17,7 +20,12 @@ describe('checkEndpoint', () => {
   it.each([
     ['plain http to a public host', 'http://api.example.com/', resolvesTo('93.184.216.34'), 'endpoint must use https'],
     ['a private address', 'https://internal.example.com/', resolvesTo('10.1.2.3'), 'endpoint resolves to a private or reserved address'],
-    ['a host with one private address among public ones', 'https://mixed.example.com/', resolvesTo('93.184.216.34', '192.168.1.5'), 'endpoint resolves to a private or reserved address'],
+    [
+      'a host with one private address among public ones',
+      'https://mixed.example.com/',
+      resolvesTo('93.184.216.34', '192.168.1.5'),
+      'endpoint resolves to a private or reserved address',
+    ],
     ['the cloud metadata address', 'https://169.254.169.254/latest/meta-data', resolvesTo(), 'endpoint resolves to a private or reserved address'],
     ['the metadata host name', 'https://metadata.google.internal/', resolvesTo('8.8.8.8'), 'endpoint host is not allowed'],
     ['an IPv4-mapped private IPv6 address', 'https://[::ffff:10.0.0.1]/', resolvesTo(), 'endpoint resolves to a private or reserved address'],
@@ -26,7 +34,14 @@ describe('checkEndpoint', () => {
     ['credentials in the URL', 'https://user:pw@api.example.com/', resolvesTo('93.184.216.34'), 'endpoint must not contain credentials'],
     ['a non-http scheme', 'file:///etc/passwd', resolvesTo(), 'endpoint must use https'],
     ['a relative URL', '/echo', resolvesTo(), 'endpoint must be an absolute URL'],
-    ['a host that does not resolve', 'https://nowhere.invalid/', async () => { throw new Error('ENOTFOUND'); }, 'endpoint host does not resolve'],
+    [
+      'a host that does not resolve',
+      'https://nowhere.invalid/',
+      async () => {
+        throw new Error('ENOTFOUND');
+      },
+      'endpoint host does not resolve',
+    ],
   ])('refuses %s', async (_label, endpoint, lookup, message) => {
     await expect(checkEndpoint(endpoint, strict, lookup)).rejects.toThrow(message);
   });
@@ -94,7 +109,15 @@ describe('IPv6 forms that carry an IPv4 address', () => {
 
   it('refuses the gateway itself even where loopback is allowed: its port on any loopback form, and its public origin', async () => {
     const self = { allowLoopback: true, ownPorts: [8787], ownOrigin: 'https://farebox.example' };
-    for (const url of ['http://127.0.0.1:8787/auth/signup', 'http://localhost:8787/', 'http://[::1]:8787/', 'http://2130706433:8787/', 'http://0177.0.0.1:8787/', 'http://127.1:8787/', 'http://[::ffff:127.0.0.1]:8787/']) {
+    for (const url of [
+      'http://127.0.0.1:8787/auth/signup',
+      'http://localhost:8787/',
+      'http://[::1]:8787/',
+      'http://2130706433:8787/',
+      'http://0177.0.0.1:8787/',
+      'http://127.1:8787/',
+      'http://[::ffff:127.0.0.1]:8787/',
+    ]) {
       await expect(checkEndpoint(url, self, resolvesTo('127.0.0.1')), url).rejects.toThrow('endpoint is the gateway itself');
     }
     await expect(checkEndpoint('https://farebox.example/x', self, resolvesTo('93.184.216.34'))).rejects.toThrow('endpoint is the gateway itself');
@@ -139,11 +162,13 @@ describe('every connection is checked again (DNS can change after the check)', (
     return 'connected';
   };
 
-  it('the dispatcher refuses loopback on the gateway\'s own port by name or by address, where loopback is allowed, and nothing reaches it', async () => {
+  it("the dispatcher refuses loopback on the gateway's own port by name or by address, where loopback is allowed, and nothing reaches it", async () => {
     const policy = { allowLoopback: true, ownPorts: [selfPort] };
     const dispatcher = guardedDispatcher(policy);
     for (const host of ['localhost', '127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]']) {
-      expect(await failure(request(`http://${host}:${selfPort}/auth/signup`, { dispatcher, method: 'POST', body: '{}' })), host).toMatch(/^EFAREBOX_BLOCKED: refusing to connect to .*: is the gateway itself$/);
+      expect(await failure(request(`http://${host}:${selfPort}/auth/signup`, { dispatcher, method: 'POST', body: '{}' })), host).toMatch(
+        /^EFAREBOX_BLOCKED: refusing to connect to .*: is the gateway itself$/,
+      );
     }
     expect(hits.self).toBe(0);
     // Another loopback port is a local example service: allowed.
@@ -156,13 +181,15 @@ describe('every connection is checked again (DNS can change after the check)', (
   it('the dispatcher refuses loopback entirely where it is not allowed', async () => {
     const dispatcher = guardedDispatcher({ allowLoopback: false });
     for (const host of ['localhost', '127.0.0.1', '[::ffff:127.0.0.1]']) {
-      expect(await failure(request(`http://${host}:${otherPort}/`, { dispatcher })), host).toMatch(/^EFAREBOX_BLOCKED: refusing to connect to .*: resolves to a private or reserved address$/);
+      expect(await failure(request(`http://${host}:${otherPort}/`, { dispatcher })), host).toMatch(
+        /^EFAREBOX_BLOCKED: refusing to connect to .*: resolves to a private or reserved address$/,
+      );
     }
     expect(hits.other).toBe(1);
     await dispatcher.close();
   });
 
-  it('the fetch (the wallet path\'s client) applies the same rules', async () => {
+  it("the fetch (the wallet path's client) applies the same rules", async () => {
     const guarded = guardedFetch({ allowLoopback: true, ownPorts: [selfPort] });
     expect(await failure(guarded(`http://localhost:${selfPort}/auth/signup`, { method: 'POST', body: '{}' }))).toMatch(/^EFAREBOX_BLOCKED: /);
     expect(await failure(guarded(`http://127.0.0.1:${selfPort}/`))).toMatch(/^EFAREBOX_BLOCKED: /);

@@ -21,7 +21,10 @@ it('a buffered logger writes a lone line within its flush interval, and every li
   child.stdin.end('go\n');
   expect(await closed).toBe(0);
   expect(beforePause).toContain('"msg":"alone"');
-  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { n: number; msg: string; pad?: string });
+  const lines = out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { n: number; msg: string; pad?: string });
   expect(lines.map((l) => l.n)).toEqual(Array.from({ length: 501 }, (_, i) => i));
   expect(lines.slice(1).every((l) => l.pad === `${'x'.repeat(300)} é € 😀`)).toBe(true);
 }, 30_000);

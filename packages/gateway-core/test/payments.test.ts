@@ -36,7 +36,10 @@ describe('paid top-ups', () => {
     const u = await s.user();
     await s.fundWallet(u, 0n);
     const treasury0 = await s.usdc(s.core.treasuryAddress);
-    await expect(s.core.account.topup(u.user, { amount: 5 })).rejects.toMatchObject({ code: 'INSUFFICIENT_BALANCE', message: expect.stringContaining('insufficient USDC in your wallet: 0 USDC there, 5 needed') });
+    await expect(s.core.account.topup(u.user, { amount: 5 })).rejects.toMatchObject({
+      code: 'INSUFFICIENT_BALANCE',
+      message: expect.stringContaining('insufficient USDC in your wallet: 0 USDC there, 5 needed'),
+    });
     expect(await holdings(u)).toEqual({ credits: 0n, wallet: 0n });
 
     await s.devnet.friendbot(u.wallet, 10n * USDC);
@@ -50,7 +53,10 @@ describe('paid top-ups', () => {
     expect(await s.core.account.topup(u.user, { amount: 3.5 }, 'paid-1')).toEqual(paid);
     await expect(s.core.account.topup(u.user, { amount: 4 }, 'paid-1')).rejects.toMatchObject({ code: 'CONFLICT' });
     // More than the wallet holds: refused, nothing moves.
-    await expect(s.core.account.topup(u.user, { amount: 7 })).rejects.toMatchObject({ code: 'INSUFFICIENT_BALANCE', message: expect.stringContaining('6.5 USDC there, 7 needed') });
+    await expect(s.core.account.topup(u.user, { amount: 7 })).rejects.toMatchObject({
+      code: 'INSUFFICIENT_BALANCE',
+      message: expect.stringContaining('6.5 USDC there, 7 needed'),
+    });
     expect(await holdings(u)).toEqual({ credits: 35_000_000n, wallet: 10n * USDC - 35_000_000n });
     expect(await s.usdc(s.core.treasuryAddress)).toBe(treasury0 + 35_000_000n);
     expect((await s.core.ledger.verify()).ok).toBe(true);
@@ -64,7 +70,13 @@ describe('the wallet path', () => {
     const owner0 = await s.usdc(owner);
     const answer = await s.core.calls.call(u.principal, { service, payload: { hello: 'wallet' } });
     expect(answer.status, answer.json).toBe(200);
-    expect(answer.value).toMatchObject({ result: { echo: { hello: 'wallet' } }, paidWith: 'wallet', mode: 'wallet-escrow', cost: { base_units: Number(PRICE) }, newBalance: { base_units: 0 } });
+    expect(answer.value).toMatchObject({
+      result: { echo: { hello: 'wallet' } },
+      paidWith: 'wallet',
+      mode: 'wallet-escrow',
+      cost: { base_units: Number(PRICE) },
+      newBalance: { base_units: 0 },
+    });
     const steps = (answer.value as { trace: { steps: Array<{ name: string }> } }).trace.steps.map((x) => x.name);
     expect(steps).toEqual(expect.arrayContaining(['wallet_quote', 'wallet_deploy', 'wallet_fund', 'wallet_call']));
     expect(await holdings(u)).toEqual({ credits: 0n, wallet: USDC - PRICE });
@@ -82,7 +94,9 @@ describe('the wallet path', () => {
     expect(answer.status, answer.json).toBe(200);
     expect(answer.value).toMatchObject({ paidWith: 'credit', newBalance: { base_units: 0 } });
     const shortfall = PRICE - 1_500_000n;
-    const topup = (answer.value as { trace: { steps: Array<{ name: string; detail?: Record<string, unknown> }> } }).trace.steps.find((x) => x.name === 'wallet_topup');
+    const topup = (answer.value as { trace: { steps: Array<{ name: string; detail?: Record<string, unknown> }> } }).trace.steps.find(
+      (x) => x.name === 'wallet_topup',
+    );
     expect(topup?.detail).toMatchObject({ amount: shortfall.toString(), from: u.wallet, to: s.core.treasuryAddress });
     expect(await holdings(u)).toEqual({ credits: 0n, wallet: 2_000_000n - shortfall });
     expect(await s.usdc(s.core.treasuryAddress)).toBe(treasury0 + shortfall);
@@ -93,7 +107,10 @@ describe('the wallet path', () => {
     await s.fundWallet(u, 2_000_000n);
     await s.core.account.topup(u.user, { amount: 0.04 });
     const before = { ...(await holdings(u)), transactions: s.devnet.stats().transactions };
-    await expect(s.core.calls.call(u.principal, { service, payload: {} })).rejects.toMatchObject({ code: 'INSUFFICIENT_BALANCE', message: 'insufficient balance' });
+    await expect(s.core.calls.call(u.principal, { service, payload: {} })).rejects.toMatchObject({
+      code: 'INSUFFICIENT_BALANCE',
+      message: 'insufficient balance',
+    });
     expect({ ...(await holdings(u)), transactions: s.devnet.stats().transactions }).toEqual(before);
   });
 });
@@ -116,7 +133,15 @@ describe('settlement', () => {
     await s.core.settlement.ensureTreasuryFunds(gross);
     const before = { owner: await s.usdc(pub.owner), treasury: await s.usdc(s.core.treasuryAddress) };
     const result = await s.core.settlement.settle(pub.owner);
-    expect(result.settlement).toMatchObject({ state: 'done', calls: 7, fee: { pct: 5, base_units: Number(fee) }, gross: { base_units: Number(gross) }, net: { base_units: Number(net) }, paid: { base_units: Number(net) }, receiver: pub.owner });
+    expect(result.settlement).toMatchObject({
+      state: 'done',
+      calls: 7,
+      fee: { pct: 5, base_units: Number(fee) },
+      gross: { base_units: Number(gross) },
+      net: { base_units: Number(net) },
+      paid: { base_units: Number(net) },
+      receiver: pub.owner,
+    });
     expect(await s.usdc(pub.owner)).toBe(before.owner + net);
     expect(await s.usdc(s.core.treasuryAddress)).toBe(before.treasury - net);
     // Nothing new: nothing to settle, nothing moves.

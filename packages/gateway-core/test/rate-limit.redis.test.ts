@@ -35,13 +35,24 @@ describe('Redis rate-limit store', () => {
 
   it('takes hits in blocks of limit/64: one Redis round trip per block, and two gateways together let exactly the limit through', async () => {
     let evals = 0;
-    const counting = (r: Redis) => ({ eval: (script: string, n: number, ...args: Array<string | number>) => (evals++, r.eval(script, n, ...args)) });
+    const counting = (r: Redis) => ({
+      eval: (script: string, n: number, ...args: Array<string | number>) => {
+        evals++;
+        return r.eval(script, n, ...args);
+      },
+    });
     const gw1 = new RedisRateLimitStore(counting(a), { prefix });
     const gw2 = new RedisRateLimitStore(counting(b), { prefix });
     const rule = { name: 'blocks', limit: 640, windowMs: 60_000 };
     let passed = 0;
     for (let i = 0; i < 700; i++) {
-      const ok = await enforceRateLimit(i % 2 ? gw1 : gw2, rule, 'acct').then(() => true, (e: { code?: string }) => (expect(e.code).toBe('RATE_LIMITED'), false));
+      const ok = await enforceRateLimit(i % 2 ? gw1 : gw2, rule, 'acct').then(
+        () => true,
+        (e: { code?: string }) => {
+          expect(e.code).toBe('RATE_LIMITED');
+          return false;
+        },
+      );
       if (ok) passed++;
     }
     expect(passed).toBe(640);

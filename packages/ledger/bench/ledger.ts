@@ -70,7 +70,9 @@ async function bench(label: string, ledger: Ledger, calls: number, concurrency: 
   }
   const h = median(hotRates);
   const m = median(manyRates);
-  console.log(`${label.padEnd(36)} one hot account ${h.toFixed(0).padStart(6)} hold+post/s | 200 accounts ${m.toFixed(0).padStart(6)} hold+post/s | hot/many ${(h / m).toFixed(2)}`);
+  console.log(
+    `${label.padEnd(36)} one hot account ${h.toFixed(0).padStart(6)} hold+post/s | 200 accounts ${m.toFixed(0).padStart(6)} hold+post/s | hot/many ${(h / m).toFixed(2)}`,
+  );
   const report = await ledger.verify();
   if (!report.ok) throw new Error(`ledger does not verify after the bench: ${JSON.stringify(report.mismatches.slice(0, 3))}`);
 }
@@ -116,7 +118,8 @@ async function settlementBookkeeping(ledger: Ledger): Promise<void> {
     const tickMs = performance.now() - t0;
     const tickCpu = cpuMs() - c0;
     stall.disable();
-    if (claimed.claimed !== TICK || batch?.amount !== PRICE * BigInt(TICK)) throw new Error(`tick ${tick}: claimed ${claimed.claimed}, batch ${String(batch?.amount)}`);
+    if (claimed.claimed !== TICK || batch?.amount !== PRICE * BigInt(TICK))
+      throw new Error(`tick ${tick}: claimed ${claimed.claimed}, batch ${String(batch?.amount)}`);
     const reads: number[] = [];
     for (let r = 0; r < 5; r++) {
       const t = performance.now();
@@ -187,7 +190,9 @@ async function byCallersInFlight(ledger: Ledger): Promise<void> {
       rates.push(await run(ledger, payers, PAIRS, inFlight));
       cpu.push(postgresCpuMs(c0, postgresTicks()) / PAIRS);
     }
-    console.log(`  ${String(inFlight).padStart(2)} in flight   ${median(rates).toFixed(0).padStart(6)} pairs/s   PostgreSQL CPU ${median(cpu).toFixed(3)} ms per pair (${cpu.map((c) => c.toFixed(3)).join(', ')})`);
+    console.log(
+      `  ${String(inFlight).padStart(2)} in flight   ${median(rates).toFixed(0).padStart(6)} pairs/s   PostgreSQL CPU ${median(cpu).toFixed(3)} ms per pair (${cpu.map((c) => c.toFixed(3)).join(', ')})`,
+    );
   }
 }
 
@@ -231,7 +236,13 @@ async function grownLedger(ledger: Ledger, grown: number): Promise<void> {
   const payers = await prepareAccounts(ledger, `grown_${randomBytes(3).toString('hex')}`, 16);
   const t0 = performance.now();
   for (let done = 0; done < grown; done += 100_000) {
-    await ledger.db.query(GROW_SQL, [payers[done / 100_000 % payers.length], Math.min(100_000, grown - done), PRICE.toString(), fee.toString(), net.toString()]);
+    await ledger.db.query(GROW_SQL, [
+      payers[(done / 100_000) % payers.length],
+      Math.min(100_000, grown - done),
+      PRICE.toString(),
+      fee.toString(),
+      net.toString(),
+    ]);
   }
   await ledger.db.query('VACUUM ANALYZE holds, journal, earnings');
   const growMs = performance.now() - t0;

@@ -64,7 +64,14 @@ export async function topup(db: Database, accountId: string, amount: bigint, opt
  * it was sent): it is credited even if a concurrent top-up took the account
  * over the cap in between.
  */
-export async function topupIn(tx: Queryable, accountId: string, amount: bigint, reference: string | null, enforceCap = true, once = false): Promise<TopupResult> {
+export async function topupIn(
+  tx: Queryable,
+  accountId: string,
+  amount: bigint,
+  reference: string | null,
+  enforceCap = true,
+  once = false,
+): Promise<TopupResult> {
   if (typeof amount !== 'bigint' || amount <= 0n || amount > TOPUP_MAX) {
     throw new LedgerError('INVALID_AMOUNT', LEDGER_MESSAGES.invalidTopup, { amount: String(amount) });
   }
@@ -86,10 +93,11 @@ export async function topupIn(tx: Queryable, accountId: string, amount: bigint, 
     });
   }
   await tx.query('UPDATE accounts SET balance = balance + $2::bigint WHERE id = $1', [accountId, amount.toString()]);
-  await tx.query(
-    `INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ($1, 'topup', $2::bigint, $2::bigint, 0, $3)`,
-    [accountId, amount.toString(), reference],
-  );
+  await tx.query(`INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ($1, 'topup', $2::bigint, $2::bigint, 0, $3)`, [
+    accountId,
+    amount.toString(),
+    reference,
+  ]);
   const balance = before.balance + amount;
   return { accountId, amount, balance, held: before.held, aggregated: balance + before.held, applied: true };
 }

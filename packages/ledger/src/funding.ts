@@ -29,7 +29,11 @@ export async function prepareFunding(db: Database, cycleId: string): Promise<Fun
   });
 }
 
-export async function confirmFunding(db: Database, batchId: string, data: { txHash: string; explorerUrl?: string }): Promise<{ applied: boolean; batch: FundingBatch }> {
+export async function confirmFunding(
+  db: Database,
+  batchId: string,
+  data: { txHash: string; explorerUrl?: string },
+): Promise<{ applied: boolean; batch: FundingBatch }> {
   if (!/^\d{1,18}$/.test(String(batchId))) throw new LedgerError('FUNDING_BATCH_NOT_FOUND', 'funding batch not found', { batchId });
   const txHash = text(data?.txHash, 'txHash');
   const explorerUrl = data.explorerUrl === undefined ? null : text(data.explorerUrl, 'explorerUrl', 2048);

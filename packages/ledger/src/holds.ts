@@ -50,7 +50,9 @@ function settle<O>(item: Pending<unknown, O>, run: () => Promise<O>): Promise<vo
 // The hold: debit, hold row and journal row in one statement; `commit` makes
 // its commit asynchronous (see HoldBook).
 const holdSql = (name: string, commit: string) =>
-  prepared(name, `
+  prepared(
+    name,
+    `
 WITH debit AS (
   UPDATE accounts SET balance = balance - $2::bigint
   WHERE id = $1 AND balance >= $2::bigint${commit}
@@ -63,13 +65,16 @@ WITH debit AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'hold', amount, -amount, amount, id FROM h
 )
-SELECT h.*, debit.balance AS new_balance FROM h, debit`);
+SELECT h.*, debit.balance AS new_balance FROM h, debit`,
+  );
 
 const ASYNC_COMMIT = `\n    AND ${ASYNC_COMMIT_CONDITION}`;
 const HOLD_SQL = holdSql('ledger_hold', '');
 const HOLD_SQL_ASYNC = holdSql('ledger_hold_async', ASYNC_COMMIT);
 
-const POST_SQL = prepared('ledger_post', `
+const POST_SQL = prepared(
+  'ledger_post',
+  `
 WITH h AS (
   UPDATE holds SET state = 'posted', posted_amount = $2::bigint, resolved_at = now()
   WHERE id = $1 AND state = 'pending' AND amount >= $2::bigint
@@ -89,9 +94,12 @@ WITH h AS (
 SELECT h.*, e.id AS e_id, e.publisher_owner AS e_owner, e.service AS e_service, e.gross AS e_gross,
        e.fee AS e_fee, e.net AS e_net, e.cycle_id AS e_cycle, e.funding_batch_id AS e_batch, e.created_at AS e_created,
        COALESCE((SELECT balance FROM back), (SELECT balance FROM accounts WHERE id = h.account_id)) AS new_balance
-FROM h, e`);
+FROM h, e`,
+);
 
-const VOID_SQL = prepared('ledger_void', `
+const VOID_SQL = prepared(
+  'ledger_void',
+  `
 WITH h AS (
   UPDATE holds SET state = 'voided', void_reason = $2, resolved_at = now()
   WHERE id = $1 AND state = 'pending'
@@ -104,7 +112,8 @@ WITH h AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'void', amount, amount, -amount, id FROM h
 )
-SELECT h.*, back.balance AS new_balance FROM h, back`);
+SELECT h.*, back.balance AS new_balance FROM h, back`,
+);
 
 // Group commit of key-less holds: migration 0003's function (accounts locked
 // in id order; an account whose credits do not cover all of its holds in the
@@ -133,7 +142,9 @@ const HOLD_BATCH_SQL_ASYNC = prepared(
 // duplicate in the batch) is not matched and goes through POST_SQL alone.
 // A posted hold returns only what its result does not know from the post
 // (pg builds an object per row and parses each column it is sent).
-const POST_BATCH_SQL = prepared('ledger_post_batch', `
+const POST_BATCH_SQL = prepared(
+  'ledger_post_batch',
+  `
 WITH input AS (
   SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
     WITH ORDINALITY AS i(hold_id, gross, owner, service, fee, net, ord)
@@ -153,7 +164,8 @@ WITH input AS (
 SELECT h.ord, h.account_id, h.call_id, h.service, h.idempotency_key, h.paid_with,
        ${epochMs('h.expires_at')} AS expires_ms, ${epochMs('h.created_at')} AS created_ms, ${epochMs('h.resolved_at')} AS resolved_ms,
        e.id AS e_id, ${epochMs('e.created_at')} AS e_created_ms, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
-FROM h JOIN e ON e.hold_id = h.id`);
+FROM h JOIN e ON e.hold_id = h.id`,
+);
 
 /**
  * The ledger: credits, two-phase holds, journal, idempotency keys, publisher
@@ -201,7 +213,6 @@ export class HoldBook {
       this.postBatcher = new Batcher((items) => this.flushPosts(items), options);
     }
   }
-
 
   async hold(accountId: string, amount: bigint, options: HoldOptions): Promise<HoldResult> {
     text(accountId, 'accountId', 128);
@@ -270,7 +281,10 @@ export class HoldBook {
     const rest: Array<Pending<HoldInput, HoldResult>> = [];
     batch.forEach((p, i) => {
       const row = placed.get(i + 1);
-      if (!row) return rest.push(p);
+      if (!row) {
+        rest.push(p);
+        return;
+      }
       const { accountId, amount, callId, service } = p.input;
       p.resolve({
         hold: {
@@ -329,10 +343,7 @@ export class HoldBook {
   }
 
   private async postOne({ holdId, publisherOwner, service, gross, fee, net }: PostInput): Promise<ResolveResult> {
-    const { rows } = await this.db.query(
-      POST_SQL,
-      [holdId, gross.toString(), publisherOwner, service, fee.toString(), net.toString()],
-    );
+    const { rows } = await this.db.query(POST_SQL, [holdId, gross.toString(), publisherOwner, service, fee.toString(), net.toString()]);
     const row = rows[0];
     if (row) {
       const hold = toHold(row);

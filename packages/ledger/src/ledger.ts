@@ -44,7 +44,6 @@ import {
   type WalletPaymentInput,
 } from './types.js';
 
-
 /**
  * The ledger: credits, two-phase holds, journal, idempotency keys, publisher
  * earnings and settlement bookkeeping, over one {@link Database}.
@@ -69,7 +68,8 @@ export class Ledger {
   constructor(db: Database, options: LedgerOptions = {}) {
     this.db = db;
     const credit = options.signupCredit ?? SIGNUP_CREDIT;
-    if (typeof credit !== 'bigint' || credit < 0n || credit > TOPUP_MAX) invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
+    if (typeof credit !== 'bigint' || credit < 0n || credit > TOPUP_MAX)
+      invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
     this.signupCredit = credit;
     this.holds = new HoldBook(db, options.batch, options.now);
   }
@@ -171,7 +171,13 @@ export class Ledger {
    * `leaseMs`; pass the same key to {@link hold} inside `fn` so the takeover
    * reuses the crashed attempt's hold instead of charging twice.
    */
-  withIdempotency<T>(accountId: string, key: string, requestHash: string, fn: () => Promise<T>, options: IdempotencyOptions = {}): Promise<IdempotentResult<T>> {
+  withIdempotency<T>(
+    accountId: string,
+    key: string,
+    requestHash: string,
+    fn: () => Promise<T>,
+    options: IdempotencyOptions = {},
+  ): Promise<IdempotentResult<T>> {
     return idempotency.withIdempotency(this.db, accountId, key, requestHash, fn, options);
   }
 

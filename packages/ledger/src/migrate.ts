@@ -91,7 +91,12 @@ export async function migrate(db: Database, dir: string, namespace: string): Pro
       try {
         await tx.query(file.sql);
       } catch (error) {
-        throw new LedgerError('MIGRATION_FAILED', `migration ${namespace}/${file.name} failed: ${(error as Error).message}`, { namespace, name: file.name }, { cause: error });
+        throw new LedgerError(
+          'MIGRATION_FAILED',
+          `migration ${namespace}/${file.name} failed: ${(error as Error).message}`,
+          { namespace, name: file.name },
+          { cause: error },
+        );
       }
       await tx.query('INSERT INTO farebox_migrations (namespace, version, name, checksum) VALUES ($1, $2, $3, $4)', [
         namespace,

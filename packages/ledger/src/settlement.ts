@@ -159,7 +159,10 @@ export async function advance(db: Database, cycleId: string, from: CycleState, t
         [id],
       );
       if (Number(open.rows[0]?.n ?? 0) > 0) {
-        throw new LedgerError('UNFUNDED_EARNINGS', 'the cycle has claimed earnings without a confirmed funding batch', { cycleId, unfunded: Number(open.rows[0]?.n) });
+        throw new LedgerError('UNFUNDED_EARNINGS', 'the cycle has claimed earnings without a confirmed funding batch', {
+          cycleId,
+          unfunded: Number(open.rows[0]?.n),
+        });
       }
     }
     if (from === 'closing' && to === 'done') {

@@ -22,7 +22,12 @@ export async function verify(db: Database): Promise<VerifyReport> {
         OR j.kinds IS DISTINCT FROM CASE h.state WHEN 'pending' THEN 'hold' WHEN 'posted' THEN 'hold,post' ELSE 'hold,void' END`,
   );
   for (const r of holds.rows) {
-    mismatches.push({ kind: 'hold', id: str(r.id), expected: `${str(r.state)} (held ${r.state === 'pending' ? str(r.amount) : '0'})`, actual: `journal ${str(r.kinds ?? 'none')} (held ${str(r.held)})` });
+    mismatches.push({
+      kind: 'hold',
+      id: str(r.id),
+      expected: `${str(r.state)} (held ${r.state === 'pending' ? str(r.amount) : '0'})`,
+      actual: `journal ${str(r.kinds ?? 'none')} (held ${str(r.held)})`,
+    });
   }
   const earnings = await db.query(
     `SELECT h.id, h.state, h.posted_amount, e.gross, j.amount AS journal_gross
@@ -33,7 +38,12 @@ export async function verify(db: Database): Promise<VerifyReport> {
         OR (e.id IS NOT NULL AND (e.gross <> h.posted_amount OR j.amount IS DISTINCT FROM e.gross))`,
   );
   for (const r of earnings.rows) {
-    mismatches.push({ kind: 'earning', id: str(r.id), expected: `${str(r.state)} ${str(r.posted_amount ?? '-')}`, actual: `earning ${str(r.gross ?? 'none')} journal ${str(r.journal_gross ?? 'none')}` });
+    mismatches.push({
+      kind: 'earning',
+      id: str(r.id),
+      expected: `${str(r.state)} ${str(r.posted_amount ?? '-')}`,
+      actual: `earning ${str(r.gross ?? 'none')} journal ${str(r.journal_gross ?? 'none')}`,
+    });
   }
   // Every reference of the per-call rows names a row that exists (no foreign keys check them per row:
   // migrations 0004 and 0007), an earning's cycle is its owner's and its batch is its cycle's.
@@ -57,7 +67,12 @@ export async function verify(db: Database): Promise<VerifyReport> {
     'earnings.funding_batch_id': "names a funding batch of the earning's cycle",
   };
   for (const r of references.rows) {
-    mismatches.push({ kind: 'reference', id: str(r.id), expected: `${str(r.ref)} ${named[str(r.ref)] ?? 'names an existing row'}`, actual: r.found ? `${str(r.target)} is ${str(r.found)}` : `no row ${str(r.target)}` });
+    mismatches.push({
+      kind: 'reference',
+      id: str(r.id),
+      expected: `${str(r.ref)} ${named[str(r.ref)] ?? 'names an existing row'}`,
+      actual: r.found ? `${str(r.target)} is ${str(r.found)}` : `no row ${str(r.target)}`,
+    });
   }
   // Each cycle's totals (kept on its row by the claims: migration 0006) are its earnings' sums.
   const cycles = await db.query(
@@ -83,7 +98,12 @@ export async function verify(db: Database): Promise<VerifyReport> {
     [PLATFORM_FEE_BPS.toString()],
   );
   for (const r of fees.rows) {
-    mismatches.push({ kind: 'cycle', id: str(r.id), expected: `fee ${str(r.due)} (5 % of gross ${str(r.claimed_gross)}, rounded down)`, actual: `fee ${str(r.claimed_fee)}` });
+    mismatches.push({
+      kind: 'cycle',
+      id: str(r.id),
+      expected: `fee ${str(r.due)} (5 % of gross ${str(r.claimed_gross)}, rounded down)`,
+      actual: `fee ${str(r.claimed_fee)}`,
+    });
   }
   mismatches.push(...(await verifyWalletCredits(db)));
   const totals = await db.query(

@@ -34,7 +34,8 @@ export async function noteWalletPayment(db: Database, paymentId: string, input: 
   return getWalletPayment(db, paymentId);
 }
 
-export async function resolveWalletPayment(db: Database,
+export async function resolveWalletPayment(
+  db: Database,
   paymentId: string,
   outcome: { state: 'completed'; txHash: string; explorerUrl?: string; escrowId?: string } | { state: 'failed'; error: string },
 ): Promise<{ applied: boolean; payment: WalletPayment; balance: bigint | null }> {
@@ -60,7 +61,10 @@ export async function resolveWalletPayment(db: Database,
         );
         if (claim.rows.length === 0) {
           const error = `transaction ${txHash} already backs another credit; nothing was credited for it`;
-          ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [paymentId, error]));
+          ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [
+            paymentId,
+            error,
+          ]));
           return { applied: true, payment: toWalletPayment(updated[0] as Row), balance: null };
         }
         // The USDC is in the treasury: it becomes credits whatever happened to the balance meanwhile.
@@ -72,7 +76,10 @@ export async function resolveWalletPayment(db: Database,
       ));
     } else {
       const error = text(outcome.error, 'error', 4096);
-      ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [paymentId, error]));
+      ({ rows: updated } = await tx.query(`UPDATE wallet_payments SET state = 'failed', error = $2, resolved_at = now() WHERE id = $1 RETURNING *`, [
+        paymentId,
+        error,
+      ]));
     }
     return { applied: true, payment: toWalletPayment(updated[0] as Row), balance };
   });
@@ -103,5 +110,12 @@ export async function walletCredits(db: Database, options: { after?: bigint; lim
     `SELECT seq, tx_hash, payment_id, account_id, amount, created_at FROM wallet_credits WHERE seq > $1::bigint ORDER BY seq LIMIT $2`,
     [(options.after ?? 0n).toString(), limit],
   );
-  return rows.map((r) => ({ seq: big(r.seq), txHash: str(r.tx_hash), paymentId: str(r.payment_id), accountId: str(r.account_id), amount: big(r.amount), createdAt: date(r.created_at) }));
+  return rows.map((r) => ({
+    seq: big(r.seq),
+    txHash: str(r.tx_hash),
+    paymentId: str(r.payment_id),
+    accountId: str(r.account_id),
+    amount: big(r.amount),
+    createdAt: date(r.created_at),
+  }));
 }

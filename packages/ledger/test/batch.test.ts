@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, LedgerError, SIGNUP_CREDIT, openDatabase } from '@farebox/ledger';
+import { Ledger, type LedgerError, SIGNUP_CREDIT, openDatabase } from '@farebox/ledger';
 import type { Database, HoldResult } from '@farebox/ledger';
 import { accountId, databaseUrl, onPostgres, openTestLedger, type TestLedger } from './helpers.js';
 

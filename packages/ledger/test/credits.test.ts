@@ -96,9 +96,7 @@ describe('holds', () => {
     const id = accountId();
     await t.ledger.openAccount(id);
     const price = SIGNUP_CREDIT / 50n;
-    const results = await Promise.allSettled(
-      Array.from({ length: 200 }, (_, i) => t.ledger.hold(id, price, { callId: `call-${i}`, service: 'svc' })),
-    );
+    const results = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => t.ledger.hold(id, price, { callId: `call-${i}`, service: 'svc' })));
     const ok = results.filter((r) => r.status === 'fulfilled');
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(ok).toHaveLength(50);
@@ -125,9 +123,7 @@ describe('holds', () => {
   it('returns the live hold for a repeated idempotency key instead of debiting twice', async () => {
     const id = accountId();
     await t.ledger.openAccount(id);
-    const attempts = await Promise.all(
-      Array.from({ length: 8 }, () => t.ledger.hold(id, USD, { callId: 'c', service: 's', idempotencyKey: 'k1' })),
-    );
+    const attempts = await Promise.all(Array.from({ length: 8 }, () => t.ledger.hold(id, USD, { callId: 'c', service: 's', idempotencyKey: 'k1' })));
     expect(new Set(attempts.map((a) => a.hold.id)).size).toBe(1);
     expect(attempts.filter((a) => !a.replayed)).toHaveLength(1);
     expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
@@ -194,9 +190,7 @@ describe('reaper', () => {
     const ledger = new Ledger(t.ledger.db, { now: clock.now });
     const id = accountId();
     await ledger.openAccount(id);
-    const held = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => ledger.hold(id, USD / 2n, { callId: `c${i}`, service: 'svc', timeoutMs: 60_000 })),
-    );
+    const held = await Promise.all(Array.from({ length: 6 }, (_, i) => ledger.hold(id, USD / 2n, { callId: `c${i}`, service: 'svc', timeoutMs: 60_000 })));
     const fresh = await ledger.hold(id, USD / 2n, { callId: 'fresh', service: 'svc', timeoutMs: 600_000 });
     // Not yet: every hold is younger than its timeout.
     expect((await ledger.reapExpiredHolds()).voided.filter((h) => [...held.map((x) => x.hold.id), fresh.hold.id].includes(h))).toEqual([]);
@@ -246,11 +240,7 @@ describe('journal', () => {
   it('refuses UPDATE, DELETE and TRUNCATE', async () => {
     const id = accountId();
     await t.ledger.openAccount(id);
-    for (const sql of [
-      `UPDATE journal SET amount = 1 WHERE account_id = '${id}'`,
-      `DELETE FROM journal WHERE account_id = '${id}'`,
-      'TRUNCATE journal',
-    ]) {
+    for (const sql of [`UPDATE journal SET amount = 1 WHERE account_id = '${id}'`, `DELETE FROM journal WHERE account_id = '${id}'`, 'TRUNCATE journal']) {
       await expect(t.ledger.db.query(sql)).rejects.toThrow(/append-only/);
     }
     expect((await t.ledger.balance(id)).balance).toBe(SIGNUP_CREDIT);
@@ -284,7 +274,9 @@ describe('journal', () => {
       await own.ledger.post(hold.id, { publisherOwner: 'GPUBLISHER', service: 'svc', gross: USD });
       expect((await own.ledger.verify()).ok).toBe(true);
       // Written by hand, past the ledger's statements: a top-up to no account, a post of no hold.
-      await own.ledger.db.query(`INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ('ghost', 'topup', 1, 1, 0, 'by hand')`);
+      await own.ledger.db.query(
+        `INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, reference) VALUES ('ghost', 'topup', 1, 1, 0, 'by hand')`,
+      );
       await own.ledger.db.query(
         `INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id) VALUES ($1, 'void', 1, 0, 0, '00000000-0000-4000-8000-000000000000')`,
         [id],
@@ -324,7 +316,11 @@ describe('hold ids', () => {
     const keyed = await t.ledger.hold(id, 1n, { callId: 'v7-keyed', service: 'svc', idempotencyKey: 'v7-key' });
     // The database's clock moves past the first two ids' millisecond before the burst.
     const firstTwo = Math.max(idTime(lone.hold.id), idTime(keyed.hold.id));
-    await eventually('the database’s clock is past the first holds', async () => Number((await t.ledger.db.query<{ ms: string }>('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000) AS ms')).rows[0]!.ms) > firstTwo, { intervalMs: 1 });
+    await eventually(
+      'the database’s clock is past the first holds',
+      async () => Number((await t.ledger.db.query<{ ms: string }>('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000) AS ms')).rows[0]!.ms) > firstTwo,
+      { intervalMs: 1 },
+    );
     const burst = await Promise.all([1, 2, 3, 4].map((n) => t.ledger.hold(id, 1n, { callId: `v7-burst-${n}`, service: 'svc' })));
     const after = Date.now();
     const holds = [lone, keyed, ...burst].map((r) => r.hold);
@@ -348,7 +344,12 @@ describe('hold ids', () => {
       await ledger.openAccount(id);
       const old = await Promise.all([1, 2, 3].map((n) => ledger.hold(id, USD, { callId: `old-${n}`, service: 'svc' })));
       for (const r of old) expect(r.hold.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
-      expect((await migrateLedger(db)).applied).toEqual(['0008_time_ordered_ids.sql', '0009_call_path_indexes.sql', '0010_wallet_credits.sql', '0011_cycle_fee.sql']);
+      expect((await migrateLedger(db)).applied).toEqual([
+        '0008_time_ordered_ids.sql',
+        '0009_call_path_indexes.sql',
+        '0010_wallet_credits.sql',
+        '0011_cycle_fee.sql',
+      ]);
       const [a, b, c] = old.map((r) => r.hold.id) as [string, string, string];
       expect((await ledger.post(a, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD })).hold).toMatchObject({ id: a, state: 'posted' });
       expect((await ledger.void(b, 'after the upgrade')).hold).toMatchObject({ id: b, state: 'voided' });

@@ -30,16 +30,28 @@ async function settle(ledger: Ledger, owner: string, waves: number[], price: big
     const { batch } = await ledger.claimEarnings(cycle.id, { batch: true });
     await ledger.confirmFunding(batch!.id, { txHash: `fund-${owner}-${i}` });
   }
-  for (const [from, to] of [['open', 'closing'], ['closing', 'deployed'], ['deployed', 'funded']] as const) await ledger.advance(cycle.id, from, to);
+  for (const [from, to] of [
+    ['open', 'closing'],
+    ['closing', 'deployed'],
+    ['deployed', 'funded'],
+  ] as const)
+    await ledger.advance(cycle.id, from, to);
   const funded = await ledger.getCycle(cycle.id);
   // What the escrow pays at release: the fee once, on the balance the treasury funded.
   const release = splitFee(funded.funded);
-  for (const [from, to] of [['funded', 'released'], ['released', 'swept']] as const) await ledger.advance(cycle.id, from, to);
+  for (const [from, to] of [
+    ['funded', 'released'],
+    ['released', 'swept'],
+  ] as const)
+    await ledger.advance(cycle.id, from, to);
   return { cycle: await ledger.getCycle(cycle.id), release };
 }
 
 async function earningSums(ledger: Ledger, owner: string) {
-  const { rows } = await ledger.db.query('SELECT count(*) AS n, sum(gross) AS gross, sum(fee) AS fee, sum(net) AS net, min(fee) AS lo, max(fee) AS hi FROM earnings WHERE publisher_owner = $1', [owner]);
+  const { rows } = await ledger.db.query(
+    'SELECT count(*) AS n, sum(gross) AS gross, sum(fee) AS fee, sum(net) AS net, min(fee) AS lo, max(fee) AS hi FROM earnings WHERE publisher_owner = $1',
+    [owner],
+  );
   const r = rows[0]!;
   return { calls: Number(r.n), gross: BigInt(r.gross), fee: BigInt(r.fee), net: BigInt(r.net), lowest: BigInt(r.lo), highest: BigInt(r.hi) };
 }
@@ -65,7 +77,14 @@ describe('the platform fee of a settlement cycle', () => {
       expect(sums.highest).toBeLessThanOrEqual((price * PLATFORM_FEE_BPS + 9_999n) / 10_000n);
 
       // And the publisher's figures: totals, the daily series, per service.
-      expect(await t.ledger.publisherTotals(owner)).toMatchObject({ calls: 1_000, gross, fee: release.fee, settled: release.net, pending: 0n, earned: release.net });
+      expect(await t.ledger.publisherTotals(owner)).toMatchObject({
+        calls: 1_000,
+        gross,
+        fee: release.fee,
+        settled: release.net,
+        pending: 0n,
+        earned: release.net,
+      });
       const days = await t.ledger.publisherAnalytics(owner, 7);
       expect(days.reduce((s, d) => s + d.earned, 0n)).toBe(release.net);
       expect(days.reduce((s, d) => s + d.fee, 0n)).toBe(release.fee);
@@ -78,7 +97,13 @@ describe('the platform fee of a settlement cycle', () => {
     const owner = accountId('GFEEMIX');
     const cycle = await t.ledger.openCycle(owner);
     let gross = 0n;
-    for (const [n, price] of [[7, 21n], [1, 19n], [13, 20n], [3, 1_000_019n], [1, 21n]] as const) {
+    for (const [n, price] of [
+      [7, 21n],
+      [1, 19n],
+      [13, 20n],
+      [3, 1_000_019n],
+      [1, 21n],
+    ] as const) {
       await earn(t.ledger, owner, n, price);
       gross += BigInt(n) * price;
       // Posted, not claimed: floored per call as before.
@@ -97,14 +122,16 @@ describe('the platform fee of a settlement cycle', () => {
     expect((await t.ledger.verify()).ok).toBe(true);
   });
 
-  it('may be fixed only by the claim: a claimed earning\'s fee cannot change, and verify() names a cycle whose fee is not 5 % of its gross', async () => {
+  it("may be fixed only by the claim: a claimed earning's fee cannot change, and verify() names a cycle whose fee is not 5 % of its gross", async () => {
     const own = await openTestLedger();
     try {
       const owner = accountId('GFEEGUARD');
       await earn(own.ledger, owner, 3, 21n);
       const cycle = await own.ledger.openCycle(owner);
       await own.ledger.claimEarnings(cycle.id);
-      await expect(own.ledger.db.query('UPDATE earnings SET fee = fee + 1, net = net - 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
+      await expect(own.ledger.db.query('UPDATE earnings SET fee = fee + 1, net = net - 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(
+        /only an unset/,
+      );
       // 3 calls of 21: 63, fee floor(3.15) = 3 on the cycle (per call it was 1 + 1 + 1 as well; the shares are 1, 1, 1).
       expect(await own.ledger.getCycle(cycle.id)).toMatchObject({ gross: 63n, fee: 3n, net: 60n });
       expect((await own.ledger.verify()).ok).toBe(true);
@@ -126,14 +153,21 @@ describe('the platform fee of a settlement cycle', () => {
       // fee floored per call (1 and 0), and 5 calls of 21 not claimed.
       await db.query(`INSERT INTO settlement_cycles (publisher_owner, state) VALUES ('GA', 'done'), ('GB', 'open'), ('GC', 'open')`);
       const cycles = (await db.query(`SELECT id, publisher_owner FROM settlement_cycles ORDER BY publisher_owner`)).rows.map((r) => String(r.id));
-      for (const [owner, cycleId, n, price] of [['GA', cycles[0], 1_000, 21], ['GB', cycles[1], 40, 19], ['GC', null, 5, 21]] as const) {
+      for (const [owner, cycleId, n, price] of [
+        ['GA', cycles[0], 1_000, 21],
+        ['GB', cycles[1], 40, 19],
+        ['GC', null, 5, 21],
+      ] as const) {
         await db.query(
           `INSERT INTO earnings (hold_id, payer_account_id, publisher_owner, service, gross, fee, net, cycle_id)
            SELECT gen_random_uuid(), 'p', $1, 's', $3::bigint, $3::bigint / 20, $3::bigint - $3::bigint / 20, $2::bigint FROM generate_series(1, $4::int)`,
           [owner, cycleId, price, n],
         );
         if (cycleId) {
-          await db.query(`UPDATE settlement_cycles SET claimed_calls = $2, claimed_gross = $3, claimed_fee = $4, claimed_net = $3::bigint - $4::bigint WHERE id = $1`, [cycleId, n, n * price, n * Math.floor(price / 20)]);
+          await db.query(
+            `UPDATE settlement_cycles SET claimed_calls = $2, claimed_gross = $3, claimed_fee = $4, claimed_net = $3::bigint - $4::bigint WHERE id = $1`,
+            [cycleId, n, n * price, n * Math.floor(price / 20)],
+          );
         }
       }
       expect((await migrateLedger(db)).applied).toEqual(['0011_cycle_fee.sql']);

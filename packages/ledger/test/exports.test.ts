@@ -28,5 +28,17 @@ it('exports exactly the documented runtime names', () => {
 
 it('ships its migrations next to the code', async () => {
   const files = await ledger.readMigrations(ledger.LEDGER_MIGRATIONS_DIR);
-  expect(files.map((f) => f.name)).toEqual(['0001_ledger.sql', '0002_wallet_payments.sql', '0003_hold_batch.sql', '0004_reference_checks.sql', '0005_earnings_guard.sql', '0006_cycle_totals.sql', '0007_settlement_references.sql', '0008_time_ordered_ids.sql', '0009_call_path_indexes.sql', '0010_wallet_credits.sql', '0011_cycle_fee.sql']);
+  expect(files.map((f) => f.name)).toEqual([
+    '0001_ledger.sql',
+    '0002_wallet_payments.sql',
+    '0003_hold_batch.sql',
+    '0004_reference_checks.sql',
+    '0005_earnings_guard.sql',
+    '0006_cycle_totals.sql',
+    '0007_settlement_references.sql',
+    '0008_time_ordered_ids.sql',
+    '0009_call_path_indexes.sql',
+    '0010_wallet_credits.sql',
+    '0011_cycle_fee.sql',
+  ]);
 });

@@ -17,7 +17,14 @@ interface CallResponse {
 }
 
 /** The gateway's call path in miniature: hold, call, post or void, under an idempotency key. */
-function paidCall(ledger: Ledger, account: string, key: string, body: { service: string; payload: unknown }, upstream: () => Promise<unknown>, leaseMs?: number) {
+function paidCall(
+  ledger: Ledger,
+  account: string,
+  key: string,
+  body: { service: string; payload: unknown },
+  upstream: () => Promise<unknown>,
+  leaseMs?: number,
+) {
   let runs = 0;
   const run = () =>
     ledger.withIdempotency<CallResponse>(
@@ -64,7 +71,9 @@ describe('withIdempotency', () => {
   });
 
   it('treats the same body in another key order as the same request', () => {
-    expect(hashRequest({ service: 's', payload: { x: 1, y: [1, { b: 2, a: 1 }] } })).toBe(hashRequest({ payload: { y: [1, { a: 1, b: 2 }], x: 1 }, service: 's' }));
+    expect(hashRequest({ service: 's', payload: { x: 1, y: [1, { b: 2, a: 1 }] } })).toBe(
+      hashRequest({ payload: { y: [1, { a: 1, b: 2 }], x: 1 }, service: 's' }),
+    );
     expect(hashRequest({ service: 's', payload: { x: 1 } })).not.toBe(hashRequest({ service: 's', payload: { x: 2 } }));
   });
 

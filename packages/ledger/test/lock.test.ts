@@ -33,7 +33,10 @@ function child(mode: string, dataDir: string): Promise<{ lines: Record<string, u
     proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
     proc.on('error', reject);
     proc.on('close', (code, signal) => {
-      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       if (lines.length === 0) reject(new Error(`child printed nothing (code ${code}, signal ${signal}): ${err}`));
       else resolve({ lines, signal, code });
     });

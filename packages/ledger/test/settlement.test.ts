@@ -173,7 +173,9 @@ describe('settlement cycles', () => {
     await earn(t.ledger, owner, 1, USD);
     const cycle = await t.ledger.openCycle(owner);
     await t.ledger.claimEarnings(cycle.id);
-    await expect(t.ledger.db.query('UPDATE earnings SET gross = gross + 1, net = net + 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
+    await expect(t.ledger.db.query('UPDATE earnings SET gross = gross + 1, net = net + 1 WHERE publisher_owner = $1', [owner])).rejects.toThrow(
+      /only an unset/,
+    );
     await expect(t.ledger.db.query('UPDATE earnings SET cycle_id = NULL WHERE publisher_owner = $1', [owner])).rejects.toThrow(/only an unset/);
     await expect(t.ledger.db.query('DELETE FROM earnings WHERE publisher_owner = $1', [owner])).rejects.toThrow(/append-only/);
     await expect(t.ledger.db.query('TRUNCATE earnings')).rejects.toThrow(/append-only/);
@@ -182,7 +184,7 @@ describe('settlement cycles', () => {
     expect(batch.amount).toBe(USD);
     const other = await t.ledger.openCycle(accountId('GOTHER'));
     for (const set of [
-      "hold_id = gen_random_uuid()",
+      'hold_id = gen_random_uuid()',
       "payer_account_id = 'someone else'",
       "publisher_owner = 'GSOMEONE'",
       "service = 'other'",
@@ -194,7 +196,9 @@ describe('settlement cycles', () => {
       await expect(t.ledger.db.query(`UPDATE earnings SET ${set} WHERE publisher_owner = $1`, [owner]), set).rejects.toThrow(/only an unset/);
     }
     const { rows } = await t.ledger.db.query('SELECT gross, fee, net, cycle_id, funding_batch_id FROM earnings WHERE publisher_owner = $1', [owner]);
-    expect(rows.map((r) => [String(r.gross), String(r.fee), String(r.net), String(r.cycle_id), String(r.funding_batch_id)])).toEqual([[String(USD), '500000', '9500000', cycle.id, batch.id]]);
+    expect(rows.map((r) => [String(r.gross), String(r.fee), String(r.net), String(r.cycle_id), String(r.funding_batch_id)])).toEqual([
+      [String(USD), '500000', '9500000', cycle.id, batch.id],
+    ]);
   });
 });
 
@@ -220,9 +224,19 @@ describe("an earning's cycle and batch", () => {
       await own.ledger.db.query('UPDATE earnings SET cycle_id = $2, funding_batch_id = $3 WHERE id = $1', [c, cycle.id, otherBatch.id]);
       const report = await own.ledger.verify();
       expect(report.mismatches.filter((m) => m.kind === 'reference').sort((x, y) => Number(x.id) - Number(y.id))).toEqual([
-        { kind: 'reference', id: a, expected: "earnings.cycle_id names a cycle of the earning's owner", actual: `${otherCycle.id} is the cycle of ${otherCycle.publisherOwner}` },
+        {
+          kind: 'reference',
+          id: a,
+          expected: "earnings.cycle_id names a cycle of the earning's owner",
+          actual: `${otherCycle.id} is the cycle of ${otherCycle.publisherOwner}`,
+        },
         { kind: 'reference', id: b, expected: "earnings.cycle_id names a cycle of the earning's owner", actual: 'no row 999999999' },
-        { kind: 'reference', id: c, expected: "earnings.funding_batch_id names a funding batch of the earning's cycle", actual: `${otherBatch.id} is a batch of cycle ${otherCycle.id}` },
+        {
+          kind: 'reference',
+          id: c,
+          expected: "earnings.funding_batch_id names a funding batch of the earning's cycle",
+          actual: `${otherBatch.id} is a batch of cycle ${otherCycle.id}`,
+        },
       ]);
     } finally {
       await own.dispose();
@@ -274,7 +288,12 @@ describe("a cycle's totals", () => {
       await own.ledger.db.query('UPDATE settlement_cycles SET claimed_gross = claimed_gross + 1 WHERE id = $1', [cycle.id]);
       const report = await own.ledger.verify();
       expect(report.mismatches).toEqual([
-        { kind: 'cycle', id: cycle.id, expected: 'earnings: 9 calls, gross 9000009, fee 450000, net 8550009', actual: 'cycle: 9 calls, gross 9000010, fee 450000, net 8550009' },
+        {
+          kind: 'cycle',
+          id: cycle.id,
+          expected: 'earnings: 9 calls, gross 9000009, fee 450000, net 8550009',
+          actual: 'cycle: 9 calls, gross 9000010, fee 450000, net 8550009',
+        },
       ]);
     } finally {
       await own.dispose();
@@ -308,8 +327,17 @@ describe("a cycle's totals", () => {
          SELECT gen_random_uuid(), 'p', c.publisher_owner, 's', g, g / 20, g - g / 20, CASE WHEN c.publisher_owner = 'GC' THEN NULL ELSE c.id END
          FROM settlement_cycles c, generate_series(100, 104) g`,
       );
-      expect((await migrateLedger(db)).applied).toEqual(['0006_cycle_totals.sql', '0007_settlement_references.sql', '0008_time_ordered_ids.sql', '0009_call_path_indexes.sql', '0010_wallet_credits.sql', '0011_cycle_fee.sql']);
-      const { rows } = await db.query(`SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`);
+      expect((await migrateLedger(db)).applied).toEqual([
+        '0006_cycle_totals.sql',
+        '0007_settlement_references.sql',
+        '0008_time_ordered_ids.sql',
+        '0009_call_path_indexes.sql',
+        '0010_wallet_credits.sql',
+        '0011_cycle_fee.sql',
+      ]);
+      const { rows } = await db.query(
+        `SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`,
+      );
       expect(rows.map((r) => [r.publisher_owner, ...[r.claimed_calls, r.claimed_gross, r.claimed_fee, r.claimed_net].map(String)])).toEqual([
         // 100..104: gross 510, fee 5 x 5 = 25, net 485; GC's earnings are not claimed.
         ['GA', '5', '510', '25', '485'],
@@ -330,10 +358,19 @@ describe('settled totals and cycle notes', () => {
     const cycle = await t.ledger.openCycle(owner);
     await t.ledger.claimEarnings(cycle.id);
     await earn(t.ledger, owner, 1, 1_000_019n);
-    for (const [from, to] of [['open', 'closing'], ['closing', 'deployed']] as const) await t.ledger.advance(cycle.id, from, to);
+    for (const [from, to] of [
+      ['open', 'closing'],
+      ['closing', 'deployed'],
+    ] as const)
+      await t.ledger.advance(cycle.id, from, to);
     const batch = (await t.ledger.prepareFunding(cycle.id))!;
     await t.ledger.confirmFunding(batch.id, { txHash: 'fund-1' });
-    for (const [from, to] of [['deployed', 'funded'], ['funded', 'released'], ['released', 'swept']] as const) await t.ledger.advance(cycle.id, from, to);
+    for (const [from, to] of [
+      ['deployed', 'funded'],
+      ['funded', 'released'],
+      ['released', 'swept'],
+    ] as const)
+      await t.ledger.advance(cycle.id, from, to);
     const totals = await t.ledger.publisherTotals(owner);
     expect(totals).toMatchObject({ calls: 4, gross: 4_000_076n, settled: 3_000_057n - 150_002n, pending: 1_000_019n - 50_000n });
     expect(totals.earned).toBe(totals.settled + totals.pending);

@@ -123,7 +123,10 @@ export function parseBaseUnits(input: unknown): bigint {
  * // { wallet_base_units: 12500000, wallet_lamports: 12500000,
  * //   wallet_asset_amount: 1.25, wallet_sol: 12500000, wallet_usd: 1.25 }
  */
-export function amountFields<P extends string>(prefix: P, units: bigint): Record<`${P}_base_units` | `${P}_lamports` | `${P}_asset_amount` | `${P}_sol` | `${P}_usd`, number> {
+export function amountFields<P extends string>(
+  prefix: P,
+  units: bigint,
+): Record<`${P}_base_units` | `${P}_lamports` | `${P}_asset_amount` | `${P}_sol` | `${P}_usd`, number> {
   const n = toJsonInteger(units);
   const usd = toUsd(units);
   return {

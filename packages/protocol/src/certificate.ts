@@ -50,14 +50,7 @@ export interface CallCertificate {
 }
 
 /** Why a certificate was refused. */
-export type CertificateRejection =
-  | 'malformed'
-  | 'wrong_issuer'
-  | 'bad_signature'
-  | 'wrong_service'
-  | 'body_mismatch'
-  | 'not_yet_valid'
-  | 'expired';
+export type CertificateRejection = 'malformed' | 'wrong_issuer' | 'bad_signature' | 'wrong_service' | 'body_mismatch' | 'not_yet_valid' | 'expired';
 
 export type CertificateVerdict =
   | {
@@ -110,7 +103,8 @@ interface Made {
 function makeClaims(input: SignCallCertificateInput, issuer: string, version: 1 | 2): Made | Promise<Made> {
   const issuedAt = input.now ?? Math.floor(Date.now() / 1000);
   const ttl = input.ttlSeconds ?? CERTIFICATE_TTL_SECONDS;
-  if (ttl <= 0 || ttl > CERTIFICATE_MAX_LIFETIME_SECONDS) throw new FareboxError('INVALID_CERTIFICATE', `ttlSeconds must be in 1..${CERTIFICATE_MAX_LIFETIME_SECONDS}`);
+  if (ttl <= 0 || ttl > CERTIFICATE_MAX_LIFETIME_SECONDS)
+    throw new FareboxError('INVALID_CERTIFICATE', `ttlSeconds must be in 1..${CERTIFICATE_MAX_LIFETIME_SECONDS}`);
   if (input.amount < 0n) throw new FareboxError('INVALID_CERTIFICATE', 'amount must not be negative');
   const nonce = input.nonce ?? base64UrlEncode(randomBytes(CERTIFICATE_NONCE_BYTES));
   const body = toBytes(input.body);
@@ -287,7 +281,8 @@ function decodeClaims(segment: string, version: 1 | 2): CallCertificate | null {
   if (typeof c.amt !== 'string' || !/^(0|[1-9]\d{0,18})$/.test(c.amt)) return null;
   if (typeof c.cid !== 'string' || c.cid.length === 0 || c.cid.length > 128) return null;
   if (!Number.isSafeInteger(c.iat) || !Number.isSafeInteger(c.exp)) return null;
-  if (typeof c.nonce !== 'string' || !B64URL.test(c.nonce) || (base64Decode(c.nonce)?.length ?? 0) < CERTIFICATE_NONCE_BYTES || c.nonce.length > 128) return null;
+  if (typeof c.nonce !== 'string' || !B64URL.test(c.nonce) || (base64Decode(c.nonce)?.length ?? 0) < CERTIFICATE_NONCE_BYTES || c.nonce.length > 128)
+    return null;
   const issuedAt = c.iat as number;
   const expiresAt = c.exp as number;
   if (expiresAt <= issuedAt || expiresAt - issuedAt > CERTIFICATE_MAX_LIFETIME_SECONDS) return null;

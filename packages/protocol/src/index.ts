@@ -76,4 +76,13 @@ export {
   firstIssueMessage,
 } from './schemas.js';
 export type { Manifest } from './schemas.js';
-export { SERVICE_NAME_PATTERN, INVALID_SERVICE_NAME, serviceNameProblem, isValidServiceName, codePointLength, textProblem, printable, unsafeTextIn } from './text.js';
+export {
+  SERVICE_NAME_PATTERN,
+  INVALID_SERVICE_NAME,
+  serviceNameProblem,
+  isValidServiceName,
+  codePointLength,
+  textProblem,
+  printable,
+  unsafeTextIn,
+} from './text.js';

@@ -67,7 +67,10 @@ export function encodeStrKey(kind: StrKeyKind, raw: Uint8Array): string {
 export function decodeStrKey(kind: StrKeyKind, text: string): Uint8Array {
   const bytes = typeof text === 'string' && text.length === 56 ? base32Decode(text) : null;
   if (bytes?.length !== 35 || bytes[0] !== VERSION[kind]) {
-    throw new FareboxError('INVALID_KEY', `not a valid ${kind === 'publicKey' ? 'G... public key' : kind === 'secretSeed' ? 'S... secret seed' : 'C... contract id'}`);
+    throw new FareboxError(
+      'INVALID_KEY',
+      `not a valid ${kind === 'publicKey' ? 'G... public key' : kind === 'secretSeed' ? 'S... secret seed' : 'C... contract id'}`,
+    );
   }
   const crc = crc16xmodem(bytes.subarray(0, 33));
   if (bytes[33] !== (crc & 0xff) || bytes[34] !== crc >> 8) {

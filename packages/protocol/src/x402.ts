@@ -95,7 +95,13 @@ export function buildPaymentRequired(input: QuoteInput): { body: PaymentRequired
   const error = input.error ?? 'payment required';
   if (input.escrow === false) {
     const extra = input.extra ? { extra: input.extra } : {};
-    const v2 = { x402Version: 2, error, resource: { url: input.resource, description: input.description, mimeType: requirement.mimeType }, accepts: [], ...extra };
+    const v2 = {
+      x402Version: 2,
+      error,
+      resource: { url: input.resource, description: input.description, mimeType: requirement.mimeType },
+      accepts: [],
+      ...extra,
+    };
     return {
       body: { x402Version: 1, error, accepts: [], ...extra },
       headers: { [X402_HEADERS.paymentRequired]: encodeJsonHeader(v2) },

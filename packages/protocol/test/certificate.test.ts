@@ -125,7 +125,10 @@ describe('signCallCertificateBatch (v2)', () => {
       const verdict = await verifyCallCertificate(c.header, { body: bodies[i]!, service: 'svc', platformPublicKey: kp.publicKey(), now: 1000 });
       expect(verdict).toEqual({ ok: true, certificate: c.certificate, acceptableUntil: 1000 + 60 + 120 });
       // Another certificate's body never passes under this one's claims.
-      if (n > 1) expect(await verifyCallCertificate(c.header, { body: bodies[(i + 1) % n]!, service: 'svc', platformPublicKey: kp.publicKey(), now: 1000 })).toMatchObject({ ok: false, reason: 'body_mismatch' });
+      if (n > 1)
+        expect(
+          await verifyCallCertificate(c.header, { body: bodies[(i + 1) % n]!, service: 'svc', platformPublicKey: kp.publicKey(), now: 1000 }),
+        ).toMatchObject({ ok: false, reason: 'body_mismatch' });
     }
   });
 
@@ -154,7 +157,12 @@ describe('signCallCertificateBatch (v2)', () => {
   it('refuses more than CERTIFICATE_BATCH_MAX certificates and answers nothing for none', async () => {
     const signer = await createCertificateSigner(Keypair.random().secret());
     const one = { service: 's', body: '', amount: 1n, callId: 'c' };
-    await expect(signCallCertificateBatch(Array.from({ length: CERTIFICATE_BATCH_MAX + 1 }, () => one), signer)).rejects.toThrow(`at most ${CERTIFICATE_BATCH_MAX}`);
+    await expect(
+      signCallCertificateBatch(
+        Array.from({ length: CERTIFICATE_BATCH_MAX + 1 }, () => one),
+        signer,
+      ),
+    ).rejects.toThrow(`at most ${CERTIFICATE_BATCH_MAX}`);
     expect(await signCallCertificateBatch([], signer)).toEqual([]);
   });
 });

@@ -101,10 +101,16 @@ describe('edge runtimes (no node:crypto)', () => {
     const signer = await edge.createCertificateSigner(file.platformSecretSeed);
     expect(signer.publicKey).toBe(file.platformPublicKey);
     const good = file.vectors[0];
-    const again = await edge.signCallCertificate({ service: 'echo', body: good.body, amount: 100_000n, callId: 'call_0001', now: good.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }, signer);
+    const again = await edge.signCallCertificate(
+      { service: 'echo', body: good.body, amount: 100_000n, callId: 'call_0001', now: good.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' },
+      signer,
+    );
     expect(again.header).toBe(good.header);
     const v2 = file.vectors.find((x: { name: string }) => x.name === 'v2: a batch of one (empty proof)');
-    const [batched] = await edge.signCallCertificateBatch([{ service: 'echo', body: v2.body, amount: 100_000n, callId: 'call_0001', now: v2.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }], signer);
+    const [batched] = await edge.signCallCertificateBatch(
+      [{ service: 'echo', body: v2.body, amount: 100_000n, callId: 'call_0001', now: v2.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }],
+      signer,
+    );
     expect(batched!.header).toBe(v2.header);
   });
 });

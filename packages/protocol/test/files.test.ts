@@ -84,16 +84,20 @@ describe('lock files', () => {
     const order: string[] = [];
     let inside = 0;
     const run = (name: string) =>
-      withFileLock(path, async () => {
-        order.push(`${name}:in`);
-        inside += 1;
-        expect(inside).toBe(1);
-        // Work that takes a few turns of the event loop (file I/O), while the others poll for the lock.
-        await writeFile(join(dirname(path), 'work'), name);
-        expect(await readFile(join(dirname(path), 'work'), 'utf8')).toBe(name);
-        inside -= 1;
-        order.push(`${name}:out`);
-      }, { pollMs: 5 });
+      withFileLock(
+        path,
+        async () => {
+          order.push(`${name}:in`);
+          inside += 1;
+          expect(inside).toBe(1);
+          // Work that takes a few turns of the event loop (file I/O), while the others poll for the lock.
+          await writeFile(join(dirname(path), 'work'), name);
+          expect(await readFile(join(dirname(path), 'work'), 'utf8')).toBe(name);
+          inside -= 1;
+          order.push(`${name}:out`);
+        },
+        { pollMs: 5 },
+      );
     await Promise.all([run('a'), run('b'), run('c')]);
     expect(order).toHaveLength(6);
     for (let i = 0; i < order.length; i += 2) expect(order[i + 1]).toBe(order[i]!.replace(':in', ':out'));

@@ -28,7 +28,10 @@ describe('Ed25519 signing on a worker thread', () => {
     expect(signer.threaded).toBe(true);
     expect(signer.publicKey).toBe(file.platformPublicKey);
     const good = file.vectors[0]!;
-    const again = await signCallCertificate({ service: 'echo', body: good.body, amount: 100_000n, callId: 'call_0001', now: good.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' }, signer);
+    const again = await signCallCertificate(
+      { service: 'echo', body: good.body, amount: 100_000n, callId: 'call_0001', now: good.now, nonce: 'AAECAwQFBgcICQoLDA0ODw' },
+      signer,
+    );
     expect(again.header).toBe(good.header);
   });
 

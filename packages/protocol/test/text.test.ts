@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { INVALID_SERVICE_NAME, ManifestSchema, ServiceNameSchema, codePointLength, firstIssueMessage, isValidServiceName, printable, serviceNameProblem, textProblem, unsafeTextIn } from '../src/index.js';
+import {
+  INVALID_SERVICE_NAME,
+  ManifestSchema,
+  ServiceNameSchema,
+  codePointLength,
+  firstIssueMessage,
+  isValidServiceName,
+  printable,
+  serviceNameProblem,
+  textProblem,
+  unsafeTextIn,
+} from '../src/index.js';
 
 describe('the service name policy', () => {
   it('takes lower-case ASCII letters, digits and single hyphens, 1 to 32, starting and ending with a letter or digit', () => {
@@ -29,7 +40,9 @@ describe('the service name policy', () => {
       'echo\n',
     ];
     for (const name of deceptive) expect(serviceNameProblem(name), printable(name)).toBe(INVALID_SERVICE_NAME);
-    expect(INVALID_SERVICE_NAME).toBe('invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit');
+    expect(INVALID_SERVICE_NAME).toBe(
+      'invalid service name: use 1 to 32 lower-case letters, digits and single hyphens, starting and ending with a letter or digit',
+    );
   });
 
   it('keeps the messages of an empty and of a long name', () => {
@@ -50,7 +63,16 @@ describe('the service name policy', () => {
     expect(first(7)).toBe('service required');
     expect(first('x'.repeat(33))).toBe('service name too long (max 32)');
     expect(first('Echo')).toBe(INVALID_SERVICE_NAME);
-    const manifest = { service: 'Echo', ownerWallet: 'G', pricePerCall: 1, priceBaseUnits: '1', description: '', dynamicPricing: false, payments: [], network: 'local' };
+    const manifest = {
+      service: 'Echo',
+      ownerWallet: 'G',
+      pricePerCall: 1,
+      priceBaseUnits: '1',
+      description: '',
+      dynamicPricing: false,
+      payments: [],
+      network: 'local',
+    };
     expect(ManifestSchema.safeParse(manifest).error?.issues.some((i) => i.message === INVALID_SERVICE_NAME)).toBe(true);
   });
 });
@@ -80,7 +102,9 @@ describe('text a request may carry', () => {
 
   it('names the field of a body that carries one, in values and field names, at any depth', () => {
     expect(unsafeTextIn({ service: 'a\u0000b', payload: {} })).toBe('invalid service: control character U+0000 not allowed');
-    expect(unsafeTextIn({ service: 'echo', payload: { items: ['ok', { 'a b': '\ud800x' }] } })).toBe('invalid payload.items[1]["a b"]: unpaired surrogate U+D800 not allowed');
+    expect(unsafeTextIn({ service: 'echo', payload: { items: ['ok', { 'a b': '\ud800x' }] } })).toBe(
+      'invalid payload.items[1]["a b"]: unpaired surrogate U+D800 not allowed',
+    );
     expect(unsafeTextIn({ payload: { 'k\u0001': 1 } })).toBe('invalid field name in payload: control character U+0001 not allowed');
     expect(unsafeTextIn({ 'k\u0085': 1 })).toBe('invalid field name: control character U+0085 not allowed');
     expect(unsafeTextIn('\u0000')).toBe('invalid body: control character U+0000 not allowed');

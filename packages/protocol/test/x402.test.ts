@@ -58,7 +58,12 @@ describe('buildPaymentRequired', () => {
 
   it('offers nothing when escrow is off: accepts is empty in both forms and the price stays readable at the top level', () => {
     const extra = { service: 'echo', priceBaseUnits: '100000', payments: ['platform'] };
-    const { body, headers } = buildPaymentRequired({ ...quote, extra, escrow: false, error: 'echo takes no direct payment: it is paid through the gateway only' });
+    const { body, headers } = buildPaymentRequired({
+      ...quote,
+      extra,
+      escrow: false,
+      error: 'echo takes no direct payment: it is paid through the gateway only',
+    });
     expect(body).toEqual({ x402Version: 1, error: 'echo takes no direct payment: it is paid through the gateway only', accepts: [], extra });
     const decoded = JSON.parse(Buffer.from(headers['payment-required']!, 'base64').toString('utf8'));
     expect(decoded).toMatchObject({ x402Version: 2, accepts: [], extra });
@@ -99,14 +104,27 @@ describe('parsePaymentHeader', () => {
       escrowId,
       quoteId: 'q_9',
     });
-    expect(parsePaymentHeader(encodePaymentHeader({ escrowId, network: 'stellar:pubnet' }, 2))).toEqual({ version: 2, scheme: 'escrow', network: 'stellar:pubnet', escrowId });
+    expect(parsePaymentHeader(encodePaymentHeader({ escrowId, network: 'stellar:pubnet' }, 2))).toEqual({
+      version: 2,
+      scheme: 'escrow',
+      network: 'stellar:pubnet',
+      escrowId,
+    });
   });
 
   it.each([
     ['an empty value', '', 'payment header is empty'],
     ['random text', 'hello', 'neither an escrow id nor an x402 envelope'],
-    ['another scheme', Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'stellar:testnet', payload: {} })).toString('base64'), 'unsupported payment scheme "exact"'],
-    ['an envelope without an escrow id', Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'escrow', payload: { escrowId: 'GABC' } })).toString('base64'), 'no valid escrow id'],
+    [
+      'another scheme',
+      Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'stellar:testnet', payload: {} })).toString('base64'),
+      'unsupported payment scheme "exact"',
+    ],
+    [
+      'an envelope without an escrow id',
+      Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'escrow', payload: { escrowId: 'GABC' } })).toString('base64'),
+      'no valid escrow id',
+    ],
     ['a G... account instead of a C... contract', payTo, 'neither an escrow id nor an x402 envelope'],
   ])('refuses %s', (_label, value, message) => {
     expect(() => parsePaymentHeader(value)).toThrow(message);

@@ -65,7 +65,10 @@ async function prepareAccount(network: NetworkConfig, signer: TxSigner): Promise
 }
 
 function nameTaken(service: string, holder: string, owner: string): ProviderError {
-  return new ProviderError('NAME_TAKEN', `service name "${service}" is registered to ${holder}, not to ${owner}: pick another name`, { service, owner: holder });
+  return new ProviderError('NAME_TAKEN', `service name "${service}" is registered to ${holder}, not to ${owner}: pick another name`, {
+    service,
+    owner: holder,
+  });
 }
 
 /**

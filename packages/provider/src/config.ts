@@ -190,7 +190,12 @@ function checkUrl(value: string, name: string, problems: string[]): URL | undefi
  * listing every problem found. Returns the public config and the wallet
  * secret (kept out of the config object).
  */
-export function resolveConfig(options: ProviderOptions): { config: ResolvedProviderConfig; stellar: NetworkConfig; walletSecret?: string; escrowApiKey?: string } {
+export function resolveConfig(options: ProviderOptions): {
+  config: ResolvedProviderConfig;
+  stellar: NetworkConfig;
+  walletSecret?: string;
+  escrowApiKey?: string;
+} {
   if (typeof options !== 'object' || options === null) throw new ConfigError(['options must be an object']);
   const problems: string[] = [];
   const env: ProviderEnv = options.env ?? process.env;
@@ -206,7 +211,9 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
     try {
       pricePerCall = parseAmount(options.pricePerCall);
       if (pricePerCall < MIN_PRICE_BASE_UNITS) {
-        problems.push(`pricePerCall must be at least ${formatAmount(MIN_PRICE_BASE_UNITS, { trim: true })} USDC (${MIN_PRICE_BASE_UNITS} base units), so that the 5 % platform fee of a call is at least one base unit`);
+        problems.push(
+          `pricePerCall must be at least ${formatAmount(MIN_PRICE_BASE_UNITS, { trim: true })} USDC (${MIN_PRICE_BASE_UNITS} base units), so that the 5 % platform fee of a call is at least one base unit`,
+        );
       }
     } catch (e) {
       problems.push(`pricePerCall: ${(e as Error).message}`);
@@ -335,10 +342,16 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
   const ownerOption = nonEmpty(options.ownerWallet);
   if (ownerOption !== undefined) {
     if (!isValidStrKey('publicKey', ownerOption)) problems.push('ownerWallet is not a valid G... public key');
-    else if (ownerWallet && ownerWallet !== ownerOption) problems.push(`ownerWallet ${ownerOption} does not match the wallet secret's public key ${ownerWallet}`);
+    else if (ownerWallet && ownerWallet !== ownerOption)
+      problems.push(`ownerWallet ${ownerOption} does not match the wallet secret's public key ${ownerWallet}`);
     else ownerWallet = ownerOption;
   }
-  if (!ownerWallet && walletSecret === undefined && ownerOption === undefined && !problems.some((p) => p.includes('KEYPAIR_PATH') || p.includes('keypairPath'))) {
+  if (
+    !ownerWallet &&
+    walletSecret === undefined &&
+    ownerOption === undefined &&
+    !problems.some((p) => p.includes('KEYPAIR_PATH') || p.includes('keypairPath'))
+  ) {
     problems.push('wallet required: set wallet.secret (AGENT_WALLET_SECRET), wallet.keypairPath (KEYPAIR_PATH) or ownerWallet; payouts go to this account');
   }
 
@@ -384,7 +397,9 @@ export function resolveConfig(options: ProviderOptions): { config: ResolvedProvi
       enabled: escrowEnabled,
       ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}),
       ...(escrowEnabled ? { baseUrl: escrowUrlPick.value ?? defaultEscrowUrl(network, stellar) } : {}),
-      ...(escrowEnabled ? { servedStorePath: nonEmpty(options.servedStorePath) ?? join(dirname(keypairFile ?? '.farebox/keypair'), 'served-escrows.json') } : {}),
+      ...(escrowEnabled
+        ? { servedStorePath: nonEmpty(options.servedStorePath) ?? join(dirname(keypairFile ?? '.farebox/keypair'), 'served-escrows.json') }
+        : {}),
     },
     ...(discoveryPick.value !== undefined ? { discoveryUrl: discoveryPick.value } : {}),
     ownerWallet,

@@ -90,8 +90,10 @@ function message(e: unknown): string {
 export function createEscrowVerifier(options: EscrowVerifierOptions): FareboxEscrowVerifier {
   const { escrow, signer, servedStore, network } = options;
   const problems: string[] = [];
-  if (!escrow || typeof escrow.getEscrows !== 'function' || typeof escrow.run !== 'function') problems.push('escrow must be an escrow client (getEscrows, run)');
-  if (!signer || !isValidStrKey('publicKey', signer.publicKey) || typeof signer.signTransaction !== 'function') problems.push('signer must be a TxSigner of the service owner');
+  if (!escrow || typeof escrow.getEscrows !== 'function' || typeof escrow.run !== 'function')
+    problems.push('escrow must be an escrow client (getEscrows, run)');
+  if (!signer || !isValidStrKey('publicKey', signer.publicKey) || typeof signer.signTransaction !== 'function')
+    problems.push('signer must be a TxSigner of the service owner');
   if (!servedStore || typeof servedStore.claim !== 'function') problems.push('servedStore must be a ServedEscrowStore');
   if (options.platformAddress !== undefined && !isValidStrKey('publicKey', options.platformAddress)) problems.push('platformAddress must be a G... public key');
   if (problems.length > 0) throw new ProviderError('ESCROW', `createEscrowVerifier: ${problems.join('; ')}`);
@@ -194,10 +196,13 @@ export function createEscrowVerifier(options: EscrowVerifierOptions): FareboxEsc
         return refuse(402, `escrow ${escrowId} must name this service's owner ${owner} as ${unreleasable.join(', ')} (it releases the funds after serving)`);
       }
       if (options.platformAddress !== undefined) {
-        if (roles.platformAddress !== options.platformAddress) return refuse(402, `escrow ${escrowId} must name the platform ${options.platformAddress} as platformAddress`);
-        if (roles.disputeResolver !== options.platformAddress) return refuse(402, `escrow ${escrowId} must name the platform ${options.platformAddress} as disputeResolver`);
+        if (roles.platformAddress !== options.platformAddress)
+          return refuse(402, `escrow ${escrowId} must name the platform ${options.platformAddress} as platformAddress`);
+        if (roles.disputeResolver !== options.platformAddress)
+          return refuse(402, `escrow ${escrowId} must name the platform ${options.platformAddress} as disputeResolver`);
       }
-      if (record.platformFee !== platformFee) return refuse(402, `escrow ${escrowId} must carry a platform fee of ${platformFee}% (it has ${record.platformFee}%)`);
+      if (record.platformFee !== platformFee)
+        return refuse(402, `escrow ${escrowId} must carry a platform fee of ${platformFee}% (it has ${record.platformFee}%)`);
       const asset = options.asset;
       if (asset && record.trustline.address !== asset.contractId && record.trustline.address !== asset.issuer) {
         return refuse(402, `escrow ${escrowId} holds ${record.trustline.address}, not this network's USDC`);

@@ -86,7 +86,11 @@ function write(res: ServerResponse, response: ProviderResponse, closeConnection 
 
 /** Answers 413 and discards the rest of the body, so the client reads the answer instead of a reset. */
 function refuseTooLarge(req: IncomingMessage, res: ServerResponse, limit: number): void {
-  write(res, { status: 413, headers: { 'content-type': 'application/json; charset=utf-8' }, body: { error: `request body too large (limit ${formatLimit(limit)})` } }, true);
+  write(
+    res,
+    { status: 413, headers: { 'content-type': 'application/json; charset=utf-8' }, body: { error: `request body too large (limit ${formatLimit(limit)})` } },
+    true,
+  );
   req.resume();
 }
 
@@ -97,7 +101,14 @@ function pathOf(url: string | undefined): string {
   return p.length > 1 ? p.replace(/\/+$/, '') : p || '/';
 }
 
-async function serveNode(core: Core, req: IncomingMessage, res: ServerResponse, path: string, ip: string | undefined, preParsed?: { body: unknown }): Promise<void> {
+async function serveNode(
+  core: Core,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  ip: string | undefined,
+  preParsed?: { body: unknown },
+): Promise<void> {
   const method = (req.method ?? 'GET').toUpperCase();
   let rawBody: Uint8Array | undefined;
   if (method === 'POST' && !preParsed) {

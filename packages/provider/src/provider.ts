@@ -181,7 +181,11 @@ export function createProvider(options: ProviderOptions): Provider {
       priceBaseUnits: price.toString(),
       price: formatAmount(price, { trim: true }),
       ...(escrowServed
-        ? { quoteId: escrowVerifier?.quoteId?.({ service: config.service, payTo: config.ownerWallet, amount: price, network: config.x402Network }) ?? `q_${base64UrlEncode(randomBytes(12))}` }
+        ? {
+            quoteId:
+              escrowVerifier?.quoteId?.({ service: config.service, payTo: config.ownerWallet, amount: price, network: config.x402Network }) ??
+              `q_${base64UrlEncode(randomBytes(12))}`,
+          }
         : { payments: payments() }),
       ...(config.pricingNote !== undefined ? { pricingNote: config.pricingNote } : {}),
       ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
@@ -238,7 +242,8 @@ export function createProvider(options: ProviderOptions): Provider {
     let error: string | null = null;
     try {
       const agent = await registry.getAgent(config.service);
-      if (!agent) error = `service "${config.service}" is not registered in the registry${config.contractId ? ` ${config.contractId}` : ''}; run provider.bootstrap()`;
+      if (!agent)
+        error = `service "${config.service}" is not registered in the registry${config.contractId ? ` ${config.contractId}` : ''}; run provider.bootstrap()`;
       else if (agent.owner !== config.ownerWallet) {
         error = `the registry owner of "${config.service}" is ${agent.owner}, not this provider's wallet ${config.ownerWallet}`;
       }
@@ -274,7 +279,10 @@ export function createProvider(options: ProviderOptions): Provider {
       return fail(401, 'platform-signed calls are not accepted by this service: no platform public key is configured (FAREBOX_PLATFORM_PUBLIC_KEY)');
     }
     if (!raw) {
-      return fail(500, 'the raw request body is needed to verify a platform-signed call: pass rawBody to handle(), or mount the express adapter before any body parser');
+      return fail(
+        500,
+        'the raw request body is needed to verify a platform-signed call: pass rawBody to handle(), or mount the express adapter before any body parser',
+      );
     }
     const verdict = await verifyCallCertificate(header, {
       body: raw,
@@ -330,7 +338,10 @@ export function createProvider(options: ProviderOptions): Provider {
       return quote(price, request.headers, `payment is for ${payment.network}, this service runs on ${config.x402Network}`);
     }
     if (!escrowVerifier) {
-      return fail(503, "escrow payments cannot be verified by this provider: it has no escrowVerifier (the default one needs the owner's secret to release escrows: set AGENT_WALLET_SECRET or KEYPAIR_PATH, or pass escrowVerifier)");
+      return fail(
+        503,
+        "escrow payments cannot be verified by this provider: it has no escrowVerifier (the default one needs the owner's secret to release escrows: set AGENT_WALLET_SECRET or KEYPAIR_PATH, or pass escrowVerifier)",
+      );
     }
     const registrationError = await checkRegistration();
     if (registrationError) return fail(503, registrationError);
@@ -420,7 +431,8 @@ export function createProvider(options: ProviderOptions): Provider {
       return provider;
     },
     handle,
-    express: () => createExpressMiddleware({ handle, bodyLimit: config.bodyLimit, routes: { paid: config.endpointPath, get: [...manifestPaths, ...healthPaths] } }),
+    express: () =>
+      createExpressMiddleware({ handle, bodyLimit: config.bodyLimit, routes: { paid: config.endpointPath, get: [...manifestPaths, ...healthPaths] } }),
     async listen(port = 0, host) {
       const listening = await listenHttp({ handle, bodyLimit: config.bodyLimit }, port, host, () => servers.delete(listening));
       servers.add(listening);
@@ -433,7 +445,9 @@ export function createProvider(options: ProviderOptions): Provider {
       const endpoint = config.endpoint ?? (config.network === 'local' ? listenUrl : undefined);
       const problems: string[] = [];
       if (!endpoint) {
-        problems.push(`endpoint (PUBLIC_ENDPOINT) required: it is stored on-chain at registration${config.network === 'local' ? ' (or call listen() first)' : ''}`);
+        problems.push(
+          `endpoint (PUBLIC_ENDPOINT) required: it is stored on-chain at registration${config.network === 'local' ? ' (or call listen() first)' : ''}`,
+        );
       }
       if (!config.contractId) problems.push('contractId (STELLAR_CONTRACT_ID) required: the registry to register in');
       if (!walletSecret) problems.push('a wallet secret (AGENT_WALLET_SECRET or KEYPAIR_PATH) is required to sign the registration');

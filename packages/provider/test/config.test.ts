@@ -65,7 +65,9 @@ describe('configuration', () => {
     const warnings: string[] = [];
     const p = createProvider({ ...baseOptions(platform), platform: {}, onWarning: (m) => warnings.push(m) }).serve((payload) => ({ echo: payload }));
     started.push(p);
-    expect(warnings).toEqual([expect.stringMatching(/^no payment can be accepted yet: set platform.publicKey \(FAREBOX_PLATFORM_PUBLIC_KEY\).*TRUSTLESS_WORK_API_KEY/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^no payment can be accepted yet: set platform.publicKey \(FAREBOX_PLATFORM_PUBLIC_KEY\).*TRUSTLESS_WORK_API_KEY/),
+    ]);
     const { url } = await p.listen(0, '127.0.0.1');
     const manifest = await fetch(`${url}/manifest`);
     expect(manifest.status).toBe(200);
@@ -137,7 +139,12 @@ describe('configuration', () => {
       ownerWallet: publicKeyFromSecret(ownerSecret),
     });
     const fromPreset = createProvider({ ...baseOptions(platform), network: 'testnet', env: { BACKEND_URL: 'https://backend.example.com' } }).config;
-    expect(fromPreset).toMatchObject({ rpcUrl: 'https://soroban-testnet.stellar.org', horizonUrl: 'https://horizon-testnet.stellar.org', friendbotUrl: 'https://friendbot.stellar.org', discoveryUrl: 'https://backend.example.com' });
+    expect(fromPreset).toMatchObject({
+      rpcUrl: 'https://soroban-testnet.stellar.org',
+      horizonUrl: 'https://horizon-testnet.stellar.org',
+      friendbotUrl: 'https://friendbot.stellar.org',
+      discoveryUrl: 'https://backend.example.com',
+    });
     expect(fromPreset.contractId).toBeUndefined();
     expect(createProvider(baseOptions(platform)).config).toMatchObject({
       contractId: LOCAL_REGISTRY_CONTRACT_ID,

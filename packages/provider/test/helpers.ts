@@ -82,7 +82,7 @@ export async function post(url: string, body: string, headers: Record<string, st
   try {
     json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
   } catch {
-    throw new Error(`not JSON (status ${res.status}): ${text.slice(text.indexOf("<pre>"), text.indexOf("<pre>") + 600)}`);
+    throw new Error(`not JSON (status ${res.status}): ${text.slice(text.indexOf('<pre>'), text.indexOf('<pre>') + 600)}`);
   }
   return { status: res.status, headers: res.headers, json };
 }

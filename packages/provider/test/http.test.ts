@@ -146,14 +146,16 @@ describe('platform-signed calls over HTTP', () => {
     expect(res).toMatchObject({ status: 401, json: { error: 'invalid certificate signature' } });
   });
 
-  it.each([['garbage', 'not-a-certificate'], ['two segments', 'v1.abc'], ['wrong version', 'v9.a.b'], ['empty', '']])(
-    'refuses a malformed certificate header (%s)',
-    async (_label, header) => {
-      const { url } = await start(baseOptions(platform));
-      const res = await post(url, body, { [CERTIFICATE_HEADER]: header });
-      expect(res).toMatchObject({ status: 401, json: { error: 'malformed certificate' } });
-    },
-  );
+  it.each([
+    ['garbage', 'not-a-certificate'],
+    ['two segments', 'v1.abc'],
+    ['wrong version', 'v9.a.b'],
+    ['empty', ''],
+  ])('refuses a malformed certificate header (%s)', async (_label, header) => {
+    const { url } = await start(baseOptions(platform));
+    const res = await post(url, body, { [CERTIFICATE_HEADER]: header });
+    expect(res).toMatchObject({ status: 401, json: { error: 'malformed certificate' } });
+  });
 
   it('answers 402 with the quote when the certificate amount is below the dynamic price of this payload', async () => {
     const { url } = await start(
@@ -336,7 +338,11 @@ describe('escrow payments', () => {
     const { url } = await start(baseOptions(platform));
     const res = await post(url, body, { 'x-payment': encodePaymentHeader({ escrowId, network: 'stellar:local' }) });
     expect(res.status).toBe(402);
-    expect(res.json).toMatchObject({ error: 'escrow payments are disabled for this service', accepts: [], extra: { priceBaseUnits: '10000', payments: ['platform'] } });
+    expect(res.json).toMatchObject({
+      error: 'escrow payments are disabled for this service',
+      accepts: [],
+      extra: { priceBaseUnits: '10000', payments: ['platform'] },
+    });
     const v2 = await post(url, body, { 'payment-signature': encodePaymentHeader({ escrowId, network: 'stellar:local' }, 2) });
     expect(v2.json?.error).toBe('escrow payments are disabled for this service');
   });

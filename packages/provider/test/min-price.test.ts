@@ -40,16 +40,21 @@ describe('the lowest price a provider takes', () => {
   });
 
   it('is the floor of its manifest and of every quote, dynamic ones included', async () => {
-    const provider = createProvider(baseOptions(platform, { pricePerCall: '0.000002', priceFn: (p) => (p as { n: number | string }).n })).serve((payload) => ({ echo: payload }));
+    const provider = createProvider(baseOptions(platform, { pricePerCall: '0.000002', priceFn: (p) => (p as { n: number | string }).n })).serve((payload) => ({
+      echo: payload,
+    }));
     started.push(provider);
     const listening = await provider.listen(0, '127.0.0.1');
     const url = `${listening.url}/`;
     expect(ManifestSchema.parse(await (await fetch(`${listening.url}/manifest`)).json())).toMatchObject({ priceBaseUnits: '20', dynamicPricing: true });
-    for (const [n, quoted] of [[0.0000001, '20'], ['0.0000019', '20'], ['0.0000021', '21']] as const) {
+    for (const [n, quoted] of [
+      [0.0000001, '20'],
+      ['0.0000019', '20'],
+      ['0.0000021', '21'],
+    ] as const) {
       const res = await post(url, JSON.stringify({ n }));
       expect(res.status).toBe(402);
       expect((res.json?.extra as { priceBaseUnits: string } | undefined)?.priceBaseUnits, String(n)).toBe(quoted);
     }
   });
 });
-

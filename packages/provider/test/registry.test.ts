@@ -106,7 +106,9 @@ describe('bootstrap() on the devnet', () => {
     const service = freshName();
     const other = newSecret();
     await provider(service, { wallet: { secret: other } }).bootstrap();
-    const error = await provider(service, { pricePerCall: '5' }).bootstrap().catch((e: unknown) => e);
+    const error = await provider(service, { pricePerCall: '5' })
+      .bootstrap()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({
       code: 'NAME_TAKEN',
@@ -156,7 +158,9 @@ describe('bootstrap() on the devnet', () => {
     });
     const error = await p.bootstrap().catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'ProviderError', code: 'UNFUNDED' });
-    expect((error as Error).message).toMatch(new RegExp(`^the owner account ${publicKeyFromSecret(secret)} does not exist on mainnet, which has no friendbot: send it XLM`));
+    expect((error as Error).message).toMatch(
+      new RegExp(`^the owner account ${publicKeyFromSecret(secret)} does not exist on mainnet, which has no friendbot: send it XLM`),
+    );
     expect(await registry.getAgent(service)).toBeNull();
     expect((await createAccounts(devnet.network).balances(publicKeyFromSecret(secret))).exists).toBe(false);
   });
@@ -191,7 +195,9 @@ describe('registration check against the chain', () => {
     const res = await signedCall(provider(service, { devnetUrl: 'http://127.0.0.1:9/devnet' }), service);
     expect(res.status).toBe(503);
     expect(res.json?.error).toMatch(
-      new RegExp(`^cannot confirm the registration of "${service}": registry unreachable at http://127\\.0\\.0\\.1:9/devnet/soroban/rpc .*is the devnet running\\? \\(FAREBOX_DEVNET_URL\\)$`),
+      new RegExp(
+        `^cannot confirm the registration of "${service}": registry unreachable at http://127\\.0\\.0\\.1:9/devnet/soroban/rpc .*is the devnet running\\? \\(FAREBOX_DEVNET_URL\\)$`,
+      ),
     );
   });
 });

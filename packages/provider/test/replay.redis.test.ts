@@ -21,7 +21,10 @@ describe('Redis replay store shared by two instances of one service', () => {
     const platform = await newSigner();
     const a = await startProvider(baseOptions(platform, { replayStore: new RedisReplayStore(redis, { prefix }) }));
     const b = await startProvider(baseOptions(platform, { replayStore: new RedisReplayStore(new Redis(url), { prefix }) }));
-    closers.push(() => a.provider.close(), () => b.provider.close());
+    closers.push(
+      () => a.provider.close(),
+      () => b.provider.close(),
+    );
     const body = '{"n":1}';
     const cert = await certificateFor(platform, body);
     const first = await post(a.url, body, { 'farebox-certificate': cert });

@@ -35,7 +35,13 @@ function exportedNames(files: string[]): Map<string, string[]> {
     if (!source) throw new Error(`not in the program: ${file}`);
     const symbol = checker.getSymbolAtLocation(source);
     if (!symbol) throw new Error(`not a module: ${file}`);
-    out.set(file, checker.getExportsOfModule(symbol).map((s) => s.getName()).sort());
+    out.set(
+      file,
+      checker
+        .getExportsOfModule(symbol)
+        .map((s) => s.getName())
+        .sort(),
+    );
   }
   return out;
 }

@@ -84,8 +84,11 @@ export function createAccounts(config: NetworkConfig): Accounts {
 
   async function submit(signer: TxSigner, build: (b: TransactionBuilder) => TransactionBuilder, what: string): Promise<string> {
     const account = await load(signer.publicKey);
-    if (!account) throw new StellarError('NOT_FOUND', `account ${signer.publicKey} does not exist on ${config.name}; fund it first`, { address: signer.publicKey });
-    const tx = build(new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: config.passphrase })).setTimeout(120).build();
+    if (!account)
+      throw new StellarError('NOT_FOUND', `account ${signer.publicKey} does not exist on ${config.name}; fund it first`, { address: signer.publicKey });
+    const tx = build(new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: config.passphrase }))
+      .setTimeout(120)
+      .build();
     const signed = TransactionBuilder.fromXDR(await signer.signTransaction(tx.toXDR(), config.passphrase), config.passphrase);
     try {
       const res = await horizon.submitTransaction(signed);
@@ -118,7 +121,11 @@ export function createAccounts(config: NetworkConfig): Accounts {
       if (typeof startingXlm !== 'bigint' || startingXlm <= 0n) throw new StellarError('INVALID_INPUT', 'startingXlm must be a positive bigint of stroops');
       if (await load(address)) return {};
       try {
-        const txHash = await submit(funder, (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: unitsToDecimal(startingXlm) })), 'creating the account');
+        const txHash = await submit(
+          funder,
+          (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: unitsToDecimal(startingXlm) })),
+          'creating the account',
+        );
         return { txHash };
       } catch (e) {
         // Created meanwhile (another gateway): what was wanted exists.
@@ -146,7 +153,11 @@ export function createAccounts(config: NetworkConfig): Accounts {
     async payUsdc(signer, to, amount) {
       requireAccountId('to', to);
       if (typeof amount !== 'bigint' || amount <= 0n) throw new StellarError('INVALID_INPUT', 'amount must be a positive bigint of base units');
-      const txHash = await submit(signer, (b) => b.addOperation(Operation.payment({ destination: to, asset: usdc, amount: unitsToDecimal(amount) })), 'USDC payment');
+      const txHash = await submit(
+        signer,
+        (b) => b.addOperation(Operation.payment({ destination: to, asset: usdc, amount: unitsToDecimal(amount) })),
+        'USDC payment',
+      );
       return { txHash };
     },
   };

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { printable, serviceNameProblem } from '@farebox/protocol';
 import { writeFileAtomic } from '@farebox/protocol/files';
-import { StellarError } from './errors.js';
 import type { RegistryAgent, RegistryClient } from './registry.js';
 
 /**
@@ -129,9 +128,11 @@ export class FileCursorStore implements CursorStore {
   private writing: Promise<void> = Promise.resolve();
   /** One write at a time (a confirmation and a sync may save together), each the latest state. */
   private write(): Promise<void> {
-    const next = this.writing.catch(() => undefined).then(async () => {
-      await writeFileAtomic(this.path, JSON.stringify(this.state ?? {}));
-    });
+    const next = this.writing
+      .catch(() => undefined)
+      .then(async () => {
+        await writeFileAtomic(this.path, JSON.stringify(this.state ?? {}));
+      });
     this.writing = next;
     return next;
   }

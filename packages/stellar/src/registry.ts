@@ -153,7 +153,11 @@ export function createRegistryClient(config: NetworkConfig): RegistryClient {
         return decodeAgent(val);
       } catch (e) {
         // A contract-level failure of get_agent means "no such entry"; transport errors propagate.
-        if (e instanceof StellarError && (e.code === 'NOT_FOUND' || (e.code === 'TX_FAILED' && /Error\((Contract|WasmVm)/.test(String((e.data as { simulation?: string })?.simulation))))) return null;
+        if (
+          e instanceof StellarError &&
+          (e.code === 'NOT_FOUND' || (e.code === 'TX_FAILED' && /Error\((Contract|WasmVm)/.test(String((e.data as { simulation?: string })?.simulation))))
+        )
+          return null;
         throw e;
       }
     },
@@ -189,7 +193,9 @@ export function createRegistryClient(config: NetworkConfig): RegistryClient {
     },
     async events(opts = {}) {
       const limit = opts.limit ?? 100;
-      const filters = [{ type: 'contract' as const, contractIds: [contractId], topics: EVENT_TYPES.map((t) => [nativeToScVal(t, { type: 'symbol' }).toXDR('base64'), '*']) }];
+      const filters = [
+        { type: 'contract' as const, contractIds: [contractId], topics: EVENT_TYPES.map((t) => [nativeToScVal(t, { type: 'symbol' }).toXDR('base64'), '*']) },
+      ];
       let startLedger = opts.startLedger;
       if (!opts.cursor && startLedger === undefined) {
         const health = await rpcCall('getHealth', () => server.getHealth());

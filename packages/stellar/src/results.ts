@@ -13,7 +13,23 @@ const OP_SPECIAL: Record<string, string> = {
   createAccountAlreadyExist: 'op_already_exists',
   invokeHostFunctionTrapped: 'function_trapped',
 };
-const OP_PREFIXES = ['createAccount', 'payment', 'changeTrust', 'invokeHostFunction', 'pathPaymentStrictReceive', 'pathPaymentStrictSend', 'manageSellOffer', 'manageBuyOffer', 'setOptions', 'allowTrust', 'accountMerge', 'manageData', 'bumpSequence', 'restoreFootprint', 'extendFootprintTtl'];
+const OP_PREFIXES = [
+  'createAccount',
+  'payment',
+  'changeTrust',
+  'invokeHostFunction',
+  'pathPaymentStrictReceive',
+  'pathPaymentStrictSend',
+  'manageSellOffer',
+  'manageBuyOffer',
+  'setOptions',
+  'allowTrust',
+  'accountMerge',
+  'manageData',
+  'bumpSequence',
+  'restoreFootprint',
+  'extendFootprintTtl',
+];
 
 const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
@@ -50,7 +66,10 @@ export function resultCodesFromXdr(result: xdr.TransactionResult | string): Resu
   if (name === 'txSuccess' || name === 'txFailed') operations = res.results().map(operationCode);
   if (name === 'txFeeBumpInnerFailed' || name === 'txFeeBumpInnerSuccess') {
     const inner = res.innerResultPair().result().result();
-    return { transaction: txCodeName(inner.switch().name), operations: inner.switch().name === 'txFailed' || inner.switch().name === 'txSuccess' ? inner.results().map(operationCode) : [] };
+    return {
+      transaction: txCodeName(inner.switch().name),
+      operations: inner.switch().name === 'txFailed' || inner.switch().name === 'txSuccess' ? inner.results().map(operationCode) : [],
+    };
   }
   return { transaction: txCodeName(name), operations };
 }

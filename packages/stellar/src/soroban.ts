@@ -67,7 +67,10 @@ async function loadAccount(server: rpc.Server, config: NetworkConfig, address: s
 export function failedTransaction(result: xdr.TransactionResult | undefined, hash: string, stage: string): StellarError {
   const resultCodes = result ? resultCodesFromXdr(result) : { transaction: 'unknown', operations: [] };
   const ops = resultCodes.operations.filter((c) => c !== 'op_success');
-  return new StellarError('TX_FAILED', `transaction ${stage}: ${resultCodes.transaction}${ops.length ? ` (${ops.join(', ')})` : ''}`, { resultCodes, txHash: hash });
+  return new StellarError('TX_FAILED', `transaction ${stage}: ${resultCodes.transaction}${ops.length ? ` (${ops.join(', ')})` : ''}`, {
+    resultCodes,
+    txHash: hash,
+  });
 }
 
 /** Polls getTransaction until the transaction leaves NOT_FOUND (first poll at once). */
@@ -96,10 +99,7 @@ export async function invokeAsSource(
   mapContract?: ContractErrorMapper,
 ): Promise<{ txHash: string; returnValue: xdr.ScVal | undefined }> {
   const account = await loadAccount(server, config, signer.publicKey);
-  const tx = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: config.passphrase })
-    .addOperation(op)
-    .setTimeout(120)
-    .build();
+  const tx = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: config.passphrase }).addOperation(op).setTimeout(120).build();
   const sim = await rpcCall('simulateTransaction', () => server.simulateTransaction(tx));
   if (rpc.Api.isSimulationError(sim)) throw simulationError(sim.error, mapContract);
   if (!rpc.Api.isSimulationSuccess(sim)) throw new StellarError('RPC_ERROR', 'simulation needs a footprint restore; not supported');
@@ -110,7 +110,10 @@ export async function invokeAsSource(
     if (creds.switch().name === 'sorobanCredentialsAddress') {
       const who = Address.fromScAddress(creds.address().address()).toString();
       if (who !== signer.publicKey) {
-        throw new StellarError('UNAUTHORIZED', `missing authorisation: this call must be authorised by ${who}, not ${signer.publicKey}`, { required: who, signer: signer.publicKey });
+        throw new StellarError('UNAUTHORIZED', `missing authorisation: this call must be authorised by ${who}, not ${signer.publicKey}`, {
+          required: who,
+          signer: signer.publicKey,
+        });
       }
     }
   }
@@ -118,7 +121,12 @@ export async function invokeAsSource(
   return sendSigned(server, config, signer, prepared);
 }
 
-export async function sendSigned(server: rpc.Server, config: NetworkConfig, signer: TxSigner, tx: Transaction): Promise<{ txHash: string; returnValue: xdr.ScVal | undefined }> {
+export async function sendSigned(
+  server: rpc.Server,
+  config: NetworkConfig,
+  signer: TxSigner,
+  tx: Transaction,
+): Promise<{ txHash: string; returnValue: xdr.ScVal | undefined }> {
   const signedXdr = await signer.signTransaction(tx.toXDR(), config.passphrase);
   const signed = TransactionBuilder.fromXDR(signedXdr, config.passphrase);
   const sent = await rpcCall('sendTransaction', () => server.sendTransaction(signed));

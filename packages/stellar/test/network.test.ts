@@ -7,7 +7,13 @@ import { LOCAL_REGISTRY_CONTRACT_ID, LOCAL_USDC_ISSUER, resolveNetwork, unitsToD
 describe('resolveNetwork', () => {
   it('defaults to testnet with the public endpoints and the testnet USDC contract', () => {
     const n = resolveNetwork({ env: {} });
-    expect(n).toMatchObject({ name: 'testnet', passphrase: 'Test SDF Network ; September 2015', rpcUrl: 'https://soroban-testnet.stellar.org', x402Network: 'stellar:testnet', allowHttp: false });
+    expect(n).toMatchObject({
+      name: 'testnet',
+      passphrase: 'Test SDF Network ; September 2015',
+      rpcUrl: 'https://soroban-testnet.stellar.org',
+      x402Network: 'stellar:testnet',
+      allowHttp: false,
+    });
     expect(n.usdc.contractId).toBe('CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA');
     expect(n.registryContractId).toBeUndefined();
     expect(n.explorer.tx('ab')).toBe('https://stellar.expert/explorer/testnet/tx/ab');
@@ -23,7 +29,11 @@ describe('resolveNetwork', () => {
       allowHttp: true,
       x402Network: 'stellar:local',
     });
-    expect(n.usdc).toEqual({ code: 'USDC', issuer: LOCAL_USDC_ISSUER, contractId: new Asset('USDC', LOCAL_USDC_ISSUER).contractId('Standalone Network ; February 2017') });
+    expect(n.usdc).toEqual({
+      code: 'USDC',
+      issuer: LOCAL_USDC_ISSUER,
+      contractId: new Asset('USDC', LOCAL_USDC_ISSUER).contractId('Standalone Network ; February 2017'),
+    });
     expect(n.explorer.contract('CX')).toBe('http://127.0.0.1:9999/devnet/explorer/local/contract/CX');
   });
 

@@ -154,9 +154,7 @@ export function tinyModelBytes(vocab: string[]): Uint8Array {
     opsetImport: [{ domain: '', version: 13 }],
     graph: {
       name: 'tiny-embedder',
-      initializer: [
-        { name: 'embeddings', dims: [vocab.length, TINY_DIMS], dataType: FLOAT, rawData: new Uint8Array(table.buffer) },
-      ],
+      initializer: [{ name: 'embeddings', dims: [vocab.length, TINY_DIMS], dataType: FLOAT, rawData: new Uint8Array(table.buffer) }],
       node: [
         {
           name: 'lookup',
@@ -193,11 +191,7 @@ function tokenizerJson(vocab: string[]) {
     pre_tokenizer: { type: 'BertPreTokenizer' },
     post_processor: {
       type: 'TemplateProcessing',
-      single: [
-        { SpecialToken: { id: '[CLS]', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-      ],
+      single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
       pair: [
         { SpecialToken: { id: '[CLS]', type_id: 0 } },
         { Sequence: { id: 'A', type_id: 0 } },

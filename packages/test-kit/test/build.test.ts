@@ -10,8 +10,19 @@ const repo = join(import.meta.dirname, '..', '..', '..');
 async function pkg(dir: string, name: string, deps: Record<string, string> = {}): Promise<void> {
   await mkdir(join(dir, 'src'), { recursive: true });
   await writeFile(join(dir, 'src', 'index.js'), `export const name = ${JSON.stringify(name)};\n`);
-  const build = "const f=require('fs');f.mkdirSync('dist',{recursive:true});f.copyFileSync('src/index.js','dist/index.js');f.copyFileSync('src/index.js','dist/cli.js');f.appendFileSync('builds','x')";
-  await writeFile(join(dir, 'package.json'), JSON.stringify({ name, version: '0.0.0', main: './dist/index.js', exports: { '.': './dist/index.js', './package.json': './package.json' }, scripts: { build: `node -e "${build}"` }, dependencies: deps }));
+  const build =
+    "const f=require('fs');f.mkdirSync('dist',{recursive:true});f.copyFileSync('src/index.js','dist/index.js');f.copyFileSync('src/index.js','dist/cli.js');f.appendFileSync('builds','x')";
+  await writeFile(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      name,
+      version: '0.0.0',
+      main: './dist/index.js',
+      exports: { '.': './dist/index.js', './package.json': './package.json' },
+      scripts: { build: `node -e "${build}"` },
+      dependencies: deps,
+    }),
+  );
 }
 
 const builds = async (dir: string) => (await readFile(join(dir, 'builds'), 'utf8').catch(() => '')).length;
@@ -25,7 +36,10 @@ describe('ensureWorkspaceBuilt: a spawned binary runs its workspace dependencies
     await pkg(lib, '@t/lib', { '@t/base': 'workspace:*' });
     await pkg(app, '@t/app', { '@t/lib': 'workspace:*', zod: '^4.0.0' });
     // As pnpm links a workspace: each package sees its dependencies in its node_modules.
-    for (const [from, to, name] of [[app, lib, 'lib'], [lib, base, 'base']] as const) {
+    for (const [from, to, name] of [
+      [app, lib, 'lib'],
+      [lib, base, 'base'],
+    ] as const) {
       await mkdir(join(from, 'node_modules', '@t'), { recursive: true });
       await symlink(to, join(from, 'node_modules', '@t', name));
     }

@@ -69,13 +69,14 @@ async function loadOrCreateKeyFile(dir: string): Promise<Buffer> {
  */
 export async function createLocalKeystore(options: LocalKeystoreOptions = {}): Promise<LocalKeystore> {
   const env = options.env ?? {};
-  const key = options.key !== undefined
-    ? parseKey(options.key)
-    : env.FAREBOX_KEYSTORE_KEY
-      ? parseKey(env.FAREBOX_KEYSTORE_KEY)
-      : options.dir
-        ? await loadOrCreateKeyFile(options.dir)
-        : randomBytes(32);
+  const key =
+    options.key !== undefined
+      ? parseKey(options.key)
+      : env.FAREBOX_KEYSTORE_KEY
+        ? parseKey(env.FAREBOX_KEYSTORE_KEY)
+        : options.dir
+          ? await loadOrCreateKeyFile(options.dir)
+          : randomBytes(32);
   const storage = options.storage ?? (options.dir ? new FileKeystoreStorage(options.dir) : new MemoryKeystoreStorage());
 
   const aad = (ref: string, address: string) => Buffer.from(`farebox-keystore-v1\n${ref}\n${address}`);

@@ -13,8 +13,14 @@ export async function runLogin(ctx: Context, opts: { apiKey?: string }): Promise
     if (!key.startsWith('sk_live_')) throw new CliError('USAGE', 'an API key starts with sk_live_ (create one in the dashboard under Credentials)');
     const me = await gatewayCall(() => createGatewayClient({ baseUrl: ctx.url, apiKey: key }).me());
     await ctx.saveConfig({ url: ctx.url, apiKey: key, email: me.email });
-    await ctx.oauthSession().signOut().catch(() => undefined);
-    return result({ url: ctx.url, email: me.email, credential: 'api-key' }, `Signed in to ${ctx.url} as ${me.email} with an API key (stored in ${ctx.configPath}).`);
+    await ctx
+      .oauthSession()
+      .signOut()
+      .catch(() => undefined);
+    return result(
+      { url: ctx.url, email: me.email, credential: 'api-key' },
+      `Signed in to ${ctx.url} as ${me.email} with an API key (stored in ${ctx.configPath}).`,
+    );
   }
   const session = ctx.oauthSession();
   // A fresh sign-in: forget what was stored for this gateway.
@@ -29,7 +35,10 @@ export async function runLogin(ctx: Context, opts: { apiKey?: string }): Promise
 }
 
 export async function runLogout(ctx: Context): Promise<CommandResult> {
-  await ctx.oauthSession().signOut().catch(() => undefined);
+  await ctx
+    .oauthSession()
+    .signOut()
+    .catch(() => undefined);
   await ctx.saveConfig({ url: ctx.url });
   return result({ url: ctx.url, signedOut: true }, `Signed out of ${ctx.url}.`);
 }
@@ -83,7 +92,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function runTopup(ctx: Context, amount: string, opts: { idempotencyKey?: string } = {}): Promise<CommandResult> {
   const n = Number(amount);
-  if (!/^\d+(\.\d+)?$/.test(amount.trim()) || !Number.isFinite(n) || n <= 0 || n > 1000) throw new CliError('USAGE', `amount must be a number of USD, 0 < amount <= 1000 (got ${JSON.stringify(amount)})`);
+  if (!/^\d+(\.\d+)?$/.test(amount.trim()) || !Number.isFinite(n) || n <= 0 || n > 1000)
+    throw new CliError('USAGE', `amount must be a number of USD, 0 < amount <= 1000 (got ${JSON.stringify(amount)})`);
   const key = opts.idempotencyKey ?? `topup-${randomBytes(12).toString('base64url')}`;
   if (key.length === 0 || key.length > 255) throw new CliError('USAGE', '--idempotency-key must be 1 to 255 characters');
   // Progress is for people: with --json, stderr carries only the JSON error (if any).
@@ -122,7 +132,8 @@ export async function runTopup(ctx: Context, amount: string, opts: { idempotency
   } catch (e) {
     // Paid or not is unknown (no answer, or submitted and not confirmed yet): the same key tells, and never pays twice.
     const status = e instanceof CliError && typeof e.data.status === 'number' ? e.data.status : undefined;
-    const refused = status !== undefined && ((status >= 400 && status < 500 && !(status === 409 && /in progress/.test((e as Error).message))) || status === 503);
+    const refused =
+      status !== undefined && ((status >= 400 && status < 500 && !(status === 409 && /in progress/.test((e as Error).message))) || status === 503);
     const unknown = e instanceof CliError && !refused && !/nothing was charged/.test(e.message);
     if (e instanceof CliError && unknown) {
       throw new CliError(e.code, `${e.message}. To see what became of this top-up without paying twice, run: ${check}`, { ...e.data, idempotencyKey: key });
@@ -132,7 +143,10 @@ export async function runTopup(ctx: Context, amount: string, opts: { idempotency
   }
   const t = b.topup;
   if (t.paid_with === 'wallet') {
-    const state = t.status === 'completed' ? `Paid ${t.amount_usd} USDC from your wallet.` : `Top-up of ${t.amount_usd} USDC from your wallet: ${t.status}${t.note ? ` (${t.note})` : ''}.`;
+    const state =
+      t.status === 'completed'
+        ? `Paid ${t.amount_usd} USDC from your wallet.`
+        : `Top-up of ${t.amount_usd} USDC from your wallet: ${t.status}${t.note ? ` (${t.note})` : ''}.`;
     return result(b, `${state} Credits now ${usd(b.balance_usd)}.\n  payment   ${t.tx_signature ?? '(none)'}\n  explorer  ${t.explorer_url ?? '(not yet)'}`);
   }
   return result(b, `Added ${usd(n)} of free test credits (nothing was paid). Credits now ${usd(b.balance_usd)}.`);
@@ -161,7 +175,9 @@ export async function runTransactions(ctx: Context, opts: { limit?: string }): P
         amount: usd(typeof t.amount_usd === 'number' ? t.amount_usd : t.amount_lamports / 1e7),
         status: t.status,
         // A paid top-up's payment: its explorer link, the submitted hash while it waits for the network, or why it failed.
-        'on chain': t.explorer_url ?? (t.status === 'failed' && t.note ? `failed: ${t.note}` : t.status === 'pending' && t.tx_signature ? `submitted ${t.tx_signature}` : ''),
+        'on chain':
+          t.explorer_url ??
+          (t.status === 'failed' && t.note ? `failed: ${t.note}` : t.status === 'pending' && t.tx_signature ? `submitted ${t.tx_signature}` : ''),
       })),
       ['when', 'type', 'service', 'amount', 'status', 'on chain'],
     ),
@@ -179,13 +195,25 @@ export const accountCommands: CommandGroup = {
         const key = o.apiKey ?? program.opts<{ apiKey?: string }>().apiKey;
         return act((ctx) => runLogin(ctx, key !== undefined ? { apiKey: key } : {}))();
       });
-    program.command('logout').description('forget the stored credential').action(() => act((ctx) => runLogout(ctx))());
-    program.command('whoami').description('the signed-in account').action(() => act((ctx) => runWhoami(ctx))());
-    program.command('balance').description('credits and wallet balance').action(() => act((ctx) => runBalance(ctx))());
+    program
+      .command('logout')
+      .description('forget the stored credential')
+      .action(() => act((ctx) => runLogout(ctx))());
+    program
+      .command('whoami')
+      .description('the signed-in account')
+      .action(() => act((ctx) => runWhoami(ctx))());
+    program
+      .command('balance')
+      .description('credits and wallet balance')
+      .action(() => act((ctx) => runBalance(ctx))());
     program
       .command('topup <usd>')
       .description('add credits (USD, up to 1000): paid in USDC from your wallet, or free test credits on the devnet')
-      .option('--idempotency-key <key>', 'the top-up happens once per key: running the command again with the same key shows the first answer instead of paying again (default: a new key, reused when the request is retried)')
+      .option(
+        '--idempotency-key <key>',
+        'the top-up happens once per key: running the command again with the same key shows the first answer instead of paying again (default: a new key, reused when the request is retried)',
+      )
       .action((amount: string, o: { idempotencyKey?: string }) => act((ctx) => runTopup(ctx, amount, o))());
     program
       .command('transactions')

@@ -16,14 +16,23 @@ export async function runSearch(ctx: Context, query: string | undefined): Promis
   return result(
     services,
     table(
-      services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, description: s.description.length > 70 ? `${s.description.slice(0, 69)}…` : s.description })),
+      services.map((s) => ({
+        service: s.service,
+        price: `${priceOf(s)} USDC`,
+        calls: s.totalCalls,
+        description: s.description.length > 70 ? `${s.description.slice(0, 69)}…` : s.description,
+      })),
       ['service', 'price', 'calls', 'description'],
     ),
   );
 }
 
 /** The payload: the argument, else `--file` (`-` is stdin), else stdin when it is not a terminal, else `{}`. */
-export async function readPayload(arg: string | undefined, file: string | undefined, stdin: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin): Promise<Record<string, unknown>> {
+export async function readPayload(
+  arg: string | undefined,
+  file: string | undefined,
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin,
+): Promise<Record<string, unknown>> {
   if (arg !== undefined && file !== undefined) throw new CliError('USAGE', 'give the payload as an argument or with --file, not both');
   let text: string | undefined = arg;
   let from = 'the payload argument';
@@ -48,7 +57,8 @@ export async function readPayload(arg: string | undefined, file: string | undefi
   } catch (e) {
     throw new CliError('USAGE', `${from} is not valid JSON: ${(e as Error).message}`);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError('USAGE', `${from} must be a JSON object (the service's input), e.g. '{"text":"hi"}'`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new CliError('USAGE', `${from} must be a JSON object (the service's input), e.g. '{"text":"hi"}'`);
   return value as Record<string, unknown>;
 }
 
@@ -96,17 +106,29 @@ function directCallError(e: ClientError, ctx: Context, service: string, keypair:
     const gatewayOnly = e.data.payments?.includes('platform') === true;
     return new CliError(
       'GATEWAY',
-      gatewayOnly ? `${service} takes no direct payment: it is paid through the gateway only; drop --direct to pay from your credits (nothing was paid)` : e.message,
+      gatewayOnly
+        ? `${service} takes no direct payment: it is paid through the gateway only; drop --direct to pay from your credits (nothing was paid)`
+        : e.message,
       { code: e.code },
     );
   }
   const escrowId = e.data.escrowId;
   if (escrowId === undefined || e.data.lockedBaseUnits === undefined) return new CliError('GATEWAY', e.message, { code: e.code, ...e.data });
-  const command = ['farebox', 'dispute', escrowId, '--keypair', shellWord(keypair), ...(ctx.url !== DEFAULT_GATEWAY_URL ? ['--url', shellWord(ctx.url)] : [])].join(' ');
+  const command = [
+    'farebox',
+    'dispute',
+    escrowId,
+    '--keypair',
+    shellWord(keypair),
+    ...(ctx.url !== DEFAULT_GATEWAY_URL ? ['--url', shellWord(ctx.url)] : []),
+  ].join(' ');
   const amount = formatAmount(BigInt(e.data.lockedBaseUnits), { trim: true });
   const holds = e.code === 'PAYMENT_REFUSED' || e.code === 'SERVICE' ? 'still holds' : 'may still hold';
   // No HTTP status in the data: the error line would end with it, after the command to copy.
-  return new CliError('GATEWAY', `${e.data.reason ?? e.message}\nescrow ${escrowId} ${holds} ${amount} USDC; get it back with:\n  ${command}`, { code: e.code, escrowId });
+  return new CliError('GATEWAY', `${e.data.reason ?? e.message}\nescrow ${escrowId} ${holds} ${amount} USDC; get it back with:\n  ${command}`, {
+    code: e.code,
+    escrowId,
+  });
 }
 
 /** A call paid directly from a local keypair through a single-use escrow, with progress on stderr. */
@@ -137,19 +159,21 @@ export async function runDirectCall(
     }
   })();
   const r = await gatewayCall(() =>
-    client.call(service, payload, {
-      ...(opts.maxCost ? { maxCost: opts.maxCost } : {}),
-      onProgress: (e) => {
-        opts.onProgress?.(e);
-        const where = e.explorerUrl ? ` ${e.explorerUrl}` : e.escrowId ? ` escrow ${e.escrowId}` : '';
-        if (e.phase === 'done') ctx.log(`  ✓ ${STEP_LABEL[e.step]} (${(e.elapsedMs / 1000).toFixed(1)} s)${where}`);
-        // Why it failed is the command's error, the last line.
-        else if (e.phase === 'failed') ctx.log(`  ✗ ${STEP_LABEL[e.step]}`);
-        else ctx.log(`  … ${STEP_LABEL[e.step]}`);
-      },
-    }).catch((e: unknown) => {
-      throw e instanceof ClientError ? directCallError(e, ctx, service, opts.keypair) : e;
-    }),
+    client
+      .call(service, payload, {
+        ...(opts.maxCost ? { maxCost: opts.maxCost } : {}),
+        onProgress: (e) => {
+          opts.onProgress?.(e);
+          const where = e.explorerUrl ? ` ${e.explorerUrl}` : e.escrowId ? ` escrow ${e.escrowId}` : '';
+          if (e.phase === 'done') ctx.log(`  ✓ ${STEP_LABEL[e.step]} (${(e.elapsedMs / 1000).toFixed(1)} s)${where}`);
+          // Why it failed is the command's error, the last line.
+          else if (e.phase === 'failed') ctx.log(`  ✗ ${STEP_LABEL[e.step]}`);
+          else ctx.log(`  … ${STEP_LABEL[e.step]}`);
+        },
+      })
+      .catch((e: unknown) => {
+        throw e instanceof ClientError ? directCallError(e, ctx, service, opts.keypair) : e;
+      }),
   );
   const human = [
     JSON.stringify(r.result, null, 2),
@@ -172,7 +196,9 @@ export const catalogCommands: CommandGroup = {
       .description('search the catalog (free text, any language); without a query, list every service')
       .option('--discovery <url>', 'ask this discovery backend instead of the gateway (no account needed)')
       .option('--limit <n>', 'with --discovery: at most this many results')
-      .action((query: string | undefined, o: { discovery?: string; limit?: string }) => act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query)))());
+      .action((query: string | undefined, o: { discovery?: string; limit?: string }) =>
+        act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query)))(),
+      );
     program
       .command('call <service> [payload]')
       .description('call a service; the payload (a JSON object) comes from the argument, --file, or stdin')
@@ -182,16 +208,25 @@ export const catalogCommands: CommandGroup = {
       .option('--direct', 'pay directly from a local keypair through an on-chain escrow (not from credits)')
       .option('--keypair <path>', 'the payer keypair file for --direct (S... seed or JSON with "secret")')
       .option('--escrow-key <key>', 'escrow provider API key for --direct (default TRUSTLESS_WORK_API_KEY)')
-      .action((service: string, payloadArg: string | undefined, o: { file?: string; maxCost?: string; idempotencyKey?: string; direct?: boolean; keypair?: string; escrowKey?: string }) =>
-        act(async (ctx) => {
-          const payload = await readPayload(payloadArg, o.file, stdin);
-          if (o.direct) {
-            if (!o.keypair) throw new CliError('USAGE', '--direct needs --keypair <path>');
-            return runDirectCall(ctx, service, payload, { keypair: o.keypair, ...(o.maxCost ? { maxCost: o.maxCost } : {}), ...(o.escrowKey ? { escrowKey: o.escrowKey } : {}) });
-          }
-          if (o.keypair) throw new CliError('USAGE', '--keypair is for --direct calls');
-          return runCall(ctx, service, payload, o);
-        })(),
+      .action(
+        (
+          service: string,
+          payloadArg: string | undefined,
+          o: { file?: string; maxCost?: string; idempotencyKey?: string; direct?: boolean; keypair?: string; escrowKey?: string },
+        ) =>
+          act(async (ctx) => {
+            const payload = await readPayload(payloadArg, o.file, stdin);
+            if (o.direct) {
+              if (!o.keypair) throw new CliError('USAGE', '--direct needs --keypair <path>');
+              return runDirectCall(ctx, service, payload, {
+                keypair: o.keypair,
+                ...(o.maxCost ? { maxCost: o.maxCost } : {}),
+                ...(o.escrowKey ? { escrowKey: o.escrowKey } : {}),
+              });
+            }
+            if (o.keypair) throw new CliError('USAGE', '--keypair is for --direct calls');
+            return runCall(ctx, service, payload, o);
+          })(),
       );
   },
 };

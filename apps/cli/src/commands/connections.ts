@@ -11,7 +11,14 @@ export async function runConnectionsList(ctx: Context): Promise<CommandResult> {
   return result(
     list,
     table(
-      list.map((c) => ({ id: c.id, app: s(c.client_name), scopes: s(c.scopes), 'daily limit': s(c.daily_limit_usd), connected: s(c.created_at), 'last used': s(c.last_used_at) })),
+      list.map((c) => ({
+        id: c.id,
+        app: s(c.client_name),
+        scopes: s(c.scopes),
+        'daily limit': s(c.daily_limit_usd),
+        connected: s(c.created_at),
+        'last used': s(c.last_used_at),
+      })),
       ['id', 'app', 'scopes', 'daily limit', 'connected', 'last used'],
     ),
   );
@@ -27,7 +34,13 @@ export const connectionCommands: CommandGroup = {
   name: 'connections',
   register(program, { act }) {
     const conns = program.command('connections').description('apps connected through OAuth (assistants, the MCP adapter)');
-    conns.command('list', { isDefault: true }).description('connected apps').action(() => act((ctx) => runConnectionsList(ctx))());
-    conns.command('revoke <id>').description('disconnect an app (its tokens stop working)').action((id: string) => act((ctx) => runConnectionsRevoke(ctx, id))());
+    conns
+      .command('list', { isDefault: true })
+      .description('connected apps')
+      .action(() => act((ctx) => runConnectionsList(ctx))());
+    conns
+      .command('revoke <id>')
+      .description('disconnect an app (its tokens stop working)')
+      .action((id: string) => act((ctx) => runConnectionsRevoke(ctx, id))());
   },
 };

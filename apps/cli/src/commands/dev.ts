@@ -20,7 +20,8 @@ export function devCommand(cwd: string, path: string): { command: string; args: 
   for (let dir = resolve(cwd); ; dir = dirname(dir)) {
     const start = join(dir, 'scripts', 'start.mjs');
     const pkg = join(dir, 'package.json');
-    if (existsSync(start) && existsSync(pkg) && existsSync(join(dir, 'apps', 'gateway'))) return { command: process.execPath, args: [start], description: `npm start in ${dir}` };
+    if (existsSync(start) && existsSync(pkg) && existsSync(join(dir, 'apps', 'gateway')))
+      return { command: process.execPath, args: [start], description: `npm start in ${dir}` };
     const bin = join(dir, 'node_modules', '.bin', process.platform === 'win32' ? 'farebox-gateway.cmd' : 'farebox-gateway');
     if (existsSync(bin)) return { command: bin, args: [], description: bin };
     if (dirname(dir) === dir) break;

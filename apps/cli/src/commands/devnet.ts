@@ -31,7 +31,10 @@ export async function runDevnetFund(ctx: Context, address: string, opts: { usdc?
   } catch {
     // plain text answer
   }
-  return result({ address, usdc: opts.usdc ?? null, network: platform.network, friendbot: body }, `Funded ${address} on ${String(platform.network)}${opts.usdc ? ` with ${opts.usdc} USDC` : ''}.`);
+  return result(
+    { address, usdc: opts.usdc ?? null, network: platform.network, friendbot: body },
+    `Funded ${address} on ${String(platform.network)}${opts.usdc ? ` with ${opts.usdc} USDC` : ''}.`,
+  );
 }
 
 /** Creates (or reuses) a keypair file, funds it, sets the USDC trustline and optionally pays it USDC: ready for `call --direct`. */
@@ -46,7 +49,8 @@ export async function runDevnetKeypair(ctx: Context, path: string, opts: { usdc?
   }
   const signer = keypairSigner(secret);
   const platform = await gatewayCall(() => ctx.anonymous().platform.key());
-  if (platform.network !== 'local') throw new CliError('USAGE', `devnet keypair works on the local devnet only (this gateway is on ${String(platform.network)})`);
+  if (platform.network !== 'local')
+    throw new CliError('USAGE', `devnet keypair works on the local devnet only (this gateway is on ${String(platform.network)})`);
   const net = resolveNetwork({
     network: 'local',
     devnetUrl: String(platform.horizonUrl),
@@ -62,7 +66,6 @@ export async function runDevnetKeypair(ctx: Context, path: string, opts: { usdc?
     `${created ? 'Created' : 'Using'} ${resolve(path)} (${signer.publicKey}): funded, USDC trustline set${opts.usdc ? `, ${opts.usdc} USDC paid` : ''}.`,
   );
 }
-
 
 export const devnetCommands: CommandGroup = {
   name: 'devnet',

@@ -12,7 +12,7 @@ import type { CommandGroup, CommandResult } from './shared.js';
 const short = (s: string) => (s.length > 70 ? `${s.slice(0, 69)}…` : s);
 
 /** `farebox search <query> --discovery <url>`: search a discovery backend, no account needed. */
-export async function runDiscoverySearch(ctx: Context, query: string | undefined, url: string, opts: { limit?: string } = {}): Promise<CommandResult> {
+export async function runDiscoverySearch(_ctx: Context, query: string | undefined, url: string, opts: { limit?: string } = {}): Promise<CommandResult> {
   let discovery;
   try {
     discovery = createDiscoveryClient({ url, env: {} });
@@ -29,11 +29,23 @@ export async function runDiscoverySearch(ctx: Context, query: string | undefined
       const services = limit !== undefined ? (await discovery.listServices({ limit })).services : await discovery.listAllServices();
       return {
         data: services,
-        human: table(services.map((s) => ({ service: s.service, price: `${formatAmount(s.pricePerCallBaseUnits, { trim: true })} USDC`, description: short(s.description) })), ['service', 'price', 'description']),
+        human: table(
+          services.map((s) => ({
+            service: s.service,
+            price: `${formatAmount(s.pricePerCallBaseUnits, { trim: true })} USDC`,
+            description: short(s.description),
+          })),
+          ['service', 'price', 'description'],
+        ),
       };
     }
     const found = await discovery.search(query, limit !== undefined ? { limit } : {});
-    const row = (h: DiscoveryHit) => ({ service: h.service, score: h.score.toFixed(3), price: `${formatAmount(h.agent.pricePerCallBaseUnits, { trim: true })} USDC`, description: short(h.agent.description) });
+    const row = (h: DiscoveryHit) => ({
+      service: h.service,
+      score: h.score.toFixed(3),
+      price: `${formatAmount(h.agent.pricePerCallBaseUnits, { trim: true })} USDC`,
+      description: short(h.agent.description),
+    });
     const human = table(found.results.map(row), ['service', 'score', 'price', 'description']);
     return { data: found, human: found.mode === 'hybrid' ? human : `${human}\n(${found.mode} search: the backend has no embedding model)` };
   } catch (e) {
@@ -72,7 +84,10 @@ export function discoveryCommand(cwd: string, path: string): { command: string; 
 export async function runDiscoveryServer(ctx: Context, opts: { port?: string; dataDir?: string; cwd?: string }): Promise<CommandResult> {
   const found = discoveryCommand(opts.cwd ?? process.cwd(), ctx.settings.path);
   if (!found) {
-    throw new CliError('LOCAL', 'cannot find the discovery backend: run `pnpm build` in a Farebox checkout, or install it so `farebox-discovery` is on the PATH');
+    throw new CliError(
+      'LOCAL',
+      'cannot find the discovery backend: run `pnpm build` in a Farebox checkout, or install it so `farebox-discovery` is on the PATH',
+    );
   }
   if (opts.port !== undefined && !/^\d{1,5}$/.test(opts.port)) throw new CliError('USAGE', '--port must be a port number');
   ctx.log(`Starting the discovery backend (${found.description})...`);

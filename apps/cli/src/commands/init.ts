@@ -70,7 +70,15 @@ export async function runInit(dir: string, opts: { name?: string; price?: string
   written.sort();
   return {
     data: { dir: target, service: name, price, files: written },
-    human: [`Created the paid service "${name}" (${price} USDC per call) in ${target}:`, ...written.map((f) => `  ${f}`), '', 'Next:', `  cd ${relative(process.cwd(), target) || '.'}`, '  npm install', '  npm start            # with the local stack running (farebox dev)'].join('\n'),
+    human: [
+      `Created the paid service "${name}" (${price} USDC per call) in ${target}:`,
+      ...written.map((f) => `  ${f}`),
+      '',
+      'Next:',
+      `  cd ${relative(process.cwd(), target) || '.'}`,
+      '  npm install',
+      '  npm start            # with the local stack running (farebox dev)',
+    ].join('\n'),
   };
 }
 

@@ -11,6 +11,7 @@ import { gatewayCall, readKeypair, result, type CommandGroup, type CommandResult
 // `farebox dispute` and `farebox operator ...`: disputes, treasury, settlements, revenue, audit, operator grants.
 const usdc = (m: { usdc?: string } | undefined) => (m?.usdc ? `${m.usdc.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '')} USDC` : '');
 
+// biome-ignore lint/suspicious/noExplicitAny: operator answers are validated by the typed client; here they are only printed
 type Json = Record<string, any>;
 
 /** Runs `fn` on the operator API with the API key (operator endpoints refuse OAuth tokens). */
@@ -52,7 +53,11 @@ export async function runDispute(ctx: Context, escrowId: string, opts: { keypair
 }
 
 /** Opens the gateway's database directly (never the public API): DATABASE_URL, else the embedded PGlite in the data dir. */
-async function withDatabase<T>(ctx: Context, opts: { dataDir?: string; databaseUrl?: string }, fn: (db: import('@farebox/ledger').Database, core: typeof import('@farebox/gateway-core')) => Promise<T>): Promise<T> {
+async function withDatabase<T>(
+  ctx: Context,
+  opts: { dataDir?: string; databaseUrl?: string },
+  fn: (db: import('@farebox/ledger').Database, core: typeof import('@farebox/gateway-core')) => Promise<T>,
+): Promise<T> {
   let ledger: typeof import('@farebox/ledger');
   let core: typeof import('@farebox/gateway-core');
   try {
@@ -67,7 +72,10 @@ async function withDatabase<T>(ctx: Context, opts: { dataDir?: string; databaseU
   try {
     db = await ledger.openDatabase({ ...(url ? { url } : { dataDir: join(dataDir, 'db') }) });
   } catch (e) {
-    throw new CliError('LOCAL', `cannot open the gateway database (${url ? 'DATABASE_URL' : join(dataDir, 'db')}): ${e instanceof Error ? e.message : String(e)}${url ? '' : ' (stop the gateway first: the embedded database allows one process)'}`);
+    throw new CliError(
+      'LOCAL',
+      `cannot open the gateway database (${url ? 'DATABASE_URL' : join(dataDir, 'db')}): ${e instanceof Error ? e.message : String(e)}${url ? '' : ' (stop the gateway first: the embedded database allows one process)'}`,
+    );
   }
   try {
     await ledger.migrate(db, core.GATEWAY_MIGRATIONS_DIR, 'gateway');
@@ -105,21 +113,37 @@ export async function runOperatorRevoke(ctx: Context, email: string, opts: { dat
 export async function runOperatorList(ctx: Context, opts: { dataDir?: string; databaseUrl?: string }): Promise<CommandResult> {
   const list = await withDatabase(ctx, opts, (db, core) => core.listOperators(db));
   const data = list.map((o) => ({ account_id: o.accountId, email: o.email, granted_by: o.grantedBy, granted_at: o.grantedAt.toISOString() }));
-  return result(data, `${table(data, ['account_id', 'email', 'granted_by', 'granted_at'])}\n(FAREBOX_OPERATORS adds operators by account id, in configuration)`);
+  return result(
+    data,
+    `${table(data, ['account_id', 'email', 'granted_by', 'granted_at'])}\n(FAREBOX_OPERATORS adds operators by account id, in configuration)`,
+  );
 }
 
 export async function runOperatorDisputes(ctx: Context, opts: { state?: string }): Promise<CommandResult> {
   const list = (await operator(ctx, (op) => op.disputes({ state: (opts.state ?? 'open') as 'open' }))) as Json[];
-  const rows = list.map((d) => ({ escrow: d.escrow_id, state: d.state, amount: `${d.amount_asset_amount} USDC`, served: d.served ? 'yes' : 'no', payer: d.requested_by, opened: d.opened_at, resolution: d.resolution ?? '' }));
+  const rows = list.map((d) => ({
+    escrow: d.escrow_id,
+    state: d.state,
+    amount: `${d.amount_asset_amount} USDC`,
+    served: d.served ? 'yes' : 'no',
+    payer: d.requested_by,
+    opened: d.opened_at,
+    resolution: d.resolution ?? '',
+  }));
   return result(list, table(rows, ['escrow', 'state', 'amount', 'served', 'payer', 'opened', 'resolution']));
 }
 
-export async function runOperatorResolve(ctx: Context, escrowId: string, opts: { refund?: boolean; payer?: string; receiver?: string }): Promise<CommandResult> {
+export async function runOperatorResolve(
+  ctx: Context,
+  escrowId: string,
+  opts: { refund?: boolean; payer?: string; receiver?: string },
+): Promise<CommandResult> {
   const split = opts.payer !== undefined || opts.receiver !== undefined;
   if (opts.refund === split) throw new CliError('USAGE', 'choose --refund, or --payer <usdc> and --receiver <usdc> for a split');
   let body: DisputeDecision = { action: 'refund' };
   if (split) {
-    if (opts.payer === undefined || opts.receiver === undefined) throw new CliError('USAGE', 'a split needs both --payer and --receiver (USDC amounts summing to the escrow balance)');
+    if (opts.payer === undefined || opts.receiver === undefined)
+      throw new CliError('USAGE', 'a split needs both --payer and --receiver (USDC amounts summing to the escrow balance)');
     try {
       body = { action: 'split', payer_base_units: parseAmount(opts.payer).toString(), receiver_base_units: parseAmount(opts.receiver).toString() };
     } catch (e) {
@@ -127,7 +151,15 @@ export async function runOperatorResolve(ctx: Context, escrowId: string, opts: {
     }
   }
   const d = (await operator(ctx, (op) => op.resolveDispute(escrowId, body))) as Json;
-  return result(d, pairs([['escrow', d.escrow_id], ['resolution', d.resolution], ['paid out', (d.distributions as Json[]).map((x) => `${x.address}: ${x.base_units}`).join(', ')], ['tx', d.resolve_explorer_url]]));
+  return result(
+    d,
+    pairs([
+      ['escrow', d.escrow_id],
+      ['resolution', d.resolution],
+      ['paid out', (d.distributions as Json[]).map((x) => `${x.address}: ${x.base_units}`).join(', ')],
+      ['tx', d.resolve_explorer_url],
+    ]),
+  );
 }
 
 export async function runOperatorTreasury(ctx: Context): Promise<CommandResult> {
@@ -148,8 +180,18 @@ export async function runOperatorTreasury(ctx: Context): Promise<CommandResult> 
 }
 
 export async function runOperatorSettlements(ctx: Context, opts: { state?: string; limit?: string }): Promise<CommandResult> {
-  const list = (await operator(ctx, (op) => op.settlements({ ...(opts.state ? { state: opts.state } : {}), ...(opts.limit ? { limit: Number(opts.limit) } : {}) }))) as Json[];
-  const rows = list.map((c) => ({ id: c.id, state: c.state, publisher: c.publisher_owner, calls: c.calls, gross: c.gross.usd, stalled: c.stalled ? 'yes' : '', failure: c.last_failure?.message ?? '' }));
+  const list = (await operator(ctx, (op) =>
+    op.settlements({ ...(opts.state ? { state: opts.state } : {}), ...(opts.limit ? { limit: Number(opts.limit) } : {}) }),
+  )) as Json[];
+  const rows = list.map((c) => ({
+    id: c.id,
+    state: c.state,
+    publisher: c.publisher_owner,
+    calls: c.calls,
+    gross: c.gross.usd,
+    stalled: c.stalled ? 'yes' : '',
+    failure: c.last_failure?.message ?? '',
+  }));
   return result(list, table(rows, ['id', 'state', 'publisher', 'calls', 'gross', 'stalled', 'failure']));
 }
 
@@ -166,7 +208,13 @@ export async function runOperatorRevenue(ctx: Context, opts: { days?: string }):
 
 export async function runOperatorAudit(ctx: Context, opts: { limit?: string }): Promise<CommandResult> {
   const list = (await operator(ctx, (op) => op.audit({ limit: Number(opts.limit ?? '50') }))) as Json[];
-  return result(list, table(list.map((e) => ({ at: e.at, actor: e.actor, action: e.action, target: e.target ?? '', outcome: e.outcome })), ['at', 'actor', 'action', 'target', 'outcome']));
+  return result(
+    list,
+    table(
+      list.map((e) => ({ at: e.at, actor: e.actor, action: e.action, target: e.target ?? '', outcome: e.outcome })),
+      ['at', 'actor', 'action', 'target', 'outcome'],
+    ),
+  );
 }
 
 export const operatorCommands: CommandGroup = {
@@ -180,21 +228,47 @@ export const operatorCommands: CommandGroup = {
       .action((escrowId: string, o: { keypair: string; reason?: string }) => act((ctx) => runDispute(ctx, escrowId, o))());
 
     const op = program.command('operator').description('operator tools: disputes, treasury, settlements, revenue, audit log');
-    const db = (cmd: Command) => cmd.option('--data-dir <path>', 'gateway data directory (embedded database; default FAREBOX_DATA_DIR or ./.farebox)').option('--database-url <url>', 'PostgreSQL URL (default DATABASE_URL)');
-    db(op.command('grant <account>').description('make an existing account (e-mail or acct_ id) an operator (writes the gateway database directly)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorGrant(ctx, email, o))());
-    db(op.command('revoke <account>').description('take the operator role back (database grant; e-mail or acct_ id)')).action((email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorRevoke(ctx, email, o))());
-    db(op.command('list').description('operators granted in the database')).action((o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorList(ctx, o))());
-    op.command('disputes').description('disputes on direct escrows').option('--state <state>', 'open (default), resolved or all').action((o: { state?: string }) => act((ctx) => runOperatorDisputes(ctx, o))());
+    const db = (cmd: Command) =>
+      cmd
+        .option('--data-dir <path>', 'gateway data directory (embedded database; default FAREBOX_DATA_DIR or ./.farebox)')
+        .option('--database-url <url>', 'PostgreSQL URL (default DATABASE_URL)');
+    db(op.command('grant <account>').description('make an existing account (e-mail or acct_ id) an operator (writes the gateway database directly)')).action(
+      (email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorGrant(ctx, email, o))(),
+    );
+    db(op.command('revoke <account>').description('take the operator role back (database grant; e-mail or acct_ id)')).action(
+      (email: string, o: { dataDir?: string; databaseUrl?: string }) => act((ctx) => runOperatorRevoke(ctx, email, o))(),
+    );
+    db(op.command('list').description('operators granted in the database')).action((o: { dataDir?: string; databaseUrl?: string }) =>
+      act((ctx) => runOperatorList(ctx, o))(),
+    );
+    op.command('disputes')
+      .description('disputes on direct escrows')
+      .option('--state <state>', 'open (default), resolved or all')
+      .action((o: { state?: string }) => act((ctx) => runOperatorDisputes(ctx, o))());
     op.command('resolve <escrowId>')
       .description('resolve a dispute: --refund, or a split with --payer and --receiver (USDC, summing to the balance)')
       .option('--refund', 'everything back to the payer')
       .option('--payer <usdc>', "the payer's share")
       .option('--receiver <usdc>', "the service owner's share")
       .action((escrowId: string, o: { refund?: boolean; payer?: string; receiver?: string }) => act((ctx) => runOperatorResolve(ctx, escrowId, o))());
-    op.command('treasury').description("the treasury's on-chain balance against what it owes publishers").action(() => act((ctx) => runOperatorTreasury(ctx))());
-    op.command('settlements').description('settlement cycles of every publisher, with failures').option('--state <state>', 'all, active or a cycle state').option('--limit <n>', '1 to 200').action((o: { state?: string; limit?: string }) => act((ctx) => runOperatorSettlements(ctx, o))());
-    op.command('retry <cycleId>').description('resume an interrupted settlement cycle now').action((cycleId: string) => act((ctx) => runOperatorRetry(ctx, cycleId))());
-    op.command('revenue').description('platform revenue per day').option('--days <n>', '1 to 365 (default 30)').action((o: { days?: string }) => act((ctx) => runOperatorRevenue(ctx, o))());
-    op.command('audit').description('the audit log of operator actions, newest first').option('--limit <n>', '1 to 1000 (default 50)').action((o: { limit?: string }) => act((ctx) => runOperatorAudit(ctx, o))());
+    op.command('treasury')
+      .description("the treasury's on-chain balance against what it owes publishers")
+      .action(() => act((ctx) => runOperatorTreasury(ctx))());
+    op.command('settlements')
+      .description('settlement cycles of every publisher, with failures')
+      .option('--state <state>', 'all, active or a cycle state')
+      .option('--limit <n>', '1 to 200')
+      .action((o: { state?: string; limit?: string }) => act((ctx) => runOperatorSettlements(ctx, o))());
+    op.command('retry <cycleId>')
+      .description('resume an interrupted settlement cycle now')
+      .action((cycleId: string) => act((ctx) => runOperatorRetry(ctx, cycleId))());
+    op.command('revenue')
+      .description('platform revenue per day')
+      .option('--days <n>', '1 to 365 (default 30)')
+      .action((o: { days?: string }) => act((ctx) => runOperatorRevenue(ctx, o))());
+    op.command('audit')
+      .description('the audit log of operator actions, newest first')
+      .option('--limit <n>', '1 to 1000 (default 50)')
+      .action((o: { limit?: string }) => act((ctx) => runOperatorAudit(ctx, o))());
   },
 };

@@ -24,20 +24,33 @@ export async function runPublisherActivate(ctx: Context, name: string): Promise<
   const gw = await ctx.gateway();
   const r = await gatewayCall(() => gw.publisher.activate(name));
   const note = walletNote(r.wallet_status);
-  return result(r, `Publisher "${r.publisher_name}" is active${typeof r.payout_wallet === 'string' ? `; payouts go to ${r.payout_wallet}` : ''}.${note ? `\nThe wallet is ${note}.` : ''}`);
+  return result(
+    r,
+    `Publisher "${r.publisher_name}" is active${typeof r.payout_wallet === 'string' ? `; payouts go to ${r.payout_wallet}` : ''}.${note ? `\nThe wallet is ${note}.` : ''}`,
+  );
 }
 
-export async function runPublisherRegister(ctx: Context, opts: { service: string; price: string; endpoint: string; description: string }): Promise<CommandResult> {
+export async function runPublisherRegister(
+  ctx: Context,
+  opts: { service: string; price: string; endpoint: string; description: string },
+): Promise<CommandResult> {
   // The gateway's rule (@farebox/protocol's name policy), checked before anything is sent.
   const problem = serviceNameProblem(opts.service);
   if (problem) throw new CliError('USAGE', `--service ${JSON.stringify(opts.service)}: ${problem}`);
   const gw = await ctx.gateway();
-  const r = await gatewayCall(() => gw.agents.register({ service: opts.service, pricePerCallLamports: priceUnits(opts.price), endpoint: opts.endpoint, description: opts.description }));
+  const r = await gatewayCall(() =>
+    gw.agents.register({ service: opts.service, pricePerCallLamports: priceUnits(opts.price), endpoint: opts.endpoint, description: opts.description }),
+  );
   return result(r, `Registered "${r.service}" at ${r.endpoint} for ${priceOf(r)} USDC per call.${r.explorerUrl ? `\n${r.explorerUrl}` : ''}`);
 }
 
-export async function runPublisherUpdate(ctx: Context, service: string, opts: { price?: string; endpoint?: string; description?: string }): Promise<CommandResult> {
-  if (opts.price === undefined && opts.endpoint === undefined && opts.description === undefined) throw new CliError('USAGE', 'nothing to change: give --price, --endpoint or --description');
+export async function runPublisherUpdate(
+  ctx: Context,
+  service: string,
+  opts: { price?: string; endpoint?: string; description?: string },
+): Promise<CommandResult> {
+  if (opts.price === undefined && opts.endpoint === undefined && opts.description === undefined)
+    throw new CliError('USAGE', 'nothing to change: give --price, --endpoint or --description');
   const gw = await ctx.gateway();
   const r = await gatewayCall(() =>
     gw.agents.update(service, {
@@ -67,14 +80,22 @@ export async function runPublisherOverview(ctx: Context): Promise<CommandResult>
     [
       pairs([
         ['publisher', typeof o.publisher_name === 'string' ? o.publisher_name : undefined],
-        ['payout wallet', typeof o.payout_wallet === 'string' ? `${o.payout_wallet}${o.wallet_status === 'provisioning' ? ` (${walletNote(o.wallet_status)})` : ''}` : undefined],
+        [
+          'payout wallet',
+          typeof o.payout_wallet === 'string'
+            ? `${o.payout_wallet}${o.wallet_status === 'provisioning' ? ` (${walletNote(o.wallet_status)})` : ''}`
+            : undefined,
+        ],
         ['calls', o.calls],
         ['earned (net)', usd(n('earned_usd'))],
         ['pending payout', usd(n('pending_usd'))],
         ['paid out', usd(n('settled_usd'))],
       ]),
       '',
-      table(o.services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, endpoint: s.endpoint })), ['service', 'price', 'calls', 'endpoint']),
+      table(
+        o.services.map((s) => ({ service: s.service, price: `${priceOf(s)} USDC`, calls: s.totalCalls, endpoint: s.endpoint })),
+        ['service', 'price', 'calls', 'endpoint'],
+      ),
     ].join('\n'),
   );
 }
@@ -85,7 +106,20 @@ export async function runPublisherSettlements(ctx: Context, opts: { limit?: stri
   const gw = await ctx.gateway();
   const list = await gatewayCall(() => gw.publisher.settlements(limit === undefined ? {} : { limit }));
   const s = (v: unknown) => (v === null || v === undefined ? '' : String(v));
-  return result(list, table(list.map((x) => ({ id: x.id, status: s(x.state), net: usd(x.net.usd), calls: s(x.calls), tx: s(x.transactions.at(-1)?.explorer_url ?? x.escrow_url), created: s(x.opened_at) })), ['id', 'status', 'net', 'calls', 'tx', 'created']));
+  return result(
+    list,
+    table(
+      list.map((x) => ({
+        id: x.id,
+        status: s(x.state),
+        net: usd(x.net.usd),
+        calls: s(x.calls),
+        tx: s(x.transactions.at(-1)?.explorer_url ?? x.escrow_url),
+        created: s(x.opened_at),
+      })),
+      ['id', 'status', 'net', 'calls', 'tx', 'created'],
+    ),
+  );
 }
 
 export async function runPublisherAnalytics(ctx: Context, opts: { days?: string }): Promise<CommandResult> {
@@ -94,14 +128,23 @@ export async function runPublisherAnalytics(ctx: Context, opts: { days?: string 
   const gw = await ctx.gateway();
   const points = await gatewayCall(() => gw.publisher.analytics(days === undefined ? {} : { days }));
   const max = Math.max(1, ...points.map((p) => p.calls));
-  return result(points, table(points.map((p) => ({ day: p.day, calls: p.calls, earned: usd(p.earned_usd), '': '█'.repeat(Math.round((p.calls / max) * 30)) })), ['day', 'calls', 'earned', '']));
+  return result(
+    points,
+    table(
+      points.map((p) => ({ day: p.day, calls: p.calls, earned: usd(p.earned_usd), '': '█'.repeat(Math.round((p.calls / max) * 30)) })),
+      ['day', 'calls', 'earned', ''],
+    ),
+  );
 }
 
 export const publisherCommands: CommandGroup = {
   name: 'publisher',
   register(program, { act }) {
     const pub = program.command('publisher').description('publish paid services and see what they earn');
-    pub.command('activate <name>').description('become a publisher').action((name: string) => act((ctx) => runPublisherActivate(ctx, name))());
+    pub
+      .command('activate <name>')
+      .description('become a publisher')
+      .action((name: string) => act((ctx) => runPublisherActivate(ctx, name))());
     pub
       .command('register')
       .description('register a service on the registry (signed by your account wallet)')
@@ -117,8 +160,14 @@ export const publisherCommands: CommandGroup = {
       .option('--endpoint <url>')
       .option('--description <text>')
       .action((service: string, o: { price?: string; endpoint?: string; description?: string }) => act((ctx) => runPublisherUpdate(ctx, service, o))());
-    pub.command('remove <service>').description('remove a service from the registry').action((service: string) => act((ctx) => runPublisherRemove(ctx, service))());
-    pub.command('overview').description('earnings, pending payout, services').action(() => act((ctx) => runPublisherOverview(ctx))());
+    pub
+      .command('remove <service>')
+      .description('remove a service from the registry')
+      .action((service: string) => act((ctx) => runPublisherRemove(ctx, service))());
+    pub
+      .command('overview')
+      .description('earnings, pending payout, services')
+      .action(() => act((ctx) => runPublisherOverview(ctx))());
     pub
       .command('settlements')
       .description('payouts')

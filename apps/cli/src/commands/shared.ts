@@ -32,7 +32,11 @@ export interface CommandGroup {
 
 /** A catalog entry's price in USDC, exact from its base units. */
 export const priceOf = (s: { pricePerCall: number; [k: string]: unknown }) =>
-  typeof s.pricePerCallBaseUnits === 'number' ? formatAmount(BigInt(s.pricePerCallBaseUnits)).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '') : String(s.pricePerCall);
+  typeof s.pricePerCallBaseUnits === 'number'
+    ? formatAmount(BigInt(s.pricePerCallBaseUnits))
+        .replace(/(\.\d*?)0+$/, '$1')
+        .replace(/\.$/, '')
+    : String(s.pricePerCall);
 
 /** Turns client errors into CLI errors with the gateway's own message. */
 export async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {

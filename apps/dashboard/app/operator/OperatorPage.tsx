@@ -32,13 +32,17 @@ export function OperatorPage() {
     return (
       <section aria-labelledby="op-title">
         <h1 id="op-title">Operator</h1>
-        <Notice>This account is not an operator. Operators are granted by the gateway's configuration (FAREBOX_OPERATORS) or with `farebox operator grant`.</Notice>
+        <Notice>
+          This account is not an operator. Operators are granted by the gateway's configuration (FAREBOX_OPERATORS) or with `farebox operator grant`.
+        </Notice>
       </section>
     );
   return (
     <section aria-labelledby="op-title">
       <h1 id="op-title">Operator</h1>
-      <p className="muted">Disputes on direct escrows, the treasury against what it owes, settlement health and revenue. Every action is written to the audit log.</p>
+      <p className="muted">
+        Disputes on direct escrows, the treasury against what it owes, settlement health and revenue. Every action is written to the audit log.
+      </p>
       <TreasuryPanel changes={changes} />
       <DisputesPanel onChanged={changed} />
       <SettlementsPanel />
@@ -169,7 +173,8 @@ function DisputesPanel({ onChanged }: { onChanged(): void }) {
           {list.data.map((d) => (
             <li key={d.escrow_id} className="dispute" data-escrow={d.escrow_id}>
               <div>
-                <span className={`badge badge-${d.state === 'open' ? 'warn' : 'ok'}`}>{d.state}</span> <Units units={d.amount_base_units} /> · escrow <code>{shorten(d.escrow_id)}</code> <ExplorerLink href={d.escrow_explorer_url} label="escrow" />
+                <span className={`badge badge-${d.state === 'open' ? 'warn' : 'ok'}`}>{d.state}</span> <Units units={d.amount_base_units} /> · escrow{' '}
+                <code>{shorten(d.escrow_id)}</code> <ExplorerLink href={d.escrow_explorer_url} label="escrow" />
               </div>
               <div className="muted">
                 Opened {formatDate(d.opened_at)} by <code>{shorten(d.requested_by)}</code> · service {d.served ? 'marked it served' : 'never served'}

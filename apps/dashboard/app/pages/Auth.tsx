@@ -36,13 +36,24 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
   return (
     <section className="auth card" aria-labelledby="auth-title">
       <h1 id="auth-title">{signup ? 'Create your account' : 'Sign in'}</h1>
-      <p className="muted">{signup ? 'Each new account gets its own USDC wallet, and the sign-up credit this platform gives, if any.' : 'Pay per call for AI agents and APIs, in USDC.'}</p>
+      <p className="muted">
+        {signup
+          ? 'Each new account gets its own USDC wallet, and the sign-up credit this platform gives, if any.'
+          : 'Pay per call for AI agents and APIs, in USDC.'}
+      </p>
       <form onSubmit={submit} noValidate>
         <label htmlFor="auth-email">E-mail</label>
-        <input id="auth-email" type="email" autoComplete="email" required value={email} onChange={(e) => {
+        <input
+          id="auth-email"
+          type="email"
+          autoComplete="email"
+          required
+          value={email}
+          onChange={(e) => {
             setEmail(e.target.value);
             setError(undefined);
-          }} />
+          }}
+        />
         <label htmlFor="auth-password">Password</label>
         <input
           id="auth-password"

@@ -4,7 +4,8 @@ import { checkTopup, CREDITS_CAP_USD, TOPUP_MAX_USD } from '../format.js';
 import { CopyButton, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 
 const WALLET_STATUS: Record<string, string> = {
-  provisioning: 'Your wallet is being set up on the settlement network (account and USDC trustline). Wait until this note is gone before sending USDC to it; it takes a few seconds.',
+  provisioning:
+    'Your wallet is being set up on the settlement network (account and USDC trustline). Wait until this note is gone before sending USDC to it; it takes a few seconds.',
   unavailable: 'The settlement network did not answer; the wallet balance shown may be out of date.',
 };
 
@@ -130,7 +131,9 @@ export function BillingPage({ me }: { me: Account }) {
               More than $0 and at most ${TOPUP_MAX_USD.toLocaleString('en-US')} per top-up; credits are capped at ${CREDITS_CAP_USD.toLocaleString('en-US')}.
               {paid && provisioning ? ' Top-ups open once your wallet is set up.' : ''}
             </p>
-            {busy && paid ? <Loading label={`Paying ${paying} USDC from your wallet… waiting for Stellar to confirm the payment (usually a few seconds).`} /> : null}
+            {busy && paid ? (
+              <Loading label={`Paying ${paying} USDC from your wallet… waiting for Stellar to confirm the payment (usually a few seconds).`} />
+            ) : null}
             {error?.fund ? (
               <div className="error" role="alert">
                 <div>{error.message}</div>
@@ -148,7 +151,8 @@ export function BillingPage({ me }: { me: Account }) {
             )}
             {unsure ? (
               <Notice>
-                This payment may still be on its way. Press “Pay from wallet” again with the same amount to find out: the same top-up is checked, never paid twice.
+                This payment may still be on its way. Press “Pay from wallet” again with the same amount to find out: the same top-up is checked, never paid
+                twice.
               </Notice>
             ) : null}
             {done ? (

@@ -29,13 +29,21 @@ export function CatalogPage() {
         <label htmlFor="catalog-q" className="visually-hidden">
           Search services
         </label>
-        <input id="catalog-q" type="search" placeholder="Search services in any language, e.g. “count words”" value={draft} onChange={(e) => setDraft(e.target.value)} />
+        <input
+          id="catalog-q"
+          type="search"
+          placeholder="Search services in any language, e.g. “count words”"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+        />
         <button type="submit">Search</button>
       </form>
       <p className="hint">Hybrid search: keywords (BM25) and meaning (multilingual embeddings).</p>
       <ErrorBox title="Search failed" error={list.error} />
       {list.loading && !list.data ? <Loading label="Searching…" /> : null}
-      {list.data && list.data.length === 0 ? <Empty>{q.trim() ? `No service matches “${q.trim()}”.` : 'The catalog is empty: no service is registered yet.'}</Empty> : null}
+      {list.data && list.data.length === 0 ? (
+        <Empty>{q.trim() ? `No service matches “${q.trim()}”.` : 'The catalog is empty: no service is registered yet.'}</Empty>
+      ) : null}
       {list.data && list.data.length > 0 ? (
         <ul className="services" aria-label={q.trim() ? `Results for ${q.trim()}` : 'All services'}>
           {list.data.map((s) => (
@@ -83,9 +91,7 @@ export function ServicePage({ name }: { name: string }) {
                 <span data-testid="service-price">{formatUsd(svc.data.pricePerCall)}</span>
               </Stat>
               <Stat label="Calls">{svc.data.totalCalls.toLocaleString('en-US')}</Stat>
-              <Stat label="Earned by its publisher">
-                {formatUsd(svc.data.totalEarned)}
-              </Stat>
+              <Stat label="Earned by its publisher">{formatUsd(svc.data.totalEarned)}</Stat>
             </div>
             <dl className="facts">
               <dt>Endpoint</dt>
@@ -117,7 +123,8 @@ function PricingNote({ name }: { name: string }) {
   if (!note && !dynamic) return null;
   return (
     <p className="pricing-note" data-testid="pricing-note">
-      <strong>{dynamic ? 'Dynamic price' : 'Pricing'}:</strong> {note ?? 'the service may quote more than the floor price for some payloads; you are asked before paying more.'}
+      <strong>{dynamic ? 'Dynamic price' : 'Pricing'}:</strong>{' '}
+      {note ?? 'the service may quote more than the floor price for some payloads; you are asked before paying more.'}
     </p>
   );
 }

@@ -146,7 +146,9 @@ function Connections() {
       <ErrorBox title="Could not disconnect" error={rowError} />
       <ErrorBox title="Connections unavailable" error={conns.error} />
       {conns.loading && !conns.data ? <Loading label="Loading connections…" /> : null}
-      {conns.data && conns.data.length === 0 ? <Empty>No connected apps. Add {`${window.location.origin}/mcp`} as a connector in your assistant to connect one.</Empty> : null}
+      {conns.data && conns.data.length === 0 ? (
+        <Empty>No connected apps. Add {`${window.location.origin}/mcp`} as a connector in your assistant to connect one.</Empty>
+      ) : null}
       {conns.data && conns.data.length > 0 ? (
         <ul className="conn-list">
           {conns.data.map((c) => {
@@ -170,7 +172,14 @@ function Connections() {
                 </div>
                 {limit !== null ? (
                   // biome-ignore lint/a11y/useSemanticElements: a <meter> cannot be styled alike across browsers; the div carries the same role and values
-                  <div className="meter" role="meter" aria-label={`${c.client_name} spending today`} aria-valuemin={0} aria-valuemax={limit} aria-valuenow={c.spent_today_usd}>
+                  <div
+                    className="meter"
+                    role="meter"
+                    aria-label={`${c.client_name} spending today`}
+                    aria-valuemin={0}
+                    aria-valuemax={limit}
+                    aria-valuenow={c.spent_today_usd}
+                  >
                     <div className="meter-fill" style={{ width: `${pct}%` }} />
                   </div>
                 ) : null}

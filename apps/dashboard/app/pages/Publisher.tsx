@@ -34,7 +34,9 @@ function Activate({ onDone }: { onDone: () => Promise<void> }) {
       <h1 id="pub-title">Publisher</h1>
       <div className="card narrow">
         <h2>Publish your own services</h2>
-        <p className="muted">Register any HTTP service, set a price per call in USDC, and get paid to your wallet, 95 percent of each call (the platform fee is 5 percent).</p>
+        <p className="muted">
+          Register any HTTP service, set a price per call in USDC, and get paid to your wallet, 95 percent of each call (the platform fee is 5 percent).
+        </p>
         <form onSubmit={submit} noValidate>
           <label htmlFor="pub-name">Publisher name</label>
           <input id="pub-name" placeholder="e.g. Acme Labs" value={name} onChange={(e) => setName(e.target.value)} />
@@ -93,7 +95,10 @@ function PublisherHome({ me }: { me: Account }) {
               Payouts go to <code data-testid="payout-wallet">{o.payout_wallet}</code>.
             </p>
             {o.wallet_status === 'provisioning' ? (
-              <Notice>This wallet is still being set up on the settlement network (account and USDC trustline): wait until this note is gone before sending USDC to it; it takes a few seconds.</Notice>
+              <Notice>
+                This wallet is still being set up on the settlement network (account and USDC trustline): wait until this note is gone before sending USDC to
+                it; it takes a few seconds.
+              </Notice>
             ) : null}
           </>
         ) : null}
@@ -132,7 +137,16 @@ function Analytics() {
           <label htmlFor="analytics-days" className="small-text">
             Days
           </label>
-          <input id="analytics-days" className="days" type="number" min={1} max={90} value={daysText} onChange={(e) => apply(e.target.value)} aria-invalid={inputError ? true : undefined} />
+          <input
+            id="analytics-days"
+            className="days"
+            type="number"
+            min={1}
+            max={90}
+            value={daysText}
+            onChange={(e) => apply(e.target.value)}
+            aria-invalid={inputError ? true : undefined}
+          />
         </div>
       </div>
       <ErrorBox error={inputError} />
@@ -141,7 +155,8 @@ function Analytics() {
       {points.data ? (
         <>
           <p className="small-text muted" data-testid="analytics-summary">
-            {formatBaseUnits(total)} net from {calls.toLocaleString('en-US')} {calls === 1 ? 'call' : 'calls'} over {points.data.length} {points.data.length === 1 ? 'day' : 'days'} (net of the fee).
+            {formatBaseUnits(total)} net from {calls.toLocaleString('en-US')} {calls === 1 ? 'call' : 'calls'} over {points.data.length}{' '}
+            {points.data.length === 1 ? 'day' : 'days'} (net of the fee).
           </p>
           <EarningsChart points={points.data} />
         </>
@@ -157,7 +172,19 @@ interface Draft {
   description: string;
 }
 
-function ServiceForm({ initial, editing, onSubmit, onCancel, busy }: { initial: Draft; editing: boolean; onSubmit: (d: Draft) => void; onCancel?: () => void; busy: boolean }) {
+function ServiceForm({
+  initial,
+  editing,
+  onSubmit,
+  onCancel,
+  busy,
+}: {
+  initial: Draft;
+  editing: boolean;
+  onSubmit: (d: Draft) => void;
+  onCancel?: () => void;
+  busy: boolean;
+}) {
   const [d, setD] = useState(initial);
   const id = editing ? `edit-${initial.service}` : 'new';
   const set = (k: keyof Draft) => (e: { target: { value: string } }) => setD({ ...d, [k]: e.target.value });
@@ -173,7 +200,16 @@ function ServiceForm({ initial, editing, onSubmit, onCancel, busy }: { initial: 
       <div className="grid two">
         <div>
           <label htmlFor={`${id}-service`}>Service name</label>
-          <input id={`${id}-service`} maxLength={32} autoCapitalize="none" spellCheck={false} value={d.service} onChange={set('service')} readOnly={editing} aria-describedby={`${id}-service-hint`} />
+          <input
+            id={`${id}-service`}
+            maxLength={32}
+            autoCapitalize="none"
+            spellCheck={false}
+            value={d.service}
+            onChange={set('service')}
+            readOnly={editing}
+            aria-describedby={`${id}-service-hint`}
+          />
           <p id={`${id}-service-hint`} className="hint">
             {editing ? 'Names cannot change.' : 'Lower-case letters, digits and single hyphens, 1 to 32 (like npm names), unique across the registry.'}
           </p>
@@ -204,7 +240,19 @@ function ServiceForm({ initial, editing, onSubmit, onCancel, busy }: { initial: 
   );
 }
 
-function MyServices({ services, loading, error, onChanged, wallet }: { services: Service[] | undefined; loading: boolean; error: string | undefined; onChanged: () => void; wallet: string }) {
+function MyServices({
+  services,
+  loading,
+  error,
+  onChanged,
+  wallet,
+}: {
+  services: Service[] | undefined;
+  loading: boolean;
+  error: string | undefined;
+  onChanged: () => void;
+  wallet: string;
+}) {
   const [formError, setFormError] = useState<string>();
   const [notice, setNotice] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -264,7 +312,10 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
     });
   };
 
-  const priceText = (s: Service) => formatBaseUnits(s.pricePerCallBaseUnits ?? Math.round(s.pricePerCall * 1e7)).slice(1).replace(/,/g, '');
+  const priceText = (s: Service) =>
+    formatBaseUnits(s.pricePerCallBaseUnits ?? Math.round(s.pricePerCall * 1e7))
+      .slice(1)
+      .replace(/,/g, '');
 
   return (
     <section className="card" aria-labelledby="mine-title">
@@ -277,7 +328,13 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
           {services.map((s) => (
             <li key={s.service} className="mine-item">
               {editing === s.service ? (
-                <ServiceForm initial={{ service: s.service, price: priceText(s), endpoint: s.endpoint, description: s.description }} editing busy={busy} onSubmit={(d) => update(s, d)} onCancel={() => setEditing(undefined)} />
+                <ServiceForm
+                  initial={{ service: s.service, price: priceText(s), endpoint: s.endpoint, description: s.description }}
+                  editing
+                  busy={busy}
+                  onSubmit={(d) => update(s, d)}
+                  onCancel={() => setEditing(undefined)}
+                />
               ) : (
                 <>
                   <div className="service-head">
@@ -308,7 +365,8 @@ function MyServices({ services, loading, error, onChanged, wallet }: { services:
       {notice ? <Notice>{notice}</Notice> : null}
       <h3>Register a service</h3>
       <p className="small-text muted">
-        Signed by your wallet <code title={wallet}>{shorten(wallet)}</code>, which owns the entry and receives the earnings. The endpoint must serve <code>/manifest</code> naming this wallet as owner.
+        Signed by your wallet <code title={wallet}>{shorten(wallet)}</code>, which owns the entry and receives the earnings. The endpoint must serve{' '}
+        <code>/manifest</code> naming this wallet as owner.
       </p>
       <ServiceForm key={formKey} initial={{ service: '', price: '', endpoint: '', description: '' }} editing={false} busy={busy} onSubmit={register} />
     </section>
@@ -320,7 +378,9 @@ function Settlements() {
   return (
     <section className="card" aria-labelledby="settle-title">
       <h2 id="settle-title">Settlements</h2>
-      <p className="muted small-text">Earnings are funded into one escrow per cycle and released to your wallet in batches, with the platform fee applied at release.</p>
+      <p className="muted small-text">
+        Earnings are funded into one escrow per cycle and released to your wallet in batches, with the platform fee applied at release.
+      </p>
       <ErrorBox title="Settlements unavailable" error={list.error} />
       {list.loading && !list.data ? <Loading label="Loading settlements…" /> : null}
       {list.data && list.data.length === 0 ? <Empty>No settlement yet: your first cycle opens with your first paid call.</Empty> : null}

@@ -16,7 +16,14 @@ function OnChain({ t }: { t: Transaction }) {
   if (t.type === 'topup' && t.status === 'pending') {
     return (
       <span className="small-text">
-        Waiting for the network to confirm{t.tx_signature ? <> payment <code title={t.tx_signature}>{shorten(t.tx_signature)}</code></> : null}; credited once it does
+        Waiting for the network to confirm
+        {t.tx_signature ? (
+          <>
+            {' '}
+            payment <code title={t.tx_signature}>{shorten(t.tx_signature)}</code>
+          </>
+        ) : null}
+        ; credited once it does
       </span>
     );
   }

@@ -34,7 +34,14 @@ export async function payAndCall<T>(ctx: DirectContext, target: ServiceTarget, p
   const maxCost = callOptions.maxCost !== undefined ? parseMax(callOptions.maxCost) : undefined;
   const resolved = await resolveTarget(target, ctx.registryApi);
   if (ctx.verifyEndpoint) await verifyManifest(ctx.request, resolved, callOptions.signal);
-  const payer = createEscrowPayer({ network: ctx.net, signer, escrow: ctx.escrowApi, platformAddress: ctx.platformAddress, timeoutMs: ctx.timeoutMs, fetch: ctx.fetch });
+  const payer = createEscrowPayer({
+    network: ctx.net,
+    signer,
+    escrow: ctx.escrowApi,
+    platformAddress: ctx.platformAddress,
+    timeoutMs: ctx.timeoutMs,
+    fetch: ctx.fetch,
+  });
   try {
     return await payer.pay<T>(resolved, body, {
       startedAt,

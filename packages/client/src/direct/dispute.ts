@@ -17,13 +17,17 @@ const DisputeBodySchema = z.looseObject({
   resolution: z.enum(['refund', 'split']).nullable().optional(),
   resolve_tx: z.string().nullable().optional(),
   resolve_explorer_url: z.string().nullable().optional(),
-  distributions: z.array(z.looseObject({ address: z.string(), base_units: z.union([z.number().int(), z.string().regex(/^\d+$/)]) })).nullable().optional(),
+  distributions: z
+    .array(z.looseObject({ address: z.string(), base_units: z.union([z.number().int(), z.string().regex(/^\d+$/)]) }))
+    .nullable()
+    .optional(),
   error: z.string().nullable().optional(),
 });
 
 function disputeResult(net: NetworkConfig, json: unknown, escrowId: string): DisputeResult {
   const parsed = DisputeBodySchema.safeParse(json);
-  if (!parsed.success || parsed.data.escrow_id !== escrowId) throw new ClientError('BAD_RESPONSE', `the platform answered the dispute of ${escrowId} with an unexpected body`, { escrowId });
+  if (!parsed.success || parsed.data.escrow_id !== escrowId)
+    throw new ClientError('BAD_RESPONSE', `the platform answered the dispute of ${escrowId} with an unexpected body`, { escrowId });
   const d = parsed.data;
   return {
     escrowId,
@@ -41,7 +45,8 @@ export async function openDispute(ctx: DirectContext, escrowId: string, disputeO
   const { net, request } = ctx;
   const who = requireSigner(ctx);
   if (!isValidStrKey('contract', escrowId)) throw new ClientError('CONFIG', 'escrowId must be a C... contract id');
-  if (disputeOptions.reason !== undefined && (typeof disputeOptions.reason !== 'string' || disputeOptions.reason.length > 500)) throw new ClientError('CONFIG', 'reason must be a string of at most 500 characters');
+  if (disputeOptions.reason !== undefined && (typeof disputeOptions.reason !== 'string' || disputeOptions.reason.length > 500))
+    throw new ClientError('CONFIG', 'reason must be a string of at most 500 characters');
   const base = ctx.platformUrl('dispute');
   // The proof: a transaction that can never be applied (sequence 0), one manageData naming the escrow, signed by the funder.
   const nowS = Math.floor(Date.now() / 1000);
@@ -63,7 +68,11 @@ export async function openDispute(ctx: DirectContext, escrowId: string, disputeO
   });
   if (answer.status !== 200 && answer.status !== 201) {
     const msg = serverMessage(answer.json, answer.text);
-    throw new ClientError('ESCROW', `dispute of escrow ${escrowId} refused by the platform (HTTP ${answer.status}): ${msg}`, { escrowId, status: answer.status, serverMessage: msg });
+    throw new ClientError('ESCROW', `dispute of escrow ${escrowId} refused by the platform (HTTP ${answer.status}): ${msg}`, {
+      escrowId,
+      status: answer.status,
+      serverMessage: msg,
+    });
   }
   return disputeResult(net, answer.json, escrowId);
 }
@@ -73,6 +82,10 @@ export async function readDispute(ctx: DirectContext, escrowId: string): Promise
   if (!isValidStrKey('contract', escrowId)) throw new ClientError('CONFIG', 'escrowId must be a C... contract id');
   const answer = await ctx.request(`${ctx.platformUrl('dispute status')}/v1/disputes/${escrowId}`, { method: 'GET' });
   if (answer.status === 404) return undefined;
-  if (answer.status !== 200) throw new ClientError('BAD_RESPONSE', `dispute status: HTTP ${answer.status}: ${serverMessage(answer.json, answer.text)}`, { escrowId, status: answer.status });
+  if (answer.status !== 200)
+    throw new ClientError('BAD_RESPONSE', `dispute status: HTTP ${answer.status}: ${serverMessage(answer.json, answer.text)}`, {
+      escrowId,
+      status: answer.status,
+    });
   return disputeResult(ctx.net, answer.json, escrowId);
 }

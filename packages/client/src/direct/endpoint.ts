@@ -28,7 +28,9 @@ export async function resolveTarget(target: ServiceTarget, registryApi: () => Se
     }
     if (!agent) throw new ClientError('NOT_FOUND', `service "${spec.service}" is not in the registry`, { service: spec.service });
     if (spec.ownerWallet !== undefined && spec.ownerWallet !== agent.owner) {
-      throw new ClientError('PAYTO_MISMATCH', `service "${spec.service}" is owned by ${agent.owner} in the registry, not by ${spec.ownerWallet}`, { service: spec.service });
+      throw new ClientError('PAYTO_MISMATCH', `service "${spec.service}" is owned by ${agent.owner} in the registry, not by ${spec.ownerWallet}`, {
+        service: spec.service,
+      });
     }
     return { service: spec.service, endpoint: spec.endpoint ?? agent.endpoint, owner: agent.owner };
   }
@@ -45,11 +47,16 @@ export async function verifyManifest(request: Requester, resolved: ResolvedTarge
   const { status, json } = await request(url, { method: 'GET', ...(signal ? { signal } : {}) });
   const manifest = ManifestSchema.safeParse(json);
   if (status !== 200 || !manifest.success) {
-    throw new EndpointVerificationError(`${url} did not answer with a manifest (HTTP ${status})`, { status, ...(resolved.service ? { service: resolved.service } : {}) });
+    throw new EndpointVerificationError(`${url} did not answer with a manifest (HTTP ${status})`, {
+      status,
+      ...(resolved.service ? { service: resolved.service } : {}),
+    });
   }
   const m = manifest.data;
   if (resolved.service !== undefined && m.service !== resolved.service) {
-    throw new EndpointVerificationError(`the endpoint ${resolved.endpoint} serves "${m.service}", not "${resolved.service}" as the registry says`, { service: resolved.service });
+    throw new EndpointVerificationError(`the endpoint ${resolved.endpoint} serves "${m.service}", not "${resolved.service}" as the registry says`, {
+      service: resolved.service,
+    });
   }
   if (m.ownerWallet !== resolved.owner) {
     throw new EndpointVerificationError(`the endpoint ${resolved.endpoint} is owned by ${m.ownerWallet}, the registry owner is ${resolved.owner}`, {

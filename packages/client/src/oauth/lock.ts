@@ -24,11 +24,16 @@ export async function withFileLock<T>(path: string, fn: () => Promise<T>, option
         running = true;
         return fn();
       },
-      { timeoutMs: options.timeoutMs ?? 15 * 60_000, staleMs: options.staleMs ?? 20 * 60_000, ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}) },
+      {
+        timeoutMs: options.timeoutMs ?? 15 * 60_000,
+        staleMs: options.staleMs ?? 20 * 60_000,
+        ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      },
     );
   } catch (e) {
     if (running) throw e;
-    if (e instanceof LockTimeoutError) throw new OAuthClientError('LOCK_TIMEOUT', `another Farebox program (MCP adapter or CLI) has held ${path} for too long; delete it if none is running`);
+    if (e instanceof LockTimeoutError)
+      throw new OAuthClientError('LOCK_TIMEOUT', `another Farebox program (MCP adapter or CLI) has held ${path} for too long; delete it if none is running`);
     throw new OAuthClientError('TOKEN_FILE', `cannot create the lock file ${path}: ${(e as Error).message}`);
   }
 }

@@ -43,7 +43,11 @@ export interface OAuthSession {
 /** Opens `url` in the user's browser, best effort: never throws, never waits. */
 export function openBrowser(url: string): void {
   const [cmd, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url.replace(/&/g, '^&')]] : ['xdg-open', [url]];
+    process.platform === 'darwin'
+      ? ['open', [url]]
+      : process.platform === 'win32'
+        ? ['cmd', ['/c', 'start', '""', url.replace(/&/g, '^&')]]
+        : ['xdg-open', [url]];
   try {
     const child = spawn(cmd, args, { stdio: 'ignore', detached: true, windowsHide: true });
     child.on('error', () => undefined);
@@ -59,7 +63,9 @@ const page = (title: string, text: string) =>
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** A loopback listener on 127.0.0.1 with a free port that receives the authorization response at `/callback`. */
-async function startCallback(expectedState: string): Promise<{ redirectUrl: string; code: Promise<{ code: string; iss: string | null }>; close(): Promise<void> }> {
+async function startCallback(
+  expectedState: string,
+): Promise<{ redirectUrl: string; code: Promise<{ code: string; iss: string | null }>; close(): Promise<void> }> {
   let settle!: { resolve: (v: { code: string; iss: string | null }) => void; reject: (e: Error) => void };
   const code = new Promise<{ code: string; iss: string | null }>((resolve, reject) => {
     settle = { resolve, reject };
@@ -74,12 +80,16 @@ async function startCallback(expectedState: string): Promise<{ redirectUrl: stri
     }
     const html = (status: number, body: string) => res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(body);
     if (done) return html(400, page('Already handled', 'This sign-in was already completed. You can close this tab.'));
-    if (url.searchParams.get('state') !== expectedState) return html(400, page('Sign-in not recognised', 'This response does not belong to the sign-in in progress. Start again from your MCP client.'));
+    if (url.searchParams.get('state') !== expectedState)
+      return html(400, page('Sign-in not recognised', 'This response does not belong to the sign-in in progress. Start again from your MCP client.'));
     done = true;
     const error = url.searchParams.get('error');
     if (error) {
       const description = url.searchParams.get('error_description');
-      html(200, page('Not connected', `Farebox was not connected (${escapeHtml(error)}${description ? `: ${escapeHtml(description)}` : ''}). You can close this tab.`));
+      html(
+        200,
+        page('Not connected', `Farebox was not connected (${escapeHtml(error)}${description ? `: ${escapeHtml(description)}` : ''}). You can close this tab.`),
+      );
       return settle.reject(new OAuthClientError('SIGN_IN', `sign-in refused: ${error}${description ? ` (${description})` : ''}`));
     }
     const value = url.searchParams.get('code');
@@ -246,7 +256,10 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
           if (options.openBrowser !== false) openBrowser(url.href);
           let timer: ReturnType<typeof setTimeout> | undefined;
           const timeout = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new OAuthClientError('SIGN_IN', `the sign-in was not completed within ${Math.round(signInTimeoutMs / 1000)} s`)), signInTimeoutMs);
+            timer = setTimeout(
+              () => reject(new OAuthClientError('SIGN_IN', `the sign-in was not completed within ${Math.round(signInTimeoutMs / 1000)} s`)),
+              signInTimeoutMs,
+            );
           });
           const response = await Promise.race([cb.code, timeout]).finally(() => clearTimeout(timer));
           // RFC 9207: the response names the issuer we started with (mix-up defence).

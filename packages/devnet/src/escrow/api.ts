@@ -38,12 +38,22 @@ const Amount = z.union([z.number(), z.string()]).transform((v, ctx) => {
     if (units <= 0n) throw new Error('must be greater than zero');
     return units;
   } catch (e) {
-    ctx.addIssue({ code: 'custom', message: e instanceof Error && /greater/.test(e.message) ? 'must be greater than zero' : 'must be a positive USDC amount with at most 7 decimals' });
+    ctx.addIssue({
+      code: 'custom',
+      message: e instanceof Error && /greater/.test(e.message) ? 'must be greater than zero' : 'must be a positive USDC amount with at most 7 decimals',
+    });
     return z.NEVER;
   }
 });
 const Index = z.union([z.string(), z.number()]).transform((v) => String(v));
-const Roles = z.object({ approver: GAccount, serviceProvider: GAccount, platformAddress: GAccount, releaseSigner: GAccount, disputeResolver: GAccount, receiver: GAccount });
+const Roles = z.object({
+  approver: GAccount,
+  serviceProvider: GAccount,
+  platformAddress: GAccount,
+  releaseSigner: GAccount,
+  disputeResolver: GAccount,
+  receiver: GAccount,
+});
 const Distributions = z
   .array(z.union([z.object({ address: GAccount, amount: Amount }), z.tuple([GAccount, Amount])]))
   .min(1, 'at least one distribution is required')
@@ -58,12 +68,24 @@ const Deploy = z.object({
   amount: Amount,
   platformFee: z
     .union([z.number(), z.string().transform(Number)])
-    .refine((n) => Number.isFinite(n) && n >= 0 && n <= 99 && Number.isInteger(Math.round(n * 100)) && Math.abs(n * 100 - Math.round(n * 100)) < 1e-9, 'must be a percentage between 0 and 99 with at most 2 decimals'),
-  milestones: z.array(z.object({ description: z.string().min(1).max(1024) })).min(1, 'at least one milestone is required').max(50, 'at most 50 milestones'),
+    .refine(
+      (n) => Number.isFinite(n) && n >= 0 && n <= 99 && Number.isInteger(Math.round(n * 100)) && Math.abs(n * 100 - Math.round(n * 100)) < 1e-9,
+      'must be a percentage between 0 and 99 with at most 2 decimals',
+    ),
+  milestones: z
+    .array(z.object({ description: z.string().min(1).max(1024) }))
+    .min(1, 'at least one milestone is required')
+    .max(50, 'at most 50 milestones'),
   trustline: z.object({ address: z.string().min(1), symbol: z.string().optional(), decimals: z.number().int().optional() }),
 });
 const Fund = z.object({ contractId: CContract, signer: GAccount, amount: Amount });
-const ChangeStatus = z.object({ contractId: CContract, milestoneIndex: Index, newStatus: z.string().min(1).max(128), newEvidence: z.string().max(2048).optional(), serviceProvider: GAccount });
+const ChangeStatus = z.object({
+  contractId: CContract,
+  milestoneIndex: Index,
+  newStatus: z.string().min(1).max(128),
+  newEvidence: z.string().max(2048).optional(),
+  serviceProvider: GAccount,
+});
 const Approve = z.object({ contractId: CContract, milestoneIndex: Index, approver: GAccount });
 const Release = z.object({ contractId: CContract, releaseSigner: GAccount });
 const Dispute = z.object({ contractId: CContract, signer: GAccount });
@@ -129,9 +151,13 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
   function unsigned(source: string, contractId: string, fn: string, args: xdr.ScVal[]): EscrowReply {
     const acc = chain.accounts.get(source);
     if (!acc) return bad(`Account ${source} not found on the network; fund it first`);
-    const func = xdr.HostFunction.hostFunctionTypeInvokeContract(new xdr.InvokeContractArgs({ contractAddress: new Address(contractId).toScAddress(), functionName: fn, args }));
+    const func = xdr.HostFunction.hostFunctionTypeInvokeContract(
+      new xdr.InvokeContractArgs({ contractAddress: new Address(contractId).toScAddress(), functionName: fn, args }),
+    );
     const build = (fee: bigint, auth: xdr.SorobanAuthorizationEntry[], data?: xdr.SorobanTransactionData) => {
-      const b = new TransactionBuilder(new Account(source, acc.seq.toString()), { fee: fee.toString(), networkPassphrase: chain.passphrase }).addOperation(Operation.invokeHostFunction({ func, auth })).setTimeout(300);
+      const b = new TransactionBuilder(new Account(source, acc.seq.toString()), { fee: fee.toString(), networkPassphrase: chain.passphrase })
+        .addOperation(Operation.invokeHostFunction({ func, auth }))
+        .setTimeout(300);
       if (data) b.setSorobanData(data);
       return b.build();
     };
@@ -175,7 +201,12 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
       if ('status' in b && 'body' in b) return b;
       const s = requireEscrow(b.contractId);
       if (isReply(s)) return s;
-      return unsigned(b.serviceProvider, b.contractId, 'change_milestone_status', [stringVal(b.milestoneIndex), stringVal(b.newStatus), b.newEvidence === undefined ? xdr.ScVal.scvVoid() : stringVal(b.newEvidence), addressVal(b.serviceProvider)]);
+      return unsigned(b.serviceProvider, b.contractId, 'change_milestone_status', [
+        stringVal(b.milestoneIndex),
+        stringVal(b.newStatus),
+        b.newEvidence === undefined ? xdr.ScVal.scvVoid() : stringVal(b.newEvidence),
+        addressVal(b.serviceProvider),
+      ]);
     },
     'approve-milestone': (body) => {
       const b = parse(Approve, body);
@@ -206,7 +237,9 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
       const balance = contractBalance(b.contractId);
       const sum = b.distributions.reduce((a, d) => a + d.amount, 0n);
       if (b.disputeResolver === s.roles.disputeResolver && s.flags.disputed && sum !== balance) {
-        return bad(`${ESCROW_ERRORS[15]}: the distributions sum to ${formatAmount(sum, { trim: true })} but the balance is ${formatAmount(balance, { trim: true })}`);
+        return bad(
+          `${ESCROW_ERRORS[15]}: the distributions sum to ${formatAmount(sum, { trim: true })} but the balance is ${formatAmount(balance, { trim: true })}`,
+        );
       }
       return unsigned(b.disputeResolver, b.contractId, 'resolve_dispute', [addressVal(b.disputeResolver), distributionArg(b.distributions)]);
     },
@@ -225,7 +258,8 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
     const b = parse(Deploy, body);
     if ('status' in b && 'body' in b) return b;
     const t = b.trustline.address;
-    if (t !== usdcContract && t !== chain.usdcIssuer) return bad(`Unsupported trustline ${t}: the devnet escrows hold USDC (issuer ${chain.usdcIssuer}, asset contract ${usdcContract})`);
+    if (t !== usdcContract && t !== chain.usdcIssuer)
+      return bad(`Unsupported trustline ${t}: the devnet escrows hold USDC (issuer ${chain.usdcIssuer}, asset contract ${usdcContract})`);
     const acc = chain.accounts.get(b.signer);
     if (!acc) return bad(`Account ${b.signer} not found on the network; fund it first`);
     const state: EscrowState = {
@@ -237,7 +271,11 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
       platformFeeBps: Math.round(b.platformFee * 100),
       milestones: b.milestones.map((m) => ({ description: m.description, status: 'pending', evidence: '', approved: false })),
       flags: { disputed: false, released: false, resolved: false },
-      trustline: { address: t, ...(b.trustline.symbol !== undefined ? { symbol: b.trustline.symbol } : {}), ...(b.trustline.decimals !== undefined ? { decimals: b.trustline.decimals } : {}) },
+      trustline: {
+        address: t,
+        ...(b.trustline.symbol !== undefined ? { symbol: b.trustline.symbol } : {}),
+        ...(b.trustline.decimals !== undefined ? { decimals: b.trustline.decimals } : {}),
+      },
       token: usdcContract,
       deployer: b.signer,
       createdAt: BigInt(Math.max(Math.floor(Date.now() / 1000), chain.latest.closeTime)),
@@ -268,7 +306,9 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
       const p = chain.parse(b.signedXdr, false);
       const op = p.tx.operations()[0];
       const hf = op?.body().switch().name === 'invokeHostFunction' ? op.body().invokeHostFunctionOp().hostFunction() : undefined;
-      deploying = hf?.switch().name === 'hostFunctionTypeInvokeContract' && Address.fromScAddress(hf.invokeContract().contractAddress()).toString() === LOCAL_ESCROW_DEPLOYER_ID;
+      deploying =
+        hf?.switch().name === 'hostFunctionTypeInvokeContract' &&
+        Address.fromScAddress(hf.invokeContract().contractAddress()).toString() === LOCAL_ESCROW_DEPLOYER_ID;
     } catch (e) {
       if (e instanceof MalformedXdr) return { status: 400, body: { status: 'FAILED', message: `Invalid transaction XDR: ${e.message}` } };
       throw e;
@@ -283,18 +323,37 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
     if ('refused' in out) return { status: 400, body: { status: 'FAILED', message: `The transaction was refused by the network: ${out.refused}` } };
     if (!out.successful) {
       const ops = out.resultCodes.operations.filter((c) => c !== 'op_success');
-      return { status: 400, body: { status: 'FAILED', message: `The transaction failed: ${out.resultCodes.transaction}${ops.length ? ` (${ops.join(', ')})` : ''}`, txHash: out.hash } };
+      return {
+        status: 400,
+        body: {
+          status: 'FAILED',
+          message: `The transaction failed: ${out.resultCodes.transaction}${ops.length ? ` (${ops.join(', ')})` : ''}`,
+          txHash: out.hash,
+        },
+      };
     }
     if (deploying && out.returnValueXdr) {
       const contractId = Address.fromScVal(xdr.ScVal.fromXDR(out.returnValueXdr, 'base64')).toString();
       const s = readEscrow(contractId);
-      return { status: 200, body: { status: 'SUCCESS', message: 'The escrow has been successfully deployed', contractId, escrow: s ? escrowJson(contractId, s) : undefined, txHash: out.hash } };
+      return {
+        status: 200,
+        body: {
+          status: 'SUCCESS',
+          message: 'The escrow has been successfully deployed',
+          contractId,
+          escrow: s ? escrowJson(contractId, s) : undefined,
+          txHash: out.hash,
+        },
+      };
     }
     return { status: 200, body: { status: 'SUCCESS', message: 'The transaction has been successfully sent to the Stellar network', txHash: out.hash } };
   }
 
   function getEscrows(query: URLSearchParams): EscrowReply {
-    const ids = [...query.getAll('contractIds'), ...query.getAll('contractIds[]')].flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+    const ids = [...query.getAll('contractIds'), ...query.getAll('contractIds[]')]
+      .flatMap((v) => v.split(','))
+      .map((v) => v.trim())
+      .filter(Boolean);
     if (!ids.length) return bad('contractIds is required');
     if (ids.length > 50) return bad('at most 50 contractIds per request');
     const badId = ids.find((id) => !StrKey.isValidContract(id));
@@ -314,7 +373,11 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
     if (list.length >= limit.requests) {
       hits.set(key, list);
       const retry = Math.max(1, Math.ceil((list[0]! + limit.windowMs - now) / 1000));
-      return { status: 429, body: { message: `Too many requests: the limit is ${limit.requests} requests per ${limit.windowMs / 1000} s; retry in ${retry} s` }, headers: { 'retry-after': String(retry) } };
+      return {
+        status: 429,
+        body: { message: `Too many requests: the limit is ${limit.requests} requests per ${limit.windowMs / 1000} s; retry in ${retry} s` },
+        headers: { 'retry-after': String(retry) },
+      };
     }
     list.push(now);
     hits.set(key, list);
@@ -323,7 +386,13 @@ export function createEscrowApi(chain: Chain, opts: EscrowApiOptions & { submit:
   }
 
   /** Answers one request at `path` (relative to the API root, e.g. `/helper/send-transaction`). */
-  async function handle(method: string, path: string, query: URLSearchParams, headers: Record<string, string | string[] | undefined>, readJson: () => Promise<unknown>): Promise<EscrowReply> {
+  async function handle(
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    headers: Record<string, string | string[] | undefined>,
+    readJson: () => Promise<unknown>,
+  ): Promise<EscrowReply> {
     const rawKey = headers['x-api-key'];
     const key = Array.isArray(rawKey) ? rawKey[0] : rawKey;
     if (!key) return { status: 401, body: { message: 'Unauthorized: the x-api-key header is required' } };

@@ -166,7 +166,9 @@ export function escrowContractId(networkId: Buffer, deployer: string, salt: Buff
   const preimage = xdr.HashIdPreimage.envelopeTypeContractId(
     new xdr.HashIdPreimageContractId({
       networkId,
-      contractIdPreimage: xdr.ContractIdPreimage.contractIdPreimageFromAddress(new xdr.ContractIdPreimageFromAddress({ address: new Address(deployer).toScAddress(), salt })),
+      contractIdPreimage: xdr.ContractIdPreimage.contractIdPreimageFromAddress(
+        new xdr.ContractIdPreimageFromAddress({ address: new Address(deployer).toScAddress(), salt }),
+      ),
     }),
   );
   return StrKey.encodeContract(sha256(preimage.toXDR()));
@@ -243,7 +245,10 @@ export function escrowContract(id: string): DevnetContract {
           if (ctx.getData(ESCROW_KEY)) throw fault(2);
           const s = decodeEscrow(args[0] ?? xdr.ScVal.scvVoid());
           save(s);
-          ctx.emit([symbolVal('tw_init'), stringVal(s.engagementId)], toScVal({ amount: s.amount, platform_fee: s.platformFeeBps, receiver: s.roles.receiver }));
+          ctx.emit(
+            [symbolVal('tw_init'), stringVal(s.engagementId)],
+            toScVal({ amount: s.amount, platform_fee: s.platformFeeBps, receiver: s.roles.receiver }),
+          );
           return xdr.ScVal.scvVoid();
         }
         case 'get_escrow':

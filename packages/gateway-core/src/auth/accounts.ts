@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { inputs } from '@farebox/contract';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { prepared } from '@farebox/ledger';
 import type { WalletProvider } from '@farebox/wallets';
 import type { Db } from '../db.js';
@@ -111,7 +111,10 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
   /** `last_used_at` is refreshed at most once a minute, off the request's path. */
   function touchKey(keyId: string) {
     void db
-      .query(`UPDATE gw_api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`, [keyId, new Date(now())])
+      .query(`UPDATE gw_api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`, [
+        keyId,
+        new Date(now()),
+      ])
       .catch(() => undefined);
   }
 
@@ -119,7 +122,12 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
     const token = randomToken();
     const csrfToken = randomToken();
     const expiresAt = new Date(now() + SESSION_TTL_MS);
-    await db.query('INSERT INTO gw_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)', [hashToken(token), userId, csrfToken, expiresAt]);
+    await db.query('INSERT INTO gw_sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)', [
+      hashToken(token),
+      userId,
+      csrfToken,
+      expiresAt,
+    ]);
     return { token, csrfToken, expiresAt };
   }
 

@@ -26,13 +26,10 @@ export class RedisInvalidationBus implements InvalidationBus {
     this.#sub.on('close', down);
     this.#sub.on('end', down);
     this.#sub.on('ready', () => {
-      this.#sub.subscribe(CHANNEL).then(
-        () => {
-          this.#onGap();
-          this.#live = true;
-        },
-        down,
-      );
+      this.#sub.subscribe(CHANNEL).then(() => {
+        this.#onGap();
+        this.#live = true;
+      }, down);
     });
   }
 

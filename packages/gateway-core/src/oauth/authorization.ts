@@ -15,7 +15,14 @@ export interface Authorization {
   deny(request: AuthorizationRequest): string;
 }
 
-export function createAuthorization(o: { store: OAuthStore; clients: ClientRegistry; issuer: string; resource: string; codeTtlMs: number; now: () => number }): Authorization {
+export function createAuthorization(o: {
+  store: OAuthStore;
+  clients: ClientRegistry;
+  issuer: string;
+  resource: string;
+  codeTtlMs: number;
+  now: () => number;
+}): Authorization {
   const { store, now } = o;
 
   function redirectWith(redirectUri: string, params: Record<string, string | undefined>): string {
@@ -47,7 +54,10 @@ export function createAuthorization(o: { store: OAuthStore; clients: ClientRegis
       } catch {
         return { kind: 'redirect', location: redirectWith(redirectUri, { error: 'invalid_request', error_description: 'state must be given once' }) };
       }
-      const fail = (error: OAuthErrorCode, description: string): AuthorizationCheck => ({ kind: 'redirect', location: redirectWith(redirectUri, { error, error_description: description, state }) });
+      const fail = (error: OAuthErrorCode, description: string): AuthorizationCheck => ({
+        kind: 'redirect',
+        location: redirectWith(redirectUri, { error, error_description: description, state }),
+      });
       try {
         const responseType = param(input, 'response_type');
         if (responseType !== 'code') return fail('unsupported_response_type', 'response_type must be code');
@@ -76,10 +86,18 @@ export function createAuthorization(o: { store: OAuthStore; clients: ClientRegis
         } catch {
           throw new GatewayError('BAD_REQUEST', 'daily spending limit must be a USD amount such as 5 or 2.50');
         }
-        if (dailyLimit <= 0n || dailyLimit > parseAmount('10000')) throw new GatewayError('BAD_REQUEST', 'daily spending limit must be more than 0 and at most 10000 USD');
+        if (dailyLimit <= 0n || dailyLimit > parseAmount('10000'))
+          throw new GatewayError('BAD_REQUEST', 'daily spending limit must be more than 0 and at most 10000 USD');
       }
       const scopes = request.scopes.join(' ');
-      const connectionId = await store.upsertConnection({ id: `conn_${randomToken(12)}`, userId: user.id, clientId: request.client.clientId, scopes, dailyLimit, createdAt: new Date(now()) });
+      const connectionId = await store.upsertConnection({
+        id: `conn_${randomToken(12)}`,
+        userId: user.id,
+        clientId: request.client.clientId,
+        scopes,
+        dailyLimit,
+        createdAt: new Date(now()),
+      });
       const code = `${CODE_PREFIX}${randomToken()}`;
       await store.insertCode({
         codeHash: hashToken(code),

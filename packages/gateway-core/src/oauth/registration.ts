@@ -23,7 +23,11 @@ const RegistrationSchema = z.object({
     .min(1, 'redirect_uris required (an array of URLs)')
     .max(10, 'at most 10 redirect_uris'),
   client_name: z.string({ error: 'client_name must be a string' }).trim().max(100, 'client_name too long (max 100)').optional(),
-  token_endpoint_auth_method: z.enum(['none', 'client_secret_basic', 'client_secret_post'], { error: 'token_endpoint_auth_method must be none, client_secret_basic or client_secret_post' }).optional(),
+  token_endpoint_auth_method: z
+    .enum(['none', 'client_secret_basic', 'client_secret_post'], {
+      error: 'token_endpoint_auth_method must be none, client_secret_basic or client_secret_post',
+    })
+    .optional(),
   grant_types: z.array(z.string()).optional(),
   response_types: z.array(z.string()).optional(),
   scope: z.string({ error: 'scope must be a string' }).max(512).optional(),
@@ -65,7 +69,8 @@ export function createClientRegistry(store: OAuthStore, now: () => number): Clie
       if (badGrant) throw oauthError('invalid_client_metadata', `grant type ${badGrant} is not supported (authorization_code and refresh_token only)`);
       const badResponse = (m.response_types ?? ['code']).find((r) => r !== 'code');
       if (badResponse) throw oauthError('invalid_client_metadata', `response type ${badResponse} is not supported (code only)`);
-      if (m.scope !== undefined && !parseScopes(m.scope)) throw oauthError('invalid_client_metadata', `unknown scope; supported: ${SUPPORTED_SCOPES.join(' ')}`);
+      if (m.scope !== undefined && !parseScopes(m.scope))
+        throw oauthError('invalid_client_metadata', `unknown scope; supported: ${SUPPORTED_SCOPES.join(' ')}`);
       const method: TokenEndpointAuthMethod = m.token_endpoint_auth_method ?? 'client_secret_basic';
       const clientId = `fbc_${randomToken(16)}`;
       const secret = method === 'none' ? undefined : `fbs_${randomToken()}`;
@@ -84,7 +89,15 @@ export function createClientRegistry(store: OAuthStore, now: () => number): Clie
         ...(m.software_id ? { software_id: m.software_id } : {}),
         ...(m.software_version ? { software_version: m.software_version } : {}),
       };
-      await store.insertClient({ clientId, secretHash: secret ? hashToken(secret) : null, method, clientName: metadata.client_name, redirectUris: m.redirect_uris, metadata, createdAt: new Date(now()) });
+      await store.insertClient({
+        clientId,
+        secretHash: secret ? hashToken(secret) : null,
+        method,
+        clientName: metadata.client_name,
+        redirectUris: m.redirect_uris,
+        metadata,
+        createdAt: new Date(now()),
+      });
       return {
         client_id: clientId,
         ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
@@ -125,7 +138,11 @@ export function createClientRegistry(store: OAuthStore, now: () => number): Clie
       const client = await byId(clientId);
       if (!client) throw oauthError('invalid_client', 'unknown client', method === 'client_secret_basic' ? basicChallenge : undefined);
       if (client.tokenEndpointAuthMethod !== method) {
-        throw oauthError('invalid_client', `this client was registered to authenticate with ${client.tokenEndpointAuthMethod}`, method === 'client_secret_basic' ? basicChallenge : undefined);
+        throw oauthError(
+          'invalid_client',
+          `this client was registered to authenticate with ${client.tokenEndpointAuthMethod}`,
+          method === 'client_secret_basic' ? basicChallenge : undefined,
+        );
       }
       if (method !== 'none' && (!client.secretHash || !safeEqual(hashToken(secret ?? ''), client.secretHash))) {
         throw oauthError('invalid_client', 'invalid client credentials', method === 'client_secret_basic' ? basicChallenge : undefined);

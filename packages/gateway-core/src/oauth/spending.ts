@@ -24,7 +24,10 @@ export function createSpendingLimits(options: { db: Db; now?: () => number }) {
   const context = new AsyncLocalStorage<{ connectionId: string }>();
 
   async function reserve(connectionId: string, day: string, amount: bigint) {
-    await db.query('INSERT INTO gw_oauth_spend (connection_id, day, spent) VALUES ($1, $2::date, 0) ON CONFLICT (connection_id, day) DO NOTHING', [connectionId, day]);
+    await db.query('INSERT INTO gw_oauth_spend (connection_id, day, spent) VALUES ($1, $2::date, 0) ON CONFLICT (connection_id, day) DO NOTHING', [
+      connectionId,
+      day,
+    ]);
     const { rows } = await db.query(
       `UPDATE gw_oauth_spend s SET spent = s.spent + $3::bigint
          FROM gw_oauth_connections c
@@ -48,7 +51,11 @@ export function createSpendingLimits(options: { db: Db; now?: () => number }) {
   }
 
   async function unreserve(connectionId: string, day: string, amount: bigint) {
-    await db.query('UPDATE gw_oauth_spend SET spent = GREATEST(spent - $3::bigint, 0) WHERE connection_id = $1 AND day = $2::date', [connectionId, day, amount.toString()]);
+    await db.query('UPDATE gw_oauth_spend SET spent = GREATEST(spent - $3::bigint, 0) WHERE connection_id = $1 AND day = $2::date', [
+      connectionId,
+      day,
+      amount.toString(),
+    ]);
   }
 
   async function releaseHold(holdId: string) {
@@ -107,12 +114,10 @@ export function createSpendingLimits(options: { db: Db; now?: () => number }) {
             await unreserve(ctx.connectionId, day, input.amount);
             throw err;
           }
-          const { rowCount } = await db.query('INSERT INTO gw_oauth_spend_holds (hold_id, connection_id, day, amount) VALUES ($1, $2, $3::date, $4::bigint) ON CONFLICT (hold_id) DO NOTHING', [
-            held.holdId,
-            ctx.connectionId,
-            day,
-            input.amount.toString(),
-          ]);
+          const { rowCount } = await db.query(
+            'INSERT INTO gw_oauth_spend_holds (hold_id, connection_id, day, amount) VALUES ($1, $2, $3::date, $4::bigint) ON CONFLICT (hold_id) DO NOTHING',
+            [held.holdId, ctx.connectionId, day, input.amount.toString()],
+          );
           // The ledger returned a hold already counted (an idempotent retry): count it once.
           if (!rowCount) await unreserve(ctx.connectionId, day, input.amount);
           return held;

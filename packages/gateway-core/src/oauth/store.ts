@@ -97,17 +97,31 @@ export function createOAuthStore(db: Database) {
     async clientById(clientId: string): Promise<(OAuthClient & { secretHash: string | null }) | undefined> {
       // No client id carries NUL (PostgreSQL text cannot): an unknown client, not a failed query.
       if (clientId.includes('\u0000')) return undefined;
-      const { rows } = await db.query<ClientRow>('SELECT client_id, secret_hash, token_endpoint_auth_method, client_name, redirect_uris, metadata FROM gw_oauth_clients WHERE client_id = $1', [clientId]);
+      const { rows } = await db.query<ClientRow>(
+        'SELECT client_id, secret_hash, token_endpoint_auth_method, client_name, redirect_uris, metadata FROM gw_oauth_clients WHERE client_id = $1',
+        [clientId],
+      );
       return rows[0] ? { ...toClient(rows[0]), secretHash: rows[0].secret_hash } : undefined;
     },
-    async insertClient(c: { clientId: string; secretHash: string | null; method: TokenEndpointAuthMethod; clientName: string; redirectUris: string[]; metadata: object; createdAt: Date }): Promise<void> {
+    async insertClient(c: {
+      clientId: string;
+      secretHash: string | null;
+      method: TokenEndpointAuthMethod;
+      clientName: string;
+      redirectUris: string[];
+      metadata: object;
+      createdAt: Date;
+    }): Promise<void> {
       await db.query(
         'INSERT INTO gw_oauth_clients (client_id, secret_hash, token_endpoint_auth_method, client_name, redirect_uris, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
         [c.clientId, c.secretHash, c.method, c.clientName, JSON.stringify(c.redirectUris), JSON.stringify(c.metadata), c.createdAt],
       );
     },
     async ownedConnection(userId: string, clientId: string): Promise<{ dailyLimit: bigint | null } | undefined> {
-      const { rows } = await db.query<{ daily_limit: string | null }>('SELECT daily_limit FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL', [userId, clientId]);
+      const { rows } = await db.query<{ daily_limit: string | null }>(
+        'SELECT daily_limit FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL',
+        [userId, clientId],
+      );
       return rows[0] ? { dailyLimit: rows[0].daily_limit === null ? null : BigInt(rows[0].daily_limit) } : undefined;
     },
     /** Creates the user's connection to the client, or updates its scopes and limit; its id. */
@@ -120,7 +134,18 @@ export function createOAuthStore(db: Database) {
       );
       return rows[0]!.id;
     },
-    async insertCode(c: { codeHash: string; familyId: string; connectionId: string; clientId: string; redirectUri: string; codeChallenge: string; scopes: string; resource: string; expiresAt: Date; createdAt: Date }): Promise<void> {
+    async insertCode(c: {
+      codeHash: string;
+      familyId: string;
+      connectionId: string;
+      clientId: string;
+      redirectUri: string;
+      codeChallenge: string;
+      scopes: string;
+      resource: string;
+      expiresAt: Date;
+      createdAt: Date;
+    }): Promise<void> {
       await db.query(
         `INSERT INTO gw_oauth_codes (code_hash, family_id, connection_id, client_id, redirect_uri, code_challenge, scopes, resource, expires_at, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
@@ -157,7 +182,10 @@ export function createOAuthStore(db: Database) {
     },
     /** Records the rotation of a refresh token (once); false when another request rotated or revoked it first. */
     async markRotated(tx: Db, tokenHash: string, at: Date, sealedSuccessor: string): Promise<boolean> {
-      const upd = await tx.query('UPDATE gw_oauth_tokens SET rotated_at = $2, successor = $3 WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL', [tokenHash, at, sealedSuccessor]);
+      const upd = await tx.query(
+        'UPDATE gw_oauth_tokens SET rotated_at = $2, successor = $3 WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL',
+        [tokenHash, at, sealedSuccessor],
+      );
       return !!upd.rowCount;
     },
     /** The live tokens among `hashes` (an access token, or a refresh token not rotated yet). */
@@ -174,7 +202,10 @@ export function createOAuthStore(db: Database) {
       await db.query('UPDATE gw_oauth_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL', [familyId, at]);
     },
     async tokenByHash(tokenHash: string): Promise<{ kind: string; family_id: string; client_id: string } | undefined> {
-      const { rows } = await db.query<{ kind: string; family_id: string; client_id: string }>('SELECT kind, family_id, client_id FROM gw_oauth_tokens WHERE token_hash = $1', [tokenHash]);
+      const { rows } = await db.query<{ kind: string; family_id: string; client_id: string }>(
+        'SELECT kind, family_id, client_id FROM gw_oauth_tokens WHERE token_hash = $1',
+        [tokenHash],
+      );
       return rows[0];
     },
     async revokeToken(tokenHash: string, at: Date): Promise<void> {
@@ -193,7 +224,16 @@ export function createOAuthStore(db: Database) {
       void db.query('UPDATE gw_oauth_connections SET last_used_at = $2 WHERE id = $1', [connectionId, at]).catch(() => undefined);
     },
     async connections(userId: string, day: string) {
-      const { rows } = await db.query<{ id: string; client_id: string; client_name: string; scopes: string; daily_limit: string | null; spent: string | null; created_at: Date | string; last_used_at: Date | string | null }>(
+      const { rows } = await db.query<{
+        id: string;
+        client_id: string;
+        client_name: string;
+        scopes: string;
+        daily_limit: string | null;
+        spent: string | null;
+        created_at: Date | string;
+        last_used_at: Date | string | null;
+      }>(
         `SELECT c.id, c.client_id, cl.client_name, c.scopes, c.daily_limit, s.spent, c.created_at, c.last_used_at
            FROM gw_oauth_connections c
            JOIN gw_oauth_clients cl ON cl.client_id = c.client_id
@@ -207,7 +247,11 @@ export function createOAuthStore(db: Database) {
     /** Disconnects the connection and revokes its tokens in one transaction; false when it is not the user's live connection. */
     async revokeConnection(userId: string, id: string, at: Date): Promise<boolean> {
       return db.transaction(async (tx) => {
-        const { rowCount } = await tx.query('UPDATE gw_oauth_connections SET revoked_at = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL', [id, userId, at]);
+        const { rowCount } = await tx.query('UPDATE gw_oauth_connections SET revoked_at = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL', [
+          id,
+          userId,
+          at,
+        ]);
         if (!rowCount) return false;
         await tx.query('UPDATE gw_oauth_tokens SET revoked_at = $2 WHERE connection_id = $1 AND revoked_at IS NULL', [id, at]);
         return true;

@@ -66,7 +66,14 @@ export function createTokenEndpoint(o: TokenEndpointOptions): TokenEndpoint {
     const access = `${ACCESS_PREFIX}${randomToken()}`;
     const refresh = `${REFRESH_PREFIX}${randomToken()}`;
     const t = now();
-    const base = { familyId: grant.familyId, connectionId: grant.connectionId, clientId: grant.clientId, scopes: grant.scopes, resource: grant.resource, createdAt: new Date(t) };
+    const base = {
+      familyId: grant.familyId,
+      connectionId: grant.connectionId,
+      clientId: grant.clientId,
+      scopes: grant.scopes,
+      resource: grant.resource,
+      createdAt: new Date(t),
+    };
     await store.insertToken(tx, { ...base, tokenHash: hashToken(access), kind: 'access', expiresAt: new Date(t + o.accessTtlMs) });
     await store.insertToken(tx, { ...base, tokenHash: hashToken(refresh), kind: 'refresh', expiresAt: new Date(t + o.refreshTtlMs) });
     return { access_token: access, token_type: 'Bearer', expires_in: Math.floor(o.accessTtlMs / 1000), refresh_token: refresh, scope: grant.answer };
@@ -105,7 +112,9 @@ export function createTokenEndpoint(o: TokenEndpointOptions): TokenEndpoint {
     if (granted === undefined) throw oauthError('invalid_grant', 'the connection was disconnected');
     // The tokens follow the connection (a later consent for this client may have changed it since this code was issued).
     const answer = tokenScopes(granted, null).join(' ');
-    return store.transaction((tx) => issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes: null, answer, resource: row.resource }));
+    return store.transaction((tx) =>
+      issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes: null, answer, resource: row.resource }),
+    );
   }
 
   async function refreshGrant(body: Record<string, unknown>, client: OAuthClient): Promise<TokenResponse> {
@@ -124,7 +133,7 @@ export function createTokenEndpoint(o: TokenEndpointOptions): TokenEndpoint {
     let answer = granted;
     if (asked !== undefined && asked.trim() !== '') {
       const parsed = parseScopes(asked);
-      if (!parsed || !parsed.every((s) => granted.includes(s))) throw oauthError('invalid_scope', 'scope exceeds what was granted');
+      if (!parsed?.every((s) => granted.includes(s))) throw oauthError('invalid_scope', 'scope exceeds what was granted');
       // Asking for everything the connection grants keeps following the connection.
       if (!(row.scopes === null && parsed.length === granted.length)) scopes = parsed.join(' ');
       answer = parsed;
@@ -133,7 +142,14 @@ export function createTokenEndpoint(o: TokenEndpointOptions): TokenEndpoint {
     if (!row.rotated_at) {
       const rotated = await store
         .transaction(async (tx) => {
-          const pair = await issuePair(tx, { familyId: row.family_id, connectionId: row.connection_id, clientId: row.client_id, scopes, answer: answer.join(' '), resource: row.resource });
+          const pair = await issuePair(tx, {
+            familyId: row.family_id,
+            connectionId: row.connection_id,
+            clientId: row.client_id,
+            scopes,
+            answer: answer.join(' '),
+            resource: row.resource,
+          });
           const sealed = seal(token, { access: pair.access_token, refresh: pair.refresh_token } satisfies Successor);
           if (!(await store.markRotated(tx, hash, new Date(now()), sealed))) throw new RotationRace();
           return pair;
@@ -193,7 +209,14 @@ export function createTokenEndpoint(o: TokenEndpointOptions): TokenEndpoint {
       if (!row || (audience !== undefined && row.resource !== audience)) return undefined;
       if (!row.last_used_at || now() - new Date(row.last_used_at).getTime() > 60_000) store.touchConnection(row.connection_id, new Date(now()));
       return {
-        user: { id: row.id, email: row.email, walletAddress: row.wallet_address, isPublisher: row.is_publisher, publisherName: row.publisher_name, createdAt: new Date(row.created_at) },
+        user: {
+          id: row.id,
+          email: row.email,
+          walletAddress: row.wallet_address,
+          isPublisher: row.is_publisher,
+          publisherName: row.publisher_name,
+          createdAt: new Date(row.created_at),
+        },
         via: 'oauth',
         credentialId: row.connection_id,
         clientId: row.client_id,

@@ -50,7 +50,14 @@ export function oauthError(code: OAuthErrorCode, description: string, headers?: 
 
 /** The RFC 6749 body `{ error, error_description }` for any error an OAuth endpoint throws. */
 export function oauthErrorBody(err: GatewayError): { error: string; error_description: string } {
-  const code = typeof err.data?.oauthError === 'string' ? err.data.oauthError : err.code === 'RATE_LIMITED' ? 'temporarily_unavailable' : err.code === 'BAD_REQUEST' ? 'invalid_request' : 'server_error';
+  const code =
+    typeof err.data?.oauthError === 'string'
+      ? err.data.oauthError
+      : err.code === 'RATE_LIMITED'
+        ? 'temporarily_unavailable'
+        : err.code === 'BAD_REQUEST'
+          ? 'invalid_request'
+          : 'server_error';
   return { error: code, error_description: err.message };
 }
 

@@ -28,22 +28,70 @@ export function createMetrics() {
 
   const metrics = {
     registry,
-    httpRequests: new Counter({ name: 'farebox_http_requests_total', help: 'HTTP requests by route template, method and status.', labelNames: ['route', 'method', 'status'] as const, registers }),
-    httpDuration: new Histogram({ name: 'farebox_http_request_duration_seconds', help: 'HTTP request duration by route template.', labelNames: ['route', 'method'] as const, buckets: SECONDS, registers }),
-    callSteps: new Histogram({ name: 'farebox_call_step_duration_seconds', help: 'Paid call latency per step: hold, service, post, and the whole call (total).', labelNames: ['step'] as const, buckets: SECONDS, registers }),
-    calls: new Counter({ name: 'farebox_calls_total', help: 'Paid calls by outcome (ok, refunded, refused) and what paid (credit, wallet, none).', labelNames: ['outcome', 'paid_with'] as const, registers }),
-    reaperVoided: new Counter({ name: 'farebox_reaper_voided_holds_total', help: 'Holds left by a crash or a hung call that the reaper returned to credits.', registers }),
-    idempotencyReplays: new Counter({ name: 'farebox_idempotency_replays_total', help: 'Requests answered from a stored response (same Idempotency-Key and body).', registers }),
-    rateLimited: new Counter({ name: 'farebox_rate_limited_total', help: 'Requests refused by a rate limit, by rule.', labelNames: ['rule'] as const, registers }),
+    httpRequests: new Counter({
+      name: 'farebox_http_requests_total',
+      help: 'HTTP requests by route template, method and status.',
+      labelNames: ['route', 'method', 'status'] as const,
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: 'farebox_http_request_duration_seconds',
+      help: 'HTTP request duration by route template.',
+      labelNames: ['route', 'method'] as const,
+      buckets: SECONDS,
+      registers,
+    }),
+    callSteps: new Histogram({
+      name: 'farebox_call_step_duration_seconds',
+      help: 'Paid call latency per step: hold, service, post, and the whole call (total).',
+      labelNames: ['step'] as const,
+      buckets: SECONDS,
+      registers,
+    }),
+    calls: new Counter({
+      name: 'farebox_calls_total',
+      help: 'Paid calls by outcome (ok, refunded, refused) and what paid (credit, wallet, none).',
+      labelNames: ['outcome', 'paid_with'] as const,
+      registers,
+    }),
+    reaperVoided: new Counter({
+      name: 'farebox_reaper_voided_holds_total',
+      help: 'Holds left by a crash or a hung call that the reaper returned to credits.',
+      registers,
+    }),
+    idempotencyReplays: new Counter({
+      name: 'farebox_idempotency_replays_total',
+      help: 'Requests answered from a stored response (same Idempotency-Key and body).',
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: 'farebox_rate_limited_total',
+      help: 'Requests refused by a rate limit, by rule.',
+      labelNames: ['rule'] as const,
+      registers,
+    }),
     settlementFailures: new Counter({ name: 'farebox_settlement_failures_total', help: 'Settlement steps that failed (retried).', registers }),
-    settlementLastFailure: new Gauge({ name: 'farebox_settlement_last_failure_timestamp_seconds', help: 'When a settlement step last failed (0: never since start).', registers }),
-    walletCreditsAudited: new Counter({ name: 'farebox_wallet_credits_audited_total', help: 'Wallet-backed credits checked against the chain by the wallet-credit audit.', registers }),
+    settlementLastFailure: new Gauge({
+      name: 'farebox_settlement_last_failure_timestamp_seconds',
+      help: 'When a settlement step last failed (0: never since start).',
+      registers,
+    }),
+    walletCreditsAudited: new Counter({
+      name: 'farebox_wallet_credits_audited_total',
+      help: 'Wallet-backed credits checked against the chain by the wallet-credit audit.',
+      registers,
+    }),
     walletCreditProblems: new Gauge({
       name: 'farebox_wallet_credit_problems',
       help: 'Wallet-backed credits not backed by exactly one matching on-chain payment to the treasury, as of the last audit pass (each needs an operator).',
       registers,
     }),
-    topupsReconciled: new Counter({ name: 'farebox_topups_reconciled_total', help: 'Wallet top-ups settled by reconciliation after a crash or a slow network, by result.', labelNames: ['result'] as const, registers }),
+    topupsReconciled: new Counter({
+      name: 'farebox_topups_reconciled_total',
+      help: 'Wallet top-ups settled by reconciliation after a crash or a slow network, by result.',
+      labelNames: ['result'] as const,
+      registers,
+    }),
 
     /**
      * Registers the gauges read at scrape time. A scrape reads the metrics in
@@ -63,7 +111,11 @@ export function createMetrics() {
           oldestHold?.set(h.oldestAgeSeconds);
         },
       });
-      oldestHold = new Gauge({ name: 'farebox_holds_oldest_pending_age_seconds', help: 'Age of the oldest pending hold (the reaper returns holds past the hold timeout).', registers });
+      oldestHold = new Gauge({
+        name: 'farebox_holds_oldest_pending_age_seconds',
+        help: 'Age of the oldest pending hold (the reaper returns holds past the hold timeout).',
+        registers,
+      });
       new Gauge({
         name: 'farebox_settlement_cycles',
         help: 'Settlement cycles by state (failed cycles need an operator).',
@@ -86,7 +138,11 @@ export function createMetrics() {
           treasuryOwed?.set(Number(t.owed));
         },
       });
-      treasuryOwed = new Gauge({ name: 'farebox_treasury_owed_base_units', help: 'What the treasury owes: outstanding credits plus unpaid earnings (USDC base units).', registers });
+      treasuryOwed = new Gauge({
+        name: 'farebox_treasury_owed_base_units',
+        help: 'What the treasury owes: outstanding credits plus unpaid earnings (USDC base units).',
+        registers,
+      });
       let mirrorAge: Gauge | undefined;
       let mirrorFailures: Gauge | undefined;
       new Gauge({
@@ -101,7 +157,11 @@ export function createMetrics() {
           mirrorFailures?.set(m.failures);
         },
       });
-      mirrorAge = new Gauge({ name: 'farebox_catalog_last_sync_age_seconds', help: 'Seconds since the catalog mirror last read the registry successfully.', registers });
+      mirrorAge = new Gauge({
+        name: 'farebox_catalog_last_sync_age_seconds',
+        help: 'Seconds since the catalog mirror last read the registry successfully.',
+        registers,
+      });
       mirrorFailures = new Gauge({ name: 'farebox_catalog_sync_failures', help: 'Catalog syncs failed in a row.', registers });
       new Gauge({
         name: 'farebox_catalog_skipped_services',

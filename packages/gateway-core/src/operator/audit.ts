@@ -39,10 +39,16 @@ export async function writeAudit(db: Db, e: AuditInput): Promise<void> {
 
 /** The newest audit lines first. */
 export async function listAudit(db: Db, limit: number): Promise<AuditEntry[]> {
-  const { rows } = await db.query<{ id: string | number; at: Date | string; actor: string; actor_id: string | null; action: string; target: string | null; outcome: AuditEntry['outcome']; detail: unknown }>(
-    'SELECT id, at, actor, actor_id, action, target, outcome, detail FROM gw_audit_log ORDER BY id DESC LIMIT $1',
-    [limit],
-  );
+  const { rows } = await db.query<{
+    id: string | number;
+    at: Date | string;
+    actor: string;
+    actor_id: string | null;
+    action: string;
+    target: string | null;
+    outcome: AuditEntry['outcome'];
+    detail: unknown;
+  }>('SELECT id, at, actor, actor_id, action, target, outcome, detail FROM gw_audit_log ORDER BY id DESC LIMIT $1', [limit]);
   return rows.map((r) => ({
     id: String(r.id),
     at: new Date(r.at),

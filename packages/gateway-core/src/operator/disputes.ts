@@ -79,7 +79,8 @@ type Row = {
 };
 
 const obj = (v: unknown): unknown => (typeof v === 'string' ? JSON.parse(v) : v);
-const amounts = (v: unknown): Array<{ address: string; amount: bigint }> => (obj(v) as Array<{ address: string; amount: string }>).map((d) => ({ address: d.address, amount: BigInt(d.amount) }));
+const amounts = (v: unknown): Array<{ address: string; amount: bigint }> =>
+  (obj(v) as Array<{ address: string; amount: string }>).map((d) => ({ address: d.address, amount: BigInt(d.amount) }));
 const stored = (list: Array<{ address: string; amount: bigint }>) => JSON.stringify(list.map((d) => ({ address: d.address, amount: d.amount.toString() })));
 
 function toDispute(r: Row): Dispute {
@@ -209,18 +210,26 @@ export function createDisputes(o: DisputesOptions) {
     if (decision.action === 'refund') {
       const funded = d.funders.reduce((s, f) => s + f.amount, 0n);
       if (d.funders.length === 1 || funded !== balance) {
-        if (d.funders.length !== 1) throw new GatewayError('CONFLICT', `escrow ${d.escrowId} has several funders and its balance differs from what they paid: resolve it with a split`);
+        if (d.funders.length !== 1)
+          throw new GatewayError('CONFLICT', `escrow ${d.escrowId} has several funders and its balance differs from what they paid: resolve it with a split`);
         return [{ address: d.funders[0]!.address, amount: balance }];
       }
       return d.funders.filter((f) => f.amount > 0n).map((f) => ({ ...f }));
     }
     if (decision.payer < 0n || decision.receiver < 0n) throw new GatewayError('BAD_REQUEST', 'split amounts must not be negative');
     if (decision.payer + decision.receiver !== balance) {
-      throw new GatewayError('BAD_REQUEST', `the split must sum exactly to the escrow balance: ${decision.payer} + ${decision.receiver} = ${decision.payer + decision.receiver} base units, the balance is ${balance}`);
+      throw new GatewayError(
+        'BAD_REQUEST',
+        `the split must sum exactly to the escrow balance: ${decision.payer} + ${decision.receiver} = ${decision.payer + decision.receiver} base units, the balance is ${balance}`,
+      );
     }
     // Each distribution must be positive on chain: a zero share is left out. One address may appear once.
     const byAddress = new Map<string, bigint>();
-    for (const [address, amount] of [[d.requestedBy, decision.payer], [d.receiver, decision.receiver]] as const) if (amount > 0n) byAddress.set(address, (byAddress.get(address) ?? 0n) + amount);
+    for (const [address, amount] of [
+      [d.requestedBy, decision.payer],
+      [d.receiver, decision.receiver],
+    ] as const)
+      if (amount > 0n) byAddress.set(address, (byAddress.get(address) ?? 0n) + amount);
     return [...byAddress].map(([address, amount]) => ({ address, amount }));
   }
 
@@ -248,7 +257,11 @@ export function createDisputes(o: DisputesOptions) {
           await disputeOnChain(d);
           e = await readEscrow(escrowId);
         }
-        await db.query('UPDATE gw_disputes SET distributions = $2::jsonb, resolution = $3, updated_at = now() WHERE escrow_id = $1', [escrowId, stored(list), decision.action]);
+        await db.query('UPDATE gw_disputes SET distributions = $2::jsonb, resolution = $3, updated_at = now() WHERE escrow_id = $1', [
+          escrowId,
+          stored(list),
+          decision.action,
+        ]);
       }
       const out = await o.treasuryQueue.run('treasury', () =>
         execute({
@@ -281,7 +294,13 @@ export function createDisputes(o: DisputesOptions) {
     if (!autoEligible(d)) return d;
     try {
       const r = await resolve(d.escrowId, { action: 'refund' }, 'policy:auto-refund');
-      await writeAudit(db, { actor: 'policy:auto-refund', action: 'dispute.resolve', target: d.escrowId, outcome: 'ok', detail: { resolution: 'refund', distributions: r.distributions, txHash: r.resolveTx } });
+      await writeAudit(db, {
+        actor: 'policy:auto-refund',
+        action: 'dispute.resolve',
+        target: d.escrowId,
+        outcome: 'ok',
+        detail: { resolution: 'refund', distributions: r.distributions, txHash: r.resolveTx },
+      });
       return r;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
@@ -308,8 +327,13 @@ export function createDisputes(o: DisputesOptions) {
         return { created: false, dispute: existing };
       }
       const e = await readEscrow(escrowId);
-      if (e.roles.disputeResolver !== treasury.publicKey) throw new GatewayError('CONFLICT', `escrow ${escrowId} names ${e.roles.disputeResolver} as dispute resolver, not this platform (${treasury.publicKey})`);
-      if (e.roles.platformAddress !== treasury.publicKey) throw new GatewayError('CONFLICT', `escrow ${escrowId} names ${e.roles.platformAddress} as platform, not this platform (${treasury.publicKey})`);
+      if (e.roles.disputeResolver !== treasury.publicKey)
+        throw new GatewayError(
+          'CONFLICT',
+          `escrow ${escrowId} names ${e.roles.disputeResolver} as dispute resolver, not this platform (${treasury.publicKey})`,
+        );
+      if (e.roles.platformAddress !== treasury.publicKey)
+        throw new GatewayError('CONFLICT', `escrow ${escrowId} names ${e.roles.platformAddress} as platform, not this platform (${treasury.publicKey})`);
       if (e.flags.released) throw new GatewayError('CONFLICT', `escrow ${escrowId} was already released: the service was paid`);
       if (e.flags.resolved) throw new GatewayError('CONFLICT', `escrow ${escrowId} was already resolved`);
       if (e.balance <= 0n) throw new GatewayError('CONFLICT', `escrow ${escrowId} holds no funds`);
@@ -320,16 +344,35 @@ export function createDisputes(o: DisputesOptions) {
       const { rows } = await db.query<Row>(
         `INSERT INTO gw_disputes (escrow_id, funders, requested_by, receiver, engagement_id, amount, reason, served, escrow_created_at)
          VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (escrow_id) DO NOTHING RETURNING *`,
-        [escrowId, stored(funders), signer, e.roles.receiver, e.engagementId, e.balance.toString(), reason ?? '', servedOf(e), e.createdAt ? new Date(e.createdAt) : null],
+        [
+          escrowId,
+          stored(funders),
+          signer,
+          e.roles.receiver,
+          e.engagementId,
+          e.balance.toString(),
+          reason ?? '',
+          servedOf(e),
+          e.createdAt ? new Date(e.createdAt) : null,
+        ],
       );
       if (!rows[0]) return { created: false, dispute: (await get(escrowId))! };
       let d = toDispute(rows[0]);
-      await writeAudit(db, { actor: `funder:${signer}`, action: 'dispute.open', target: escrowId, outcome: 'ok', detail: { amount: e.balance, served: d.served, reason: reason ?? '' } });
+      await writeAudit(db, {
+        actor: `funder:${signer}`,
+        action: 'dispute.open',
+        target: escrowId,
+        outcome: 'ok',
+        detail: { amount: e.balance, served: d.served, reason: reason ?? '' },
+      });
       try {
         await disputeOnChain(d);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        await db.query('UPDATE gw_disputes SET error = $2, updated_at = now() WHERE escrow_id = $1', [escrowId, `dispute on chain failed (retried): ${message}`.slice(0, 500)]);
+        await db.query('UPDATE gw_disputes SET error = $2, updated_at = now() WHERE escrow_id = $1', [
+          escrowId,
+          `dispute on chain failed (retried): ${message}`.slice(0, 500),
+        ]);
         o.log(`disputing escrow ${escrowId} on chain failed (retried on the next tick)`, err);
       }
       d = (await get(escrowId))!;
@@ -339,10 +382,10 @@ export function createDisputes(o: DisputesOptions) {
     resolve,
 
     async list(state: 'open' | 'resolved' | 'all', limit: number): Promise<Dispute[]> {
-      const { rows } = await db.query<Row>(
-        `SELECT * FROM gw_disputes WHERE ($1 = 'all' OR state = $1) ORDER BY opened_at DESC, escrow_id LIMIT $2`,
-        [state, limit],
-      );
+      const { rows } = await db.query<Row>(`SELECT * FROM gw_disputes WHERE ($1 = 'all' OR state = $1) ORDER BY opened_at DESC, escrow_id LIMIT $2`, [
+        state,
+        limit,
+      ]);
       return rows.map(toDispute);
     },
 
@@ -361,7 +404,9 @@ export function createDisputes(o: DisputesOptions) {
 
     /** Base units held by escrows with an open dispute. */
     async openTotal(): Promise<{ count: number; amount: bigint }> {
-      const { rows } = await db.query<{ n: string | number; s: string | number | null }>(`SELECT count(*) AS n, COALESCE(sum(amount), 0) AS s FROM gw_disputes WHERE state = 'open'`);
+      const { rows } = await db.query<{ n: string | number; s: string | number | null }>(
+        `SELECT count(*) AS n, COALESCE(sum(amount), 0) AS s FROM gw_disputes WHERE state = 'open'`,
+      );
       return { count: Number(rows[0]?.n ?? 0), amount: BigInt(rows[0]?.s ?? 0) };
     },
   };

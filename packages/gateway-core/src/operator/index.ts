@@ -79,10 +79,12 @@ function parseDecision(body: unknown): Decision {
   const extra = Object.keys(b).filter((k) => !['action', 'payer_base_units', 'receiver_base_units'].includes(k));
   if (extra.length) throw new GatewayError('BAD_REQUEST', `unknown field: ${extra.join(', ')}`);
   if (b.action === 'refund') {
-    if (b.payer_base_units !== undefined || b.receiver_base_units !== undefined) throw new GatewayError('BAD_REQUEST', 'a refund takes no amounts (it returns the whole balance)');
+    if (b.payer_base_units !== undefined || b.receiver_base_units !== undefined)
+      throw new GatewayError('BAD_REQUEST', 'a refund takes no amounts (it returns the whole balance)');
     return { action: 'refund' };
   }
-  if (b.action === 'split') return { action: 'split', payer: BaseUnits(b.payer_base_units, 'payer_base_units'), receiver: BaseUnits(b.receiver_base_units, 'receiver_base_units') };
+  if (b.action === 'split')
+    return { action: 'split', payer: BaseUnits(b.payer_base_units, 'payer_base_units'), receiver: BaseUnits(b.receiver_base_units, 'receiver_base_units') };
   throw new GatewayError('BAD_REQUEST', 'action must be refund or split');
 }
 
@@ -99,7 +101,16 @@ export function createOperator(o: CreateOperatorOptions) {
   const chain = createStellarAccounts(network);
   const treasuryQueue = new KeyedMutex();
   const disputes: Disputes | undefined = settlement.escrow
-    ? createDisputes({ db, escrow: settlement.escrow, probe: settlement.probe, network, treasury: o.treasury, autoRefundAfterMs: settings.autoRefundAfterMs, treasuryQueue, log: o.log })
+    ? createDisputes({
+        db,
+        escrow: settlement.escrow,
+        probe: settlement.probe,
+        network,
+        treasury: o.treasury,
+        autoRefundAfterMs: settings.autoRefundAfterMs,
+        treasuryQueue,
+        log: o.log,
+      })
     : undefined;
   /** Last failure per settlement cycle, as the settlement ticks reported it (this process). */
   const failures = new Map<string, { message: string; at: Date }>();
@@ -123,13 +134,27 @@ export function createOperator(o: CreateOperatorOptions) {
   }
 
   /** Runs an operator action and writes its audit line (ok or failed). */
-  async function audited<T>(user: User, action: string, target: string | null, detail: Record<string, unknown>, fn: () => Promise<T>, outcome?: (r: T) => Record<string, unknown>): Promise<T> {
+  async function audited<T>(
+    user: User,
+    action: string,
+    target: string | null,
+    detail: Record<string, unknown>,
+    fn: () => Promise<T>,
+    outcome?: (r: T) => Record<string, unknown>,
+  ): Promise<T> {
     try {
       const r = await fn();
       await writeAudit(db, { actor: user.email, actorId: user.id, action, target, outcome: 'ok', detail: { ...detail, ...(outcome ? outcome(r) : {}) } });
       return r;
     } catch (err) {
-      await writeAudit(db, { actor: user.email, actorId: user.id, action, target, outcome: 'failed', detail: { ...detail, error: err instanceof Error ? err.message : String(err) } });
+      await writeAudit(db, {
+        actor: user.email,
+        actorId: user.id,
+        action,
+        target,
+        outcome: 'failed',
+        detail: { ...detail, error: err instanceof Error ? err.message : String(err) },
+      });
       throw err;
     }
   }
@@ -151,7 +176,9 @@ export function createOperator(o: CreateOperatorOptions) {
   }
 
   async function escrowBalances(): Promise<{ count: number; total: bigint; unavailable: boolean }> {
-    const { rows } = await db.query<{ escrow_id: string }>(`SELECT escrow_id FROM settlement_cycles WHERE escrow_id IS NOT NULL AND state IN ('open', 'closing', 'deployed', 'funded')`);
+    const { rows } = await db.query<{ escrow_id: string }>(
+      `SELECT escrow_id FROM settlement_cycles WHERE escrow_id IS NOT NULL AND state IN ('open', 'closing', 'deployed', 'funded')`,
+    );
     const ids = rows.map((r) => r.escrow_id);
     if (!ids.length) return { count: 0, total: 0n, unavailable: false };
     if (!settlement.escrow) return { count: ids.length, total: 0n, unavailable: true };
@@ -208,7 +235,14 @@ export function createOperator(o: CreateOperatorOptions) {
       await requireOperator(user, 'dispute.resolve', escrowId);
       const decision = parseDecision(body);
       const detail = decision.action === 'split' ? { resolution: 'split', payer: decision.payer, receiver: decision.receiver } : { resolution: 'refund' };
-      const d = await audited(user, 'dispute.resolve', escrowId, detail, () => requireDisputes().resolve(escrowId, decision, user.email), (r) => ({ txHash: r.resolveTx, distributions: r.distributions }));
+      const d = await audited(
+        user,
+        'dispute.resolve',
+        escrowId,
+        detail,
+        () => requireDisputes().resolve(escrowId, decision, user.email),
+        (r) => ({ txHash: r.resolveTx, distributions: r.distributions }),
+      );
       return disputeView(d, network);
     },
 
@@ -250,7 +284,8 @@ export function createOperator(o: CreateOperatorOptions) {
       const n = intParam(limit, 'limit', 1, 200, 50);
       const filter = state === undefined || state === '' ? 'all' : String(state);
       const states = ['open', 'closing', 'deployed', 'funded', 'released', 'swept', 'done', 'failed'];
-      if (filter !== 'all' && filter !== 'active' && !states.includes(filter)) throw new GatewayError('BAD_REQUEST', `state must be all, active or one of ${states.join(', ')}`);
+      if (filter !== 'all' && filter !== 'active' && !states.includes(filter))
+        throw new GatewayError('BAD_REQUEST', `state must be all, active or one of ${states.join(', ')}`);
       const { rows } = await db.query<{ id: string | number }>(
         `SELECT id FROM settlement_cycles WHERE ($1 = 'all' OR ($1 = 'active' AND state NOT IN ('done', 'open')) OR state = $1) ORDER BY id DESC LIMIT $2`,
         [filter, n],
@@ -278,17 +313,31 @@ export function createOperator(o: CreateOperatorOptions) {
       if (!/^\d{1,18}$/.test(cycleId)) throw new GatewayError('BAD_REQUEST', 'cycle id must be an integer');
       const engine = settlement.engine;
       if (!engine) throw new GatewayError('UNAVAILABLE', 'on-chain settlement is not enabled on this gateway (set TRUSTLESS_WORK_API_KEY)');
-      return audited(user, 'settlement.retry', cycleId, {}, async () => {
-        const before = await ledger.getCycle(cycleId).catch(() => undefined);
-        if (!before) throw new GatewayError('NOT_FOUND', 'settlement cycle not found');
-        if (before.state === 'done') throw new GatewayError('CONFLICT', `cycle ${cycleId} is done: nothing to retry`);
-        if (before.state === 'failed') throw new GatewayError('CONFLICT', `cycle ${cycleId} is marked failed: it needs a manual fix on chain`);
-        failures.delete(cycleId);
-        await engine.tick();
-        const after = await ledger.getCycle(cycleId);
-        const failure = failures.get(cycleId);
-        return { id: after.id, from: before.state, state: after.state, moved: after.state !== before.state, error: failure?.message ?? null, settlement: settlementView(after, network) };
-      }, (r) => ({ from: r.from, to: r.state, error: r.error }));
+      return audited(
+        user,
+        'settlement.retry',
+        cycleId,
+        {},
+        async () => {
+          const before = await ledger.getCycle(cycleId).catch(() => undefined);
+          if (!before) throw new GatewayError('NOT_FOUND', 'settlement cycle not found');
+          if (before.state === 'done') throw new GatewayError('CONFLICT', `cycle ${cycleId} is done: nothing to retry`);
+          if (before.state === 'failed') throw new GatewayError('CONFLICT', `cycle ${cycleId} is marked failed: it needs a manual fix on chain`);
+          failures.delete(cycleId);
+          await engine.tick();
+          const after = await ledger.getCycle(cycleId);
+          const failure = failures.get(cycleId);
+          return {
+            id: after.id,
+            from: before.state,
+            state: after.state,
+            moved: after.state !== before.state,
+            error: failure?.message ?? null,
+            settlement: settlementView(after, network),
+          };
+        },
+        (r) => ({ from: r.from, to: r.state, error: r.error }),
+      );
     },
 
     /** Platform revenue (the 5% fees) per UTC day, oldest first, with empty days as zeros. */
@@ -334,7 +383,13 @@ export function createOperator(o: CreateOperatorOptions) {
         wallet_credits: {
           checked: credits.checked,
           complete: credits.complete,
-          problems: credits.problems.map((p) => ({ tx_hash: p.txHash, account_id: p.accountId, payment_id: p.paymentId, amount: money(p.amount), problem: p.problem })),
+          problems: credits.problems.map((p) => ({
+            tx_hash: p.txHash,
+            account_id: p.accountId,
+            payment_id: p.paymentId,
+            amount: money(p.amount),
+            problem: p.problem,
+          })),
         },
         ledger: { ok: report.ok, mismatches: report.mismatches },
         treasury: { balance: money(balance), owed: money(due), covered, status: bal ? (bal.exists ? 'ok' : 'not_created') : 'unavailable' },

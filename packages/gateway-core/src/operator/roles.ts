@@ -19,7 +19,10 @@ export function parseOperatorList(value: string | undefined): { accounts: Set<st
   for (const raw of (value ?? '').split(/[\s,;]+/)) {
     if (!raw) continue;
     if (ACCOUNT_ID.test(raw)) accounts.add(raw);
-    else if (raw.includes('@')) problems.push(`FAREBOX_OPERATORS: "${raw}" is an e-mail address; operators are named by account id (acct_…, the id of /v1/me), or granted with \`farebox operator grant\` once they have an account`);
+    else if (raw.includes('@'))
+      problems.push(
+        `FAREBOX_OPERATORS: "${raw}" is an e-mail address; operators are named by account id (acct_…, the id of /v1/me), or granted with \`farebox operator grant\` once they have an account`,
+      );
     else problems.push(`FAREBOX_OPERATORS: "${raw}" is not an account id (acct_…)`);
   }
   return { accounts, problems };
@@ -46,10 +49,22 @@ export async function grantOperator(db: Db, who: string, grantedBy: string): Pro
   if (!account) {
     // Nothing is granted; the refused attempt is still audited.
     await writeAudit(db, { actor: grantedBy, action: 'operator.grant', target: who.trim(), outcome: 'failed', detail: { reason: 'no such account' } });
-    throw new GatewayError('NOT_FOUND', `no account ${JSON.stringify(who.trim())}: the operator signs up first, then gets the role (it is never granted to an address with no account)`);
+    throw new GatewayError(
+      'NOT_FOUND',
+      `no account ${JSON.stringify(who.trim())}: the operator signs up first, then gets the role (it is never granted to an address with no account)`,
+    );
   }
-  const { rows } = await db.query('INSERT INTO gw_operator_grants (account_id, granted_by) VALUES ($1, $2) ON CONFLICT (account_id) DO NOTHING RETURNING account_id', [account.id, grantedBy]);
-  await writeAudit(db, { actor: grantedBy, action: 'operator.grant', target: account.id, outcome: 'ok', detail: { email: account.email, alreadyOperator: rows.length === 0 } });
+  const { rows } = await db.query(
+    'INSERT INTO gw_operator_grants (account_id, granted_by) VALUES ($1, $2) ON CONFLICT (account_id) DO NOTHING RETURNING account_id',
+    [account.id, grantedBy],
+  );
+  await writeAudit(db, {
+    actor: grantedBy,
+    action: 'operator.grant',
+    target: account.id,
+    outcome: 'ok',
+    detail: { email: account.email, alreadyOperator: rows.length === 0 },
+  });
   return { account_id: account.id, email: account.email, granted: rows.length > 0 };
 }
 
@@ -57,7 +72,13 @@ export async function grantOperator(db: Db, who: string, grantedBy: string): Pro
 export async function revokeOperator(db: Db, who: string, revokedBy: string): Promise<{ account_id: string | null; email: string; revoked: boolean }> {
   const account = await accountOf(db, who);
   const { rows } = account ? await db.query('DELETE FROM gw_operator_grants WHERE account_id = $1 RETURNING account_id', [account.id]) : { rows: [] };
-  await writeAudit(db, { actor: revokedBy, action: 'operator.revoke', target: account?.id ?? who.trim(), outcome: 'ok', detail: { wasOperator: rows.length > 0 } });
+  await writeAudit(db, {
+    actor: revokedBy,
+    action: 'operator.revoke',
+    target: account?.id ?? who.trim(),
+    outcome: 'ok',
+    detail: { wasOperator: rows.length > 0 },
+  });
   return { account_id: account?.id ?? null, email: account?.email ?? who.trim(), revoked: rows.length > 0 };
 }
 

@@ -24,7 +24,6 @@ import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
 
-
 /** The gateway's stores and network clients, opened and migrated. */
 import { localSearchBackend, remoteSearchBackend, type SearchBackend } from '../search-backend.js';
 
@@ -55,10 +54,21 @@ export interface Infrastructure {
  * the wallets and the platform keys, the settlement network's clients, the
  * shared rate-limit store, the catalog mirror and search.
  */
-export async function openInfrastructure(options: CreateGatewayOptions, config: GatewayConfig, log: (message: string, err?: unknown) => void): Promise<Infrastructure> {
+export async function openInfrastructure(
+  options: CreateGatewayOptions,
+  config: GatewayConfig,
+  log: (message: string, err?: unknown) => void,
+): Promise<Infrastructure> {
   // Keys, wallets and the database live here: readable by this user only (docs/production.md).
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const db = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: join(config.dataDir, 'db'), poolSize: config.databasePoolSize, ...(config.databaseSchema ? { schema: config.databaseSchema } : {}) }));
+  const db =
+    options.database ??
+    (await openDatabase({
+      url: config.databaseUrl,
+      dataDir: join(config.dataDir, 'db'),
+      poolSize: config.databasePoolSize,
+      ...(config.databaseSchema ? { schema: config.databaseSchema } : {}),
+    }));
   await migrateLedger(db);
   await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
   // Holds' expiry moves with the gateway's clock (a test's; the default moves nothing).
@@ -67,7 +77,9 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
   // Secrets live encrypted in the database (shared by every gateway on it); the
   // key comes from the configuration (FAREBOX_KEYSTORE_KEY) or a key file in the data directory.
   const { keystoreKey, platformSecret, treasurySecret } = config.secrets;
-  const wallets = options.wallets ?? (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), storage: new DbKeystoreStorage(db), ...(keystoreKey ? { key: keystoreKey } : {}) }));
+  const wallets =
+    options.wallets ??
+    (await createLocalKeystore({ dir: join(config.dataDir, 'keystore'), storage: new DbKeystoreStorage(db), ...(keystoreKey ? { key: keystoreKey } : {}) }));
   if (platformSecret) await wallets.import('platform:certificate', platformSecret);
   if (treasurySecret) await wallets.import('platform:treasury', treasurySecret);
   await wallets.create('platform:certificate');
@@ -97,7 +109,9 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
   const discoveryUrl = config.discoveryUrl;
   const searchIndex =
     options.searchIndex ??
-    createSearchIndex(discoveryUrl ? {} : { embedder: createEmbedder({ ...(config.modelDir ? { modelDir: config.modelDir } : {}), allowRemote: config.allowModelDownload }) });
+    createSearchIndex(
+      discoveryUrl ? {} : { embedder: createEmbedder({ ...(config.modelDir ? { modelDir: config.modelDir } : {}), allowRemote: config.allowModelDownload }) },
+    );
   const searchBackend = discoveryUrl ? remoteSearchBackend(discoveryUrl) : localSearchBackend(searchIndex);
   const search: Infrastructure['search'] = { attachment: undefined };
   const mirror = createCatalogMirror({
@@ -110,5 +124,21 @@ export async function openInfrastructure(options: CreateGatewayOptions, config: 
     // Anyone can write any name to the registry contract: one that breaks the name policy is left out (never listed, searched or called).
     onSkip: ({ shown, reason }) => log(`catalog: registry entry "${shown}" skipped: ${reason}`),
   });
-  return { db, ledger, wallets, treasuryAddress, certificateSigner, network, registry, chain, redis, rateLimits, searchIndex, searchBackend, mirror, search, policy };
+  return {
+    db,
+    ledger,
+    wallets,
+    treasuryAddress,
+    certificateSigner,
+    network,
+    registry,
+    chain,
+    redis,
+    rateLimits,
+    searchIndex,
+    searchBackend,
+    mirror,
+    search,
+    policy,
+  };
 }

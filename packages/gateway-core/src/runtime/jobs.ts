@@ -41,7 +41,13 @@ export function startBackgroundJobs(o: BackgroundJobsOptions): BackgroundJobs {
         metrics.walletCreditProblems.set(r.problems.length + r.ledger.length);
         if (r.problems.length || r.ledger.length) {
           logger.error(
-            { event: 'wallet-credit-audit', problems: r.problems.slice(0, 20).map((p) => ({ txHash: p.txHash, accountId: p.accountId, paymentId: p.paymentId, amount: p.amount.toString(), problem: p.problem })), ledger: r.ledger.slice(0, 20) },
+            {
+              event: 'wallet-credit-audit',
+              problems: r.problems
+                .slice(0, 20)
+                .map((p) => ({ txHash: p.txHash, accountId: p.accountId, paymentId: p.paymentId, amount: p.amount.toString(), problem: p.problem })),
+              ledger: r.ledger.slice(0, 20),
+            },
             'wallet-backed credits the chain does not back (docs/operations.md, "Wallet-backed credits")',
           );
         }
@@ -103,7 +109,9 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
   const { db, chain, mirror, searchBackend, redis, treasuryAddress } = infra;
   metrics.observe({
     async holds() {
-      const { rows } = await db.query<{ n: string; age: string | null }>(`SELECT count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age FROM holds WHERE state = 'pending'`);
+      const { rows } = await db.query<{ n: string; age: string | null }>(
+        `SELECT count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age FROM holds WHERE state = 'pending'`,
+      );
       return { pending: Number(rows[0]?.n ?? 0), oldestAgeSeconds: Number(rows[0]?.age ?? 0) };
     },
     async settlementCycles() {
@@ -124,7 +132,11 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
     async mirror() {
       const m = mirror.status();
       const latest = await withTimeout(networkLedger(), 2_000, 'rpc').catch(() => null);
-      return { lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null, lastSyncAgeSeconds: m.lastSyncAt ? (now() - m.lastSyncAt) / 1000 : null, failures: m.failures };
+      return {
+        lagLedgers: latest !== null && m.syncedLedger !== null ? Math.max(0, latest - m.syncedLedger) : null,
+        lastSyncAgeSeconds: m.lastSyncAt ? (now() - m.lastSyncAt) / 1000 : null,
+        failures: m.failures,
+      };
     },
     catalogSkipped: () => mirror.status().skipped,
     search: () => searchBackend.status(),

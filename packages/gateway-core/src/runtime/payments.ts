@@ -38,7 +38,14 @@ export function ledgerCredits(ledger: Ledger, holdTimeoutMs: number, metrics: Me
   return {
     hold: (i) =>
       translated(async () => ({
-        holdId: (await ledger.hold(i.accountId, i.amount, { callId: i.callId, service: i.service, timeoutMs: holdTimeoutMs, ...(i.idempotencyKey ? { idempotencyKey: i.idempotencyKey } : {}) })).hold.id,
+        holdId: (
+          await ledger.hold(i.accountId, i.amount, {
+            callId: i.callId,
+            service: i.service,
+            timeoutMs: holdTimeoutMs,
+            ...(i.idempotencyKey ? { idempotencyKey: i.idempotencyKey } : {}),
+          })
+        ).hold.id,
       })),
     post: (holdId, i) =>
       translated(async () => {
@@ -68,7 +75,20 @@ export function callFinishedReporter(logger: Logger, metrics: Metrics): (c: Call
     }
     if (logger.isLevelEnabled('info')) {
       logger.info(
-        { event: 'call', reqId: c.requestId, callId: c.callId, accountId: c.accountId, service: c.service, amount: c.amount.toString(), outcome: c.outcome, paidWith: c.paidWith, status: c.status, ms: c.totalMs, steps: stepMs, ...(c.error ? { error: c.error } : {}) },
+        {
+          event: 'call',
+          reqId: c.requestId,
+          callId: c.callId,
+          accountId: c.accountId,
+          service: c.service,
+          amount: c.amount.toString(),
+          outcome: c.outcome,
+          paidWith: c.paidWith,
+          status: c.status,
+          ms: c.totalMs,
+          steps: stepMs,
+          ...(c.error ? { error: c.error } : {}),
+        },
         'call',
       );
     }
@@ -99,7 +119,18 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     now,
   });
   const walletPath = settlement.escrow
-    ? createWalletPath({ ledger, wallets, network, escrow: settlement.escrow, topups, treasuryAddress, policy, walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n, log, now })
+    ? createWalletPath({
+        ledger,
+        wallets,
+        network,
+        escrow: settlement.escrow,
+        topups,
+        treasuryAddress,
+        policy,
+        walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n,
+        log,
+        now,
+      })
     : undefined;
   const calls = createCalls({
     credits: spending.wrapCredits(ledgerCredits(ledger, config.holdTimeoutMs, metrics)),
@@ -110,7 +141,9 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     maxPriceMultiple: config.maxPriceMultiple,
     onFinished: callFinishedReporter(logger, metrics),
     now,
-    ...(walletPath ? { onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200) } : {}),
+    ...(walletPath
+      ? { onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200) }
+      : {}),
   });
   return { calls, topups, walletPath };
 }

@@ -38,7 +38,8 @@ for (const [net, prefix] of [
   ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, prefix, 'ipv4');
+] as const)
+  blocked.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
   ['::', 128],
   ['fc00::', 7],
@@ -48,7 +49,8 @@ for (const [net, prefix] of [
   ['2001:db8::', 32],
   ['3fff::', 20],
   ['100::', 64],
-] as const) blocked.addSubnet(net, prefix, 'ipv6');
+] as const)
+  blocked.addSubnet(net, prefix, 'ipv6');
 
 const loopback = new BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
@@ -65,7 +67,10 @@ export function parseIpv6(text: string): Uint8Array | undefined {
   const last = t.lastIndexOf(':');
   if (t.indexOf('.', last) >= 0) {
     // An embedded dotted quad becomes its two 16-bit words.
-    const q = t.slice(last + 1).split('.').map(Number);
+    const q = t
+      .slice(last + 1)
+      .split('.')
+      .map(Number);
     t = `${t.slice(0, last + 1)}${((q[0]! << 8) | q[1]!).toString(16)}:${((q[2]! << 8) | q[3]!).toString(16)}`;
   }
   const halves = t.split('::');
@@ -267,5 +272,6 @@ export function guardedDispatcher(policy: EndpointPolicy, options: Omit<Agent.Op
 /** A `fetch` whose every connection goes through {@link guardedConnector} (for code that takes a fetch, such as the client SDK). */
 export function guardedFetch(policy: EndpointPolicy, options: Omit<Agent.Options, 'connect'> = {}): typeof fetch {
   const dispatcher = guardedDispatcher(policy, options);
-  return ((input: Parameters<typeof fetch>[0], init?: RequestInit) => undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
+  return ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
+    undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 }

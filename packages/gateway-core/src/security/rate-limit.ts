@@ -51,4 +51,3 @@ export async function enforceRateLimit(store: RateLimitStore, rule: RateLimitRul
     throw new GatewayError('RATE_LIMITED', 'rate limit exceeded', { rule: rule.name }, { 'Retry-After': String(Math.max(1, Math.ceil(resetMs / 1000))) });
   }
 }
-

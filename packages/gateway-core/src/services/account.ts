@@ -73,7 +73,6 @@ export function createWalletReader(deps: { ledger: Ledger; balances: (address: s
   };
 }
 
-
 export interface AccountServiceDeps {
   ledger: Ledger;
   network: NetworkConfig;

@@ -66,7 +66,10 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
   }
 
   async function ownedAgent(user: User, service: string): Promise<RegistryAgent> {
-    const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE service = $1 AND user_id = $2 AND removed_at IS NULL', [service, user.id]);
+    const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE service = $1 AND user_id = $2 AND removed_at IS NULL', [
+      service,
+      user.id,
+    ]);
     if (!rows[0]) throw new GatewayError('NOT_FOUND', 'service not found');
     const agent = await translated(() => registry.getAgent(service));
     if (!agent || agent.owner !== user.walletAddress) throw new GatewayError('NOT_FOUND', 'service not found');
@@ -84,7 +87,11 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
     async list(q) {
       const stats = await serviceStatsByName();
       const view = (a: RegistryAgent) => serviceView(a, stats.get(`${a.owner}\u0000${a.service}`));
-      if (q === undefined || q.trim() === '') return mirror.list().sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service)).map(view);
+      if (q === undefined || q.trim() === '')
+        return mirror
+          .list()
+          .sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service))
+          .map(view);
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
       const hits = await d.searchBackend.search(q, 50);
       return hits.flatMap((h) => {
@@ -101,7 +108,10 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       return d.manifests.get({ service: agent.service, owner: agent.owner, endpoint: agent.endpoint });
     },
     async mine(user) {
-      const { rows } = await db.query<{ service: string }>('SELECT service FROM gw_services WHERE user_id = $1 AND removed_at IS NULL ORDER BY created_at DESC', [user.id]);
+      const { rows } = await db.query<{ service: string }>(
+        'SELECT service FROM gw_services WHERE user_id = $1 AND removed_at IS NULL ORDER BY created_at DESC',
+        [user.id],
+      );
       const stats = await serviceStatsByName();
       const out: ServiceView[] = [];
       for (const { service } of rows) {

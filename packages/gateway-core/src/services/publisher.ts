@@ -61,7 +61,12 @@ export function createPublisherService({ ledger, accounts, wallet, mine, settlem
   return {
     async activate(user, body) {
       const updated = await accounts.activatePublisher(user.id, body);
-      return { is_publisher: true, publisher_name: updated.publisherName, payout_wallet: updated.walletAddress, wallet_status: (await wallet.walletBalance(updated)).status };
+      return {
+        is_publisher: true,
+        publisher_name: updated.publisherName,
+        payout_wallet: updated.walletAddress,
+        wallet_status: (await wallet.walletBalance(updated)).status,
+      };
     },
     async overview(user) {
       requirePublisher(user);
@@ -91,7 +96,15 @@ export function createPublisherService({ ledger, accounts, wallet, mine, settlem
       requirePublisher(user);
       const n = intParam(days, 'days', 1, 90, 30);
       const points = await ledger.publisherAnalytics(user.walletAddress, n);
-      return points.map((p) => ({ day: p.day, calls: p.calls, earned_base_units: toJsonInteger(p.earned), earned_lamports: toJsonInteger(p.earned), earned_asset: toUsd(p.earned), earned_sol: toJsonInteger(p.earned), earned_usd: toUsd(p.earned) }));
+      return points.map((p) => ({
+        day: p.day,
+        calls: p.calls,
+        earned_base_units: toJsonInteger(p.earned),
+        earned_lamports: toJsonInteger(p.earned),
+        earned_asset: toUsd(p.earned),
+        earned_sol: toJsonInteger(p.earned),
+        earned_usd: toUsd(p.earned),
+      }));
     },
     async settle(user) {
       requirePublisher(user);

@@ -56,7 +56,8 @@ export function resolveSettlementConfig(options: SettlementConfigOptions, networ
   const budget = options.escrowBudget;
   if (budget !== undefined && budget !== '') {
     const m = typeof budget === 'string' ? /^(\d+)\/(\d+)$/.exec(budget) : ['', String(budget.requests), String(budget.windowMs)];
-    if (!m || !/^\d+$/.test(m[1]!) || !/^\d+$/.test(m[2]!) || Number(m[1]) < 1 || Number(m[2]) < 1) problems.push('FAREBOX_ESCROW_BUDGET must be requests/windowMs, e.g. 50/60000');
+    if (!m || !/^\d+$/.test(m[1]!) || !/^\d+$/.test(m[2]!) || Number(m[1]) < 1 || Number(m[2]) < 1)
+      problems.push('FAREBOX_ESCROW_BUDGET must be requests/windowMs, e.g. 50/60000');
     else escrowBudget = { requests: Number(m[1]), windowMs: Number(m[2]) };
   }
   if (problems.length) throw new ConfigError(problems);

@@ -167,7 +167,12 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
           }
           c = await deploy(c);
           const deployTx = txOf(c, 'deploy');
-          c = (await advance(c.id, 'closing', 'deployed', { escrowId: c.escrowId!, ...(deployTx ? { txHash: deployTx, explorerUrl: network.explorer.tx(deployTx) } : {}) })).cycle;
+          c = (
+            await advance(c.id, 'closing', 'deployed', {
+              escrowId: c.escrowId!,
+              ...(deployTx ? { txHash: deployTx, explorerUrl: network.explorer.tx(deployTx) } : {}),
+            })
+          ).cycle;
           break;
         }
         case 'deployed':
@@ -178,7 +183,15 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
         case 'funded': {
           const id = c.escrowId!;
           if (!txOf(c, 'complete')) {
-            const out = await onChain(c, 'complete', () => escrow.changeMilestoneStatus({ contractId: id, milestoneIndex: '0', newStatus: 'completed', newEvidence: `cycle ${c.id}: ${c.calls} calls`, serviceProvider: treasury.publicKey }));
+            const out = await onChain(c, 'complete', () =>
+              escrow.changeMilestoneStatus({
+                contractId: id,
+                milestoneIndex: '0',
+                newStatus: 'completed',
+                newEvidence: `cycle ${c.id}: ${c.calls} calls`,
+                serviceProvider: treasury.publicKey,
+              }),
+            );
             c = await ledger.recordCycleData(c.id, { data: { completeTx: out.hash, pending: null } });
           }
           if (!txOf(c, 'approve')) {
@@ -191,7 +204,11 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
             await advance(c.id, 'funded', 'released', {
               txHash: out.hash,
               explorerUrl: network.explorer.tx(out.hash),
-              data: { releaseTx: out.hash, pending: null, payout: { gross: c.funded.toString(), fee: fee.toString(), net: net.toString(), receiver: c.publisherOwner } },
+              data: {
+                releaseTx: out.hash,
+                pending: null,
+                payout: { gross: c.funded.toString(), fee: fee.toString(), net: net.toString(), receiver: c.publisherOwner },
+              },
             })
           ).cycle;
           crashPoint('recorded:release');
@@ -213,7 +230,11 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
           c = (
             await advance(c.id, 'released', 'swept', {
               ...(confirm ? { txHash: confirm, explorerUrl: network.explorer.tx(confirm) } : {}),
-              data: { ...(sweepTx ? { sweepTx, swept: state.balance.toString() } : {}), verified: { escrowBalance: '0', released: true, at: new Date().toISOString() }, pending: null },
+              data: {
+                ...(sweepTx ? { sweepTx, swept: state.balance.toString() } : {}),
+                verified: { escrowBalance: '0', released: true, at: new Date().toISOString() },
+                pending: null,
+              },
             })
           ).cycle;
           break;

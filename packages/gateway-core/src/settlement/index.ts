@@ -86,7 +86,10 @@ export function createSettlement(o: CreateSettlementOptions) {
       const cycle = await engine.settleNow(owner);
       if (!cycle) return { settled: false, message: 'nothing to settle: no earnings since the last settlement', settlement: null };
       if (cycle.state !== 'done') {
-        throw new GatewayError('UPSTREAM', `settlement of cycle ${cycle.id} stopped in state ${cycle.state}; it resumes automatically${cycle.error ? `: ${cycle.error}` : ''}`);
+        throw new GatewayError(
+          'UPSTREAM',
+          `settlement of cycle ${cycle.id} stopped in state ${cycle.state}; it resumes automatically${cycle.error ? `: ${cycle.error}` : ''}`,
+        );
       }
       return { settled: cycle.calls > 0, settlement: settlementView(cycle, o.network) };
     },

@@ -118,7 +118,8 @@ export function createStepRunner(deps: { escrow: EscrowClient; probe: ChainProbe
     }
     // The provider may have failed to answer after the network applied it: the chain decides.
     const status = await probe.transaction(hash).catch(() => ({ status: 'NOT_FOUND' }) as TxStatus);
-    if (status.status === 'SUCCESS') return { ok: true, ...((contractId ?? contractIdOf(status)) ? { contractId: contractId ?? contractIdOf(status) } : {}), message };
+    if (status.status === 'SUCCESS')
+      return { ok: true, ...((contractId ?? contractIdOf(status)) ? { contractId: contractId ?? contractIdOf(status) } : {}), message };
     return { ok: false, message };
   }
 
