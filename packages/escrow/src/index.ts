@@ -3,5 +3,15 @@ export type { EscrowClient, EscrowClientOptions, Escrow, EscrowRoles, DeployInpu
 export type { EscrowClock } from './budget.js';
 export { EscrowError, EscrowPaymentError } from './errors.js';
 export type { EscrowErrorCode, EscrowPaymentErrorCode, EscrowPaymentErrorData } from './errors.js';
-export { createEscrowPayer } from './payer.js';
-export type { EscrowPayer, EscrowPayerOptions, PayTarget, PayOptions, DirectCallResult, DirectCallStep, ProgressEvent, TraceStep } from './payer.js';
+export { createEscrowPayer, createServiceRequester } from './payer.js';
+export type {
+  ServiceAnswer,
+  EscrowPayer,
+  EscrowPayerOptions,
+  PayTarget,
+  PayOptions,
+  DirectCallResult,
+  DirectCallStep,
+  ProgressEvent,
+  TraceStep,
+} from './payer.js';

@@ -106,6 +106,37 @@ const serverMessage = (json: unknown, text: string): string => {
 };
 
 /**
+ * One HTTP request to a service, with its timeout; never follows redirects;
+ * the answer read once (status, headers, the JSON body when it parses, the
+ * text). A request that fails to reach the service throws `networkError`'s
+ * error (the payer's and `@farebox/client`'s own `NETWORK` errors).
+ */
+export function createServiceRequester(
+  doFetch: typeof fetch,
+  timeoutMs: number,
+  networkError: (message: string) => Error,
+): (url: string, init: RequestInit & { signal?: AbortSignal }) => Promise<ServiceAnswer> {
+  return async (url, init) => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await doFetch(url, { ...init, signal, redirect: 'error' });
+    } catch (e) {
+      throw networkError(`request to ${url} failed: ${errorText(e)}`);
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, json, text };
+  };
+}
+
+/**
  * Creates an escrow payer: pays Farebox services from `signer` through a
  * single-release escrow naming the service's owner.
  *
@@ -120,25 +151,7 @@ export function createEscrowPayer(options: EscrowPayerOptions): EscrowPayer {
   const given = options.escrow;
   const escrow = typeof given === 'function' ? given : () => given;
 
-  /** One request to the service, with its timeout; never follows redirects. */
-  async function request(url: string, init: RequestInit & { signal?: AbortSignal }): Promise<ServiceAnswer> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-    let res: Response;
-    try {
-      res = await doFetch(url, { ...init, signal, redirect: 'error' });
-    } catch (e) {
-      throw new EscrowPaymentError('NETWORK', `request to ${url} failed: ${errorText(e)}`);
-    }
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, json, text };
-  }
+  const request = createServiceRequester(doFetch, timeoutMs, (message) => new EscrowPaymentError('NETWORK', message));
 
   return {
     pay: (target, body, payOptions = {}) =>

@@ -1,3 +1,4 @@
+import { createServiceRequester } from '@farebox/escrow';
 import { z } from 'zod';
 import { ClientError } from '../errors.js';
 
@@ -19,24 +20,7 @@ export function errorText(e: unknown): string {
 }
 
 export function createRequester(doFetch: typeof fetch, timeoutMs: number): Requester {
-  return async function request(url, init) {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-    let res: Response;
-    try {
-      res = await doFetch(url, { ...init, signal, redirect: 'error' });
-    } catch (e) {
-      throw new ClientError('NETWORK', `request to ${url} failed: ${errorText(e)}`);
-    }
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, json, text };
-  };
+  return createServiceRequester(doFetch, timeoutMs, (message) => new ClientError('NETWORK', message));
 }
 
 /** The server's `{ error }` message, or the start of its body. */
