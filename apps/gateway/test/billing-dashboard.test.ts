@@ -1,19 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccounts, resolveNetwork } from '@farebox/stellar';
 import { dashboardDir } from '../src/index.js';
 import { createGate, startHttpProxy, type HttpProxy } from './http-proxy-kit.js';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
+import { CHROMIUM, launchChromium } from './chromium-kit.js';
 import { testnetOnDevnet } from './testnet-kit.js';
 import { eventually } from '@farebox/test-kit';
 
-const CHROMIUM = '/usr/bin/chromium';
 const here = dirname(fileURLToPath(import.meta.url));
 const USDC = 10_000_000n;
 
@@ -31,7 +29,7 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
   let friendbotProxy: HttpProxy;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: apt-get install -y chromium`);
@@ -50,34 +48,16 @@ describe('Billing on a testnet-configured gateway, in Chromium', () => {
     // The treasury is set up at start (through the friendbot, open until now).
     const chain = createAccounts(s.gw.core.network);
     await eventually('the treasury exists on chain', async () => (await chain.balances(s.gw.core.treasuryAddress)).exists, { timeoutMs: 20_000 });
-    profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 900 },
-      baseURL: s.url,
-    });
+    ({ context, page, close: closeBrowser } = await launchChromium(s.url));
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s.url });
-    page = context.pages()[0] ?? (await context.newPage());
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
+    await closeBrowser?.();
     friendbot.open();
     await s?.close();
     await s?.devnet.close();
     await friendbotProxy?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
   });
 
   let wallet: string;

@@ -1,14 +1,11 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
+import { CHROMIUM, launchChromium } from './chromium-kit.js';
 import { pkce, rawClient } from './oauth-browser.js';
 import { eventually } from '@farebox/test-kit';
 
-const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'correct horse battery';
 /** A client name that tries to pass for a verified one and, with an unterminated RIGHT-TO-LEFT OVERRIDE, to turn the page's warning around. */
 const DECEIVING = 'Claude (Anthropic) \u2713 verified\u202e...';
@@ -61,7 +58,7 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
   let h: Harness;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
@@ -70,31 +67,13 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
       );
     }
     h = await startHarness('pglite');
-    profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 900 },
-      baseURL: h.url,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ context, page, close: closeBrowser } = await launchChromium(h.url));
     page.on('pageerror', (err) => console.error('page error:', err));
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
+    await closeBrowser?.();
     await h?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
   });
 
   it('strips the bidi override from the name, isolates the name, and keeps the "not verified" warning outside it, reading left to right', async () => {

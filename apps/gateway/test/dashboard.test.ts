@@ -1,15 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardDir } from '../src/index.js';
 import { startHarness, type Harness } from './harness.js';
+import { CHROMIUM, launchChromium } from './chromium-kit.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const here = dirname(fileURLToPath(import.meta.url));
 const SHOTS = join(here, '..', 'test-results', 'screenshots');
 const PASSWORD = 'correct horse battery';
@@ -19,7 +18,7 @@ describe('the web dashboard in a real browser', () => {
   let h: Harness;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
   const email = `dash${Date.now()}@example.com`;
   let wallet = '';
 
@@ -38,33 +37,15 @@ describe('the web dashboard in a real browser', () => {
     h = await startHarness('pglite');
     await h.publish('echo', { price: '0.01', pricingNote: 'Flat: 0.01 USDC a call, whatever the payload' });
     await h.publish('geocoder', { price: '0.02' });
-    profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 900 },
-      baseURL: h.url,
-    });
+    ({ context, page, close: closeBrowser } = await launchChromium(h.url));
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.url });
-    page = context.pages()[0] ?? (await context.newPage());
     page.on('dialog', (d) => void d.accept());
     page.on('pageerror', (err) => console.error('page error:', err));
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
+    await closeBrowser?.();
     await h?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
   });
 
   async function shot(name: string) {

@@ -1,17 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { grantOperator } from '@farebox/gateway-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardDir } from '../src/index.js';
 import { startStack, type Stack } from './settlement-kit.js';
+import { CHROMIUM, launchChromium } from './chromium-kit.js';
 import { USDC, fundedNotServed, newCaller, type Caller } from './dispute-kit.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const here = dirname(fileURLToPath(import.meta.url));
 const SHOTS = join(here, '..', 'test-results', 'screenshots');
 const PASSWORD = 'correct horse battery';
@@ -26,9 +25,8 @@ function builtWithOperator(dist: string): boolean {
 
 describe('the operator section of the dashboard in Chromium', () => {
   let s: Stack;
-  let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
   let refundMe: { caller: Caller; escrowId: string; balance: bigint };
   let splitMe: { caller: Caller; escrowId: string; balance: bigint };
   let owner: string;
@@ -60,31 +58,13 @@ describe('the operator section of the dashboard in Chromium', () => {
       if (target === 0) refundMe = entry;
       else splitMe = entry;
     }
-    profile = await mkdtemp(join(tmpdir(), 'farebox-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 900 },
-      baseURL: s.url,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ page, close: closeBrowser } = await launchChromium(s.url));
     page.on('pageerror', (err) => console.error('page error:', err));
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
+    await closeBrowser?.();
     await s?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
   });
 
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
