@@ -194,6 +194,19 @@ describe('a testnet-configured gateway (on the devnet)', () => {
     expect(retry.body.balance_base_units).toBe(before + 40_000_000);
   });
 
+  it('a keyed top-up the wallet could not pay answers the same 402 when retried with its key, and nothing moves', async () => {
+    const u = await s.user();
+    await walletReady(u.wallet);
+    await s.devnet.friendbot(u.wallet, 3n * USDC);
+    const first = await u.api('/v1/topup', { body: { amount: 7 }, headers: { 'idempotency-key': 'short-7' } });
+    expect(first.status, JSON.stringify(first.body)).toBe(402);
+    expect(first.body.error).toMatch(/^insufficient USDC in your wallet: 3 USDC there, 7 needed/);
+    const again = await u.api('/v1/topup', { body: { amount: 7 }, headers: { 'idempotency-key': 'short-7' } });
+    expect(again.status, JSON.stringify(again.body)).toBe(402);
+    expect(again.body.error).toMatch(/^insufficient USDC in your wallet: 3 USDC there, 7 needed/);
+    expect((await chain().balances(u.wallet)).usdc).toBe(3n * USDC);
+  });
+
   it('racing paid top-ups credit each on-chain payment once, exact to the base unit (8 at once on 25 USDC, 6 at once on exactly 10)', async () => {
     const usdc = async (a: string) => (await chain().balances(a)).usdc ?? 0n;
     const credits = async (u: { api: (p: string) => Promise<{ body: any }> }) => BigInt((await u.api('/v1/balance')).body.balance_base_units);

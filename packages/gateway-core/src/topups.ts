@@ -150,14 +150,20 @@ export function createTopups(o: TopupsOptions) {
     const record = await o.ledger.recordWalletPayment(account.id, { kind: 'topup', callId: reference, amount });
     if (record.amount !== amount) throw new GatewayError('CONFLICT', 'idempotency key reused with a different request');
     if (record.state === 'completed') return record;
-    if (record.state === 'failed')
-      throw new GatewayError(
-        'UPSTREAM',
-        `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`,
-      );
+    if (record.state === 'failed') throw failedBefore(record);
     // One payment of a wallet at a time on this gateway: each is built on the sequence the one before left, and
     // sees the USDC the one before left. (Gateways sharing a database may still race: see tx_bad_seq below.)
     return options.inTurn ? sendPayment(account, record) : inOrder(account.walletAddress, () => sendPayment(account, record));
+  }
+
+  /**
+   * A retry (same Idempotency-Key or call) of a top-up that already failed gets that failure again: a wallet that
+   * held too little is the same 402 as the first answer; anything else the network refused, a 500.
+   */
+  function failedBefore(record: WalletPayment): GatewayError {
+    const error = record.error ?? 'not applied';
+    if (error.startsWith('insufficient USDC in your wallet')) return new GatewayError('INSUFFICIENT_BALANCE', error);
+    return new GatewayError('UPSTREAM', `the top-up failed on chain: ${error}; nothing was charged (retry with a new Idempotency-Key)`);
   }
 
   /** The credited payment, or the failure its record now says. */
@@ -170,11 +176,7 @@ export function createTopups(o: TopupsOptions) {
   async function sendPayment(account: TopupAccount, first: WalletPayment): Promise<WalletPayment> {
     const record = await o.ledger.getWalletPayment(first.id);
     if (record.state === 'completed') return record;
-    if (record.state === 'failed')
-      throw new GatewayError(
-        'UPSTREAM',
-        `the top-up failed on chain: ${record.error ?? 'not applied'}; nothing was charged (retry with a new Idempotency-Key)`,
-      );
+    if (record.state === 'failed') throw failedBefore(record);
     const amount = record.amount;
     const earlier = typeof record.data.xdr === 'string' && typeof record.data.hash === 'string' ? { xdr: record.data.xdr, hash: record.data.hash } : undefined;
     if (earlier) {
