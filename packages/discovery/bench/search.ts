@@ -1,8 +1,11 @@
 /**
  * Discovery bench: relevance (hit@3, nDCG@10, Recall@5) on bench/relevance/
- * for keyword-only (BM25 alone, as without a model), vectors alone and hybrid,
- * over all judged queries and over the same-language ones (a judged service
- * is in the query's language); then speed at 100k synthetic services
+ * for keyword-only (BM25 alone, as without a model), and vectors alone and
+ * hybrid with the test kit's tiny model and (when present) the real one, over
+ * all judged queries, the same-language ones (a judged service is in the
+ * query's language) and the one/two-word queries with graded judgements; each
+ * keyword and hybrid line shows the capped BM25' (before) next to the knee
+ * normalisation (now). Then speed at 100k synthetic services
  * (BENCH_SERVICES=0 skips it; BENCH_MISSES=1 lists the same-language misses).
  *
  *   pnpm exec tsx packages/discovery/bench/search.ts
@@ -14,10 +17,20 @@
  * vectorIndex 'hnsw' (when usearch loads) against the exact flat index; its
  * graph build takes over a minute at 100k on 2 cores (BENCH_HNSW=0 skips it).
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEmbedder, createSearchIndex, type Embedder, type SearchIndex } from '../src/index.js';
+import { writeTinyModel } from '@farebox/test-kit/tiny-model';
+import {
+  createEmbedder,
+  createSearchIndex,
+  type Embedder,
+  type FusionWeights,
+  type SearchIndex,
+  type SearchIndexOptions,
+  type ServiceDocument,
+} from '../src/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const N = Number(process.env['BENCH_SERVICES'] ?? 100_000);
@@ -34,8 +47,10 @@ interface Query {
   lang: string;
   query: string;
   relevant: string[];
-  /** 'inflected': plain same-language queries with inflected, compound, partial or currency-code words. */
+  /** 'inflected': plain same-language queries with inflected, compound, partial or currency-code words; 'short': one or two words. */
   group?: string;
+  /** Graded judgements (3 does what was asked, 2 closely related, 1 mentions it in passing); without them every `relevant` service has grade 1. */
+  grades?: Record<string, number>;
 }
 
 const services = (JSON.parse(readFileSync(join(here, 'relevance', 'services.json'), 'utf8')) as { services: Service[] }).services;
@@ -46,13 +61,18 @@ function pct(sorted: number[], p: number): number {
 }
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 
-function ndcgAt(ranked: string[], relevant: Set<string>, k: number): number {
+/** nDCG@k with gains 2^grade - 1 (a service in `relevant` without a grade has grade 1). */
+function ndcgAt(ranked: string[], q: Query, k: number): number {
+  const grade = (id: string) => q.grades?.[id] ?? (q.relevant.includes(id) ? 1 : 0);
   let dcg = 0;
   ranked.slice(0, k).forEach((id, i) => {
-    if (relevant.has(id)) dcg += 1 / Math.log2(i + 2);
+    dcg += (2 ** grade(id) - 1) / Math.log2(i + 2);
   });
-  let ideal = 0;
-  for (let i = 0; i < Math.min(k, relevant.size); i++) ideal += 1 / Math.log2(i + 2);
+  const gains = q.grades ? Object.values(q.grades) : q.relevant.map(() => 1);
+  const ideal = gains
+    .sort((a, b) => b - a)
+    .slice(0, k)
+    .reduce((sum, g, i) => sum + (2 ** g - 1) / Math.log2(i + 2), 0);
   return ideal > 0 ? dcg / ideal : 0;
 }
 function recallAt(ranked: string[], relevant: Set<string>, k: number): number {
@@ -69,10 +89,19 @@ interface Figures {
   hit3: number;
   n: number;
 }
+type Group = 'all' | 'same' | 'original' | 'inflected' | 'short' | 'oneWord' | 'twoWords';
+const GROUPS: Array<[Group, string]> = [
+  ['all', 'all judged'],
+  ['same', 'same-language'],
+  ['original', 'original (q001-q072)'],
+  ['inflected', 'inflected (q075-q114)'],
+  ['short', 'one/two words (q115-q136)'],
+  ['oneWord', '  one word'],
+  ['twoWords', '  two words'],
+];
 
-async function evaluate(label: string, index: SearchIndex, vectorsFor: Map<string, Float32Array> | null) {
-  const zero = () => ({ ndcg: 0, recall: 0, hit3: 0, n: 0 });
-  const sums = { all: zero(), same: zero(), original: zero(), inflected: zero() } satisfies Record<string, Figures>;
+function evaluate(index: SearchIndex, vectorsFor: Map<string, Float32Array> | null) {
+  const sums = Object.fromEntries(GROUPS.map(([g]) => [g, { ndcg: 0, recall: 0, hit3: 0, n: 0 }])) as Record<Group, Figures>;
   let nonsenseHits = 0;
   let nonsense = 0;
   const misses: string[] = [];
@@ -86,40 +115,58 @@ async function evaluate(label: string, index: SearchIndex, vectorsFor: Map<strin
     const rel = new Set(q.relevant);
     const ranked = hits.map((h) => h.id);
     const hit3 = ranked.slice(0, 3).some((id) => rel.has(id)) ? 1 : 0;
-    const groups = [sums.all, q.group === 'inflected' ? sums.inflected : sums.original];
+    const groups = [sums.all, q.group === 'inflected' ? sums.inflected : q.group === 'short' ? sums.short : sums.original];
     if (sameLanguage(q)) groups.push(sums.same);
+    if (q.group === 'short') groups.push(q.query.trim().split(/\s+/).length === 1 ? sums.oneWord : sums.twoWords);
     for (const f of groups) {
-      f.ndcg += ndcgAt(ranked, rel, 10);
+      f.ndcg += ndcgAt(ranked, q, 10);
       f.recall += recallAt(ranked, rel, 5);
       f.hit3 += hit3;
       f.n++;
     }
     if (!hit3 && sameLanguage(q)) misses.push(`${q.id} "${q.query}"`);
   }
-  const line = (f: Figures) => `hit@3 ${(f.hit3 / f.n).toFixed(3)}  nDCG@10 ${(f.ndcg / f.n).toFixed(3)}  Recall@5 ${(f.recall / f.n).toFixed(3)}`;
-  console.log(`  ${label.padEnd(22)} all ${sums.all.n} judged: ${line(sums.all)}   nonsense queries with results: ${nonsenseHits}/${nonsense}`);
-  console.log(`  ${''.padEnd(22)} same-language ${sums.same.n}: ${line(sums.same)}`);
-  console.log(`  ${''.padEnd(22)} original ${sums.original.n} (q001-q072): ${line(sums.original)}`);
-  console.log(`  ${''.padEnd(22)} inflected ${sums.inflected.n} (q075-q114, same-language): ${line(sums.inflected)}`);
-  if (process.env['BENCH_MISSES'] === '1' && misses.length > 0)
-    console.log(`  ${''.padEnd(22)} same-language misses (no judged service in the top 3): ${misses.join(', ')}`);
+  return { sums, nonsenseHits, nonsense, misses };
 }
 
-async function relevance(): Promise<Embedder | null> {
-  console.log(`Relevance: ${services.length} services (${[...new Set(services.map((s) => s.lang))].join(', ')}), ${queries.length} queries`);
-  const embedder = createEmbedder();
-  const status = await embedder.load();
-  const docs = services.map((s) => ({ id: s.id, name: s.name, description: s.description }));
-  const keywordOnly = createSearchIndex(); // no model: what a host without one answers
-  for (const d of docs) await keywordOnly.upsert(d);
-  if (status.state !== 'ready') {
-    console.log(`  model: NOT AVAILABLE (${status.reason})`);
-    console.log('  Vector and hybrid figures need the real model; only keyword figures follow.');
-    await evaluate('keyword-only', keywordOnly, null);
-    console.log('  vectors alone, hybrid  not measured (no model)');
-    return null;
+/** One block of figures per index, side by side: the capped BM25' (before) and the knee (now). */
+function report(label: string, runs: Array<[string, ReturnType<typeof evaluate>]>) {
+  const f = (x: Figures) => `hit@3 ${(x.hit3 / x.n).toFixed(3)}  nDCG@10 ${(x.ndcg / x.n).toFixed(3)}  Recall@5 ${(x.recall / x.n).toFixed(3)}`;
+  console.log(`  ${label}`);
+  for (const [g, name] of GROUPS) {
+    const n = runs[0]![1].sums[g].n;
+    console.log(`    ${`${name} ${n}`.padEnd(32)} ${runs.map(([tag, r]) => `${tag}: ${f(r.sums[g])}`).join('   |   ')}`);
   }
-  console.log(`  model: ${status.modelId} (${embedder.dims} dims)`);
+  console.log(`    ${'nonsense queries with results'.padEnd(32)} ${runs.map(([tag, r]) => `${tag}: ${r.nonsenseHits}/${r.nonsense}`).join('   |   ')}`);
+  const last = runs[runs.length - 1]![1];
+  if (process.env['BENCH_MISSES'] === '1' && last.misses.length > 0)
+    console.log(`    same-language misses (no judged service in the top 3): ${last.misses.join(', ')}`);
+}
+
+/** Builds an index over the relevance services with precomputed vectors (or none). */
+function buildIndex(docs: ServiceDocument[], vecs: Float32Array[] | null, options: SearchIndexOptions) {
+  const index = createSearchIndex({ ...options, dims: DIMS });
+  docs.forEach((d, i) => {
+    void index.upsert(d);
+    if (vecs) index.setVector(d.id, vecs[i]!);
+  });
+  return index;
+}
+
+/** Keyword-only, vectors alone and hybrid figures with one embedder (or none), capped BM25' against the knee. */
+async function relevanceWith(title: string, embedder: Embedder | null, docs: ServiceDocument[]) {
+  const side = (vecs: Float32Array[] | null, qv: Map<string, Float32Array> | null, weights: FusionWeights) =>
+    (['cap', 'knee'] as const).map(
+      (norm) =>
+        [norm === 'cap' ? "capped BM25' (before)" : "knee BM25' (now)", evaluate(buildIndex(docs, vecs, { weights, bm25Normalization: norm }), qv)] as [
+          string,
+          ReturnType<typeof evaluate>,
+        ],
+    );
+  if (!embedder) {
+    report(`keyword-only (${title})`, side(null, null, { bm25: 0.6, vector: 0.4 }));
+    return;
+  }
   const t0 = performance.now();
   const vecs = await embedder.embed(
     docs.map((d) => `${d.name}: ${d.description}`),
@@ -130,18 +177,35 @@ async function relevance(): Promise<Embedder | null> {
   const t1 = performance.now();
   for (const q of queries) qv.set(q.id, (await embedder.embed([q.query], 'query'))[0]!);
   const queryMs = (performance.now() - t1) / queries.length;
-  const build = (weights: { bm25: number; vector: number }) => {
-    const index = createSearchIndex({ weights, dims: DIMS });
-    docs.forEach((d, i) => {
-      void index.upsert(d);
-      index.setVector(d.id, vecs[i]!);
-    });
-    return index;
-  };
-  await evaluate('keyword-only', keywordOnly, null);
-  await evaluate('vectors alone', build({ bm25: 0, vector: 1 }), qv);
-  await evaluate('hybrid 0.6/0.4', build({ bm25: 0.6, vector: 0.4 }), qv);
-  console.log(`  embedding: ${ms(passageMs)} per passage (batched), ${ms(queryMs)} per query`);
+  report(`vectors alone (${title})`, [['vectors', evaluate(buildIndex(docs, vecs, { weights: { bm25: 0, vector: 1 } }), qv)]]);
+  report(`hybrid 0.6/0.4 (${title})`, side(vecs, qv, { bm25: 0.6, vector: 0.4 }));
+  console.log(`  embedding (${title}): ${ms(passageMs)} per passage (batched), ${ms(queryMs)} per query`);
+}
+
+async function relevance(): Promise<Embedder | null> {
+  console.log(`Relevance: ${services.length} services (${[...new Set(services.map((s) => s.lang))].join(', ')}), ${queries.length} queries`);
+  const docs = services.map((s) => ({ id: s.id, name: s.name, description: s.description }));
+  // Keyword-only: what a host without a model answers (default weights, no vectors).
+  await relevanceWith('no model', null, docs);
+  // The test kit's tiny model (a few concept words in five languages): hybrid fusion with a real ONNX model, always available.
+  const tinyDir = mkdtempSync(join(tmpdir(), 'farebox-bench-tiny-'));
+  try {
+    const tinyId = await writeTinyModel(tinyDir);
+    const tiny = createEmbedder({ modelDir: tinyDir, modelId: tinyId, dtype: 'fp32', allowRemote: false });
+    const st = await tiny.load();
+    if (st.state === 'ready') await relevanceWith('tiny test model', tiny, docs);
+    else console.log(`  tiny test model: NOT LOADED (${st.reason})`);
+  } finally {
+    rmSync(tinyDir, { recursive: true, force: true });
+  }
+  const embedder = createEmbedder();
+  const status = await embedder.load();
+  if (status.state !== 'ready') {
+    console.log(`  real model: NOT AVAILABLE (${status.reason})`);
+    console.log('  Figures with multilingual-e5-small need the real model (farebox model fetch, or FAREBOX_MODEL_DIR).');
+    return null;
+  }
+  await relevanceWith(`${status.modelId}, ${embedder.dims} dims`, embedder, docs);
   return embedder;
 }
 

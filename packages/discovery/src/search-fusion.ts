@@ -14,6 +14,32 @@ export interface FusionContext {
   readonly weights: Readonly<FusionWeights>;
   readonly floor: number;
   readonly cosineFloor: number;
+  /** How the keyword score is normalised: 'knee' (default) or the old 'cap' (kept for the bench's comparison). */
+  readonly bm25Norm: Bm25Normalization;
+}
+
+export type Bm25Normalization = 'knee' | 'cap';
+
+/** Below this, BM25' is the plain ratio (as under the old cap); above it the ratio saturates towards 1. */
+export const BM25_KNEE = 0.8;
+
+/**
+ * BM25' from the ratio x = bm25(d) / (sum of the query tokens' IDF): x itself up
+ * to the knee (0.8), then `knee + (1 - knee) * y / (y + 1 - knee)` with
+ * y = x - knee, which continues with slope 1, is strictly increasing and stays
+ * below 1 (x = 1 gives 0.9, x = 2.2, the most BM25 allows with k1 = 1.2, gives
+ * 0.975). Monotonic in the raw score, so two strong matches keep their order;
+ * the old `min(1, x)` gave both 1. See docs/search.md, "Fusion".
+ */
+export function kneeNorm(x: number): number {
+  if (x <= BM25_KNEE) return x;
+  const y = x - BM25_KNEE;
+  const room = 1 - BM25_KNEE;
+  return BM25_KNEE + (room * y) / (y + room);
+}
+
+function capNorm(x: number): number {
+  return Math.min(1, x);
 }
 
 /** The `limit` search option, checked: an integer from 1 to 100, default 10. */
@@ -32,6 +58,7 @@ export function limitOf(opts: SearchOptions | undefined): number {
  */
 export function fuseSearch(ctx: FusionContext, query: string, vector: ArrayLike<number> | null, opts?: SearchOptions): SearchHit[] {
   const { bm25, vectors, slotDocs, hnsw, dims, weights, floor, cosineFloor } = ctx;
+  const norm = ctx.bm25Norm === 'cap' ? capNorm : kneeNorm;
   if (typeof query !== 'string') throw new DiscoveryError('INVALID_QUERY', 'query must be a string');
   if (query.length > 1024) throw new DiscoveryError('INVALID_QUERY', 'query is longer than 1024 characters');
   const limit = limitOf(opts);
@@ -66,7 +93,7 @@ export function fuseSearch(ctx: FusionContext, query: string, vector: ArrayLike<
       const score = (slot: number, c: number) => {
         const raw = b[slot]!;
         if (raw === 0 && c <= cf) return;
-        const bn = Math.min(1, raw * invIdeal);
+        const bn = norm(raw * invIdeal);
         const cn = c > cf ? Math.min(1, (c - cf) * cScale) : 0;
         top.offer(slot, wB * bn + wV * cn, bn, cn);
       };
@@ -82,7 +109,7 @@ export function fuseSearch(ctx: FusionContext, query: string, vector: ArrayLike<
           found.set(slot, c);
           score(slot, c);
         } else {
-          const bn = Math.min(1, b[slot]! * invIdeal);
+          const bn = norm(b[slot]! * invIdeal);
           top.offer(slot, wB * bn, bn, 0);
         }
       }
@@ -92,19 +119,19 @@ export function fuseSearch(ctx: FusionContext, query: string, vector: ArrayLike<
         const c = cos[slot]!;
         const raw = b[slot]!;
         if (raw === 0 && c <= cf) continue;
-        const bn = Math.min(1, raw * invIdeal);
+        const bn = norm(raw * invIdeal);
         const cn = c > cf ? Math.min(1, (c - cf) * cScale) : 0;
         top.offer(slot, wB * bn + wV * cn, bn, cn);
       }
       // Documents past the scanned range have no vector yet.
       for (const slot of kw.touched) {
         if (slot < cos.length) continue;
-        const bn = Math.min(1, b[slot]! * invIdeal);
+        const bn = norm(b[slot]! * invIdeal);
         top.offer(slot, wB * bn, bn, 0);
       }
     } else {
       for (const slot of kw.touched) {
-        const bn = Math.min(1, b[slot]! * invIdeal);
+        const bn = norm(b[slot]! * invIdeal);
         top.offer(slot, wB * bn, bn, 0);
       }
     }

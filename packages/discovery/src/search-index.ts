@@ -25,6 +25,7 @@ const OptionsSchema = z.object({
   dims: z.number().int().positive().max(4096).optional(),
   batchSize: z.number().int().positive().max(1024).optional(),
   vectorIndex: z.enum(['flat', 'hnsw']).optional(),
+  bm25Normalization: z.enum(['knee', 'cap']).optional(),
 });
 
 interface Waiter {
@@ -209,6 +210,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     weights,
     floor,
     cosineFloor,
+    bm25Norm: options.bm25Normalization ?? 'knee',
   };
 
   function searchWithVector(query: string, vector: ArrayLike<number> | null, opts?: SearchOptions): SearchHit[] {

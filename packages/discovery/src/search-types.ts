@@ -24,6 +24,12 @@ export interface SearchIndexOptions {
   floor?: number;
   /** Cosine at or below which the vector side contributes nothing (default 0.8, tuned for e5). */
   cosineFloor?: number;
+  /**
+   * How the keyword score becomes BM25': 'knee' (default; monotonic, saturating
+   * above 0.8, see docs/search.md) or 'cap', the earlier `min(1, x)`, kept so
+   * the bench can print both.
+   */
+  bm25Normalization?: 'knee' | 'cap';
   /** Vector dimensions when no embedder is given but vectors are supplied directly. */
   dims?: number;
   /** Texts embedded per model call (default 16). */
@@ -54,7 +60,7 @@ export interface SearchHit {
   id: string;
   /** weights.bm25 * bm25 + weights.vector * cosine, in [0, 1]. */
   score: number;
-  /** Normalised keyword part, min(1, raw BM25 / sum of the query tokens' IDF). */
+  /** Normalised keyword part: the ratio raw BM25 / sum of the query tokens' IDF, saturating above 0.8 (docs/search.md, "Fusion"). */
   bm25: number;
   /** Normalised vector part, clamp((cos - cosineFloor) / (1 - cosineFloor), 0, 1). */
   cosine: number;
