@@ -1,9 +1,21 @@
-/** Where an embedder stands; `failed` carries the reason search runs keyword-only. */
+/**
+ * Where an embedder stands; `failed` carries the reason search runs
+ * keyword-only. `downloading`: the model is being fetched from the hub (an
+ * index does not wait for it: it answers keyword-only meanwhile and embeds
+ * its documents when the model is ready); `download` says how far.
+ */
 export interface EmbedderStatus {
-  state: 'idle' | 'loading' | 'ready' | 'failed';
+  state: 'idle' | 'loading' | 'downloading' | 'ready' | 'failed';
   modelId: string;
   dims: number;
   reason?: string;
+  download?: ModelDownloadProgress;
+}
+
+/** Bytes of the model's files fetched so far, and in all (as far as the hub said; 0 before it did). */
+export interface ModelDownloadProgress {
+  loaded: number;
+  total: number;
 }
 
 export type EmbedKind = 'query' | 'passage';

@@ -1,12 +1,14 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { EmbedKind, Embedder, EmbedderStatus } from './embedder-types.js';
+import type { EmbedKind, Embedder, EmbedderStatus, ModelDownloadProgress } from './embedder-types.js';
 import { DiscoveryError } from './errors.js';
 
 /** The default model: multilingual (about 100 languages), 384 dimensions, MIT licence. */
 export const DEFAULT_MODEL_ID = 'Xenova/multilingual-e5-small';
 export const DEFAULT_DIMS = 384;
+/** Where models are downloaded from (the Hugging Face Hub). */
+export const DEFAULT_HUB_URL = 'https://huggingface.co/';
 
 export interface EmbedderOptions {
   /**
@@ -30,6 +32,14 @@ export interface EmbedderOptions {
   prefixes?: { query: string; passage: string };
   /** ONNX Runtime intra-op threads (default 2). */
   threads?: number;
+  /**
+   * The model hub downloads come from (default https://huggingface.co/): files
+   * are fetched from `<hubUrl><modelId>/resolve/main/<file>`, the Hugging Face
+   * layout (a mirror, or a loopback server in tests).
+   */
+  hubUrl?: string;
+  /** Called as the download progresses (bytes of all the model's files). */
+  onProgress?: (progress: ModelDownloadProgress) => void;
 }
 
 interface ResolvedOptions {
@@ -40,6 +50,8 @@ interface ResolvedOptions {
   dims: number;
   prefixes: { query: string; passage: string };
   threads: number;
+  hubUrl: string;
+  onProgress: ((progress: ModelDownloadProgress) => void) | undefined;
 }
 
 function resolveOptions(options: EmbedderOptions): ResolvedOptions {
@@ -54,6 +66,9 @@ function resolveOptions(options: EmbedderOptions): ResolvedOptions {
   if (dtype !== 'q8' && dtype !== 'fp32') problems.push(`dtype must be "q8" or "fp32", got "${String(dtype)}"`);
   const threads = options.threads ?? 2;
   if (!Number.isInteger(threads) || threads < 1) problems.push(`threads must be a positive integer, got ${threads}`);
+  let hubUrl = options.hubUrl ?? DEFAULT_HUB_URL;
+  if (!/^https?:\/\/[^/]/.test(hubUrl)) problems.push(`hubUrl must be an http(s) URL, got "${hubUrl}"`);
+  if (!hubUrl.endsWith('/')) hubUrl += '/';
   if (problems.length > 0) throw new DiscoveryError('INVALID_OPTIONS', problems.join('; '));
   return {
     modelDir,
@@ -63,6 +78,8 @@ function resolveOptions(options: EmbedderOptions): ResolvedOptions {
     dims,
     prefixes: options.prefixes ?? { query: 'query: ', passage: 'passage: ' },
     threads,
+    hubUrl,
+    onProgress: options.onProgress,
   };
 }
 
@@ -88,16 +105,25 @@ export function createEmbedder(options: EmbedderOptions = {}): Embedder & { read
   let loading: Promise<EmbedderStatus> | null = null;
   let extractor: Extractor | null = null;
 
-  async function doLoad(): Promise<EmbedderStatus> {
-    state = { state: 'loading', modelId: o.modelId, dims: o.dims };
+  function doLoad(): Promise<EmbedderStatus> {
+    // Decided before the first await, so `status()` says `downloading` as soon as `load()` is called.
+    const local = existsSync(join(modelPath(o.modelDir, o.modelId), 'config.json'));
+    state = { state: !local && o.allowRemote ? 'downloading' : 'loading', modelId: o.modelId, dims: o.dims };
+    return finishLoad(local);
+  }
+
+  async function finishLoad(local: boolean): Promise<EmbedderStatus> {
     try {
-      const local = existsSync(join(modelPath(o.modelDir, o.modelId), 'config.json'));
       if (!local && !o.allowRemote) {
         throw new Error(
           `model ${o.modelId} not found in ${o.modelDir} and downloads are off; run \`farebox model fetch\` where the network allows or point FAREBOX_MODEL_DIR at a copy`,
         );
       }
-      extractor = await openPipeline(o, !local);
+      const onProgress = (p: ModelDownloadProgress) => {
+        if (state.state === 'downloading') state = { ...state, download: p };
+        o.onProgress?.(p);
+      };
+      extractor = await openPipeline(o, !local, onProgress);
       const probe = await extractor([`${o.prefixes.passage}ok`], { pooling: 'mean', normalize: true });
       const got = probe.dims[probe.dims.length - 1];
       if (got !== o.dims) {
@@ -106,11 +132,12 @@ export function createEmbedder(options: EmbedderOptions = {}): Embedder & { read
       }
       state = { state: 'ready', modelId: o.modelId, dims: o.dims };
     } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
       state = {
         state: 'failed',
         modelId: o.modelId,
         dims: o.dims,
-        reason: `embedding model unavailable: ${err instanceof Error ? err.message : String(err)}`,
+        reason: `embedding model unavailable: ${local || !o.allowRemote ? message : `model ${o.modelId} is not in ${o.modelDir} and downloading it from ${o.hubUrl} failed (${message})`}`,
       };
     }
     return state;
@@ -144,14 +171,19 @@ export function createEmbedder(options: EmbedderOptions = {}): Embedder & { read
   };
 }
 
-async function openPipeline(o: ResolvedOptions, remote: boolean): Promise<Extractor> {
+async function openPipeline(o: ResolvedOptions, remote: boolean, onProgress: (p: ModelDownloadProgress) => void): Promise<Extractor> {
   const transformers = await import('@huggingface/transformers');
   const { env, pipeline } = transformers;
   env.localModelPath = o.modelDir;
   env.allowLocalModels = true;
   env.allowRemoteModels = remote;
+  env.remoteHost = o.hubUrl;
   env.cacheDir = o.modelDir;
   const extractor = await pipeline('feature-extraction', o.modelId, {
+    progress_callback: (info: { status: string; loaded?: number; total?: number }) => {
+      if (info.status === 'progress_total' && typeof info.loaded === 'number' && typeof info.total === 'number')
+        onProgress({ loaded: info.loaded, total: info.total });
+    },
     dtype: o.dtype,
     device: 'cpu',
     cache_dir: o.modelDir,
@@ -167,6 +199,7 @@ async function openPipeline(o: ResolvedOptions, remote: boolean): Promise<Extrac
  * Resolves with where it is; rejects with a clear error when it cannot.
  */
 export async function prefetchModel(options: Omit<EmbedderOptions, 'allowRemote'> = {}): Promise<{ modelId: string; path: string; dims: number }> {
+  // Unlike a running index, this waits for the download: it is the command's whole job.
   const embedder = createEmbedder({ ...options, allowRemote: true });
   const status = await embedder.load();
   if (status.state !== 'ready') {

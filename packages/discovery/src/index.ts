@@ -10,13 +10,14 @@ export type {
   SearchIndex,
   SearchIndexOptions,
   SearchOptions,
+  SearchMode,
   SearchStatus,
   ServiceDocument,
   SnapshotOptions,
 } from './search-types.js';
-export { createEmbedder, prefetchModel, modelPath, DEFAULT_MODEL_ID, DEFAULT_DIMS } from './embedder.js';
+export { createEmbedder, prefetchModel, modelPath, DEFAULT_MODEL_ID, DEFAULT_DIMS, DEFAULT_HUB_URL } from './embedder.js';
 export type { EmbedderOptions } from './embedder.js';
-export type { Embedder, EmbedderStatus, EmbedKind } from './embedder-types.js';
+export type { Embedder, EmbedderStatus, EmbedKind, ModelDownloadProgress } from './embedder-types.js';
 export { attachToCatalog } from './catalog.js';
 export type { CatalogAgentLike, CatalogChange, CatalogSource, CatalogAttachment } from './catalog.js';
 export { DiscoveryError } from './errors.js';

@@ -5,6 +5,7 @@ import { DiscoveryError } from './errors.js';
 import { HnswVectorIndex, loadUsearch } from './hnsw.js';
 import { fuseSearch, limitOf, type FusionContext } from './search-fusion.js';
 import { decodeIndex, encodeIndex } from './search-snapshot.js';
+import type { EmbedderStatus } from './embedder-types.js';
 import type { FusionWeights, SearchHit, SearchIndex, SearchIndexOptions, SearchOptions, SearchStatus, ServiceDocument, StoredDoc } from './search-types.js';
 import { FlatVectorIndex } from './vectors.js';
 
@@ -110,7 +111,29 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     hnsw?.delete(slot);
   }
 
-  if (embedder) void embedder.load();
+  /** Documents whose embedding was skipped while the model downloaded: embedded once it is ready. */
+  const awaitingModel = new Set<string>();
+  /**
+   * The model's status, waiting for a load from disk but not for a download:
+   * meanwhile the index answers keyword-only and queues nothing.
+   */
+  function model(): EmbedderStatus | Promise<EmbedderStatus> {
+    const s = embedder!.status();
+    return s.state === 'downloading' ? s : embedder!.load();
+  }
+  if (embedder) {
+    // A model fetched in the background: embed what was indexed meanwhile (the same running index turns hybrid).
+    void embedder.load().then(backfill);
+  }
+  function backfill(): void {
+    if (embedder?.status().state !== 'ready' || awaitingModel.size === 0) return;
+    const ids = [...awaitingModel];
+    awaitingModel.clear();
+    for (const id of ids) {
+      const d = docs.get(id);
+      if (d && !vectors.has(d.slot) && !queue.has(id)) void schedule(id, d.text);
+    }
+  }
 
   function allocate(): number {
     const slot = freeSlots.pop();
@@ -127,7 +150,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
 
   async function drain(): Promise<void> {
     if (!embedder) return;
-    const status = await embedder.load();
+    const status = await model();
     while (queue.size > 0) {
       // The first batchSize keys (not a copy of the whole queue: 100k queued documents made that quadratic).
       const batch: string[] = [];
@@ -141,6 +164,7 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
         return waiters;
       });
       const live = batch.map((id) => docs.get(id)).filter((d): d is StoredDoc => d !== undefined);
+      if (status.state === 'downloading') for (const d of live) awaitingModel.add(d.id);
       const texts = live.map((d) => d.text);
       if (status.state === 'ready' && live.length > 0) {
         try {
@@ -163,6 +187,8 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     draining = drain().finally(() => {
       draining = null;
       if (queue.size > 0) kick();
+      // The download may have finished while this drain skipped documents.
+      else backfill();
     });
   }
 
@@ -231,6 +257,17 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
     if (s.state === 'ready') {
       return embedFailure ? { mode: 'hybrid', reason: embedFailure, model: s.modelId, ...base } : { mode: 'hybrid', model: s.modelId, ...base };
     }
+    if (s.state === 'downloading') {
+      const d = s.download;
+      const done = d && d.total > 0 ? ` (${Math.floor((100 * d.loaded) / d.total)}% of ${(d.total / 1e6).toFixed(0)} MB)` : '';
+      return {
+        mode: 'keyword-only',
+        reason: `embedding model is downloading${done}; search turns hybrid when it is ready`,
+        model: s.modelId,
+        ...(d ? { download: { ...d } } : {}),
+        ...base,
+      };
+    }
     const reason = s.state === 'failed' ? (s.reason ?? 'embedding model failed to load') : 'embedding model is loading';
     return { mode: 'keyword-only', reason, model: s.modelId, ...base };
   }
@@ -270,10 +307,13 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
       return [...docs.keys()];
     },
     async search(query, opts) {
+      return (await index.searchWithMode(query, opts)).hits;
+    },
+    async searchWithMode(query, opts) {
       limitOf(opts);
       let vector: Float32Array | null = null;
       if (embedder && query.trim().length > 0) {
-        const s = await embedder.load();
+        const s = await model();
         if (s.state === 'ready') {
           try {
             vector = (await embedder.embed([query], 'query'))[0] ?? null;
@@ -282,7 +322,9 @@ export function createSearchIndex(options: SearchIndexOptions = {}): SearchIndex
           }
         }
       }
-      return searchWithVector(query, vector, opts);
+      const hits = searchWithVector(query, vector, opts);
+      // Hybrid when a query vector met stored passage vectors; otherwise the keywords alone ranked.
+      return { mode: vector !== null && vectors.count > 0 ? 'hybrid' : 'keyword', hits };
     },
     searchWithVector,
     setVector(id, vector) {

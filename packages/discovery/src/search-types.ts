@@ -1,4 +1,4 @@
-import type { Embedder } from './embedder-types.js';
+import type { Embedder, ModelDownloadProgress } from './embedder-types.js';
 import type { HnswLoader } from './hnsw.js';
 
 /** The public types of the hybrid search index (createSearchIndex in search-index.ts). */
@@ -83,7 +83,12 @@ export interface SearchStatus {
   vectorIndexReason?: string;
   /** The HNSW graph in use was read from a snapshot's graph file (not rebuilt). */
   graphLoadedFromSnapshot?: boolean;
+  /** While the model downloads (mode `keyword-only` until it is ready): bytes fetched and in all. */
+  download?: ModelDownloadProgress;
 }
+
+/** Which ranking served one search: `hybrid` (keywords and vectors) or `keyword` (BM25 alone). */
+export type SearchMode = 'hybrid' | 'keyword';
 
 export interface SearchIndex {
   readonly size: number;
@@ -103,6 +108,8 @@ export interface SearchIndex {
   ids(): string[];
   /** Hybrid search (keyword-only while no model is available). */
   search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
+  /** `search`, and which ranking served it: `hybrid`, or `keyword` while no model is available (loading, downloading, failed, none). */
+  searchWithMode(query: string, options?: SearchOptions): Promise<{ mode: SearchMode; hits: SearchHit[] }>;
   /** Search with a query vector computed elsewhere (null for keyword-only). */
   searchWithVector(query: string, vector: ArrayLike<number> | null, options?: SearchOptions): SearchHit[];
   /** Stores a passage vector directly (used by snapshots, benches and callers with their own embedder). */

@@ -6,6 +6,7 @@ it('exports exactly the documented public API', () => {
     [
       'Bm25Index',
       'DEFAULT_DIMS',
+      'DEFAULT_HUB_URL',
       'DEFAULT_MODEL_ID',
       'DiscoveryError',
       'FlatVectorIndex',
