@@ -48,8 +48,10 @@ function settle<O>(item: Pending<unknown, O>, run: () => Promise<O>): Promise<vo
 }
 
 // The hold: debit, hold row and journal row in one statement; `commit` makes
-// its commit asynchronous (see HoldBook).
-const holdSql = (name: string, commit: string) =>
+// its commit asynchronous (see HoldBook); `owned` stamps the ledger's
+// instance ($7, migration 0012) on the hold (a ledger that joined none sends
+// the statement without it, which runs on any schema version).
+const holdSql = (name: string, commit: string, owned: boolean) =>
   prepared(
     name,
     `
@@ -58,8 +60,8 @@ WITH debit AS (
   WHERE id = $1 AND balance >= $2::bigint${commit}
   RETURNING id, balance
 ), h AS (
-  INSERT INTO holds (account_id, amount, call_id, service, idempotency_key, expires_at)
-  SELECT id, $2::bigint, $3, $4, $5, now() + make_interval(secs => $6::float8 / 1000) FROM debit
+  INSERT INTO holds (account_id, amount, call_id, service, idempotency_key, expires_at${owned ? ', instance_id' : ''})
+  SELECT id, $2::bigint, $3, $4, $5, now() + make_interval(secs => $6::float8 / 1000)${owned ? ', $7::int8' : ''} FROM debit
   RETURNING *
 ), j AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
@@ -69,8 +71,9 @@ SELECT h.*, debit.balance AS new_balance FROM h, debit`,
   );
 
 const ASYNC_COMMIT = `\n    AND ${ASYNC_COMMIT_CONDITION}`;
-const HOLD_SQL = holdSql('ledger_hold', '');
-const HOLD_SQL_ASYNC = holdSql('ledger_hold_async', ASYNC_COMMIT);
+/** [without, with] the instance. */
+const HOLD_SQL = [holdSql('ledger_hold', '', false), holdSql('ledger_hold_owned', '', true)] as const;
+const HOLD_SQL_ASYNC = [holdSql('ledger_hold_async', ASYNC_COMMIT, false), holdSql('ledger_hold_async_owned', ASYNC_COMMIT, true)] as const;
 
 const POST_SQL = prepared(
   'ledger_post',
@@ -126,16 +129,23 @@ SELECT h.*, back.balance AS new_balance FROM h, back`,
 // the Date a timestamp parses to (checked against the exact numeric extract
 // on four million times). PostgreSQL writes it as fast as the timestamp.
 const epochMs = (column: string) => `floor(date_part('epoch', ${column}) * 1000 + 0.0005)::int8`;
-const HOLD_BATCH_SQL = prepared(
-  'ledger_hold_batch',
-  `SELECT o_ord AS ord, o_id AS id, ${epochMs('o_created_at')} AS created_ms, ${epochMs('o_expires_at')} AS expires_ms, o_balance AS new_balance FROM farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])`,
-);
-const HOLD_BATCH_SQL_ASYNC = prepared(
-  'ledger_hold_batch_async',
-  `SELECT o_ord AS ord, o_id AS id, ${epochMs('o_created_at')} AS created_ms, ${epochMs('o_expires_at')} AS expires_ms, o_balance AS new_balance
+// With the instance, migration 0012's six-argument function.
+const batchArgs = (owned: boolean) => `$1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[]${owned ? ', $6::int8' : ''}`;
+const holdBatchSql = (name: string, owned: boolean) =>
+  prepared(
+    name,
+    `SELECT o_ord AS ord, o_id AS id, ${epochMs('o_created_at')} AS created_ms, ${epochMs('o_expires_at')} AS expires_ms, o_balance AS new_balance FROM farebox_hold_batch(${batchArgs(owned)})`,
+  );
+const holdBatchSqlAsync = (name: string, owned: boolean) =>
+  prepared(
+    name,
+    `SELECT o_ord AS ord, o_id AS id, ${epochMs('o_created_at')} AS created_ms, ${epochMs('o_expires_at')} AS expires_ms, o_balance AS new_balance
    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_mode,
-        farebox_hold_batch($1::text[], $2::bigint[], $3::text[], $4::text[], $5::float8[])`,
-);
+        farebox_hold_batch(${batchArgs(owned)})`,
+  );
+/** [without, with] the instance. */
+const HOLD_BATCH_SQL = [holdBatchSql('ledger_hold_batch', false), holdBatchSql('ledger_hold_batch_owned', true)] as const;
+const HOLD_BATCH_SQL_ASYNC = [holdBatchSqlAsync('ledger_hold_batch_async', false), holdBatchSqlAsync('ledger_hold_batch_async_owned', true)] as const;
 
 // Group commit of posts that charge exactly the held amount (the call path's
 // case). Anything else (a partial charge, a hold already resolved, a
@@ -190,18 +200,23 @@ export class HoldBook {
    * call, which was not answered, as after a void. Posts and voids always wait.
    * On embedded PGlite (the gateway's own process) every commit waits.
    */
-  private readonly holdSql: string;
-  private readonly holdBatchSql: string;
+  private readonly holdSql: readonly [string, string];
+  private readonly holdBatchSql: readonly [string, string];
   private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
   private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
 
   /** How far the host's clock runs ahead of this machine's (ms): added to every expiry stamped and read here. */
   private readonly lead: () => number;
 
+  /**
+   * @param instance this process's instance (migration 0012), stamped on
+   *   each hold in the statement that places it; null when it joined none.
+   */
   constructor(
     private readonly db: Database,
     batch: LedgerOptions['batch'],
     now?: LedgerOptions['now'],
+    private readonly instance: () => string | null = () => null,
   ) {
     this.lead = now ? () => now() - Date.now() : () => 0;
     const server = db.kind === 'postgres';
@@ -232,7 +247,9 @@ export class HoldBook {
     // one, by the lookup below: one round trip when the key is new.
     let rows: Row[];
     try {
-      ({ rows } = await this.db.query(this.holdSql, [accountId, amount.toString(), callId, service, key, timeoutMs + this.lead()]));
+      const instance = this.instance();
+      const params = [accountId, amount.toString(), callId, service, key, timeoutMs + this.lead()];
+      ({ rows } = await this.db.query(instance === null ? this.holdSql[0] : this.holdSql[1], instance === null ? params : [...params, instance]));
     } catch (error) {
       if (key !== null && sqlState(error) === '23505') {
         const existing = await this.liveHoldByKey(accountId, key);
@@ -261,14 +278,16 @@ export class HoldBook {
   private async flushHolds(batch: Array<Pending<HoldInput, HoldResult>>): Promise<void> {
     if (batch.length === 1) return settle(batch[0]!, () => this.holdOne(batch[0]!.input));
     const lead = this.lead();
+    const instance = this.instance();
     let rows: Row[];
     try {
-      ({ rows } = await this.db.query(this.holdBatchSql, [
+      ({ rows } = await this.db.query(instance === null ? this.holdBatchSql[0] : this.holdBatchSql[1], [
         batch.map((p) => p.input.accountId),
         batch.map((p) => p.input.amount.toString()),
         batch.map((p) => p.input.callId),
         batch.map((p) => p.input.service),
         batch.map((p) => p.input.timeoutMs + lead),
+        ...(instance === null ? [] : [instance]),
       ]));
     } catch (error) {
       // Without a SQLSTATE the batch may have committed before the

@@ -27,11 +27,14 @@ export function hashRequest(request: unknown): string {
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
 
-const claimSql = (commit: string) => `
-INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until)
-SELECT $1, $2, $3, 'in_progress', now() + make_interval(secs => $4::float8 / 1000)${commit}
+// `owned`: the lease records the ledger's instance ($5, migration 0012); a
+// ledger that joined none sends the statement without it.
+const claimSql = (commit: string, owned: boolean) => `
+INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until${owned ? ', instance_id' : ''})
+SELECT $1, $2, $3, 'in_progress', now() + make_interval(secs => $4::float8 / 1000)${owned ? ', $5::int8' : ''}${commit}
 ON CONFLICT (account_id, key) DO NOTHING RETURNING attempt`;
-const CLAIM_SQL = claimSql('');
+/** [without, with] the instance. */
+const CLAIM_SQL = [claimSql('', false), claimSql('', true)] as const;
 /**
  * On a PostgreSQL server the claim commits without waiting for its WAL flush
  * (its own transaction only), as a hold does: nothing is answered before the
@@ -40,7 +43,7 @@ const CLAIM_SQL = claimSql('');
  * first. A claim lost with a server crash leaves nothing done under it that
  * was not lost too; the retry claims the key anew.
  */
-const CLAIM_SQL_ASYNC = claimSql(`\nWHERE ${ASYNC_COMMIT_CONDITION}`);
+const CLAIM_SQL_ASYNC = [claimSql(`\nWHERE ${ASYNC_COMMIT_CONDITION}`, false), claimSql(`\nWHERE ${ASYNC_COMMIT_CONDITION}`, true)] as const;
 
 export async function withIdempotency<T>(
   db: Database,
@@ -49,6 +52,7 @@ export async function withIdempotency<T>(
   requestHash: string,
   fn: () => Promise<T>,
   options: IdempotencyOptions = {},
+  instance: string | null = null,
 ): Promise<IdempotentResult<T>> {
   text(accountId, 'accountId', 128);
   text(key, 'idempotency key', 255);
@@ -57,10 +61,15 @@ export async function withIdempotency<T>(
   const waitMs = options.waitMs ?? 0;
   const started = Date.now();
   for (;;) {
-    const inserted = await db.query(db.kind === 'postgres' ? CLAIM_SQL_ASYNC : CLAIM_SQL, [accountId, key, requestHash, leaseMs]);
+    const claim = (db.kind === 'postgres' ? CLAIM_SQL_ASYNC : CLAIM_SQL)[instance === null ? 0 : 1];
+    const inserted = await db.query(claim, instance === null ? [accountId, key, requestHash, leaseMs] : [accountId, key, requestHash, leaseMs, instance]);
     let attempt: number | undefined = inserted.rows[0] ? Number(inserted.rows[0].attempt) : undefined;
     if (attempt === undefined) {
-      const { rows } = await db.query('SELECT request_hash, state, response FROM idempotency_keys WHERE account_id = $1 AND key = $2', [accountId, key]);
+      const { rows } = await db.query(
+        `SELECT request_hash, state, response, ceil(extract(epoch FROM locked_until - now()))::int8 AS lease_left
+           FROM idempotency_keys WHERE account_id = $1 AND key = $2`,
+        [accountId, key],
+      );
       const row = rows[0];
       if (!row) continue; // released by a failed attempt in between: try again
       if (row.request_hash !== requestHash) {
@@ -68,9 +77,9 @@ export async function withIdempotency<T>(
       }
       if (row.state === 'completed') return { response: JSON.parse(str(row.response)) as T, replayed: true };
       const takeover = await db.query(
-        `UPDATE idempotency_keys SET attempt = attempt + 1, locked_until = now() + make_interval(secs => $3::float8 / 1000)
+        `UPDATE idempotency_keys SET attempt = attempt + 1, locked_until = now() + make_interval(secs => $3::float8 / 1000)${instance === null ? '' : ', instance_id = $4::int8'}
          WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND locked_until < now() RETURNING attempt`,
-        [accountId, key, leaseMs],
+        instance === null ? [accountId, key, leaseMs] : [accountId, key, leaseMs, instance],
       );
       attempt = takeover.rows[0] ? Number(takeover.rows[0].attempt) : undefined;
       if (attempt === undefined) {
@@ -78,7 +87,9 @@ export async function withIdempotency<T>(
           await sleep(Math.min(25, waitMs));
           continue;
         }
-        throw new LedgerError('IDEMPOTENCY_IN_PROGRESS', 'a request with this idempotency key is still in progress', { key });
+        // The seconds until the lease ends (at least 1): when a retry can take the key over.
+        const retryAfterSeconds = Math.max(1, Number(row.lease_left ?? 1));
+        throw new LedgerError('IDEMPOTENCY_IN_PROGRESS', 'a request with this idempotency key is still in progress', { key, retryAfterSeconds });
       }
     }
     let response: T;

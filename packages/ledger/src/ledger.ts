@@ -6,6 +6,8 @@ import * as accounts from './accounts.js';
 import * as funding from './funding.js';
 import { HoldBook } from './holds.js';
 import * as idempotency from './idempotency.js';
+import * as liveness from './liveness.js';
+import type { DeadInstancesReaped, ReapDeadOptions } from './liveness.js';
 import * as reports from './reports.js';
 import { invalid } from './rows.js';
 import * as settlement from './settlement.js';
@@ -58,6 +60,8 @@ export class Ledger {
   readonly db: Database;
   private readonly holds: HoldBook;
   private readonly signupCredit: bigint;
+  /** This process's row in `ledger_instances` (see {@link joinInstance}). */
+  private instance: string | null = null;
 
   /**
    * `batch` (default on): key-less holds and exact posts that arrive while
@@ -71,7 +75,7 @@ export class Ledger {
     if (typeof credit !== 'bigint' || credit < 0n || credit > TOPUP_MAX)
       invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
     this.signupCredit = credit;
-    this.holds = new HoldBook(db, options.batch, options.now);
+    this.holds = new HoldBook(db, options.batch, options.now, () => this.instance);
   }
 
   close(): Promise<void> {
@@ -178,7 +182,65 @@ export class Ledger {
     fn: () => Promise<T>,
     options: IdempotencyOptions = {},
   ): Promise<IdempotentResult<T>> {
-    return idempotency.withIdempotency(this.db, accountId, key, requestHash, fn, options);
+    return idempotency.withIdempotency(this.db, accountId, key, requestHash, fn, options, this.instance);
+  }
+
+  // --------------------------------------------------------------- liveness
+
+  /** This process's instance id once it joined ({@link joinInstance}), else null. */
+  get instanceId(): string | null {
+    return this.instance;
+  }
+
+  /**
+   * Joins the processes on this database as a new instance (`name`: host
+   * and pid, for operators): from now on each hold and idempotency lease
+   * this ledger makes records the instance, in the statement that makes it.
+   * Beat with {@link beatInstance} more often than the `timeoutMs` that other
+   * instances' {@link reapDeadInstances} use, or they give back what it holds.
+   */
+  async joinInstance(name: string): Promise<string> {
+    this.instance = await liveness.joinInstance(this.db, name);
+    return this.instance;
+  }
+
+  /**
+   * One beat (by the database's clock). An instance that others declared
+   * dead (its beats stopped for `timeoutMs`) joins again under a new id
+   * (`rejoined`); its holds and leases under the old id are given back.
+   * `steady`: beats have not missed `timeoutMs` for at least `timeoutMs`
+   * (only then does {@link reapDeadInstances} declare others dead).
+   */
+  async beatInstance(timeoutMs: number, name: string): Promise<{ instanceId: string; rejoined: boolean; steady: boolean }> {
+    if (this.instance === null) invalid('the ledger joined no instance (joinInstance)', { field: 'instance' });
+    const r = await liveness.beat(this.db, this.instance, timeoutMs);
+    if (r.alive) return { instanceId: this.instance, rejoined: false, steady: r.steady };
+    return { instanceId: await this.joinInstance(name), rejoined: true, steady: false };
+  }
+
+  /** Leaves (a process that stops): the instance is dead, and what it still holds goes back at the next reap of any instance. */
+  async leaveInstance(): Promise<void> {
+    if (this.instance === null) return;
+    await liveness.leaveInstance(this.db, this.instance);
+    this.instance = null;
+  }
+
+  /**
+   * Gives back what dead instances held: marks as dead every other instance
+   * whose last beat is older than `timeoutMs` (only while this one beats
+   * steadily), or every other one with `sole` (this process alone opens the
+   * database: embedded PGlite), then voids their pending holds with the
+   * reaper's void (reason `its process stopped: voided by the reaper`), ends
+   * their idempotency leases so that a retry runs at once (except a call's
+   * lease whose account has a wallet payment pending since the key was
+   * claimed: that one ends by its own time; a top-up's lease always ends, its
+   * retry finishes the same payment), and drops their rows.
+   */
+  async reapDeadInstances(options: ReapDeadOptions): Promise<DeadInstancesReaped> {
+    if (this.instance === null) invalid('the ledger joined no instance (joinInstance)', { field: 'instance' });
+    return liveness.reapDeadInstances(this.db, this.instance, options, async (holdId) => {
+      return (await this.holds.void(holdId, 'its process stopped: voided by the reaper')).applied;
+    });
   }
 
   // ---------------------------------------------- transactions and earnings

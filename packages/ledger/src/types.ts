@@ -313,7 +313,11 @@ export interface VerifyReport {
 }
 
 export interface IdempotencyOptions {
-  /** How long an attempt owns the key before another may take over (crash recovery). Default 60 s. */
+  /**
+   * How long an attempt owns the key (its lease) before another may take
+   * over (crash recovery). Default 60 s. The lease of an instance that died
+   * ends sooner: when a live one gives back what it held (`Ledger.reapDeadInstances`).
+   */
   leaseMs?: number;
   /** How long a concurrent duplicate waits for the first to finish; 0 (default) refuses at once with IDEMPOTENCY_IN_PROGRESS. */
   waitMs?: number;

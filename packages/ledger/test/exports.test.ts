@@ -40,5 +40,6 @@ it('ships its migrations next to the code', async () => {
     '0009_call_path_indexes.sql',
     '0010_wallet_credits.sql',
     '0011_cycle_fee.sql',
+    '0012_instances.sql',
   ]);
 });

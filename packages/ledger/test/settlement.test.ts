@@ -334,6 +334,7 @@ describe("a cycle's totals", () => {
         '0009_call_path_indexes.sql',
         '0010_wallet_credits.sql',
         '0011_cycle_fee.sql',
+        '0012_instances.sql',
       ]);
       const { rows } = await db.query(
         `SELECT publisher_owner, claimed_calls, claimed_gross, claimed_fee, claimed_net FROM settlement_cycles ORDER BY publisher_owner`,
@@ -504,7 +505,7 @@ describe('wallet payments', () => {
         await db.query(`UPDATE wallet_payments SET state = 'completed', tx_hash = 'h-dup', resolved_at = now() WHERE id = $1`, [p.id]);
         ps.push(p);
       }
-      expect((await migrateLedger(db)).applied).toEqual(['0010_wallet_credits.sql', '0011_cycle_fee.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(['0010_wallet_credits.sql', '0011_cycle_fee.sql', '0012_instances.sql']);
       expect((await ledger.walletCredits()).map((c) => [c.txHash, c.paymentId])).toEqual([['h-dup', ps[0]!.id]]);
       const found = (await ledger.verify()).mismatches.filter((m) => m.kind === 'wallet-credit');
       expect(found.map((m) => m.id).sort()).toEqual(['h-dup', ps[1]!.id, ps[2]!.id].sort());
