@@ -15,6 +15,10 @@ const port = Number(process.env.PORT ?? 8787);
 const dataDir = resolve(process.env.FAREBOX_DATA_DIR ?? join(root, '.farebox'));
 const base = process.env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`;
 const children = [];
+/** When a child last printed a line (the banner waits for a quiet moment, so it is the last block printed at start). */
+let lastOutput = Date.now();
+/** Colours and bold in the banner and the gateway's lines when a person watches this terminal. */
+const colors = process.stdout.isTTY === true && !process.env.NO_COLOR;
 
 function start(name, cmd, args, env, cwd = root) {
   const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -26,6 +30,7 @@ function start(name, cmd, args, env, cwd = root) {
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
         out.write(`${prefix}${buf.slice(0, i)}\n`);
+        lastOutput = Date.now();
         buf = buf.slice(i + 1);
       }
     });
@@ -117,8 +122,10 @@ start('gateway', process.execPath, [gatewayMain], {
   // The local stack runs on the embedded devnet (the default network is testnet).
   STELLAR_NETWORK: process.env.STELLAR_NETWORK ?? process.env.FAREBOX_NETWORK ?? 'local',
   FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
-  // The gateway writes through this script's pipe: readable log lines when a person watches.
-  FAREBOX_LOG_PRETTY: process.env.FAREBOX_LOG_PRETTY ?? String(process.stdout.isTTY === true),
+  // One short readable line per request (FAREBOX_LOG_PRETTY=false: JSON lines, as in production),
+  // coloured when this script's output is a terminal (the gateway writes through a pipe).
+  FAREBOX_LOG_PRETTY: process.env.FAREBOX_LOG_PRETTY ?? 'true',
+  ...(colors && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
 });
 await waitFor(`${base}/health`);
 const key = await (await fetch(`${base}/v1/platform/key`)).json();
@@ -183,22 +190,53 @@ for (;;) {
     console.error(`the examples did not appear in the catalog (have: ${names.join(', ') || 'none'})`);
     break;
   }
-  await new Promise((r) => setTimeout(r, 500));
+  // Once a second: each check is a request line in the log above the banner.
+  await new Promise((r) => setTimeout(r, 1000));
 }
 
+/** The search line of the banner: what the gateway's /health says serves searches now. */
+function searchLine(health) {
+  const search = health?.search;
+  if (!search) return 'unknown (see /health)';
+  if (search.mode === 'hybrid') return `hybrid (keywords and ${search.model ?? 'the embedding model'})`;
+  if (search.mode === 'remote') return `a discovery service at ${search.url}`;
+  return `${search.mode}${search.reason ? `: ${search.reason}` : ''}`;
+}
+
+// The lines the start itself caused (its sign-up, its catalog checks) come first: the banner waits
+// until the stack has printed nothing for a moment (at most 3 s), so it is the last block at start.
+const quietBy = Date.now() + 3000;
+while (Date.now() - lastOutput < 400 && Date.now() < quietBy) await new Promise((r) => setTimeout(r, 100));
+const health = await json('/health');
+
+const bold = (t) => (colors ? `\u001b[1m${t}\u001b[0m` : t);
+const green = (t) => (colors ? `\u001b[1;32m${t}\u001b[0m` : t);
+const rule = '='.repeat(72);
 console.log(`
-Farebox is running.
+${green(rule)}
+${green('  Farebox is running')}
+
   gateway     ${base}            (health: ${base}/health)
   dashboard   ${base}/
   devnet      ${base}/devnet      (explorer: ${base}/devnet/explorer/local)
-  MCP         ${base}/mcp
+  MCP         ${base}/mcp         (stdio adapter: pnpm farebox-mcp)
   examples    ${examples.map((e) => `${e.name} http://127.0.0.1:${e.port}/`).join('   ')}
-  demo login  ${demo.email} / ${demo.password}
+  search      ${searchLine(health.body)}
+  demo login  ${bold(`${demo.email} / ${demo.password}`)}
+  API key     ${bold(demo.apiKey)}
 
-Make a paid call (5 USD of sign-up credit; echo costs 0.001):
+  Make a paid call (5 USD of sign-up credit; echo costs 0.001):
 
-  curl -s ${base}/v1/call \\
-    -H 'Authorization: Bearer ${demo.apiKey}' \\
-    -H 'Content-Type: application/json' \\
-    -d '{"service":"echo","payload":{"hello":"world"}}'
+    curl -s ${base}/v1/call \\
+      -H 'Authorization: Bearer ${demo.apiKey}' \\
+      -H 'Content-Type: application/json' \\
+      -d '{"service":"echo","payload":{"hello":"world"}}'
+
+  Or with the CLI, from this folder:
+
+    pnpm farebox login --api-key ${demo.apiKey}${base === 'http://127.0.0.1:8787' ? '' : ` --url ${base}`}
+    pnpm farebox search echo
+
+  Ctrl-C stops everything. FAREBOX_LOG_LEVEL=debug also shows the stack's own traffic.
+${green(rule)}
 `);

@@ -25,7 +25,7 @@ export interface GatewayHostConfig {
   /** The network it names (`STELLAR_NETWORK`, the deprecated `FAREBOX_NETWORK`, else `testnet`). */
   network: string;
   /** Log lines: the level if valid (an invalid one is reported with the other problems) and readable (pretty) lines or JSON. */
-  log: { level: LogLevel | undefined; pretty: boolean };
+  log: { level: LogLevel | undefined; pretty: boolean; colors: boolean };
 }
 
 /**
@@ -61,6 +61,8 @@ export function networkFromEnv(env: Env): { network: string | undefined; warning
 export function loadConfig(env: Env, terminal = false): GatewayHostConfig {
   const level = env.FAREBOX_LOG_LEVEL || 'info';
   const pretty = env.FAREBOX_LOG_PRETTY ? env.FAREBOX_LOG_PRETTY === 'true' : terminal;
+  // Colours on a terminal, or when the program reading the lines shows them on one (FORCE_COLOR, as `npm start` sets it); never with NO_COLOR.
+  const colors = pretty && !env.NO_COLOR && (terminal || (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0'));
   return {
     options: {
       env,
@@ -68,7 +70,7 @@ export function loadConfig(env: Env, terminal = false): GatewayHostConfig {
       ...(env.PORT ? { port: Number(env.PORT) } : {}),
     },
     network: networkFromEnv(env).network ?? DEFAULT_NETWORK,
-    log: { level: (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : undefined, pretty },
+    log: { level: (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : undefined, pretty, colors },
   };
 }
 

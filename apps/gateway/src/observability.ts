@@ -23,12 +23,22 @@ export function notePrincipal(req: Request, principal: Principal): void {
 function routeOf(req: Request): string {
   const path = req.route?.path;
   if (typeof path === 'string') return `${req.baseUrl}${path}`;
+  // The embedded devnet (its RPC, Horizon, friendbot, explorer) is one route for the log and the metrics.
+  if (req.originalUrl === '/devnet' || req.originalUrl.startsWith('/devnet/') || req.originalUrl.startsWith('/devnet?')) return '/devnet/*';
   return 'unmatched';
 }
 
 /**
+ * Routes whose requests are the stack's own traffic rather than its users':
+ * the embedded devnet (the gateway's and the services' own Stellar clients
+ * poll it every half second) and the health probes. Their lines are written
+ * at `debug` (`FAREBOX_LOG_LEVEL=debug` shows them); every other request at `info`.
+ */
+const QUIET_ROUTES = new Set(['/devnet/*', '/health', '/health/ready']);
+
+/**
  * Request ids and the access log: every answer carries `X-Request-Id`, and
- * each request writes one JSON line (request id, method, route template,
+ * each request writes one line (request id, method, route template,
  * status, duration, principal kind and account id; never a credential, a
  * cookie, a body or a query string) and its HTTP metrics.
  */
@@ -74,9 +84,10 @@ export function recordRequest({ logger, metrics }: Pick<GatewayCore, 'logger' | 
   metrics.httpRequests.inc({ route: r.route, method: r.method, status: String(r.status) });
   metrics.httpDuration.observe({ route: r.route, method: r.method }, r.ms / 1000);
   if (r.refusedBy !== undefined) metrics.rateLimited.inc({ rule: r.refusedBy });
-  if (!logger.isLevelEnabled('info')) return;
+  const level = QUIET_ROUTES.has(r.route) ? 'debug' : 'info';
+  if (!logger.isLevelEnabled(level)) return;
   const p = r.principal;
-  logger.info(
+  logger[level](
     {
       event: 'request',
       reqId: r.requestId,

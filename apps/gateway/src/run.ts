@@ -3,8 +3,7 @@
 // stops it on SIGINT/SIGTERM. `main.ts` runs it as is; the crash tests' entry
 // script runs it with their crash hook.
 import { ConfigError } from '@farebox/protocol';
-import { createLogger, flushLogger } from '@farebox/gateway-core';
-import pretty from 'pino-pretty';
+import { createLogger, flushLogger, prettyLines } from '@farebox/gateway-core';
 import { loadConfig } from './config.js';
 import { startGateway, type RunningGateway, type StartGatewayOptions } from './server.js';
 
@@ -26,9 +25,8 @@ export async function runGateway(extra: Pick<StartGatewayOptions, 'crashPoint' |
   const logger = level
     ? createLogger({
         level,
-        ...(prettyLogs
-          ? { destination: pretty({ colorize: true, sync: true, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' }) }
-          : { bufferBytes: 65536 }),
+        // One short line per event (`12:00:01.234 INFO  GET /v1/agents 200 1.2 ms ...`), written at once.
+        ...(prettyLogs ? { destination: prettyLines({ colors: config.log.colors }) } : { bufferBytes: 65536 }),
       })
     : undefined; // an invalid level is reported with every other configuration problem
 
