@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
-import { GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { callIdOf, GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { API_BODY_LIMIT, BodyError, hasBody, isJsonBody, readJsonBody, refuseBody, type JsonBodyOptions } from './body.js';
 import { admit, type requestAuthenticator } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
@@ -78,7 +78,9 @@ export function callRoute(core: GatewayCore, options: CallRouteOptions) {
       if (err instanceof GatewayError) {
         const answer = gatewayErrorAnswer(err, res);
         refusedBy = answer.rateLimitRule;
-        return send(res, answer.status, answer.body);
+        // Once the call has its id, its error answer names it (`callId`, as the call result does).
+        const callId = callIdOf(err);
+        return send(res, answer.status, callId ? `${answer.body.slice(0, -1)},"callId":${JSON.stringify(callId)}}` : answer.body);
       }
       if (err instanceof BodyError) return send(res, err.status, JSON.stringify({ error: err.message }));
       log('request failed', err);

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
  * (a friendbot that is "slow" until the test lets it go, a network that takes
  * its time to confirm) or answer `'drop'`: the request still reaches the
  * server, but the connection to the client is cut before any answer (an
- * answer lost on the way back).
+ * answer lost on the way back), or `'drop-answer'`: the same, once the server
+ * has answered in full (the outcome exists; the client never learns it).
  */
 export interface HttpProxy {
   /** The proxy's origin (`http://127.0.0.1:<port>`): the target's paths work under it. */
@@ -15,7 +16,7 @@ export interface HttpProxy {
   close(): Promise<void>;
 }
 
-export type ProxyHook = (req: IncomingMessage, body: Buffer) => Promise<'drop' | void> | 'drop' | void;
+export type ProxyHook = (req: IncomingMessage, body: Buffer) => Promise<'drop' | 'drop-answer' | void> | 'drop' | 'drop-answer' | void;
 
 const HOP = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'content-encoding']);
 
@@ -36,9 +37,16 @@ export async function startHttpProxy(target: string, hook: ProxyHook = () => und
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
       const body = Buffer.concat(chunks);
-      if ((await hook(req, body)) === 'drop') {
+      const verdict = await hook(req, body);
+      if (verdict === 'drop') {
         // The server gets the request; the client never gets the answer.
         forward(req, body).catch(() => undefined);
+        req.socket.destroy();
+        return;
+      }
+      if (verdict === 'drop-answer') {
+        // The server answers in full; the connection to the client is cut instead of passing it on.
+        await (await forward(req, body)).arrayBuffer();
         req.socket.destroy();
         return;
       }

@@ -44,10 +44,19 @@ function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: str
         return toolError(`${said} (request id ${requestId})`, {
           status: e.status,
           requestId,
-          ...(typeof body.callId === 'string' ? { callId: body.callId, refunded: true } : {}),
+          // Every error answer of a paid call names it; a 500 is a call that failed and was refunded.
+          ...(typeof body.callId === 'string' ? { callId: body.callId, ...(e.status === 500 ? { refunded: true } : {}) } : {}),
+          ...(typeof e.data.idempotencyKey === 'string' ? { idempotencyKey: e.data.idempotencyKey } : {}),
         });
       }
-      if (e instanceof ClientError && e.code === 'NETWORK') return toolError(`cannot reach the Farebox gateway at ${config.url}: ${e.message}`);
+      if (e instanceof ClientError && e.code === 'NETWORK') {
+        // A paid call asked twice under one key and still unanswered: that key tells whether it was charged.
+        const key = typeof e.data.idempotencyKey === 'string' ? e.data.idempotencyKey : undefined;
+        return toolError(
+          `cannot reach the Farebox gateway at ${config.url}: ${e.message}${key ? ' (the call was asked twice without an answer: get_transactions shows whether it was charged)' : ''}`,
+          key ? { idempotencyKey: key } : {},
+        );
+      }
       return toolError(`Farebox: ${message(e)}`);
     },
   });

@@ -43,6 +43,12 @@ export interface ClientErrorData {
   /** `NO_DIRECT_PAYMENT`: how the service says it can be paid (its quote's `payments`, e.g. `["platform"]`: through the gateway only). */
   payments?: string[];
   service?: string;
+  /** A paid call (`GatewayClient.call`): the call's id, in every answer the gateway gave to it, errors included. */
+  callId?: string;
+  /** A paid call: the `Idempotency-Key` it was sent with; a call with the same key answers its outcome again and is charged at most once. */
+  idempotencyKey?: string;
+  /** `NETWORK`: the request timed out (`timeoutMs`), as opposed to a connection that failed or was lost. */
+  timedOut?: boolean;
   [key: string]: unknown;
 }
 
@@ -80,11 +86,17 @@ export class GatewayApiError extends ClientError {
   readonly body: unknown;
   /** The request's `X-Request-Id`: the gateway's log lines for it carry the same id (`reqId`). */
   readonly requestId: string | undefined;
+  /** The answer's `Retry-After`, in seconds (a 409 of an attempt still in progress, a 429, a 503), when it had one. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(status: number, message: string, body?: unknown, requestId?: string) {
-    super('GATEWAY_API', message, { status, serverMessage: message, ...(requestId ? { requestId } : {}) });
+  constructor(status: number, message: string, body?: unknown, requestId?: string, retryAfterSeconds?: number) {
+    // A paid call's error answers carry its `callId` (the gateway's log lines and `/v1/transactions` name it too).
+    const callId =
+      body && typeof body === 'object' && typeof (body as { callId?: unknown }).callId === 'string' ? (body as { callId: string }).callId : undefined;
+    super('GATEWAY_API', message, { status, serverMessage: message, ...(requestId ? { requestId } : {}), ...(callId ? { callId } : {}) });
     this.status = status;
     this.body = body;
     this.requestId = requestId;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }

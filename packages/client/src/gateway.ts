@@ -65,6 +65,25 @@ export interface GatewayClientOptions {
   fetch?: typeof fetch;
   /** Per-request timeout, ms (default 60 000). */
   timeoutMs?: number;
+  /**
+   * Paid calls (`call`): the longest wait, ms, for an earlier attempt under the
+   * same `Idempotency-Key` that the gateway says is still in progress (a `409`
+   * with `Retry-After`), waited once before asking again (default 20 000; 0:
+   * never wait).
+   */
+  callRetryWaitMs?: number;
+}
+
+/** Options of one paid call (`GatewayClient.call`). */
+export interface GatewayCallOptions {
+  /**
+   * The call's `Idempotency-Key` (1 to 255 characters; default: a random UUID
+   * made for this call). A call sent again with the same key is charged at
+   * most once and answers the first outcome.
+   */
+  idempotencyKey?: string;
+  /** Refuse to pay more than this (USD): `Farebox-Max-Cost`. */
+  maxCost?: number | string;
 }
 
 /** Registration of a service from the dashboard account (`POST /v1/agents`). */
@@ -106,7 +125,17 @@ export interface GatewayClient {
    * it when retrying: the top-up then happens once.
    */
   topup(amount: number, options?: { idempotencyKey?: string }): Promise<GatewayTopupResult>;
-  call(service: string, payload: Record<string, unknown>, options?: { idempotencyKey?: string; maxCost?: number | string }): Promise<GatewayCallResult>;
+  /**
+   * `POST /v1/call`, retry-safe: sent with an `Idempotency-Key` (the caller's
+   * or a random UUID), asked again once with the same key when the connection
+   * was lost before an answer (a reset, a closed socket; not a timeout, not an
+   * HTTP error answer), and an earlier attempt still in progress (`409` with
+   * `Retry-After`) is waited for once, up to `callRetryWaitMs`. So the answer
+   * is the call's one outcome, charged at most once. Errors carry
+   * `data.idempotencyKey` and, once the gateway gave the call an id,
+   * `data.callId`.
+   */
+  call(service: string, payload: Record<string, unknown>, options?: GatewayCallOptions): Promise<GatewayCallResult>;
   transactions(options?: { limit?: number }): Promise<GatewayTransaction[]>;
   agents: {
     list(): Promise<GatewayService[]>;
@@ -173,6 +202,62 @@ function jsonInteger(value: number | bigint, name: string): number {
 
 const int = (n: number | undefined): string | undefined => (n === undefined ? undefined : String(n));
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function networkError(label: string, e: unknown): ClientError {
+  const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
+  return new ClientError('NETWORK', `${label} failed: ${e instanceof Error ? e.message : String(e)}`, timedOut ? { timedOut: true } : {}, { cause: e });
+}
+
+/** `Retry-After` in seconds (delta-seconds or an HTTP date), undefined when absent or unreadable. */
+function retryAfterOf(value: string | null): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
+/**
+ * A paid call that a lost connection cannot make ambiguous: one
+ * `Idempotency-Key` for every attempt of this logical call; one more attempt
+ * after a connection lost before any answer; one wait (at most `maxWaitMs`)
+ * for an attempt the gateway says is still in progress under that key.
+ * Whatever is thrown carries the key (`data.idempotencyKey`).
+ */
+async function retrySafeCall(
+  request: <K extends OperationId>(id: K, input?: GatewayRequest<K>) => Promise<GatewayResponse<K>>,
+  service: string,
+  payload: Record<string, unknown>,
+  opts: GatewayCallOptions,
+  maxWaitMs: number,
+): Promise<GatewayCallResult> {
+  const key = opts.idempotencyKey ?? randomId();
+  if (typeof key !== 'string' || key.length === 0 || key.length > 255) throw new ClientError('CONFIG', 'idempotencyKey must be 1 to 255 characters');
+  const headers = { 'idempotency-key': key, 'farebox-max-cost': opts.maxCost === undefined ? undefined : String(opts.maxCost) };
+  let resent = false;
+  let waited = false;
+  for (;;) {
+    try {
+      return await request('call', { body: { service, payload }, headers });
+    } catch (e) {
+      if (!(e instanceof ClientError)) throw e;
+      const lost = e.code === 'NETWORK' && e.data.timedOut !== true;
+      if (lost && !resent) {
+        resent = true;
+        continue;
+      }
+      const inProgress = e instanceof GatewayApiError && e.status === 409 && e.retryAfterSeconds !== undefined && /in progress/.test(e.message);
+      if (inProgress && !waited && maxWaitMs > 0) {
+        waited = true;
+        await sleep(Math.min(e.retryAfterSeconds! * 1000, maxWaitMs));
+        continue;
+      }
+      e.data.idempotencyKey = key;
+      throw e;
+    }
+  }
+}
+
 /**
  * Creates a typed client of the gateway REST API, for scripts, servers and
  * the browser.
@@ -196,6 +281,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     problems.push('apiKey / accessToken must be a non-empty string without spaces');
   }
   const timeoutMs = options.timeoutMs ?? 60_000;
+  const callRetryWaitMs = options.callRetryWaitMs ?? 20_000;
+  if (!Number.isFinite(callRetryWaitMs) || callRetryWaitMs < 0) problems.push('callRetryWaitMs must be a number of ms >= 0');
   if (problems.length > 0) throw new ClientError('CONFIG', `createGatewayClient: ${problems.join('; ')}`);
   const doFetch = options.fetch ?? globalThis.fetch;
   const session = credential === undefined ? options.session : undefined;
@@ -234,9 +321,15 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         redirect: 'error',
       });
     } catch (e) {
-      throw new ClientError('NETWORK', `${label} failed: ${e instanceof Error ? e.message : String(e)}`);
+      throw networkError(label, e);
     }
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      // The connection was lost (or timed out) in the middle of the answer.
+      throw networkError(label, e);
+    }
     let json: unknown;
     try {
       json = text === '' ? undefined : JSON.parse(text);
@@ -250,6 +343,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
         json,
         res.headers.get('x-request-id') ?? headers['x-request-id'],
+        retryAfterOf(res.headers.get('retry-after')),
       );
     }
     const parsed = op.output.safeParse(json);
@@ -271,11 +365,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     balance: () => request('balance'),
     wallet: () => request('wallet'),
     topup: (amount, opts = {}) => request('topup', { body: { amount }, headers: { 'idempotency-key': opts.idempotencyKey } }),
-    call: (service, payload, opts = {}) =>
-      request('call', {
-        body: { service, payload },
-        headers: { 'idempotency-key': opts.idempotencyKey, 'farebox-max-cost': opts.maxCost === undefined ? undefined : String(opts.maxCost) },
-      }),
+    call: (service, payload, opts = {}) => retrySafeCall(request, service, payload, opts, callRetryWaitMs),
     transactions: (opts = {}) => request('transactions', { query: { limit: int(opts.limit) } }),
     agents: {
       list: () => request('listAgents'),

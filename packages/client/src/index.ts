@@ -17,6 +17,7 @@ export { createGatewayClient } from './gateway.js';
 export type {
   GatewayClient,
   GatewayClientOptions,
+  GatewayCallOptions,
   RegisterServiceInput,
   UpdateServiceInput,
   GatewayAccount,

@@ -273,7 +273,7 @@ export function createCalls(options: CallsOptions) {
     const timeline = new Timeline(now);
     const callId = `call_${base64UrlEncode(randomBytes(12))}`;
     const ctx: ChargeContext = { amount: 0n, wallet: false };
-    if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx);
+    if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx).catch(withCallId(callId));
     const t0 = performance.now();
     // The summary is taken now and reported (log line, metrics) once the caller's answer is on its way.
     const finish = (status: number, outcome: CallSummary['outcome'], paidWith: CallSummary['paidWith'], error?: string) => {
@@ -301,7 +301,7 @@ export function createCalls(options: CallsOptions) {
       return response;
     } catch (err) {
       finish(err instanceof GatewayError ? HTTP_STATUS[err.code] : 500, 'refused', 'none', (err as Error).message);
-      throw err;
+      return withCallId(callId)(err);
     }
   }
 
@@ -440,6 +440,24 @@ export function createCalls(options: CallsOptions) {
     },
   };
 }
+
+const callIds = new WeakMap<object, string>();
+
+/** The id of the call that `err` (thrown by `calls.call`) ended, once the call had one: its error answer's `callId`. */
+export function callIdOf(err: unknown): string | undefined {
+  if (err instanceof GatewayError && typeof err.data?.callId === 'string') return err.data.callId;
+  return err !== null && typeof err === 'object' ? callIds.get(err) : undefined;
+}
+
+/** A refusal once the call has its id carries it (`data.callId`; any other error: {@link callIdOf}). */
+const withCallId =
+  (callId: string) =>
+  (err: unknown): never => {
+    if (err instanceof GatewayError && err.data?.callId === undefined)
+      throw new GatewayError(err.code, err.message, { ...err.data, callId }, err.headers, { cause: err });
+    if (err !== null && typeof err === 'object' && !(err instanceof GatewayError)) callIds.set(err, callId);
+    throw err;
+  };
 
 function messageOf(json: unknown): string {
   if (json && typeof json === 'object' && typeof (json as { error?: unknown }).error === 'string')

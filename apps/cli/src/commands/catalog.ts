@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ClientError, createClient, type ProgressEvent } from '@farebox/client';
 import { DEFAULT_GATEWAY_URL } from '@farebox/client/oauth';
@@ -69,9 +70,21 @@ export async function runCall(
   opts: { maxCost?: string; idempotencyKey?: string } = {},
 ): Promise<CommandResult> {
   const gw = await ctx.gateway();
-  const r = await gatewayCall(() =>
-    gw.call(service, payload, { ...(opts.maxCost ? { maxCost: opts.maxCost } : {}), ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) }),
-  );
+  // One Idempotency-Key per call (given, or made here): the client asks again under it after a lost answer, so it is charged at most once.
+  const key = opts.idempotencyKey ?? randomUUID();
+  let r: Awaited<ReturnType<typeof gw.call>>;
+  try {
+    r = await gatewayCall(() => gw.call(service, payload, { ...(opts.maxCost ? { maxCost: opts.maxCost } : {}), idempotencyKey: key }));
+  } catch (e) {
+    if (!(e instanceof CliError)) throw e;
+    // No answer, or one still in progress: the same key finds out what became of the call without paying twice.
+    const unknown = e.data.code === 'NETWORK' || (e.data.status === 409 && /in progress/.test(e.message));
+    const check = `farebox call ${shellWord(service)} ${shellWord(JSON.stringify(payload))} --idempotency-key ${shellWord(key)}`;
+    throw new CliError(e.code, unknown ? `${e.message}. To see what became of this call without paying twice, run: ${check}` : e.message, {
+      ...e.data,
+      idempotencyKey: key,
+    });
+  }
   const human = [
     JSON.stringify(r.result, null, 2),
     '',

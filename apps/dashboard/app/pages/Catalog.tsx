@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { errorMessage, gw, GatewayApiError, newIdempotencyKey, type CallResult, type Service, type TraceStep } from '../gateway.js';
 import { formatDate, formatUsd, parsePayload, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
@@ -135,6 +135,8 @@ function TryIt({ service, onCalled }: { service: Service; onCalled: () => void }
   const [error, setError] = useState<string>();
   const [failedTrace, setFailedTrace] = useState<TraceStep[]>();
   const [result, setResult] = useState<CallResult>();
+  // One Idempotency-Key per call: a call that got no answer keeps its key, so pressing the button again for it cannot pay twice.
+  const unanswered = useRef<{ what: string; key: string }>(undefined);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs when another service is picked, to clear the last one's answer
   useEffect(() => {
@@ -151,11 +153,17 @@ function TryIt({ service, onCalled }: { service: Service; onCalled: () => void }
     if ('error' in parsed) return setError(parsed.error);
     setBusy(true);
     try {
-      const r = await gw.call(service.service, parsed.payload, { idempotencyKey: newIdempotencyKey() });
+      const what = JSON.stringify([service.service, parsed.payload]);
+      const key = unanswered.current?.what === what ? unanswered.current.key : newIdempotencyKey();
+      unanswered.current = { what, key };
+      const r = await gw.call(service.service, parsed.payload, { idempotencyKey: key });
+      unanswered.current = undefined;
       setResult(r);
       onCalled();
     } catch (err) {
       setError(errorMessage(err));
+      // An answer (other than "still in progress") settles the call; the next press is a new one.
+      if (err instanceof GatewayApiError && err.status !== 409) unanswered.current = undefined;
       if (err instanceof GatewayApiError && err.body && typeof err.body === 'object') {
         const steps = (err.body as { trace?: { steps?: TraceStep[] } }).trace?.steps;
         if (Array.isArray(steps)) setFailedTrace(steps);
