@@ -32,6 +32,8 @@ export type { McpToolDeps } from './mcp/tools.js';
 export { createLogger, flushLogger, legacySink, LOG_LEVELS } from './observability/log.js';
 export type { Logger, LoggerOptions, LogLevel } from './observability/log.js';
 export type { Metrics } from './observability/metrics.js';
+export { formatLogLine, prettyLines } from './observability/pretty.js';
+export type { PrettyLinesOptions } from './observability/pretty.js';
 export type { Settlement, SettlementConfigOptions } from './settlement/index.js';
 export { grantOperator, listOperators, revokeOperator, verifyDisputeProof } from './operator/index.js';
 export type { Operator, Dispute, OperatorConfigOptions } from './operator/index.js';
