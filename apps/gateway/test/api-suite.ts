@@ -336,7 +336,7 @@ export function apiSuite(kind: DbKind) {
           res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid certificate signature"}'),
         'service error 401: invalid certificate signature',
       ],
-    ])('refunds exactly once when %s', async (_label, handler, message) => {
+    ])('refunds exactly once when %s, and says so', async (_label, handler, message) => {
       const srv = await rawServer(handler as never);
       servers.push(srv.server);
       const name = `f${Math.random().toString(36).slice(2, 10)}`;
@@ -344,7 +344,8 @@ export function apiSuite(kind: DbKind) {
       const u = await h.user();
       const r = await u.api('/v1/call', { body: { service: name, payload: {} } });
       expect(r.status).toBe(500);
-      expect(r.body.error).toBe(message);
+      // The spec's message first, then what happened to the money.
+      expect(r.body.error).toBe(`${message}; the 0.5 USD charge was refunded to your credits`);
       expect(r.body.trace.steps.map((s: { name: string }) => s.name)).toContain('refund');
       expect(await credits(u)).toBe(50_000_000);
       const tx = await u.api('/v1/transactions');
@@ -391,7 +392,7 @@ export function apiSuite(kind: DbKind) {
       const u = await h.user();
       const r = await u.api('/v1/call', { body: { service: name, payload: {} } });
       expect(r.status).toBe(500);
-      expect(r.body.error).toMatch(/^service unreachable: ECONNREFUSED/);
+      expect(r.body.error).toBe('service unreachable: connection refused (ECONNREFUSED); the 0.5 USD charge was refunded to your credits');
       expect(await credits(u)).toBe(50_000_000);
     });
 
@@ -421,6 +422,32 @@ export function apiSuite(kind: DbKind) {
       expect(capped.status).toBe(500);
       expect(capped.body.error).toMatch(/above the limit of 0.05 USDC/);
       expect(await credits(u)).toBe(50_000_000 - 100_000 - 700_000);
+    });
+
+    it('takes limit on every list endpoint, refusing anything but an integer within its bounds with the bound in the message', async () => {
+      await alice.api('/v1/api-keys', { body: { name: 'second' } });
+      await h.registerRaw('echo-limit', 'http://127.0.0.1:9/', '0.01');
+      const lists: Array<[string, number]> = [
+        ['/v1/agents', 100],
+        ['/v1/agents?q=echo&', 100],
+        ['/v1/agents/mine', 500],
+        ['/v1/api-keys', 500],
+        ['/v1/oauth/connections', 500],
+        ['/v1/transactions', 500],
+        ['/v1/publisher/settlements', 200],
+      ];
+      for (const [path, max] of lists) {
+        const at = (q: string) => alice.api(`${path}${path.endsWith('&') ? '' : '?'}${q}`);
+        for (const bad of ['limit=abc', 'limit=0', `limit=${max + 1}`, 'limit=1.5', 'limit=-1', 'limit=1&limit=2']) {
+          expect(await at(bad), `${path} ${bad}`).toMatchObject({ status: 400, body: { error: `invalid limit (must be 1 <= n <= ${max})` } });
+        }
+      }
+      for (const path of ['/v1/agents', '/v1/agents?q=echo&', '/v1/api-keys']) {
+        const all = await alice.api(path.replace(/[?&]$/, ''));
+        expect(all.body.length, path).toBeGreaterThan(1);
+        const one = await alice.api(`${path}${path.endsWith('&') ? '' : '?'}limit=1`);
+        expect(one.body, path).toEqual(all.body.slice(0, 1));
+      }
     });
 
     it('lists transactions newest first and enforces the limit range', async () => {
@@ -511,6 +538,20 @@ export function apiSuite(kind: DbKind) {
       const upd = await pub.api('/v1/agents/mine1', { method: 'PUT', body: { description: 'better' } });
       expect(upd.body.description).toBe('better');
       expect((await alice.api('/v1/agents/mine1', { method: 'PUT', body: { description: 'hijack' } })).status).toBe(403);
+      // Another publisher's service (an account's, or one published with its own key): 403 saying so, without naming the owner.
+      const other = await h.user();
+      await other.api('/v1/publisher/activate', { body: { name: 'Other Co' } });
+      for (const [who, name] of [
+        [other, 'mine1'],
+        [pub, 'echo'],
+      ] as const) {
+        const put = await who.api(`/v1/agents/${name}`, { method: 'PUT', body: { description: 'hijack' } });
+        const del = await who.api(`/v1/agents/${name}`, { method: 'DELETE' });
+        for (const r of [put, del]) expect(r).toMatchObject({ status: 403, body: { error: `service ${name} belongs to another publisher` } });
+      }
+      expect(await pub.api('/v1/agents/nobody-has-this', { method: 'DELETE' })).toMatchObject({ status: 404, body: { error: 'service not found' } });
+      expect((await other.api('/v1/agents/mine')).body).toEqual([]);
+      expect((await pub.api('/v1/agents/mine?limit=1')).body.map((s: { service: string }) => s.service)).toEqual(['mine1']);
       expect((await pub.api('/v1/agents/mine1', { method: 'DELETE' })).body).toMatchObject({ service: 'mine1', removed: true });
       expect((await pub.api('/v1/agents/mine')).body).toEqual([]);
       expect((await alice.api('/v1/agents')).body.find((s: { service: string }) => s.service === 'mine1')).toBeUndefined();

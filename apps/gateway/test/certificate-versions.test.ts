@@ -93,7 +93,7 @@ it('refunds a v2 call the service refuses while it says it verifies v2 (no secon
   const r = await call();
   refuseAll = false;
   expect(r.status).toBe(500);
-  expect(r.body.error).toBe('service error 401: malformed certificate');
+  expect(r.body.error).toBe('service error 401: malformed certificate; the 0.01 USD charge was refunded to your credits');
   expect(seen.map((s) => s.header.slice(0, 3))).toEqual(['v2.']);
   expect(await balance()).toBe(before);
 });

@@ -76,7 +76,7 @@ describe('a gateway without FAREBOX_ALLOW_LOOPBACK_ENDPOINTS (the default)', () 
     const before = (await u.api('/v1/balance')).body.balance_base_units;
     const r = await u.api('/v1/call', { body: { service: 'planted', payload: {} } });
     expect(r.status).toBe(500);
-    expect(r.body.error).toBe('service endpoint refused: endpoint resolves to a private or reserved address');
+    expect(r.body.error).toBe('service endpoint refused: endpoint resolves to a private or reserved address; the 0.01 USD charge was refunded to your credits');
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before);
     expect(reached).toBe(0);
     server.close();
@@ -107,7 +107,10 @@ describe('a gateway that allows loopback endpoints (the local stack)', () => {
     const before = (await u.api('/v1/balance')).body.balance_base_units;
     const accounts = (await u.api('/v1/platform/stats')).body.accounts;
     const r = await u.api('/v1/call', { body: { service: 'selfie', payload: { email: 'planted@example.com', password: 'planted password' } } });
-    expect(r).toMatchObject({ status: 500, body: { error: 'service endpoint refused: endpoint is the gateway itself' } });
+    expect(r).toMatchObject({
+      status: 500,
+      body: { error: 'service endpoint refused: endpoint is the gateway itself; the 0.01 USD charge was refunded to your credits' },
+    });
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before);
     expect((await u.api('/v1/platform/stats')).body.accounts).toBe(accounts);
   });

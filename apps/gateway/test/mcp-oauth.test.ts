@@ -155,6 +155,15 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     const unknown = await client.callTool({ name: 'call_agent', arguments: { service: 'no-such-service', payload: {} } });
     expect(unknown.isError).toBe(true);
     expect((unknown.content as Array<{ text: string }>)[0]!.text).toBe('service not found');
+    expect(unknown._meta?.['farebox/error']).toMatchObject({ error: 'service not found', code: 'NOT_FOUND' });
+    expect(await credits()).toBe(before - 100_000);
+    // A paid call the service fails: the tool error says what happened to the money.
+    await h.registerRaw('mcp-down', 'http://127.0.0.1:9/', '0.01');
+    const down = await client.callTool({ name: 'call_agent', arguments: { service: 'mcp-down', payload: {} } });
+    expect(down.isError).toBe(true);
+    expect((down.content as Array<{ text: string }>)[0]!.text).toBe(
+      'service unreachable: connection refused (ECONNREFUSED); the 0.01 USD charge was refunded to your credits',
+    );
     expect(await credits()).toBe(before - 100_000);
 
     // 6. Refresh: a new pair; the old access token keeps working until it expires, the old refresh token is spent.

@@ -87,7 +87,7 @@ describe('the wallet path', () => {
     });
     const before = await state();
     const r = await user.api('/v1/call', { body: { service: name, payload: { email: 'planted@example.com', password: 'planted password' } } });
-    expect(r).toMatchObject({ status: 500, body: { error: 'service endpoint refused: endpoint is the gateway itself' } });
+    expect(r).toMatchObject({ status: 500, body: { error: 'service endpoint refused: endpoint is the gateway itself; nothing was charged' } });
     expect(await state()).toEqual(before);
   }, 120_000);
 

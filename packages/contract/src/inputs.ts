@@ -12,10 +12,10 @@ const unknownField = (iss: { code: string; keys?: string[] }) =>
 
 /**
  * An optional integer query parameter within [min, max] (absent or empty: the
- * default): decimal digits only, else `invalid <name> (must be min <= n <= max)`.
- * The value stays the string sent; the handler reads it with the same rule.
+ * default, or everything when `fallback` is a description such as `'all'`): decimal digits only, else
+ * `invalid <name> (must be min <= n <= max)`. The value stays the string sent; the handler reads it with the same rule.
  */
-export function intQuery(name: string, min: number, max: number, fallback: number) {
+export function intQuery(name: string, min: number, max: number, fallback: number | string) {
   const message = `invalid ${name} (must be ${min} <= n <= ${max})`;
   return z
     .string({ error: message })
@@ -25,8 +25,21 @@ export function intQuery(name: string, min: number, max: number, fallback: numbe
       const n = /^-?\d+$/.test(v) ? Number(v) : Number.NaN;
       if (!Number.isInteger(n) || n < min || n > max) ctx.addIssue({ code: 'custom', message });
     })
-    .meta({ description: `${min} to ${max}, default ${fallback}`, type: 'integer', minimum: min, maximum: max, default: fallback } as Record<string, unknown>);
+    .meta({
+      description: `${min} to ${max}, default ${fallback}`,
+      type: 'integer',
+      minimum: min,
+      maximum: max,
+      ...(typeof fallback === 'number' ? { default: fallback } : {}),
+    } as Record<string, unknown>);
 }
+
+/**
+ * `limit` of the lists the spec gives no bound for (every list endpoint takes one, the spec says): the catalog 1 to
+ * 100 (search's own bound), an account's keys, connections and services 1 to 500 (the transactions' bound); absent, the whole list.
+ */
+export const LIST_LIMITS = { agents: 100, account: 500 } as const;
+export const listQuery = (max: number, fallback = 'all') => z.object({ limit: intQuery('limit', 1, max, fallback) });
 
 /**
  * A service name: `@farebox/protocol`'s one policy (lower-case ASCII letters, digits and single

@@ -17,6 +17,7 @@ const AUTH_ERRORS = {
 } as const;
 const OPERATOR_ERRORS = { ...AUTH_ERRORS, 403: 'not an operator (audited), or an OAuth token' } as const;
 const LIMIT = (name: string, min: number, max: number) => ({ 400: `invalid ${name} (must be ${min} <= n <= ${max})` });
+const { LIST_LIMITS, listQuery: allQuery } = I;
 
 /** Identity helper that keeps each operation's literal types (for the typed client). */
 const op = <const O extends Operation>(o: O): O => o;
@@ -120,10 +121,10 @@ export const operations = {
     tag: 'catalog',
     summary: 'The catalog; with `q`, hybrid search ordered by relevance',
     auth: account('agents:read'),
-    input: { query: z.object({ q: z.string().optional().catch(undefined).meta({ type: 'string', description: 'free text, any language (at most 512 characters); anything but one string is ignored' } as Record<string, unknown>) }) },
+    input: { query: allQuery(LIST_LIMITS.agents, 'all, or 50 hits with q').extend({ q: z.string().optional().catch(undefined).meta({ type: 'string', description: 'free text, any language (at most 512 characters); anything but one string is ignored' } as Record<string, unknown>) }) },
     status: 200,
     output: z.array(S.Service),
-    errors: { ...AUTH_ERRORS, 400: 'query too long (max 512)' },
+    errors: { ...AUTH_ERRORS, 400: `query too long (max 512); invalid limit (must be 1 <= n <= ${LIST_LIMITS.agents})` },
   }),
   agentManifest: op({
     id: 'agentManifest',
@@ -160,7 +161,7 @@ export const operations = {
   }),
 
   // ---- credentials -------------------------------------------------------------------
-  listApiKeys: op({ id: 'listApiKeys', method: 'GET', path: '/v1/api-keys', tag: 'credentials', summary: 'Live API keys', auth: account(), input: {}, status: 200, output: z.array(S.ApiKey), errors: AUTH_ERRORS }),
+  listApiKeys: op({ id: 'listApiKeys', method: 'GET', path: '/v1/api-keys', tag: 'credentials', summary: 'Live API keys', auth: account(), input: { query: allQuery(LIST_LIMITS.account) }, status: 200, output: z.array(S.ApiKey), errors: { ...AUTH_ERRORS, ...LIMIT('limit', 1, LIST_LIMITS.account) } }),
   createApiKey: op({
     id: 'createApiKey',
     method: 'POST',
@@ -192,10 +193,10 @@ export const operations = {
     tag: 'credentials',
     summary: 'Apps authorized through OAuth',
     auth: account(),
-    input: {},
+    input: { query: allQuery(LIST_LIMITS.account) },
     status: 200,
     output: z.array(S.OAuthConnection),
-    errors: AUTH_ERRORS,
+    errors: { ...AUTH_ERRORS, ...LIMIT('limit', 1, LIST_LIMITS.account) },
   }),
   revokeOAuthConnection: op({
     id: 'revokeOAuthConnection',
@@ -278,10 +279,10 @@ export const operations = {
     tag: 'publisher',
     summary: 'Services registered by this account',
     auth: account(),
-    input: {},
+    input: { query: allQuery(LIST_LIMITS.account) },
     status: 200,
     output: z.array(S.Service),
-    errors: AUTH_ERRORS,
+    errors: { ...AUTH_ERRORS, ...LIMIT('limit', 1, LIST_LIMITS.account) },
   }),
   registerAgent: op({
     id: 'registerAgent',
@@ -305,7 +306,7 @@ export const operations = {
     input: { params: I.ServiceParams, body: I.UpdateServiceBody },
     status: 200,
     output: S.RegisteredService,
-    errors: { ...AUTH_ERRORS, 400: 'nothing to update (pricePerCallLamports, endpoint or description); an invalid field (pricePerCallLamports must be at least 20 base units ...)', 403: 'activate publishing first (POST /v1/publisher/activate)', 404: 'service not found' },
+    errors: { ...AUTH_ERRORS, 400: 'nothing to update (pricePerCallLamports, endpoint or description); an invalid field (pricePerCallLamports must be at least 20 base units ...)', 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
   }),
   removeAgent: op({
     id: 'removeAgent',
@@ -317,7 +318,7 @@ export const operations = {
     input: { params: I.ServiceParams },
     status: 200,
     output: S.RemovedService,
-    errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate)', 404: 'service not found' },
+    errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
   }),
 
   // ---- platform ----------------------------------------------------------------------

@@ -3,7 +3,7 @@ export type { EscrowClient, EscrowClientOptions, Escrow, EscrowRoles, DeployInpu
 export type { EscrowClock } from './budget.js';
 export { EscrowError, EscrowPaymentError } from './errors.js';
 export type { EscrowErrorCode, EscrowPaymentErrorCode, EscrowPaymentErrorData } from './errors.js';
-export { createEscrowPayer, createServiceRequester } from './payer.js';
+export { createEscrowPayer, createServiceRequester, DIRECT_CALL_STEPS } from './payer.js';
 export type {
   ServiceAnswer,
   EscrowPayer,

@@ -11,7 +11,8 @@ import { EscrowPaymentError } from './errors.js';
 import { pickQuote } from './quote.js';
 
 /** The steps of a direct call, in order. */
-export type DirectCallStep = 'quote' | 'deploy' | 'fund' | 'call' | 'settled';
+export const DIRECT_CALL_STEPS = ['quote', 'deploy', 'fund', 'call', 'settled'] as const;
+export type DirectCallStep = (typeof DIRECT_CALL_STEPS)[number];
 
 /** One progress report: a step starts, is done, or failed. */
 export interface ProgressEvent {

@@ -39,10 +39,14 @@ const FRESH_CERTIFICATE_MS = 5_000;
 /** `mode` values of a call result (documented in docs/api.md). */
 export const CALL_MODES = { platformSigned: 'platform-signed', walletEscrow: 'wallet-escrow' } as const;
 
+/** The trace steps of a credit call, in order (`void_hold` when a dynamic price re-holds; docs/api.md lists them). */
+export const CALL_STEPS = ['resolve_service', 'hold_credits', 'call_service', 'void_hold', 'post_payment', 'refund'] as const;
+export type CallStep = (typeof CALL_STEPS)[number];
+
 class Timeline {
   readonly steps: TraceStep[] = [];
   constructor(private readonly now: Clock) {}
-  async step<T>(name: string, fn: () => Promise<T>, detail?: (value: T) => Record<string, unknown>): Promise<T> {
+  async step<T>(name: CallStep, fn: () => Promise<T>, detail?: (value: T) => Record<string, unknown>): Promise<T> {
     const started = this.now();
     const t0 = performance.now();
     try {
@@ -255,7 +259,7 @@ export function createCalls(options: CallsOptions) {
             const e = err as { code?: string; message?: string; cause?: { code?: string } };
             // Once the answer has started, a broken body is as good as a late one.
             if (started || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') return reject(timedOut());
-            reject(new UpstreamError(`service unreachable: ${e.cause?.code ?? e.code ?? e.message ?? 'connection failed'}`));
+            reject(new UpstreamError(`service unreachable: ${networkReason(e.cause?.code ?? e.code, e.message)}`));
           },
         },
       );
@@ -385,7 +389,8 @@ export function createCalls(options: CallsOptions) {
       if (holdId) await timeline.step('refund', () => options.credits.void(holdId, (err as Error).message.slice(0, 200)));
       if (err instanceof UpstreamError || err instanceof GatewayError) {
         if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw err;
-        const failure: CallFailureBody = { error: err.message, callId, trace: { steps: timeline.steps } };
+        // What happened to the money follows the reason: the hold was voided, the charge is back in credits.
+        const failure: CallFailureBody = { error: `${err.message}${holdId ? refundedToCredits(amount) : ''}`, callId, trace: { steps: timeline.steps } };
         return answerFrom({ status: 500, body: JSON.stringify(failure) }, failure);
       }
       throw err;
@@ -466,3 +471,23 @@ function messageOf(json: unknown): string {
 }
 
 const formatUsd = (units: bigint) => formatAmount(units, { trim: true });
+
+/** The suffix of a failed call's `error` once its hold is voided (nothing for a free service): docs/api.md, "Calls". */
+export const refundedToCredits = (amount: bigint): string => (amount > 0n ? `; the ${formatUsd(amount)} USD charge was refunded to your credits` : '');
+
+/** Connection failures in words, with the system's code: `connection refused (ECONNREFUSED)`. */
+const NETWORK_REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'connection closed',
+  UND_ERR_SOCKET: 'connection closed',
+};
+function networkReason(code: string | undefined, message: string | undefined): string {
+  if (code && NETWORK_REASONS[code]) return `${NETWORK_REASONS[code]} (${code})`;
+  return code ?? message ?? 'connection failed';
+}

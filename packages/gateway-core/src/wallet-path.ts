@@ -1,6 +1,6 @@
-import { createEscrowPayer, EscrowPaymentError, type EscrowClient, type TraceStep as DirectTraceStep } from '@farebox/escrow';
+import { createEscrowPayer, DIRECT_CALL_STEPS, EscrowPaymentError, type EscrowClient, type TraceStep as DirectTraceStep } from '@farebox/escrow';
 import { BALANCE_CAP, TOPUP_MAX, type Ledger } from '@farebox/ledger';
-import { costObject } from '@farebox/protocol';
+import { costObject, formatAmount } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { Principal } from './auth/accounts.js';
@@ -45,7 +45,14 @@ export interface WalletPathOptions {
   now?: Clock;
 }
 
-const step = (name: string, started: number, status: TraceStep['status'], detail?: Record<string, unknown>): TraceStep => ({
+/**
+ * The trace steps the wallet path adds after the credit path's (docs/api.md lists them): the path itself, the escrow
+ * payer's steps as `wallet_<step>`, the refund of an escrow the service did not serve, and the shortfall top-up.
+ */
+export const WALLET_STEPS = ['wallet_path', ...DIRECT_CALL_STEPS.map((s) => `wallet_${s}` as const), 'wallet_refund', 'wallet_topup'] as const;
+export type WalletStep = (typeof WALLET_STEPS)[number];
+
+const step = (name: WalletStep, started: number, status: TraceStep['status'], detail?: Record<string, unknown>): TraceStep => ({
   name,
   status,
   startedAt: new Date(started).toISOString(),
@@ -78,7 +85,7 @@ export function createWalletPath(o: WalletPathOptions) {
     try {
       await checkEndpoint(svc.endpoint, o.policy);
     } catch (err) {
-      throw new GatewayError('UPSTREAM', `service endpoint refused: ${(err as Error).message}`);
+      throw new GatewayError('UPSTREAM', `service endpoint refused: ${(err as Error).message}; nothing was charged`);
     }
     const record = await o.ledger.recordWalletPayment(user.id, {
       kind: 'call',
@@ -98,7 +105,7 @@ export function createWalletPath(o: WalletPathOptions) {
     });
     const body = JSON.stringify(input.payload ?? null);
     const toTrace = (s: DirectTraceStep): TraceStep => ({
-      name: `wallet_${s.step}`,
+      name: `wallet_${s.step}` satisfies WalletStep,
       status: s.status,
       startedAt: s.startedAt,
       durationMs: s.ms,
@@ -161,8 +168,7 @@ export function createWalletPath(o: WalletPathOptions) {
       const data = err instanceof EscrowPaymentError ? err.data : {};
       const escrowId = typeof data.escrowId === 'string' ? data.escrowId : undefined;
       const trace = data.trace?.steps.map(toTrace) ?? [];
-      let refund: TraceStep | undefined;
-      if (escrowId) refund = await refundEscrow(escrowId, user.walletAddress);
+      const refund = escrowId ? await refundEscrow(escrowId, user.walletAddress) : undefined;
       const message = err instanceof Error ? err.message : String(err);
       await o.ledger
         .resolveWalletPayment(record.id, { state: 'failed', error: message.slice(0, 4000) })
@@ -170,15 +176,17 @@ export function createWalletPath(o: WalletPathOptions) {
       // The wallet's USDC went to another payment (through another gateway) between the balance read and the funding:
       // nothing was funded, so this is the credit path's answer, not a service failure.
       if (refusedBeforeFunding(err, /not have enough USDC|underfunded/)) throw new GatewayError('INSUFFICIENT_BALANCE', 'insufficient balance');
+      // The payer's reason without its way back (a dispute with the payer's key: the gateway refunds the escrow itself), and what happened to the money.
+      const reason = typeof data.reason === 'string' ? data.reason : message;
       return {
         status: 500,
         body: JSON.stringify({
-          error: message,
+          error: `${reason}${walletOutcome(escrowId, refund)}`,
           callId: input.callId,
           paidWith: 'wallet',
           mode: CALL_MODES.walletEscrow,
           ...(escrowId ? { escrowId } : {}),
-          trace: { steps: [...input.steps, step('wallet_path', started, 'failed'), ...trace, ...(refund ? [refund] : [])] },
+          trace: { steps: [...input.steps, step('wallet_path', started, 'failed'), ...trace, ...(refund?.step ? [refund.step] : [])] },
         }),
       };
     }
@@ -193,11 +201,14 @@ export function createWalletPath(o: WalletPathOptions) {
   }
 
   /** A funded escrow the service did not serve goes back to the payer: the treasury (platform party and dispute resolver) disputes and resolves it. */
-  async function refundEscrow(escrowId: string, payer: string): Promise<TraceStep | undefined> {
+  async function refundEscrow(escrowId: string, payer: string): Promise<EscrowRefund> {
     const started = Date.now();
+    let held: bigint | undefined;
     try {
       const [e] = await o.escrow.getEscrows([escrowId]);
-      if (!e || e.balance === 0n || e.flags.released || e.flags.resolved) return undefined;
+      if (!e || e.balance === 0n) return { escrowId, outcome: e?.flags.released ? 'released' : 'empty' };
+      if (e.flags.released || e.flags.resolved) return { escrowId, outcome: e.flags.released ? 'released' : 'resolved' };
+      held = e.balance;
       const treasury = walletSigner(o.wallets, o.treasuryAddress);
       if (!e.flags.disputed) await o.escrow.run('disputeEscrow', { contractId: escrowId, signer: o.treasuryAddress }, treasury);
       const { txHash } = await o.escrow.run(
@@ -205,10 +216,18 @@ export function createWalletPath(o: WalletPathOptions) {
         { contractId: escrowId, disputeResolver: o.treasuryAddress, distributions: [{ address: payer, amount: e.balance }] },
         treasury,
       );
-      return step('wallet_refund', started, 'ok', { escrowId, amount: e.balance.toString(), txHash, explorerUrl: o.network.explorer.tx(txHash) });
+      const detail = { escrowId, amount: e.balance.toString(), txHash, explorerUrl: o.network.explorer.tx(txHash) };
+      return { escrowId, outcome: 'refunded', amount: e.balance, step: step('wallet_refund', started, 'ok', detail) };
     } catch (err) {
       log(`refunding escrow ${escrowId} failed; the treasury can resolve it later`, err);
-      return step('wallet_refund', started, 'failed', { escrowId, error: err instanceof Error ? err.message : String(err) });
+      const error = err instanceof Error ? err.message : String(err);
+      return {
+        escrowId,
+        outcome: 'failed',
+        ...(held !== undefined ? { amount: held } : {}),
+        error,
+        step: step('wallet_refund', started, 'failed', { escrowId, error }),
+      };
     }
   }
 
@@ -273,3 +292,28 @@ export function createWalletPath(o: WalletPathOptions) {
 }
 
 export type WalletPath = ReturnType<typeof createWalletPath>;
+
+/** What became of a failed wallet call's escrow. */
+interface EscrowRefund {
+  escrowId: string;
+  outcome: 'refunded' | 'failed' | 'empty' | 'released' | 'resolved';
+  amount?: bigint;
+  error?: string;
+  step?: TraceStep;
+}
+
+/** The suffix of a failed wallet call's `error`: what happened to the USDC (docs/api.md, "Calls"). */
+function walletOutcome(escrowId: string | undefined, refund: EscrowRefund | undefined): string {
+  const usdc = (units: bigint | undefined) => (units === undefined ? 'USDC' : `${formatAmount(units, { trim: true })} USDC`);
+  if (!escrowId || !refund || refund.outcome === 'empty') return '; nothing was charged: no USDC left your wallet';
+  switch (refund.outcome) {
+    case 'refunded':
+      return `; the ${usdc(refund.amount)} in escrow ${escrowId} was refunded to your wallet`;
+    case 'failed':
+      return `; refunding the ${usdc(refund.amount)} held in escrow ${escrowId} to your wallet failed (${refund.error}); the platform's operator can refund it`;
+    case 'released':
+      return `; escrow ${escrowId} was released to the service`;
+    default:
+      return `; escrow ${escrowId} was already resolved`;
+  }
+}

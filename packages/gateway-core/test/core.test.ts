@@ -78,7 +78,7 @@ describe('a platform-signed call', () => {
     const u = await s.user();
     const answer = await s.core.calls.call(u.principal, { service: 'fails-core', payload: {} });
     expect(answer.status).toBe(500);
-    expect(answer.value).toMatchObject({ error: expect.stringMatching(/^service error 500/) });
+    expect(answer.value).toMatchObject({ error: expect.stringMatching(/^service error 500.*; the 0\.02 USD charge was refunded to your credits$/) });
     expect((answer.value as { trace: { steps: Array<{ name: string }> } }).trace.steps.map((x) => x.name)).toEqual([
       'resolve_service',
       'hold_credits',

@@ -84,6 +84,33 @@ describe('the wallet path', () => {
     await eventually('the publisher is paid', async () => (await s.usdc(owner)) === owner0 + splitFee(PRICE).net);
   });
 
+  it('refunds the escrow of a call the service fails to the wallet, and the error says so', async () => {
+    await s.publish(
+      'wallet-fails',
+      '0.5',
+      () => {
+        throw new Error('upstream broke');
+      },
+      { escrow: true },
+    );
+    const u = await s.user();
+    await s.fundWallet(u, USDC);
+    const answer = await s.core.calls.call(u.principal, { service: 'wallet-fails', payload: {} });
+    expect(answer.status).toBe(500);
+    const body = answer.value as { error: string; escrowId?: string; trace: { steps: Array<{ name: string; status: string }> } };
+    expect(body.escrowId).toMatch(/^C[A-Z2-7]{55}$/);
+    // The payer's reason (without its way back: the gateway refunds the escrow itself), then what happened to the USDC.
+    expect(body.error).toMatch(
+      new RegExp(
+        `^the service failed after escrow ${body.escrowId} was funded \\(HTTP 500\\): .+; the 0\\.5 USDC in escrow ${body.escrowId} was refunded to your wallet$`,
+      ),
+    );
+    expect(body.error).not.toContain('farebox dispute');
+    expect(body.trace.steps.find((x) => x.name === 'wallet_refund')).toMatchObject({ status: 'ok' });
+    await eventually('the wallet has its USDC back', async () => (await holdings(u)).wallet === USDC);
+    expect(await holdings(u)).toEqual({ credits: 0n, wallet: USDC });
+  });
+
   it('moves only the shortfall from the wallet into credits when neither covers the price alone but both do, then pays with credits', async () => {
     const u = await s.user();
     await s.fundWallet(u, 3_500_000n);

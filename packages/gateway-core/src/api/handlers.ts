@@ -1,7 +1,15 @@
-import type { OperationId, Operations } from '@farebox/contract';
+import { inputs, type OperationId, type Operations } from '@farebox/contract';
 import type { z } from 'zod';
 import type { Principal } from '../auth/accounts.js';
 import type { GatewayCore } from '../gateway-types.js';
+import { intParam } from '../views.js';
+
+const { LIST_LIMITS } = inputs;
+/** The first `limit` items (`limit` checked by the contract: 1 to `max`); absent, all of them. */
+async function first<T>(items: Promise<T[]>, limit: string | undefined, max: number): Promise<T[]> {
+  const n = limit === undefined || limit === '' ? undefined : intParam(limit, 'limit', 1, max, max);
+  return (await items).slice(0, n);
+}
 
 type Part<I, K extends string> = I extends { [P in K]: infer S extends z.ZodType } ? z.output<S> : Record<string, never>;
 
@@ -46,17 +54,20 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
     topup: async (p, i) => core.account.topup(p.user, i.body, i.headers['idempotency-key']),
     transactions: async (p, i) => core.account.transactions(p.user, i.query.limit),
 
-    listAgents: async (_p, i) => core.catalog.list(i.query.q),
+    listAgents: async (_p, i) => {
+      const limit = i.query.limit === undefined || i.query.limit === '' ? undefined : intParam(i.query.limit, 'limit', 1, LIST_LIMITS.agents, 50);
+      return core.catalog.list(i.query.q, limit);
+    },
     agentManifest: async (_p, i) => core.catalog.manifest(i.params.service),
-    myAgents: async (p) => core.catalog.mine(p.user),
+    myAgents: async (p, i) => first(core.catalog.mine(p.user), i.query.limit, LIST_LIMITS.account),
     registerAgent: async (p, i) => core.catalog.register(p.user, i.body),
     updateAgent: async (p, i) => core.catalog.update(p.user, i.params.service, i.body),
     removeAgent: async (p, i) => core.catalog.remove(p.user, i.params.service),
 
-    listApiKeys: async (p) => core.accounts.listApiKeys(p.user.id),
+    listApiKeys: async (p, i) => first(core.accounts.listApiKeys(p.user.id), i.query.limit, LIST_LIMITS.account),
     createApiKey: async (p, i) => core.accounts.createApiKey(p.user.id, i.body),
     revokeApiKey: async (p, i) => core.accounts.revokeApiKey(p.user.id, i.params.id),
-    listOAuthConnections: async (p) => core.oauthConnections.list(p.user.id),
+    listOAuthConnections: async (p, i) => first(core.oauthConnections.list(p.user.id), i.query.limit, LIST_LIMITS.account),
     revokeOAuthConnection: async (p, i) => core.oauthConnections.revoke(p.user.id, i.params.id),
 
     activatePublisher: async (p, i) => core.publisher.activate(p.user, i.body),

@@ -22,8 +22,8 @@ export type RegisteredService = ServiceView & { txHash: string; explorerUrl: str
 
 /** The catalog: what is callable, and a publisher's own services on the registry. */
 export interface CatalogService {
-  /** Every service (newest first), or the search hits for `q` with their score. */
-  list(q?: string): Promise<Array<ServiceView & { score?: number }>>;
+  /** Every service (newest first), or the search hits for `q` with their score; at most `limit` (default: all, or 50 hits). */
+  list(q?: string, limit?: number): Promise<Array<ServiceView & { score?: number }>>;
   /** What the service says about its price (its pricing note), checked against the registry. */
   manifest(name: string): Promise<ManifestView>;
   /** The services the user registered through this gateway and still owns. */
@@ -70,9 +70,12 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       service,
       user.id,
     ]);
+    // A name this account never registered is only looked up on chain when it could be a service.
+    const agent = rows[0] || isValidServiceName(service) ? await translated(() => registry.getAgent(service)) : null;
+    if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
+    // Someone else's service (another account's, or one published with its own key): said so, without naming the owner.
+    if (agent.owner !== user.walletAddress) throw new GatewayError('FORBIDDEN', `service ${service} belongs to another publisher`);
     if (!rows[0]) throw new GatewayError('NOT_FOUND', 'service not found');
-    const agent = await translated(() => registry.getAgent(service));
-    if (!agent || agent.owner !== user.walletAddress) throw new GatewayError('NOT_FOUND', 'service not found');
     return agent;
   }
 
@@ -84,16 +87,17 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
   }
 
   return {
-    async list(q) {
+    async list(q, limit) {
       const stats = await serviceStatsByName();
       const view = (a: RegistryAgent) => serviceView(a, stats.get(`${a.owner}\u0000${a.service}`));
       if (q === undefined || q.trim() === '')
         return mirror
           .list()
           .sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service))
+          .slice(0, limit)
           .map(view);
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
-      const hits = await d.searchBackend.search(q, 50);
+      const hits = await d.searchBackend.search(q, limit ?? 50);
       return hits.flatMap((h) => {
         // A discovery backend may know a registration this gateway's mirror has not read yet (never one whose name breaks the policy).
         const agent = mirror.get(h.id) ?? h.agent;
