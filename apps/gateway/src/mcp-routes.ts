@@ -1,13 +1,24 @@
+import { Readable } from 'node:stream';
 import express, { type Request, type Response } from 'express';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMcpHandler, McpServer, type AuthInfo } from '@modelcontextprotocol/server';
 import { API_BODY_LIMIT, inputError, jsonBody } from './body.js';
 import { bearerToken } from './browser-policy.js';
-import { enforceRateLimit, GatewayError, MCP_INSTRUCTIONS, registerGatewayMcpTools, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import {
+  asDatabaseUnavailable,
+  enforceRateLimit,
+  GatewayError,
+  MCP_INSTRUCTIONS,
+  registerGatewayMcpTools,
+  type GatewayCore,
+  type Principal,
+} from '@farebox/gateway-core';
 
 export interface McpRoutesOptions {
   log?: (message: string, err?: unknown) => void;
 }
+
+/** The principal a request was authenticated as, carried to the server factory in `AuthInfo.extra`. */
+type FareboxAuthInfo = AuthInfo & { extra: { principal: Principal } };
 
 /** One MCP server per request (stateless): the four tools, run as `principal`. */
 function mcpServer(core: GatewayCore, principal: Principal): McpServer {
@@ -16,20 +27,70 @@ function mcpServer(core: GatewayCore, principal: Principal): McpServer {
   return server;
 }
 
+/** A quoted-string of an HTTP auth parameter (RFC 9110 5.6.4). */
+const quoted = (s: string) => `"${s.replace(/[\\"]/g, '\\$&')}"`;
+
+/** The express request as the web-standard `Request` the SDK's handler takes (the body is already parsed). */
+function webRequest(req: Request, base: string): globalThis.Request {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || k === 'content-length' || k === 'transfer-encoding') continue;
+    for (const value of Array.isArray(v) ? v : [v]) headers.append(k, value);
+  }
+  const withBody = req.method === 'POST' && req.body !== undefined;
+  return new Request(new URL(req.originalUrl, base), {
+    method: req.method,
+    headers,
+    ...(withBody ? { body: JSON.stringify(req.body) } : {}),
+  });
+}
+
+/** Writes the SDK's web-standard answer (JSON, or an SSE stream) to express. */
+async function send(res: Response, answer: globalThis.Response): Promise<void> {
+  res.status(answer.status);
+  answer.headers.forEach((value, key) => {
+    res.setHeader(key, value);
+  });
+  if (!answer.body) return void res.end();
+  const body = Readable.fromWeb(answer.body as import('node:stream/web').ReadableStream);
+  res.on('close', () => body.destroy());
+  body.pipe(res);
+}
+
 /**
- * The remote MCP server at `/mcp`: Streamable HTTP, stateless (any gateway
- * instance answers any request), JSON responses, OAuth bearer required.
+ * The remote MCP server at `/mcp`: Streamable HTTP on the SDK's v2 server
+ * line (`createMcpHandler`), serving protocol 2026-07-28 (no handshake,
+ * `server/discover`) and the 2025 revisions (2025-11-25, 2025-06-18,
+ * 2025-03-26: `initialize`) at the same URL. Stateless: every request gets a
+ * fresh server from one factory, so any gateway instance answers any request.
+ * OAuth bearer required on every method; a tool needing a scope the token
+ * lacks answers 403 `insufficient_scope` (the SDK's scope challenge).
  */
 export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): express.Router {
   const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
   const oauth = core.oauth;
   const router = express.Router();
   const json = jsonBody({ limit: API_BODY_LIMIT });
+  const handler = createMcpHandler(
+    (ctx) => {
+      const principal = (ctx.authInfo as FareboxAuthInfo | undefined)?.extra?.principal;
+      // The gate below authenticates every request before the handler runs.
+      if (!principal) throw new Error('mcp: no principal for this request');
+      return mcpServer(core, principal);
+    },
+    { onerror: (err) => log('mcp request failed', err) },
+  );
 
+  // RFC 6750 3 / MCP authorization: where the metadata is, and every scope the server knows (what to ask for).
+  const scopes = oauth.resourceMetadata().scopes_supported.join(' ');
   const challenge = (error?: { code: string; description: string }) =>
-    error
-      ? `Bearer error="${error.code}", error_description="${error.description}", resource_metadata="${oauth.resourceMetadataUrl}"`
-      : `Bearer resource_metadata="${oauth.resourceMetadataUrl}"`;
+    [
+      ...(error ? [`error=${quoted(error.code)}`, `error_description=${quoted(error.description)}`] : []),
+      `resource_metadata=${quoted(oauth.resourceMetadataUrl)}`,
+      `scope=${quoted(scopes)}`,
+    ]
+      .join(', ')
+      .replace(/^/, 'Bearer ');
 
   function rpcError(res: Response, status: number, message: string, headers: Record<string, string> = {}) {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
@@ -37,51 +98,53 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
   }
 
   router.all('/mcp', (req: Request, res: Response, next) => {
-    const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
-    // MCP transport spec: validate Origin (DNS rebinding, foreign pages). No Origin: not a browser.
-    if (!oauth.originAllowed(origin)) return rpcError(res, 403, 'origin not allowed');
-    if (origin) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id');
-    }
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID');
-      return void res.status(204).end();
-    }
-    if (req.method !== 'POST') {
-      res.setHeader('Allow', 'POST');
-      return rpcError(res, 405, 'method not allowed: this server is stateless, send JSON-RPC with POST');
-    }
-    next();
-  });
-
-  router.post('/mcp', (req: Request, res: Response, next) => {
     (async () => {
+      const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
+      // MCP transport spec: validate Origin (DNS rebinding, foreign pages). No Origin: not a browser.
+      if (!oauth.originAllowed(origin)) return rpcError(res, 403, 'origin not allowed');
+      if (origin) {
+        res.setHeader('Access-Control-Allow-Origin', origin);
+        res.setHeader('Vary', 'Origin');
+        res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version');
+      }
+      if (req.method === 'OPTIONS') {
+        res.setHeader('Access-Control-Allow-Methods', 'POST, GET, DELETE, OPTIONS');
+        res.setHeader(
+          'Access-Control-Allow-Headers',
+          'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID',
+        );
+        return void res.status(204).end();
+      }
+      // Every method is protected: a client probing with GET learns where to authorize, as one posting does.
       const bearer = bearerToken(req);
       if (bearer === undefined) return rpcError(res, 401, 'authentication required', { 'WWW-Authenticate': challenge() });
       const principal = bearer ? await oauth.authenticate(bearer, oauth.resource) : undefined;
-      if (!principal) {
+      if (!bearer || !principal) {
         return rpcError(res, 401, 'invalid or expired access token', {
           'WWW-Authenticate': challenge({ code: 'invalid_token', description: 'the access token is invalid, expired, revoked or not for this resource' }),
         });
       }
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
       if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
-      await new Promise<void>((resolve, reject) => json(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-      const server = mcpServer(core, principal);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      res.on('close', () => {
-        void transport.close();
-        void server.close();
+      if (req.method === 'POST') await new Promise<void>((resolve, reject) => json(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+      const authInfo: FareboxAuthInfo = {
+        token: bearer,
+        clientId: principal.clientId ?? '',
+        scopes: [...(principal.scopes ?? [])],
+        resource: new URL(oauth.resource),
+        resourceMetadataUrl: oauth.resourceMetadataUrl,
+        extra: { principal },
+      };
+      const answer = await handler.fetch(webRequest(req, oauth.issuer), {
+        authInfo,
+        ...(req.method === 'POST' && req.body !== undefined ? { parsedBody: req.body } : {}),
       });
-      await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
-    })().catch((err: unknown) => {
+      await send(res, answer);
+    })().catch((thrown: unknown) => {
+      const err = asDatabaseUnavailable(thrown) ?? thrown;
       if (err instanceof GatewayError) {
         for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-        return rpcError(res, err.code === 'RATE_LIMITED' ? 429 : 400, err.message);
+        return rpcError(res, err.code === 'RATE_LIMITED' ? 429 : err.code === 'UNAVAILABLE' ? 503 : 400, err.message);
       }
       const e = err as { type?: string };
       if (e?.type === 'entity.parse.failed') return rpcError(res, 400, 'parse error: invalid JSON');

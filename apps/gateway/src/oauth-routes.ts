@@ -1,5 +1,6 @@
 import express, { type Request, type Response } from 'express';
 import {
+  asDatabaseUnavailable,
   enforceRateLimit,
   GatewayError,
   HTTP_STATUS,
@@ -106,7 +107,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     (req: Request, res: Response): void => {
       res.setHeader('Cache-Control', 'no-store');
       res.setHeader('Pragma', 'no-cache');
-      fn(req, res).catch((err: unknown) => {
+      fn(req, res).catch((thrown: unknown) => {
+        const err = asDatabaseUnavailable(thrown) ?? thrown;
         if (err instanceof GatewayError) {
           for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
           res.status(HTTP_STATUS[err.code]).json(oauthErrorBody(err));
@@ -135,11 +137,13 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
   const authorization = (req: Request) => (typeof req.headers.authorization === 'string' ? req.headers.authorization : undefined);
 
   // ---- metadata ---------------------------------------------------------------
-  router.options(['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/mcp'], cors);
+  // RFC 9728 metadata of /mcp at the path-suffixed URL (what the 401 challenge names) and at the root (clients that look there first).
+  const resourceMetadataPaths = ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'];
+  router.options(['/.well-known/oauth-authorization-server', ...resourceMetadataPaths], cors);
   router.get('/.well-known/oauth-authorization-server', cors, (_req, res) => {
     res.json(oauth.metadata());
   });
-  router.get('/.well-known/oauth-protected-resource/mcp', cors, (_req, res) => {
+  router.get(resourceMetadataPaths, cors, (_req, res) => {
     res.json(oauth.resourceMetadata());
   });
 

@@ -1,73 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { auth, UnauthorizedError, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, UnauthorizedError as UnauthorizedErrorV2 } from '@modelcontextprotocol/client';
 import { startHarness, type Harness, type TestUser } from './harness.js';
-import { consent } from './oauth-browser.js';
-
-/** An OAuth client provider as an MCP host implements it: keeps everything in memory and records where it would open the browser. */
-class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = '';
-  authorizationUrl: URL | undefined;
-  readonly expectedState = randomBytes(8).toString('hex');
-
-  constructor(private readonly name: string) {}
-  get redirectUrl() {
-    return 'http://127.0.0.1:33418/oauth/callback';
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: this.name,
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  state() {
-    return this.expectedState;
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  discovery: OAuthDiscoveryState | undefined;
-  saveDiscoveryState(state: OAuthDiscoveryState) {
-    this.discovery = state;
-  }
-  discoveryState() {
-    return this.discovery;
-  }
-  /** What a host does when the server says a credential is dead (e.g. `invalid_grant` on refresh). */
-  invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery') {
-    if (scope === 'all' || scope === 'tokens') this.saved = undefined;
-    if (scope === 'all' || scope === 'client') this.info = undefined;
-    if (scope === 'all' || scope === 'verifier') this.verifier = '';
-    if (scope === 'all' || scope === 'discovery') this.discovery = undefined;
-  }
-}
+import { MemoryProvider } from './mcp-kit.js';
+import { consent, rawClient } from './oauth-browser.js';
 
 describe('remote MCP server with OAuth, driven by the official MCP SDK clients', () => {
   let h: Harness;
@@ -97,7 +34,9 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
       body: '{}',
     });
     expect(bare.status).toBe(401);
-    expect(bare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`);
+    expect(bare.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp", scope="agents:read agents:call account:read"`,
+    );
 
     // 2. The SDK discovers, registers and builds the authorization URL (PKCE S256, resource).
     const provider = new MemoryProvider('Claude (test)');
@@ -120,9 +59,11 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     expect(provider.saved?.access_token).toMatch(/^fbo_at_/);
     expect(provider.saved?.expires_in).toBe(30 * 24 * 3600);
 
-    // 4. Connected: the four tools, with schemas.
+    // 4. Connected (the 2025-11-25 handshake): the four tools, with schemas.
     const client = new Client({ name: 'e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    const transport = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+    await client.connect(transport);
+    expect(transport.protocolVersion).toBe('2025-11-25');
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(['list_agents', 'call_agent', 'get_balance', 'get_transactions']);
     const callTool = tools.find((t) => t.name === 'call_agent')!;
@@ -192,28 +133,17 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     expect(after.headers.get('www-authenticate')).toContain(`resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`);
   });
 
-  it('works with the v2 client line (@modelcontextprotocol/client) through the same flow', async () => {
-    const provider = new MemoryProvider('v2 client');
-    const first = new TransportV2(mcpUrl, { authProvider: provider });
-    await expect(new ClientV2({ name: 'e2e-v2', version: '1.0.0' }).connect(first)).rejects.toBeInstanceOf(UnauthorizedErrorV2);
-    const { redirect } = await consent(h.url, provider.authorizationUrl!, alice);
-    // The v2 client checks iss against the issuer it discovered (RFC 9207) before redeeming the code.
-    await first.finishAuth(redirect.searchParams);
-    const client = new ClientV2({ name: 'e2e-v2', version: '1.0.0' });
-    await client.connect(new TransportV2(mcpUrl, { authProvider: provider }));
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['list_agents', 'call_agent', 'get_balance', 'get_transactions']);
-    const before = await credits();
-    const call = await client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { v: 2 } } });
-    expect(call.isError).toBeFalsy();
-    expect(await credits()).toBe(before - 100_000);
-    await client.close();
-  });
-
-  it('answers GET and DELETE on /mcp with 405 and refuses a foreign Origin with 403', async () => {
-    for (const method of ['GET', 'DELETE']) {
+  it('answers every method without a token with the 401 challenge, GET and DELETE with a token with 405, and refuses a foreign Origin with 403', async () => {
+    const expected = `Bearer resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp", scope="agents:read agents:call account:read"`;
+    for (const method of ['GET', 'DELETE', 'PUT']) {
       const r = await fetch(mcpUrl, { method });
+      expect(r.status, method).toBe(401);
+      expect(r.headers.get('www-authenticate'), method).toBe(expected);
+    }
+    const token = (await (await rawClient(h.url)).authorize(alice)).tokens.access_token;
+    for (const method of ['GET', 'DELETE']) {
+      const r = await fetch(mcpUrl, { method, headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' } });
       expect(r.status, method).toBe(405);
-      expect(r.headers.get('allow')).toBe('POST');
     }
     const foreign = await fetch(mcpUrl, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{}' });
     expect(foreign.status).toBe(403);
@@ -224,6 +154,8 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
   it('publishes the RFC 9728 and RFC 8414 metadata the flow starts from', async () => {
     const prm = await (await fetch(`${h.url}/.well-known/oauth-protected-resource/mcp`)).json();
     expect(prm).toMatchObject({ resource: `${h.url}/mcp`, authorization_servers: [h.url], bearer_methods_supported: ['header'] });
+    // The same document at the root well-known URL, for clients that look there first.
+    expect(await (await fetch(`${h.url}/.well-known/oauth-protected-resource`)).json()).toEqual(prm);
     const as = await (await fetch(`${h.url}/.well-known/oauth-authorization-server`)).json();
     expect(as).toMatchObject({
       issuer: h.url,
@@ -235,6 +167,7 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
       grant_types_supported: ['authorization_code', 'refresh_token'],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
       authorization_response_iss_parameter_supported: true,
+      client_id_metadata_document_supported: true,
     });
   });
 });

@@ -31,8 +31,9 @@ export function oauthSuite(kind: DbKind) {
       await h?.close();
     });
 
-    const mcp = (token: string, body: unknown = { jsonrpc: '2.0', id: 1, method: 'tools/list' }) =>
-      fetch(`${h.url}/mcp`, {
+    /** A raw 2025-era POST to /mcp; `json()` reads the answer whether it came as JSON or as one SSE event. */
+    const mcp = async (token: string, body: unknown = { jsonrpc: '2.0', id: 1, method: 'tools/list' }) => {
+      const res = await fetch(`${h.url}/mcp`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${token}`,
@@ -42,6 +43,10 @@ export function oauthSuite(kind: DbKind) {
         },
         body: JSON.stringify(body),
       });
+      const text = await res.text();
+      const data = /^data: (.*)$/m.exec(text);
+      return { status: res.status, headers: res.headers, json: async () => JSON.parse(data ? data[1]! : text) as unknown };
+    };
     const bearer = (token: string) => ({
       api: (path: string, init: { method?: string; body?: unknown } = {}) => alice.api(path, { ...init, headers: { authorization: `Bearer ${token}` } }),
     });
@@ -425,6 +430,11 @@ export function oauthSuite(kind: DbKind) {
       const balanceTool = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_balance', arguments: {} } };
       const toolResult = async (token: string) =>
         ((await (await mcp(token, balanceTool)).json()) as { result: { isError?: boolean; content: Array<{ text: string }> } }).result;
+      /** A tool the token may no longer use: 403 with the challenge naming the scope to ask for (step-up). */
+      const stepUp = async (token: string) => {
+        const r = await mcp(token, balanceTool);
+        return { status: r.status, challenge: r.headers.get('www-authenticate') };
+      };
       expect((await toolResult(old.access_token)).isError).toBeFalsy();
 
       // The user re-authorises the same client without account:read and with a daily limit of $0.025.
@@ -436,7 +446,10 @@ export function oauthSuite(kind: DbKind) {
       const oldBalance = await oldApi('/v1/balance');
       expect(oldBalance.status).toBe(403);
       expect(oldBalance.body).toEqual(narrowBalance.body);
-      expect(await toolResult(old.access_token)).toMatchObject({ isError: true, content: [{ text: NO_ACCOUNT }] });
+      expect(await stepUp(old.access_token)).toEqual({
+        status: 403,
+        challenge: `Bearer error="insufficient_scope", error_description="${NO_ACCOUNT}", scope="account:read", resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`,
+      });
       // ... allowed on the scopes kept, within the lowered daily limit ($0.01 spent already: one more call of $0.01).
       expect((await oldApi('/v1/agents')).status).toBe(200);
       expect((await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 2 } } })).status).toBe(200);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `farebox-mcp`: the stdio MCP adapter. stdout carries the MCP protocol, so
 // everything for the user (the sign-in URL, errors) goes to stderr.
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { loadAdapterConfig } from './config.js';
 import { AdapterError } from './errors.js';
 import { createAdapter } from './server.js';
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   process.stdin.on('end', () => stop(0));
   process.on('SIGINT', () => stop(0));
   process.on('SIGTERM', () => stop(0));
-  await adapter.server.connect(transport);
+  adapter.serve({ transport });
   process.stderr.write(
     `Farebox MCP adapter ${config.apiKey ? 'using an API key' : `signing in with OAuth (token at ${config.tokenPath})`}, gateway ${config.url}\n`,
   );

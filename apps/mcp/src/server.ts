@@ -1,7 +1,6 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { McpServer, ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
+import { serveStdio, type ServeStdioOptions, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
 import { PACKAGE_NAME, PACKAGE_VERSION, type AdapterConfig } from './config.js';
 import { ClientError, createGatewayClient, GatewayApiError } from '@farebox/client/gateway';
 import { MCP_INSTRUCTIONS, registerMcpTools, toolError } from '@farebox/client/mcp';
@@ -17,7 +16,13 @@ export interface AdapterOptions {
 }
 
 export interface Adapter {
-  server: McpServer;
+  /**
+   * A fresh MCP server with the four tools: what `serveStdio` builds for each
+   * connection, in the era the client opened with (2026-07-28 or a 2025 revision).
+   */
+  createServer(): McpServer | Server;
+  /** Serves the adapter on stdio (or on `options.transport`), both protocol eras. */
+  serve(options?: ServeStdioOptions): StdioServerHandle;
   /** The OAuth session (undefined in API-key mode). */
   session: OAuthSession | undefined;
   close(): Promise<void>;
@@ -32,9 +37,7 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * client (the remote `/mcp` takes OAuth tokens only). A refusal carries the
  * gateway's message and the id of the request it answered.
  */
-function registerRestTools(server: McpServer, config: AdapterConfig, apiKey: string, doFetch: typeof fetch): void {
-  // A paid call may take as long as the service does: the gateway bounds it.
-  const api = createGatewayClient({ baseUrl: config.url, apiKey, fetch: doFetch, timeoutMs: 10 * 60_000 });
+function registerRestTools(server: McpServer, config: AdapterConfig, api: ReturnType<typeof createGatewayClient>): void {
   registerMcpTools(server, api, {
     onError(e) {
       if (e instanceof GatewayApiError) {
@@ -70,7 +73,8 @@ function upstream(config: AdapterConfig, session: OAuthSession, doFetch: typeof 
   let connecting: Promise<Client> | undefined;
   const connect = () => {
     connecting ??= (async () => {
-      const client = new Client({ name: PACKAGE_NAME, version: PACKAGE_VERSION });
+      // 'auto': 2026-07-28 when the gateway offers it (server/discover), else the 2025 handshake.
+      const client = new Client({ name: PACKAGE_NAME, version: PACKAGE_VERSION }, { versionNegotiation: { mode: 'auto' } });
       await client.connect(new StreamableHTTPClientTransport(new URL(config.mcpUrl), { fetch: oauthFetch(session, doFetch) }));
       return client;
     })().catch((e: unknown) => {
@@ -90,23 +94,36 @@ function upstream(config: AdapterConfig, session: OAuthSession, doFetch: typeof 
 }
 
 /**
- * Creates the stdio adapter's MCP server: the four Farebox tools, bridged to
- * the gateway's `/mcp` with OAuth, or served over the REST API with an API key.
+ * Creates the stdio adapter: the four Farebox tools, bridged to the gateway's
+ * `/mcp` with OAuth, or served over the REST API with an API key. It speaks
+ * both protocol eras on stdio (the SDK's `serveStdio`).
  *
  * @example
  * const adapter = createAdapter({ config: loadAdapterConfig(process.env) });
- * await adapter.server.connect(new StdioServerTransport());
+ * adapter.serve();
  */
 export function createAdapter(options: AdapterOptions): Adapter {
   const { config } = options;
   const doFetch = options.fetch ?? fetch;
-  const server = new McpServer(
-    { name: 'farebox', title: 'Farebox', version: PACKAGE_VERSION },
-    { instructions: MCP_INSTRUCTIONS, capabilities: { tools: {} } },
-  );
+  const info = { name: 'farebox', title: 'Farebox', version: PACKAGE_VERSION };
+  const handles: StdioServerHandle[] = [];
+  const serve = (factory: () => McpServer | Server) => (serveOptions?: ServeStdioOptions) => {
+    const handle = serveStdio(factory, serveOptions);
+    handles.push(handle);
+    return handle;
+  };
+  const closeHandles = async () => {
+    for (const h of handles.splice(0)) await h.close().catch(() => undefined);
+  };
   if (config.apiKey) {
-    registerRestTools(server, config, config.apiKey, doFetch);
-    return { server, session: undefined, close: () => server.close() };
+    // A paid call may take as long as the service does: the gateway bounds it.
+    const api = createGatewayClient({ baseUrl: config.url, apiKey: config.apiKey, fetch: doFetch, timeoutMs: 10 * 60_000 });
+    const createServer = () => {
+      const server = new McpServer(info, { instructions: MCP_INSTRUCTIONS });
+      registerRestTools(server, config, api);
+      return server;
+    };
+    return { createServer, serve: serve(createServer), session: undefined, close: closeHandles };
   }
   const session = createOAuthSession({
     mcpUrl: config.mcpUrl,
@@ -118,34 +135,39 @@ export function createAdapter(options: AdapterOptions): Adapter {
   });
   const remote = upstream(config, session, doFetch);
   // Forward tools/list and tools/call as they are: the gateway owns the tools.
-  server.server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-    try {
-      const client = await remote.connect();
-      return await client.listTools(request.params);
-    } catch (e) {
-      throw new McpError(ErrorCode.InternalError, `Farebox: ${message(e)}`);
-    }
-  });
-  server.server.setRequestHandler(CallToolRequestSchema, async (request): Promise<ToolResult> => {
-    let client: Client;
-    try {
-      client = await remote.connect();
-    } catch (e) {
-      return toolError(`Farebox: ${message(e)}`);
-    }
-    try {
-      return (await client.callTool(request.params)) as ToolResult;
-    } catch (e) {
-      if (e instanceof McpError) throw e;
-      return toolError(`Farebox: ${message(e)}`);
-    }
-  });
+  const createServer = () => {
+    const server = new Server(info, { instructions: MCP_INSTRUCTIONS, capabilities: { tools: {} } });
+    server.setRequestHandler('tools/list', async (request) => {
+      try {
+        const client = await remote.connect();
+        return await client.listTools(request.params);
+      } catch (e) {
+        throw new ProtocolError(ProtocolErrorCode.InternalError, `Farebox: ${message(e)}`);
+      }
+    });
+    server.setRequestHandler('tools/call', async (request): Promise<ToolResult> => {
+      let client: Client;
+      try {
+        client = await remote.connect();
+      } catch (e) {
+        return toolError(`Farebox: ${message(e)}`) as ToolResult;
+      }
+      try {
+        return await client.callTool(request.params);
+      } catch (e) {
+        if (e instanceof ProtocolError) throw e;
+        return toolError(`Farebox: ${message(e)}`) as ToolResult;
+      }
+    });
+    return server;
+  };
   return {
-    server,
+    createServer,
+    serve: serve(createServer),
     session,
     async close() {
       await remote.close();
-      await server.close();
+      await closeHandles();
     },
   };
 }

@@ -2,8 +2,8 @@ export { operations, operationList, findOperation, openApiPath, OAUTH_SCOPES } f
 export type { Operation, OperationId, Operations, OperationInput, Auth, HttpMethod, OAuthScope } from './operations.js';
 export * as schemas from './schemas.js';
 export * as inputs from './inputs.js';
-export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError } from './mcp.js';
-export type { FareboxApi, McpTool, McpToolHost, McpToolResult, McpToolScope, ToolRegistry } from './mcp.js';
+export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META } from './mcp.js';
+export type { FareboxApi, McpIcon, McpScopeChallenge, McpTool, McpToolAnnotations, McpToolHost, McpToolResult, McpToolScope, ToolRegistry } from './mcp.js';
 export { createDiscoveryClient, discoveryAnswers, DiscoveryApiError } from './discovery.js';
 export type {
   DiscoveryApiErrorCode,

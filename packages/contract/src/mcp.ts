@@ -4,6 +4,7 @@
 // the rest of the contract, so both hosts reach them without reaching each
 // other.
 import { z } from 'zod';
+import { Balance, Cost, Service, Transaction } from './schemas.js';
 
 /**
  * What the MCP tools need from Farebox. Two implementations: the gateway core
@@ -33,7 +34,23 @@ export interface McpToolResult {
   [key: string]: unknown;
   content: Array<{ type: 'text'; text: string }>;
   structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
   isError?: boolean;
+}
+
+/** An MCP tool icon (MCP 2025-11-25 `Icon`). */
+export interface McpIcon {
+  src: string;
+  mimeType: string;
+  sizes: string[];
+}
+
+/** The four behaviour hints of an MCP tool, each as true of the tool. */
+export interface McpToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
 }
 
 export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
@@ -41,10 +58,30 @@ export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   title: string;
   description: string;
   inputSchema: Shape;
-  annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint: boolean };
+  /** What the tool's `structuredContent` holds (the same JSON is its text content). */
+  outputSchema: z.ZodObject;
+  annotations: McpToolAnnotations;
+  icons: McpIcon[];
   scope: McpToolScope;
   run(api: FareboxApi, args: z.infer<z.ZodObject<Shape>>): Promise<Record<string, unknown>>;
 }
+
+/** A 24x24 line icon (SVG path data) as a data: URI, so a client shows it without reaching any server. */
+const icon = (paths: string): McpIcon[] => [
+  {
+    src: `data:image/svg+xml;base64,${btoa(
+      `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="#1d4ed8" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">${paths}</svg>`,
+    )}`,
+    mimeType: 'image/svg+xml',
+    sizes: ['any'],
+  },
+];
+
+// Output schemas: the REST resources of `schemas.ts`, loose (a newer gateway may add fields; a client must not refuse them).
+const ServiceOut = Service.loose();
+const CostOut = Cost.loose();
+const TransactionOut = Transaction.loose();
+const BalanceOut = Balance.loose();
 
 /** The server instructions every Farebox MCP server sends at initialisation. */
 export const MCP_INSTRUCTIONS =
@@ -64,7 +101,13 @@ const listAgents: McpTool<{ query: z.ZodOptional<z.ZodString> }> = {
     'omit it to list the whole catalog. Each result has the service name to pass to call_agent, its description ' +
     '(which says what input the service expects), its price per call in USDC, its endpoint and usage stats.',
   inputSchema: { query: z.string().max(512).optional().describe('What you need, in plain words, any language. Omit to list every service.') },
-  annotations: { readOnlyHint: true, openWorldHint: false },
+  outputSchema: z.looseObject({
+    services: z.array(ServiceOut).describe('The matching services, best first (the whole catalog without a query).'),
+    count: z.number().int(),
+    query: z.string().optional(),
+  }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icon('<circle cx="11" cy="11" r="7"/><path d="m20 20-3.5-3.5"/>'),
   scope: 'agents:read',
   async run(api, args) {
     const services = args.query ? await api.agents.search(args.query) : await api.agents.list();
@@ -85,7 +128,18 @@ const callAgent: McpTool<{ service: z.ZodString; payload: z.ZodRecord<z.ZodStrin
     service: z.string().min(1).max(32).describe('The service name, exactly as list_agents returns it.'),
     payload: z.record(z.string(), z.unknown()).describe("The service's input, a JSON object as its description asks for."),
   },
+  outputSchema: z.looseObject({
+    service: z.string(),
+    result: z.unknown().describe("The service's own answer."),
+    cost: CostOut.describe('What the call cost.'),
+    paidWith: z.enum(['credit', 'wallet']),
+    newBalance: CostOut.describe('What is left to spend after the call.'),
+    explorerUrl: z.string().optional().describe('The on-chain transaction of the call, when one was produced.'),
+    callId: z.string().optional(),
+  }),
+  // Spends credits (not idempotent: each call pays again) but overwrites or deletes nothing; reaches a third-party service.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  icons: icon('<path d="M13 2 3 14h9l-1 8 10-12h-9l1-8z"/>'),
   scope: 'agents:call',
   async run(api, args) {
     const r = await api.call(args.service, args.payload);
@@ -107,7 +161,9 @@ const getBalance: McpTool<Record<string, never>> = {
   description:
     "The user's Farebox balance: credits (spent first by call_agent) in USD and base units (1 USDC = 10,000,000), the on-chain USDC wallet, and the total.",
   inputSchema: {},
-  annotations: { readOnlyHint: true, openWorldHint: false },
+  outputSchema: BalanceOut,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icon('<rect x="2" y="6" width="20" height="14" rx="2"/><path d="M16 13h2M2 10h20"/>'),
   scope: 'account:read',
   run: (api) => api.balance(),
 };
@@ -118,7 +174,9 @@ const getTransactions: McpTool<Record<string, never>> = {
   description:
     "The user's most recent Farebox transactions, newest first: top-ups and paid calls, with amounts, the service called, status and explorer links when available.",
   inputSchema: {},
-  annotations: { readOnlyHint: true, openWorldHint: false },
+  outputSchema: z.looseObject({ transactions: z.array(TransactionOut).describe('Newest first.'), count: z.number().int() }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icon('<path d="M8 6h13M8 12h13M8 18h13M3 6h.01M3 12h.01M3 18h.01"/>'),
   scope: 'account:read',
   async run(api) {
     const transactions = await api.transactions({ limit: TRANSACTIONS_SHOWN });
@@ -134,9 +192,17 @@ export const toolResult = (value: Record<string, unknown>): McpToolResult => ({
   structuredContent: value,
 });
 
+/** Where a tool error carries its details (`{ error, code, callId, refunded, requestId, ... }`): the result's `_meta`. */
+export const TOOL_ERROR_META = 'farebox/error';
+
+/**
+ * A tool error: the message as text, the details under `_meta["farebox/error"]`.
+ * No `structuredContent`: it would have to match the tool's output schema, and
+ * clients check it even on errors.
+ */
 export const toolError = (message: string, extra: Record<string, unknown> = {}): McpToolResult => ({
   content: [{ type: 'text', text: message }],
-  structuredContent: { error: message, ...extra },
+  _meta: { [TOOL_ERROR_META]: { error: message, ...extra } },
   isError: true,
 });
 
@@ -165,11 +231,35 @@ export async function runMcpTool(tool: McpTool, api: FareboxApi, args: unknown, 
   }
 }
 
-/** Where an MCP server registers its tools (the `McpServer` of `@modelcontextprotocol/sdk` has this method). */
+/**
+ * Decides, before a tool runs, whether the caller's OAuth token lacks the
+ * tool's scope: the server then answers HTTP 403 `insufficient_scope` naming
+ * it (the SDK's per-tool scope challenge). No `authInfo` (the stdio adapter
+ * with an API key): no challenge.
+ */
+export type McpScopeChallenge = (context: { authInfo?: { scopes: string[] } }) => { scopes: [string, ...string[]]; errorDescription?: string } | undefined;
+
+/** The scope challenge of a tool: its scope, when the token lacks it. */
+export const scopeChallengeOf =
+  (tool: McpTool): McpScopeChallenge =>
+  ({ authInfo }) =>
+    authInfo && !authInfo.scopes.includes(tool.scope)
+      ? { scopes: [tool.scope], errorDescription: `this connection was not granted the ${tool.scope} scope` }
+      : undefined;
+
+/** Where an MCP server registers its tools (the `McpServer` of `@modelcontextprotocol/server` has this method). */
 export interface ToolRegistry {
   registerTool(
     name: string,
-    config: { title: string; description: string; inputSchema: z.ZodRawShape; annotations: Record<string, unknown> },
+    config: {
+      title: string;
+      description: string;
+      inputSchema: z.ZodObject;
+      outputSchema: z.ZodObject;
+      annotations: Record<string, unknown>;
+      icons: McpIcon[];
+      scopeChallenge: McpScopeChallenge;
+    },
     // biome-ignore lint/suspicious/noExplicitAny: each SDK types the arguments from the schema
     handler: (args: any) => Promise<McpToolResult>,
   ): unknown;
@@ -185,7 +275,15 @@ export function registerMcpTools(server: ToolRegistry, api: FareboxApi, host: Mc
   for (const tool of MCP_TOOLS) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, annotations: { title: tool.title, ...tool.annotations } },
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: z.object(tool.inputSchema),
+        outputSchema: tool.outputSchema,
+        annotations: { title: tool.title, ...tool.annotations },
+        icons: tool.icons,
+        scopeChallenge: scopeChallengeOf(tool),
+      },
       (args: unknown) => runMcpTool(tool, api, args, host),
     );
   }

@@ -8,6 +8,7 @@ describe('public surface', () => {
       'MCP_INSTRUCTIONS',
       'MCP_TOOLS',
       'OAUTH_SCOPES',
+      'TOOL_ERROR_META',
       'createDiscoveryClient',
       'discoveryAnswers',
       'findOperation',

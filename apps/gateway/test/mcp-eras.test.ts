@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import { startHarness, type Harness, type TestUser } from './harness.js';
+import { MemoryProvider } from './mcp-kit.js';
+import { consent, rawClient } from './oauth-browser.js';
+
+const TOOL_NAMES = ['list_agents', 'call_agent', 'get_balance', 'get_transactions'];
+
+describe('/mcp serves protocol 2026-07-28 and the 2025 revisions at one URL (the v2 SDK client line)', () => {
+  let h: Harness;
+  let alice: TestUser;
+  let mcpUrl: URL;
+
+  beforeAll(async () => {
+    h = await startHarness('pglite');
+    alice = await h.user();
+    await h.publish('echo', { price: '0.01' });
+    mcpUrl = new URL(`${h.url}/mcp`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const credits = async (): Promise<number> => (await alice.api('/v1/balance')).body.balance_base_units;
+
+  /** The v2 client through the whole OAuth flow (discovery from the 401, registration, PKCE, consent, token), then connected. */
+  async function signedIn(name: string, options: ConstructorParameters<typeof Client>[1] = {}) {
+    const provider = new MemoryProvider(name);
+    const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+    await expect(new Client({ name, version: '1.0.0' }, options).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    const { redirect } = await consent(h.url, provider.authorizationUrl!, alice);
+    // The v2 client checks iss against the issuer it discovered (RFC 9207) before redeeming the code.
+    await first.finishAuth(redirect.searchParams);
+    const client = new Client({ name, version: '1.0.0' }, options);
+    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    return { client, provider };
+  }
+
+  async function paidCall(client: Client, marker: string) {
+    const before = await credits();
+    const call = await client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { marker } } });
+    expect(call.isError).toBeFalsy();
+    expect(call.structuredContent).toMatchObject({ service: 'echo', result: { echo: { marker } }, cost: { base_units: 100_000 }, paidWith: 'credit' });
+    // The same JSON as text, for clients that read only the text.
+    expect(JSON.parse((call.content as Array<{ text: string }>)[0]!.text)).toEqual(call.structuredContent);
+    expect(await credits()).toBe(before - 100_000);
+  }
+
+  it('pinned to 2026-07-28: server/discover, no handshake, the tools with their schemas and hints, and a paid call', async () => {
+    const { client } = await signedIn('modern client', { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    expect(client.getServerVersion()).toMatchObject({ name: 'farebox', title: 'Farebox' });
+    expect(client.getInstructions()).toContain('call_agent');
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    for (const name of ['list_agents', 'get_balance', 'get_transactions']) {
+      expect(byName[name]!.annotations, name).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+    }
+    expect(byName.call_agent!.annotations).toMatchObject({
+      title: 'Call a paid service',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: true,
+    });
+    for (const t of tools) {
+      expect(t.title, t.name).toBeTruthy();
+      expect(t.outputSchema?.type, t.name).toBe('object');
+      expect(t.icons?.[0], t.name).toMatchObject({ mimeType: 'image/svg+xml', sizes: ['any'] });
+      expect(t.icons![0]!.src, t.name).toMatch(/^data:image\/svg\+xml;base64,/);
+    }
+    expect(byName.call_agent!.outputSchema!.required).toEqual(expect.arrayContaining(['service', 'cost', 'paidWith', 'newBalance']));
+    expect(byName.get_balance!.outputSchema!.required).toEqual(expect.arrayContaining(['balance_base_units', 'total_usd']));
+
+    await paidCall(client, 'modern');
+    const txs = await client.callTool({ name: 'get_transactions', arguments: {} });
+    expect((txs.structuredContent as { transactions: Array<{ type: string; service: string }> }).transactions[0]).toMatchObject({
+      type: 'call',
+      service: 'echo',
+    });
+    await client.close();
+  });
+
+  it('with the 2025-11-25 handshake (the v2 client without negotiation): the same tools and a paid call', async () => {
+    const { client } = await signedIn('legacy v2 client');
+    expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+    expect(tools.every((t) => t.outputSchema && t.icons?.length && t.annotations)).toBe(true);
+    await paidCall(client, 'legacy');
+    await client.close();
+  });
+
+  it('answers a token without agents:call calling call_agent with 403 insufficient_scope naming the scope, in both eras, and charges nothing', async () => {
+    const c = await rawClient(h.url);
+    const { tokens } = await c.authorize(alice, { scope: 'agents:read account:read' });
+    const withToken: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('authorization', `Bearer ${tokens.access_token}`);
+      return fetch(input, { ...init, headers });
+    };
+    const before = await credits();
+    const expected = `Bearer error="insufficient_scope", error_description="this connection was not granted the agents:call scope", scope="agents:call", resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`;
+    for (const options of [{ versionNegotiation: { mode: { pin: '2026-07-28' } } }, {}] as const) {
+      const seen: Array<{ status: number; challenge: string | null }> = [];
+      const recording: typeof fetch = async (input, init) => {
+        const r = await withToken(input, init);
+        seen.push({ status: r.status, challenge: r.headers.get('www-authenticate') });
+        return r;
+      };
+      const client = new Client({ name: 'narrow', version: '1.0.0' }, options);
+      await client.connect(new StreamableHTTPClientTransport(mcpUrl, { fetch: recording }));
+      // The scopes it has still work.
+      expect((await client.listTools()).tools).toHaveLength(4);
+      expect((await client.callTool({ name: 'get_balance', arguments: {} })).isError).toBeFalsy();
+      await expect(client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: {} } })).rejects.toThrow();
+      expect(seen.at(-1)).toEqual({ status: 403, challenge: expected });
+      await client.close();
+    }
+    expect(await credits()).toBe(before);
+  });
+});
