@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import { errorMessage, gw, statusOf, type Account } from './gateway.js';
+import { errorMessage, gw, hasSession, statusOf, type Account } from './gateway.js';
 import { Link, navigate, usePath } from './router.js';
 import { ErrorBox, Loading } from './ui.js';
 import { AuthPage } from './pages/Auth.js';
@@ -16,8 +16,9 @@ const NAV = [
   { href: '/catalog', label: 'Catalog' },
   { href: '/transactions', label: 'Transactions' },
   { href: '/publisher', label: 'Publisher' },
-  { href: '/operator', label: 'Operator' },
 ];
+/** Shown only to operators (`GET /v1/operator/whoami`); `/operator` itself still tells anyone else it is not theirs. */
+const OPERATOR_NAV = { href: '/operator', label: 'Operator' };
 
 const TITLES: Record<string, string> = {
   '/signin': 'Sign in',
@@ -34,8 +35,11 @@ export function App() {
   const path = usePath();
   const [me, setMe] = useState<Account | null | undefined>(undefined);
   const [error, setError] = useState<string>();
+  const [operator, setOperator] = useState(false);
 
   const refreshMe = useCallback(async () => {
+    // No session cookie: signed out, nothing to ask.
+    if (!hasSession()) return setMe(null);
     try {
       setMe(await gw.me());
       setError(undefined);
@@ -51,6 +55,21 @@ export function App() {
     window.addEventListener('farebox:unauthenticated', onLost);
     return () => window.removeEventListener('farebox:unauthenticated', onLost);
   }, [refreshMe]);
+
+  // The role, asked once per account: an operator sees the Operator tab, nobody else does.
+  const accountId = me?.id;
+  useEffect(() => {
+    setOperator(false);
+    if (!accountId) return;
+    let live = true;
+    gw.operator.whoami().then(
+      (who) => live && setOperator(who.operator),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [accountId]);
 
   const isAuthPage = path === '/signin' || path === '/signup';
   useEffect(() => {
@@ -121,7 +140,7 @@ export function App() {
         {me ? (
           <nav aria-label="Main" className="nav">
             <ul>
-              {NAV.map((n) => {
+              {(operator ? [...NAV, OPERATOR_NAV] : NAV).map((n) => {
                 const current = path === n.href || (n.href === '/catalog' && path.startsWith('/catalog/'));
                 return (
                   <li key={n.href}>

@@ -12,6 +12,14 @@ function csrfToken(): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether this browser holds a session: the gateway sets the readable CSRF
+ * cookie with the (httpOnly) session cookie and clears both on sign-out, so
+ * a signed-out visit goes to the sign-in page without asking for `/v1/me`
+ * (a 401 the browser would log as an error).
+ */
+export const hasSession = (): boolean => csrfToken() !== undefined;
+
 const watched: typeof fetch = async (input, init) => {
   const res = await fetch(input, init);
   if (res.status === 401) window.dispatchEvent(new CustomEvent('farebox:unauthenticated'));
@@ -48,6 +56,7 @@ export type {
   GatewayTopupResult as TopupResult,
   GatewayPlatformKey as PlatformInfo,
   GatewayService as Service,
+  GatewayServiceManifest as ServiceManifest,
   GatewayCallResult as CallResult,
   GatewayTransaction as Transaction,
   GatewayApiKey as ApiKey,

@@ -73,11 +73,22 @@ describe('the operator section of the dashboard in Chromium', () => {
     await page.goto('/signup');
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
+    const role = page.waitForResponse((r) => r.url().endsWith('/v1/operator/whoami'));
     await page.getByRole('button', { name: 'Sign up' }).click();
     await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor();
-    // The operator gets the role once the account exists (the `farebox operator grant` path).
-    if (email === OPERATOR) await grantOperator(s.gw.core.db, email, 'cli:test');
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Operator' }).click();
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    await nav.getByRole('link', { name: 'Publisher' }).waitFor();
+    if (email === OPERATOR) {
+      // The operator gets the role once the account exists (the `farebox operator grant` path); the dashboard learns it on the next load.
+      await grantOperator(s.gw.core.db, email, 'cli:test');
+      await page.reload();
+      await nav.getByRole('link', { name: 'Operator' }).click();
+    } else {
+      // No Operator tab for anyone else; the page itself, opened by its address, says it is not theirs.
+      await role;
+      expect(await nav.getByRole('link', { name: 'Operator' }).count()).toBe(0);
+      await page.goto('/operator');
+    }
     await page.getByRole('heading', { level: 1, name: 'Operator' }).waitFor();
   }
 

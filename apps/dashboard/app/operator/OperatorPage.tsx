@@ -325,7 +325,9 @@ function AuditPanel({ changes }: { changes: number }) {
               {log.data.map((e) => (
                 <tr key={e.id}>
                   <td data-label="When">{formatDate(e.at)}</td>
-                  <td data-label="Who">{e.actor.startsWith('funder:') ? `funder ${shorten(e.actor.slice(7))}` : e.actor}</td>
+                  <td data-label="Who" className="clip" title={e.actor}>
+                    <span>{e.actor.startsWith('funder:') ? `funder ${shorten(e.actor.slice(7))}` : e.actor}</span>
+                  </td>
                   <td data-label="What">{e.action}</td>
                   <td data-label="Target">{e.target ? <code>{shorten(e.target)}</code> : ''}</td>
                   <td data-label="Outcome">

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { errorMessage, gw, GatewayApiError, newIdempotencyKey, type CallResult, type Service, type TraceStep } from '../gateway.js';
+import { errorMessage, gw, GatewayApiError, newIdempotencyKey, type CallResult, type Service, type ServiceManifest, type TraceStep } from '../gateway.js';
 import { formatDate, formatUsd, parsePayload, plural, shorten } from '../format.js';
 import { Link } from '../router.js';
 import { Empty, ErrorBox, ExplorerLink, Loading, Stat, Units, useLoad } from '../ui.js';
@@ -72,6 +72,9 @@ export function ServicePage({ name }: { name: string }) {
     const all = await gw.agents.list();
     return all.find((s) => s.service === name) ?? null;
   }, [name]);
+  // The service's own `/manifest` (through the gateway) says whether its price is flat or dynamic.
+  const manifest = useLoad(() => gw.agents.manifest(name), [name]);
+  const dynamic = manifest.data?.dynamic_pricing;
 
   return (
     <section aria-labelledby="svc-title">
@@ -87,7 +90,7 @@ export function ServicePage({ name }: { name: string }) {
           <div className="card">
             <p className="desc">{svc.data.description || <span className="muted">No description.</span>}</p>
             <div className="stats">
-              <Stat label="Price per call" hint="USDC; dynamic pricing may quote more for large payloads">
+              <Stat label="Price per call" hint={priceHint(dynamic)}>
                 <span data-testid="service-price">{formatUsd(svc.data.pricePerCall)}</span>
               </Stat>
               <Stat label="Calls">{svc.data.totalCalls.toLocaleString('en-US')}</Stat>
@@ -105,18 +108,23 @@ export function ServicePage({ name }: { name: string }) {
               <dt>Registered</dt>
               <dd>{formatDate(svc.data.createdAt)}</dd>
             </dl>
-            <PricingNote name={svc.data.service} />
+            <PricingNote manifest={manifest} />
           </div>
-          <TryIt service={svc.data} onCalled={svc.reload} />
+          <TryIt service={svc.data} onCalled={svc.reload} dynamic={dynamic} />
         </>
       ) : null}
     </section>
   );
 }
 
+/** Under the price: flat or dynamic, as the service's manifest says (only "USDC" until it is read). */
+function priceHint(dynamic: boolean | undefined): string {
+  if (dynamic === undefined) return 'USDC';
+  return dynamic ? 'USDC, the floor: dynamic pricing, some payloads cost more' : 'USDC, flat: every call costs this';
+}
+
 /** What the service itself says about its price (its `/manifest`, read by the gateway). */
-function PricingNote({ name }: { name: string }) {
-  const manifest = useLoad(() => gw.agents.manifest(name), [name]);
+function PricingNote({ manifest }: { manifest: { data?: ServiceManifest; error?: string } }) {
   if (manifest.error) return <p className="muted">The service's own description of its price could not be read ({manifest.error}).</p>;
   if (!manifest.data) return null;
   const { pricing_note: note, dynamic_pricing: dynamic } = manifest.data;
@@ -129,7 +137,7 @@ function PricingNote({ name }: { name: string }) {
   );
 }
 
-function TryIt({ service, onCalled }: { service: Service; onCalled: () => void }) {
+function TryIt({ service, onCalled, dynamic }: { service: Service; onCalled: () => void; dynamic: boolean | undefined }) {
   const [payload, setPayload] = useState('{\n  "text": "hello"\n}');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
@@ -177,7 +185,8 @@ function TryIt({ service, onCalled }: { service: Service; onCalled: () => void }
     <section className="card" aria-labelledby="try-title">
       <h2 id="try-title">Try it</h2>
       <p className="muted">
-        Makes a real paid call of at least {formatUsd(service.pricePerCall)}, paid from your credits first. If the service fails, you are refunded.
+        Makes a real paid call of {dynamic === false ? '' : 'at least '}
+        {formatUsd(service.pricePerCall)}, paid from your credits first. If the service fails, you are refunded.
       </p>
       <form onSubmit={call}>
         <label htmlFor="try-payload">Payload (JSON object)</label>

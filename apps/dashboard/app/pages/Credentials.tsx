@@ -3,6 +3,9 @@ import { errorMessage, gw, type ApiKey, type OAuthConnection } from '../gateway.
 import { formatDate, formatUsd } from '../format.js';
 import { CopyButton, Empty, ErrorBox, Loading, useLoad } from '../ui.js';
 
+/** The gateway's limit on a key's name, in characters as people count them (code points: an emoji is one). */
+export const KEY_NAME_MAX = 64;
+
 export function CredentialsPage() {
   return (
     <section aria-labelledby="cred-title">
@@ -20,6 +23,8 @@ function ApiKeys() {
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const [rowError, setRowError] = useState<string>();
+  const length = [...name.trim()].length;
+  const over = length > KEY_NAME_MAX;
 
   const create = async (e: FormEvent) => {
     e.preventDefault();
@@ -58,11 +63,23 @@ function ApiKeys() {
       <form onSubmit={create} className="inline-form" noValidate>
         <label htmlFor="key-name">Key name</label>
         <div className="row">
-          <input id="key-name" placeholder="e.g. ci-server" value={name} onChange={(e) => setName(e.target.value)} />
+          {/* maxLength counts UTF-16 units: twice the limit lets 64 emoji in whole; the counter and the API's message say the real limit. */}
+          <input
+            id="key-name"
+            placeholder="e.g. ci-server"
+            value={name}
+            maxLength={KEY_NAME_MAX * 2}
+            onChange={(e) => setName(e.target.value)}
+            aria-describedby="key-name-count"
+            aria-invalid={over ? true : undefined}
+          />
           <button type="submit" disabled={busy}>
             {busy ? 'Creating…' : 'Create key'}
           </button>
         </div>
+        <p id="key-name-count" className={`hint${over ? ' over' : ''}`} data-testid="key-name-count">
+          {over ? `${length} characters: at most ${KEY_NAME_MAX}` : `${length} / ${KEY_NAME_MAX} characters`}
+        </p>
         <ErrorBox error={error} />
       </form>
       {created ? (
@@ -103,8 +120,10 @@ function ApiKeys() {
             <tbody>
               {keys.data.map((k) => (
                 <tr key={k.id}>
-                  <td data-label="Name">{k.name}</td>
-                  <td data-label="Key">
+                  <td data-label="Name" className="clip" title={k.name}>
+                    <span>{k.name}</span>
+                  </td>
+                  <td data-label="Key" className="nowrap">
                     <code>{k.prefix}…</code>
                   </td>
                   <td data-label="Created">{formatDate(k.created_at)}</td>

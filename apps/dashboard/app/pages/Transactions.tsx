@@ -70,7 +70,9 @@ export function TransactionsPage() {
                 <tr key={t.id}>
                   <td data-label="When">{formatDate(t.created_at)}</td>
                   <td data-label="Type">{t.type === 'topup' ? topupKind(t) : 'Call'}</td>
-                  <td data-label="Service">{t.service ?? <span className="muted">—</span>}</td>
+                  <td data-label="Service" className="clip" title={t.service ?? undefined}>
+                    {t.service ? <span>{t.service}</span> : <span className="muted">—</span>}
+                  </td>
                   <td data-label="Amount" className={`num ${t.type === 'topup' ? (t.status === 'completed' ? 'plus' : '') : 'minus'}`}>
                     <span>
                       {t.type === 'topup' ? (t.status === 'completed' ? '+' : '') : '−'}
