@@ -8,6 +8,8 @@ import { browserSignIn, startStack, type Stack, type StackUser } from './stack.j
 type Structured<T> = { structuredContent?: unknown; isError?: boolean; content?: unknown } & { structuredContent?: T };
 const sc = <T>(r: unknown) => (r as Structured<T>).structuredContent as T;
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]!.text;
+/** A tool error's details (`_meta["farebox/error"]`). */
+const errorMeta = (r: unknown) => (r as { _meta: { 'farebox/error': Record<string, unknown> } })._meta['farebox/error'];
 
 const TOOL_NAMES = ['list_agents', 'call_agent', 'get_balance', 'get_transactions'];
 
@@ -17,8 +19,8 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
   let dir: string;
   const adapters: RunningAdapter[] = [];
 
-  async function adapter(env: Record<string, string>) {
-    const a = await startAdapter({ FAREBOX_URL: h.url, ...env });
+  async function adapter(env: Record<string, string>, options: Parameters<typeof startAdapter>[1] = {}) {
+    const a = await startAdapter({ FAREBOX_URL: h.url, ...env }, options);
     adapters.push(a);
     return a;
   }
@@ -78,7 +80,7 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     expect(unknown.isError).toBe(true);
     // The gateway's error, with the id of the request it answered (its logs carry the same id).
     expect(text(unknown)).toMatch(/^service not found \(request id [0-9a-f-]{36}\)$/);
-    expect(sc<{ requestId: string }>(unknown).requestId).toBe(/request id (\S+)\)/.exec(text(unknown))![1]);
+    expect(errorMeta(unknown).requestId).toBe(/request id (\S+)\)/.exec(text(unknown))![1]);
     expect(await credits(alice)).toBe(before - 100_000);
 
     expect(a.stderr()).not.toMatch(/authorize\?/);
@@ -210,5 +212,30 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     expect(sc(ca)).toMatchObject({ result: { echo: { from: 'a' } } });
     expect(sc(cb)).toMatchObject({ result: { echo: { from: 'b' } } });
     expect(await credits(erin)).toBe(before - 200_000);
+  });
+
+  it('speaks protocol 2026-07-28 on stdio too (v2 client pinned): API-key mode serves the tools and pays', async () => {
+    const a = await adapter({ FAREBOX_API_KEY: alice.key, FAREBOX_TOKEN_PATH: join(dir, 'never-written-modern.json') }, { pin: '2026-07-28' });
+    expect(a.protocolVersion).toBe('2026-07-28');
+    const { tools } = await a.client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+    expect(tools.every((t) => t.outputSchema && t.annotations && t.icons?.length)).toBe(true);
+    const before = await credits(alice);
+    const call = await a.client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { era: 'modern-key' } } });
+    expect(sc(call)).toMatchObject({ service: 'echo', result: { echo: { era: 'modern-key' } }, cost: { base_units: 100_000 } });
+    expect(await credits(alice)).toBe(before - 100_000);
+  });
+
+  it("speaks protocol 2026-07-28 on stdio in OAuth mode: signs in, lists the gateway's tools and pays through /mcp", async () => {
+    const grace = await h.user();
+    const a = await adapter({ FAREBOX_TOKEN_PATH: join(dir, 'grace.json') }, { pin: '2026-07-28' });
+    expect(a.protocolVersion).toBe('2026-07-28');
+    const listing = a.client.listTools();
+    await browserSignIn(h.url, await a.signInUrl(), grace);
+    expect((await listing).tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+    const before = await credits(grace);
+    const call = await a.client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { era: 'modern-oauth' } } });
+    expect(sc(call)).toMatchObject({ result: { echo: { era: 'modern-oauth' } }, cost: { base_units: 100_000 } });
+    expect(await credits(grace)).toBe(before - 100_000);
   });
 });
