@@ -128,6 +128,8 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
     devnetUrl: env.FAREBOX_DEVNET_URL,
     callTimeoutMs: num(env.FAREBOX_CALL_TIMEOUT_MS),
     holdTimeoutMs: num(env.FAREBOX_HOLD_TIMEOUT_MS),
+    livenessIntervalMs: num(env.FAREBOX_LIVENESS_INTERVAL_MS),
+    livenessTimeoutMs: num(env.FAREBOX_LIVENESS_TIMEOUT_MS),
     trustProxy: tp === undefined ? undefined : tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp,
     maxPriceMultiple: num(env.FAREBOX_MAX_PRICE_MULTIPLE),
     rateLimits: defined({

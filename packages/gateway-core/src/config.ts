@@ -44,6 +44,17 @@ export interface GatewayOptions {
   callTimeoutMs?: number;
   /** Holds older than this are voided by the reaper (`FAREBOX_HOLD_TIMEOUT_MS`, default 2 x call timeout + 30 s). */
   holdTimeoutMs?: number;
+  /**
+   * How often this gateway beats in the database it shares with other gateways, and checks theirs
+   * (`FAREBOX_LIVENESS_INTERVAL_MS`, default 2,000).
+   */
+  livenessIntervalMs?: number;
+  /**
+   * A gateway whose beats stop for this long is dead: a live one voids its holds and ends its
+   * idempotency leases (`FAREBOX_LIVENESS_TIMEOUT_MS`, default 10,000; at least 2 x the interval).
+   * What a dead gateway held is back within this plus one interval of its death.
+   */
+  livenessTimeoutMs?: number;
   /** Force the Secure cookie flag; default: on when baseUrl is https or the request came over https. */
   secureCookies?: boolean;
   /** express `trust proxy` (`FAREBOX_TRUST_PROXY`): false, true, a hop count or a list; default false. */
@@ -120,6 +131,8 @@ export interface GatewayConfig {
   devnetUrl: string;
   callTimeoutMs: number;
   holdTimeoutMs: number;
+  /** Beats and checks of the gateways sharing the database (see GatewayOptions). */
+  liveness: { intervalMs: number; timeoutMs: number };
   secureCookies: boolean | undefined;
   trustProxy: boolean | number | string;
   maxPriceMultiple: number;
@@ -194,6 +207,9 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const callTimeoutMs = int(options.callTimeoutMs, 'callTimeoutMs', problems) ?? 30_000;
   const holdTimeoutMs = int(options.holdTimeoutMs, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
   if (holdTimeoutMs <= callTimeoutMs) problems.push('holdTimeoutMs must exceed callTimeoutMs');
+  const livenessIntervalMs = int(options.livenessIntervalMs, 'livenessIntervalMs', problems, 50) ?? 2_000;
+  const livenessTimeoutMs = int(options.livenessTimeoutMs, 'livenessTimeoutMs', problems) ?? Math.max(10_000, livenessIntervalMs * 2);
+  if (livenessTimeoutMs < livenessIntervalMs * 2) problems.push('livenessTimeoutMs must be at least 2 x livenessIntervalMs');
   const databasePoolSize = int(options.databasePoolSize, 'databasePoolSize', problems) ?? 10;
   const credentialCacheMs = int(options.credentialCacheMs, 'credentialCacheMs', problems, 0) ?? 5_000;
   if (credentialCacheMs > 60_000) problems.push('credentialCacheMs must be at most 60000');
@@ -289,6 +305,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     devnetUrl,
     callTimeoutMs,
     holdTimeoutMs,
+    liveness: { intervalMs: livenessIntervalMs, timeoutMs: livenessTimeoutMs },
     secureCookies: options.secureCookies ?? (baseUrlText.startsWith('https:') ? true : undefined),
     trustProxy,
     maxPriceMultiple,

@@ -18,6 +18,7 @@ import { createOperator, type Operator } from './operator/index.js';
 import { openInfrastructure } from './runtime/infrastructure.js';
 import { GATEWAY_MIGRATIONS_DIR } from './migrations-dir.js';
 import { latestLedgerReader, observeGateway, startBackgroundJobs } from './runtime/jobs.js';
+import { startLiveness } from './runtime/liveness.js';
 import { createWalletCreditAudit } from './wallet-audit.js';
 import { createPayments } from './runtime/payments.js';
 import { createAccountService, createWalletReader } from './services/account.js';
@@ -47,6 +48,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   for (const warning of config.warnings) logger.warn({ event: 'config' }, warning);
   const infra = await openInfrastructure(options, config, log);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
+  // Joins the gateways on the database before any call: each hold and lease names this gateway (runtime/liveness.ts).
+  const liveness = await startLiveness({ ledger, ...config.liveness, sole: db.kind === 'pglite', logger, metrics, log });
   const treasury = walletSigner(wallets, treasuryAddress);
   const oauth = createOAuth({
     db,
@@ -180,6 +183,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       search.attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();
+      await liveness.stop();
       await infra.certificateSigner.close();
       await manifests.close();
       accounts.close();

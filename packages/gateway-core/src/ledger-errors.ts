@@ -13,8 +13,12 @@ export function toGatewayError(err: unknown): unknown {
       case 'INVALID_INPUT':
         return new GatewayError('BAD_REQUEST', err.message);
       case 'IDEMPOTENCY_MISMATCH':
-      case 'IDEMPOTENCY_IN_PROGRESS':
         return new GatewayError('CONFLICT', err.message);
+      case 'IDEMPOTENCY_IN_PROGRESS': {
+        // When the lease of the attempt under way ends: a retry then runs (docs/api.md, "Idempotency").
+        const seconds = Number(err.data?.retryAfterSeconds);
+        return new GatewayError('CONFLICT', err.message, undefined, Number.isInteger(seconds) && seconds > 0 ? { 'Retry-After': String(seconds) } : undefined);
+      }
       case 'ACCOUNT_NOT_FOUND':
       case 'HOLD_NOT_FOUND':
         return new GatewayError('NOT_FOUND', err.message);

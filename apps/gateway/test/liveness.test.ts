@@ -1,0 +1,87 @@
+// What a caller sees of idempotency leases, and what a gateway on embedded
+// PGlite gives back at start after a crash (the gateways sharing PostgreSQL:
+// liveness.pg.test.ts).
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually } from '@farebox/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from './harness.js';
+
+/** The sign-up credit: 5 USD. */
+const SIGNUP_CREDIT = 50_000_000n;
+
+describe('a retry while the first attempt runs', () => {
+  let h: Harness;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let arrived = 0;
+  beforeAll(async () => {
+    h = await startHarness();
+    await h.publish('slow', {
+      price: '0.1',
+      handler: async () => {
+        arrived++;
+        await gate;
+        return { ok: true };
+      },
+    });
+  }, 120_000);
+  afterAll(() => h?.close());
+
+  it('answers 409 with Retry-After (the seconds the lease has left), then the first answer once it is done', async () => {
+    const u = await h.user();
+    const call = () => u.api('/v1/call', { body: { service: 'slow', payload: {} }, headers: { 'idempotency-key': 'slow-1' } });
+    const first = call();
+    await eventually('the service has the call', () => arrived === 1);
+    const retry = await call();
+    expect(retry.status).toBe(409);
+    expect(retry.body).toEqual({ error: 'a request with this idempotency key is still in progress' });
+    // The lease is 60 s from the first attempt's start.
+    const after = Number(retry.headers.get('retry-after'));
+    expect(after).toBeGreaterThanOrEqual(50);
+    expect(after).toBeLessThanOrEqual(60);
+    release();
+    const done = await first;
+    expect(done.status).toBe(200);
+    const replay = await call();
+    expect(replay).toMatchObject({ status: 200, body: { callId: done.body.callId } });
+    expect(replay.headers.get('retry-after')).toBeNull();
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(Number(SIGNUP_CREDIT) - 1_000_000);
+  });
+});
+
+describe('a gateway on embedded PGlite restarted after a crash', () => {
+  it('gives back the holds and idempotency leases its dead predecessor left, before it serves', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'farebox-restart-'));
+    const first = await startHarness('pglite', { dataDir });
+    const u = await first.user();
+    const crashed = first.gw.core.ledger;
+    // A call's hold and lease under way (stamped with this gateway's instance), and a key-less hold.
+    let holdId: string | undefined;
+    void crashed.withIdempotency(u.id, 'k-crash', 'hash', async () => {
+      holdId = (await crashed.hold(u.id, 1_000_000n, { callId: 'c1', service: 'x', idempotencyKey: 'k-crash' })).hold.id;
+      await new Promise(() => undefined);
+    });
+    const keyless = await crashed.hold(u.id, 2_000_000n, { callId: 'c2', service: 'x' });
+    await eventually('the call holds its credits', () => holdId !== undefined);
+    // The process dies: its database is gone from under it, it leaves nothing in order.
+    await first.gw.core.db.close();
+
+    const h = await startHarness('pglite', { dataDir });
+    try {
+      const { ledger } = h.gw.core;
+      // No hold timeout waited out: given back at start.
+      expect((await ledger.getHold(holdId!)).voidReason).toBe('its process stopped: voided by the reaper');
+      expect((await ledger.getHold(keyless.hold.id)).state).toBe('voided');
+      expect((await ledger.balance(u.id)).balance).toBe(SIGNUP_CREDIT);
+      // The key's retry runs at once.
+      expect(await ledger.withIdempotency(u.id, 'k-crash', 'hash', async () => 'ran')).toEqual({ replayed: false, response: 'ran' });
+      expect((await ledger.verify()).mismatches).toEqual([]);
+      expect(h.logs().some((l) => l.includes('gave back the holds and idempotency leases of a gateway that stopped'))).toBe(true);
+    } finally {
+      await h.close();
+      await first.close();
+    }
+  }, 120_000);
+});
