@@ -23,4 +23,5 @@ export { runInit } from './commands/init.js';
 export { createContext, cliConfigDir, cliSettingsFromEnv } from './context.js';
 export type { CliSettings, Context, Env, GlobalOptions, StoredConfig } from './context.js';
 export { CliError } from './errors.js';
+export { cliMessage, COMMAND_FOR_ROUTE } from './hints.js';
 export type { CliErrorCode } from './errors.js';

@@ -4,6 +4,7 @@ import type { Cli, CommandResult } from './commands/shared.js';
 import { createContext, type Context, type GlobalOptions } from './context.js';
 import { CliError } from './errors.js';
 import { toJson } from './format.js';
+import { cliMessage } from './hints.js';
 
 export interface ProgramIO {
   env?: Record<string, string | undefined>;
@@ -38,35 +39,44 @@ export function buildProgram(io: ProgramIO = {}): Command {
     });
 
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
-  const log = (line: string) => err(`${line}\n`);
+  // Progress and notes on stderr say commands, not HTTP routes, too.
+  const log = (line: string) => err(`${cliMessage(line)}\n`);
 
   function act<A extends unknown[]>(fn: (ctx: Context, ...args: A) => Promise<CommandResult>) {
     return async (...args: A) => {
+      let url: string | undefined;
       try {
         const ctx = await createContext(globals(), env, log);
+        url = ctx.url;
         const r = await fn(ctx, ...args);
         out(`${ctx.json ? toJson(r.data) : r.human}\n`);
         setExit(0);
       } catch (e) {
-        fail(e);
+        fail(e, url);
       }
     };
   }
-  function fail(e: unknown) {
+  /** Every error line: the message in the CLI's words (commands, not HTTP routes), the HTTP status and the gateway's request id. */
+  function fail(e: unknown, url?: string) {
     if (e instanceof CliError) {
       // The request id finds the gateway's log lines for this request.
       const requestId = typeof e.data.requestId === 'string' ? e.data.requestId : undefined;
       // A top-up's key: asking again with it never pays twice.
       const idempotencyKey = typeof e.data.idempotencyKey === 'string' ? e.data.idempotencyKey : undefined;
+      const status = typeof e.data.status === 'number' ? e.data.status : undefined;
+      const message = cliMessage(e.message, url);
       if (globals().json)
         err(
-          `${toJson({ error: e.message, code: e.code, ...(typeof e.data.status === 'number' ? { status: e.data.status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}) })}\n`,
+          `${toJson({ error: message, code: e.code, ...(status !== undefined ? { status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}) })}\n`,
         );
-      else err(`farebox: ${e.message}${typeof e.data.status === 'number' ? ` (HTTP ${e.data.status}${requestId ? `, request id ${requestId}` : ''})` : ''}\n`);
+      else {
+        const where = [...(status !== undefined ? [`HTTP ${status}`] : []), ...(requestId ? [`request id ${requestId}`] : [])];
+        err(`farebox: ${message}${where.length ? ` (${where.join(', ')})` : ''}\n`);
+      }
       setExit(e.exitCode);
       return;
     }
-    err(`farebox: ${e instanceof Error ? e.message : String(e)}\n`);
+    err(`farebox: ${cliMessage(e instanceof Error ? e.message : String(e), url)}\n`);
     setExit(1);
   }
 
@@ -75,11 +85,13 @@ export function buildProgram(io: ProgramIO = {}): Command {
     run:
       (fn) =>
       async (...args) => {
+        let url: string | undefined;
         try {
           const ctx = await createContext(globals(), env, log);
+          url = ctx.url;
           setExit(await fn(ctx, ...args));
         } catch (e) {
-          fail(e);
+          fail(e, url);
         }
       },
     stdin: io.stdin ?? process.stdin,

@@ -119,7 +119,9 @@ export async function runTopup(ctx: Context, amount: string, opts: { idempotency
           if (Date.now() - started > TOPUP_WAIT_MS || !(inProgress || (network && networkRetries < TOPUP_NETWORK_RETRIES))) throw e;
           if (network) {
             networkRetries++;
-            say(`No answer (${e.message}); asking again with the same Idempotency-Key ${key} (it pays once)...`);
+            say(
+              `No answer from the gateway (${e.message.replace(/^[A-Z]+ \S+ failed: /, '')}); asking again with the same Idempotency-Key ${key} (it pays once)...`,
+            );
             await sleep(500 * 2 ** networkRetries);
           } else {
             if (!waited) say(`An earlier attempt with the Idempotency-Key ${key} is still being processed; waiting for its answer...`);
