@@ -6,10 +6,42 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '@farebox/protocol';
+import { configFromEnv } from '../src/config.js';
 import { startHarness, type Harness } from './harness.js';
 
 /** The sign-up credit: 5 USD. */
 const SIGNUP_CREDIT = 50_000_000n;
+
+describe('liveness settings', () => {
+  const LOCAL = { STELLAR_NETWORK: 'local' };
+  const problems = (env: Record<string, string>) => {
+    try {
+      configFromEnv({ ...LOCAL, ...env });
+      return [];
+    } catch (err) {
+      if (err instanceof ConfigError) return err.problems;
+      throw err;
+    }
+  };
+
+  it('beats every 2 s and calls a gateway dead after 10 s by default; both can be set', () => {
+    expect(configFromEnv(LOCAL).liveness).toEqual({ intervalMs: 2_000, timeoutMs: 10_000 });
+    expect(configFromEnv({ ...LOCAL, FAREBOX_LIVENESS_INTERVAL_MS: '500', FAREBOX_LIVENESS_TIMEOUT_MS: '3000' }).liveness).toEqual({
+      intervalMs: 500,
+      timeoutMs: 3_000,
+    });
+    expect(configFromEnv({ ...LOCAL, FAREBOX_LIVENESS_INTERVAL_MS: '8000' }).liveness).toEqual({ intervalMs: 8_000, timeoutMs: 16_000 });
+  });
+
+  it('refuses a timeout under two beats, and values that are not whole milliseconds', () => {
+    expect(problems({ FAREBOX_LIVENESS_INTERVAL_MS: '2000', FAREBOX_LIVENESS_TIMEOUT_MS: '3000' })).toEqual([
+      'livenessTimeoutMs must be at least 2 x livenessIntervalMs',
+    ]);
+    expect(problems({ FAREBOX_LIVENESS_INTERVAL_MS: '10' })).toEqual(['livenessIntervalMs must be an integer >= 50']);
+    expect(problems({ FAREBOX_LIVENESS_TIMEOUT_MS: 'soon' })).toEqual(['livenessTimeoutMs must be an integer >= 1']);
+  });
+});
 
 describe('a retry while the first attempt runs', () => {
   let h: Harness;
