@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
-import { callIdOf, GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { asDatabaseUnavailable, callIdOf, GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { API_BODY_LIMIT, BodyError, hasBody, isJsonBody, readJsonBody, refuseBody, type JsonBodyOptions } from './body.js';
 import { admit, type requestAuthenticator } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
@@ -74,12 +74,14 @@ export function callRoute(core: GatewayCore, options: CallRouteOptions) {
       const body = await readCallBody(req);
       const answer = await core.calls.call(principal, body, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId });
       send(res, answer.status, answer.json);
-    } catch (err) {
+    } catch (thrown) {
+      // A lost database is a 503 with Retry-After, never a 500 (docs/api.md "Errors").
+      const err = asDatabaseUnavailable(thrown) ?? thrown;
       if (err instanceof GatewayError) {
         const answer = gatewayErrorAnswer(err, res);
         refusedBy = answer.rateLimitRule;
         // Once the call has its id, its error answer names it (`callId`, as the call result does).
-        const callId = callIdOf(err);
+        const callId = callIdOf(thrown);
         return send(res, answer.status, callId ? `${answer.body.slice(0, -1)},"callId":${JSON.stringify(callId)}}` : answer.body);
       }
       if (err instanceof BodyError) return send(res, err.status, JSON.stringify({ error: err.message }));

@@ -146,6 +146,7 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
     metricsToken: text(env.FAREBOX_METRICS_TOKEN),
     metricsAddress: text(env.FAREBOX_METRICS_ADDR),
     catalogStaleMs: num(env.FAREBOX_CATALOG_STALE_MS),
+    readyRequires: list(env.FAREBOX_READY_REQUIRES),
     allowedHosts: list(env.FAREBOX_ALLOWED_HOSTS),
     keystoreKey: text(env.FAREBOX_KEYSTORE_KEY),
     platformSecret: text(env.FAREBOX_PLATFORM_SECRET),

@@ -104,8 +104,9 @@ export function recordRequest({ logger, metrics }: Pick<GatewayCore, 'logger' | 
 }
 
 /**
- * `GET /health/ready` (503 with the reasons when a dependency is not usable)
- * and, when configured, `GET /metrics` behind `FAREBOX_METRICS_TOKEN`.
+ * `GET /health/ready` (503 only when a required dependency is down, else 200
+ * `ok` or `degraded` with each dependency's state and effect: docs/operations.md
+ * "Health") and, when configured, `GET /metrics` behind `FAREBOX_METRICS_TOKEN`.
  */
 export function mountOperations(app: Express, core: GatewayCore): void {
   app.get('/health/ready', (_req, res, next) => {

@@ -122,6 +122,18 @@ describe('configFromEnv: real-money defaults', () => {
     });
   });
 
+  it('FAREBOX_READY_REQUIRES: the dependencies that fail readiness besides the database, each known and used by this gateway', () => {
+    expect(configFromEnv(LOCAL).readyRequires).toEqual([]);
+    expect(configFromEnv({ ...LOCAL, FAREBOX_REDIS_URL: 'redis://127.0.0.1:6379', FAREBOX_READY_REQUIRES: 'Redis, rpc,database,rpc' }).readyRequires).toEqual([
+      'redis',
+      'rpc',
+    ]);
+    expect(problems({ ...LOCAL, FAREBOX_READY_REQUIRES: 'rpc,postgres,redis' })).toEqual([
+      'FAREBOX_READY_REQUIRES: unknown dependency "postgres" (one of redis, rpc, horizon, catalog, discovery, model, escrow)',
+      'FAREBOX_READY_REQUIRES names redis, which this gateway does not use (set FAREBOX_REDIS_URL)',
+    ]);
+  });
+
   it('reads every part once, the settlement network, settlement, operators and the stores included, and reports their problems together', () => {
     expect(
       problems({

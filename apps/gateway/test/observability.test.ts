@@ -161,10 +161,16 @@ describe('metrics', () => {
 });
 
 describe('/health/ready', () => {
-  it('answers 503 with the reason while the network’s RPC (and so the catalog) is gone, and 200 again once it is back', async () => {
+  it('stays ready while the network’s RPC (and so the catalog) is gone, naming both degraded with their effects, and ok again once it is back', async () => {
     const ready = await fetch(`${s.url}/health/ready`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ ready: true, reasons: [], checks: { database: 'ok', rpc: expect.stringMatching(/^ledger \d+$/) } });
+    expect(await ready.json()).toMatchObject({
+      ready: true,
+      status: 'ok',
+      reasons: [],
+      checks: { database: 'ok', rpc: expect.stringMatching(/^ledger \d+$/) },
+      dependencies: { database: { state: 'up', required: true }, rpc: { state: 'up', required: false } },
+    });
 
     await rpcProxy.stop();
     // Once the mirror has found the RPC gone (a sync in flight at the stop may still have landed)...
@@ -172,20 +178,45 @@ describe('/health/ready', () => {
     // ...the gateway's clock moves past the catalog's staleness (1 s) and the 2 s the network's latest ledger is kept.
     clock.advance(2_100);
     const down = await fetch(`${s.url}/health/ready`);
-    expect(down.status).toBe(503);
-    const body = (await down.json()) as { ready: boolean; reasons: string[]; checks: Record<string, string> };
-    expect(body.ready).toBe(false);
-    expect(body.checks).toMatchObject({ database: 'ok', rpc: 'down', catalog: 'down' });
-    expect(body.reasons.some((r) => r.startsWith('rpc: '))).toBe(true);
-    expect(body.reasons.some((r) => r.startsWith('catalog: last synced'))).toBe(true);
+    // Calls paid with credits need neither: the gateway stays in the load balancer's pool.
+    expect(down.status).toBe(200);
+    const body = (await down.json()) as {
+      ready: boolean;
+      status: string;
+      reasons: string[];
+      checks: Record<string, string>;
+      dependencies: Record<string, any>;
+    };
+    expect(body).toMatchObject({
+      ready: true,
+      status: 'degraded',
+      reasons: [],
+      checks: { database: 'ok', rpc: 'down', catalog: 'down' },
+      dependencies: { rpc: { state: 'down', required: false }, catalog: { state: 'down', required: false } },
+    });
+    expect(body.dependencies.catalog.reason).toMatch(/^last synced/);
+    expect(body.dependencies.rpc.effect).toMatch(/calls paid with credits go on/);
     // /health stays the cheap answer.
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    const text = await (await scrape()).text();
+    expect(value(text, 'farebox_dependency_up{dependency="rpc"}')).toBe(0);
+    expect(value(text, 'farebox_dependency_transitions_total{dependency="rpc",to="down"}')).toBe(1);
 
     await rpcProxy.start();
-    await eventually('/health/ready answers 200 again', async () => (await fetch(`${s.url}/health/ready`)).status === 200, {
-      timeoutMs: 20_000,
-      intervalMs: 100,
-    });
+    await eventually(
+      '/health/ready answers ok again',
+      async () => ((await (await fetch(`${s.url}/health/ready`)).json()) as { status: string }).status === 'ok',
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    // One warn line when the RPC went, one info line when it came back.
+    expect(
+      logged()
+        .filter((l) => l.event === 'dependency' && l.dependency === 'rpc')
+        .map((l) => [l.level, l.state]),
+    ).toEqual([
+      ['warn', 'down'],
+      ['info', 'up'],
+    ]);
   }, 60_000);
 });
 

@@ -345,9 +345,29 @@ export const Health = z
   })
   .meta({ id: 'Health' });
 
+export const DependencyReport = z
+  .object({
+    state: z.enum(['up', 'down', 'unknown']),
+    required: z.boolean(),
+    since: z.string().nullable(),
+    reason: z.string().optional(),
+    effect: z.string().optional(),
+  })
+  .meta({ id: 'DependencyReport', description: 'One dependency: its state, whether readiness needs it, and while down why and what callers notice.' });
+
 export const Readiness = z
-  .object({ ready: z.boolean(), reasons: z.array(z.string()), checks: z.record(z.string(), z.string()) })
-  .meta({ id: 'Readiness', description: 'Whether this gateway can serve traffic, per dependency.' });
+  .object({
+    ready: z.boolean(),
+    status: z.enum(['ok', 'degraded', 'down']),
+    reasons: z.array(z.string()),
+    checks: z.record(z.string(), z.string()),
+    dependencies: z.record(z.string(), DependencyReport),
+  })
+  .meta({
+    id: 'Readiness',
+    description:
+      'Whether this gateway can answer calls correctly (503 only when a required dependency is down: the database, the catalog before its first sync, those in FAREBOX_READY_REQUIRES), and each dependency’s state (degraded: an optional one is down).',
+  });
 
 export const LoggedOut = z.object({ ok: z.literal(true) }).meta({ id: 'LoggedOut' });
 

@@ -3,6 +3,7 @@ import { ConfigError } from '@farebox/protocol';
 import { resolveNetwork, type NetworkConfig, type ResolveNetworkOptions } from '@farebox/stellar';
 import type { RateLimitRule } from './security/rate-limit.js';
 import { LOG_LEVELS, type LogLevel } from './observability/log.js';
+import type { DependencyName } from './observability/dependencies.js';
 import { resolveOperatorConfig, type OperatorConfigOptions, type OperatorSettings } from './operator/index.js';
 import { resolveSettlementConfig, type SettlementConfigOptions, type SettlementSettings } from './settlement/config.js';
 
@@ -88,8 +89,14 @@ export interface GatewayOptions {
   metricsToken?: string;
   /** A separate `host:port` serving only /metrics, with no token (`FAREBOX_METRICS_ADDR`), e.g. `127.0.0.1:9464`. */
   metricsAddress?: string;
-  /** `/health/ready` fails when the catalog mirror has not read the registry for this long (`FAREBOX_CATALOG_STALE_MS`, default 60,000). */
+  /** `/health/ready` names the catalog down when the mirror has not read the registry for this long (`FAREBOX_CATALOG_STALE_MS`, default 60,000). */
   catalogStaleMs?: number;
+  /**
+   * Dependencies whose being down makes `/health/ready` answer 503, besides the database
+   * (`FAREBOX_READY_REQUIRES`, comma separated: redis, rpc, horizon, catalog, discovery, model, escrow;
+   * default none: they make it `degraded`, 200). Each must be configured on this gateway.
+   */
+  readyRequires?: readonly string[];
   /** The host passes its own wallet provider (no keystore key needed from the environment). */
   keystoreKeyProvided?: boolean;
   /** 32 bytes, hex or base64, that encrypt every wallet secret (`FAREBOX_KEYSTORE_KEY`); required off the local network. */
@@ -150,6 +157,8 @@ export interface GatewayConfig {
   metricsToken: string | undefined;
   metricsAddress: { host: string; port: number } | undefined;
   catalogStaleMs: number;
+  /** Dependencies that fail `/health/ready` when down, besides the database. */
+  readyRequires: readonly DependencyName[];
   /** The settlement network's endpoints and assets (the preset of `network` with any override). */
   stellar: NetworkConfig;
   settlement: SettlementSettings;
@@ -281,6 +290,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const stellar = collect(() => resolveNetwork({ ...options.stellar, network: networkName, devnetUrl: publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet' }));
   const settlement = collect(() => resolveSettlementConfig(options.settlement ?? {}, networkName, publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet'));
   const operators = collect(() => resolveOperatorConfig(options.operators));
+  const readyRequires = resolveReadyRequires(options, settlement?.escrowApiKey !== undefined, problems);
 
   if (problems.length || !stellar || !settlement || !operators) throw new ConfigError(problems);
   return {
@@ -289,6 +299,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     metricsToken,
     metricsAddress,
     catalogStaleMs,
+    readyRequires,
     port,
     allowedHosts: [...allowedHosts],
     allowLoopbackEndpoints,
@@ -326,4 +337,34 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     allowModelDownload: options.allowModelDownload ?? false,
     secrets: { keystoreKey, platformSecret: options.platformSecret || undefined, treasurySecret: options.treasurySecret || undefined },
   };
+}
+
+/** `FAREBOX_READY_REQUIRES`: known dependency names, each configured here (the database is always required). */
+function resolveReadyRequires(options: GatewayOptions, escrow: boolean, problems: string[]): DependencyName[] {
+  const out: DependencyName[] = [];
+  const configured: Record<Exclude<DependencyName, 'database'>, boolean> = {
+    redis: Boolean(options.redisUrl),
+    rpc: true,
+    horizon: true,
+    catalog: true,
+    discovery: Boolean(options.discoveryUrl),
+    model: !options.discoveryUrl && Boolean(options.modelDir || options.allowModelDownload),
+    escrow,
+  };
+  const setting: Record<string, string> = {
+    redis: 'FAREBOX_REDIS_URL',
+    discovery: 'FAREBOX_DISCOVERY_URL',
+    model: 'FAREBOX_MODEL_DIR without FAREBOX_DISCOVERY_URL',
+    escrow: 'TRUSTLESS_WORK_API_KEY',
+  };
+  for (const raw of options.readyRequires ?? []) {
+    const name = raw.trim().toLowerCase();
+    if (!name || name === 'database' || out.includes(name as DependencyName)) continue;
+    if (!(name in configured)) {
+      problems.push(`FAREBOX_READY_REQUIRES: unknown dependency "${raw.trim()}" (one of ${Object.keys(configured).join(', ')})`);
+    } else if (!configured[name as keyof typeof configured]) {
+      problems.push(`FAREBOX_READY_REQUIRES names ${name}, which this gateway does not use (set ${setting[name]})`);
+    } else out.push(name as DependencyName);
+  }
+  return out;
 }

@@ -12,6 +12,7 @@ import { createManifests } from './manifests.js';
 import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
+import { createDependencyTracker } from './observability/dependencies.js';
 import { createLogger, legacySink } from './observability/log.js';
 import { createMetrics } from './observability/metrics.js';
 import { createOperator, type Operator } from './operator/index.js';
@@ -29,6 +30,9 @@ import { createSettlement } from './settlement/index.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
 
 export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from './gateway-types.js';
+
+/** How often the dependencies are asked when no traffic does (readiness, once started). */
+const DEPENDENCY_WATCH_MS = 5_000;
 export { GATEWAY_MIGRATIONS_DIR, toGatewayError };
 
 /**
@@ -46,7 +50,9 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const log = options.log ?? legacySink(logger);
   const metrics = createMetrics();
   for (const warning of config.warnings) logger.warn({ event: 'config' }, warning);
-  const infra = await openInfrastructure(options, config, log);
+  // What the clients say of their servers: one log line and metric move per change (docs/operations.md).
+  const dependencies = createDependencyTracker({ logger, metrics, now });
+  const infra = await openInfrastructure(options, config, log, dependencies);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
   // Joins the gateways on the database before any call: each hold and lease names this gateway (runtime/liveness.ts).
   const liveness = await startLiveness({ ledger, ...config.liveness, sole: db.kind === 'pglite', logger, metrics, log });
@@ -78,6 +84,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     ...(crashPoint ? { crashPoint } : {}),
     now,
     onStep: (st) => logger.info({ event: 'settlement', ...st }, `settlement cycle ${st.cycleId}: ${st.from} -> ${st.to}`),
+    dependencies,
   });
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
   const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, settings: config.operators, log });
@@ -115,12 +122,16 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     platformPublicKey: infra.certificateSigner.publicKey,
     topupMode: topups.mode,
     catalogStaleMs: config.catalogStaleMs,
+    readyRequires: config.readyRequires,
+    credentialCacheMs: config.credentialCacheMs,
+    modelConfigured: Boolean(config.modelDir || config.allowModelDownload),
     networkLedger,
     now,
   });
   observeGateway(metrics, infra, networkLedger, now);
   const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;
+  let stopWatch: (() => void) | undefined;
 
   return {
     config,
@@ -166,6 +177,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       await mirrorStarted;
       if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       provisioning.start();
+      // Dependencies are asked every 5 s, so a change is logged even without traffic.
+      stopWatch ??= platform.watch(DEPENDENCY_WATCH_MS);
       // Holds a crash left behind past their timeout go back at once, not at the reaper's first tick.
       void jobs.reapExpiredHolds().catch((err) => log('reaper failed', err));
       jobs.reconcileTopups();
@@ -176,6 +189,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     },
 
     async close() {
+      stopWatch?.();
+      dependencies.stop();
       jobs.stop();
       await provisioning.stop();
       await settlement.stop();

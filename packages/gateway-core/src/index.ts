@@ -14,7 +14,7 @@ export type { ApiHandler, ApiHandlers, ApiInput, ApiOutput, MountedOperationId }
 export type { AccountService, MeView, TopupResult, WalletView } from './services/account.js';
 export type { CatalogService, RegisteredService } from './services/catalog.js';
 export type { AnalyticsDay, PublisherOverview, PublisherService, SettleResult } from './services/publisher.js';
-export type { Health, PlatformKey, PlatformService, PlatformStats, Readiness } from './services/platform.js';
+export type { DependencyReport, Health, PlatformKey, PlatformService, PlatformStats, Readiness } from './services/platform.js';
 export type { BalanceView, ServiceView, TransactionView, WalletStatus } from './views.js';
 export type { CostView, SettlementView } from './settlement/view.js';
 export type { ManifestView } from './manifests.js';
@@ -32,6 +32,9 @@ export type { McpToolDeps } from './mcp/tools.js';
 export { createLogger, flushLogger, legacySink, LOG_LEVELS } from './observability/log.js';
 export type { Logger, LoggerOptions, LogLevel } from './observability/log.js';
 export type { Metrics } from './observability/metrics.js';
+export { createDependencyTracker, DEPENDENCIES, isUnreachable } from './observability/dependencies.js';
+export type { DependencyName, DependencyState, DependencyStatus, DependencyTracker } from './observability/dependencies.js';
+export { asDatabaseUnavailable, databaseUnavailable, DATABASE_RETRY_AFTER_S, DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from './db-errors.js';
 export { formatLogLine, prettyLines } from './observability/pretty.js';
 export type { PrettyLinesOptions } from './observability/pretty.js';
 export type { Settlement, SettlementConfigOptions } from './settlement/index.js';

@@ -2,6 +2,7 @@ import { createDiscoveryClient, DiscoveryApiError, type DiscoveryHit } from '@fa
 import type { SearchIndex, SearchStatus } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
+import { isUnreachable } from './observability/dependencies.js';
 
 /** One ranked service: its name, the fused score and, from a remote backend, its registry entry. */
 export interface SearchBackendHit {
@@ -20,6 +21,8 @@ export interface SearchBackend {
   search(query: string, limit: number): Promise<SearchBackendHit[]>;
   /** What `/health` shows under `search`. */
   status(): SearchStatus | RemoteSearchStatus;
+  /** Asks a remote backend's `/health` now (readiness); its outcome reaches `onReachable`. */
+  probe?(): Promise<void>;
 }
 
 export interface RemoteSearchStatus {
@@ -49,7 +52,16 @@ export function localSearchBackend(index: SearchIndex): SearchBackend {
  * failures are the gateway's upstream errors (500, the backend's message);
  * bad input it refuses is the caller's 400.
  */
-export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: number; fetch?: typeof fetch } = {}): SearchBackend {
+export function remoteSearchBackend(
+  baseUrl: string,
+  options: {
+    timeoutMs?: number;
+    fetch?: typeof fetch;
+    /** Each answer (`true`) or unreachable backend (`false`, with the error): the gateway's dependency state. */
+    onReachable?: (up: boolean, err?: unknown) => void;
+  } = {},
+): SearchBackend {
+  const reachable = options.onReachable ?? (() => undefined);
   const client = createDiscoveryClient({ url: baseUrl, timeoutMs: options.timeoutMs ?? 5_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
   const url = client.url;
   let backend: RemoteSearchStatus['backend'] = null;
@@ -62,8 +74,10 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
     try {
       const h = await client.health();
       backend = { mode: String(h.mode), documents: Number(h.documents ?? 0), vectors: Number(h.vectors ?? 0), ledger: h.ledger ?? null };
+      reachable(true);
     } catch (err) {
       lastError = `discovery backend health: ${reasonOf(err)}`;
+      reachable(!isUnreachable(err), err);
     }
   }
 
@@ -75,6 +89,7 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
       try {
         hits = (await client.search(query, { limit })).results;
       } catch (err) {
+        reachable(!isUnreachable(err), err);
         if (err instanceof DiscoveryApiError && err.code === 'NETWORK') {
           lastError = `discovery backend unreachable: ${reasonOf(err)}`;
           throw new GatewayError('UPSTREAM', lastError);
@@ -86,6 +101,7 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
         throw new GatewayError(status === 400 ? 'BAD_REQUEST' : 'UPSTREAM', status === 400 ? message : lastError);
       }
       lastError = null;
+      reachable(true);
       return hits.map((r) => ({
         id: r.service,
         score: r.score,
@@ -100,6 +116,10 @@ export function remoteSearchBackend(baseUrl: string, options: { timeoutMs?: numb
           createdAt: r.agent.createdAt,
         },
       }));
+    },
+    probe: async () => {
+      healthAt = 0;
+      await refreshHealth();
     },
     status: () => ({ mode: 'remote', url, documents: backend?.documents ?? 0, vectors: backend?.vectors ?? 0, backend, lastError }),
   };

@@ -70,6 +70,18 @@ export function createMetrics() {
       labelNames: ['rule'] as const,
       registers,
     }),
+    dependencyUp: new Gauge({
+      name: 'farebox_dependency_up',
+      help: 'Each dependency this gateway has: 1 usable, 0 down (absent until its first answer or failure).',
+      labelNames: ['dependency'] as const,
+      registers,
+    }),
+    dependencyTransitions: new Counter({
+      name: 'farebox_dependency_transitions_total',
+      help: 'Dependencies going down and coming back, by dependency and new state (down, up).',
+      labelNames: ['dependency', 'to'] as const,
+      registers,
+    }),
     settlementFailures: new Counter({ name: 'farebox_settlement_failures_total', help: 'Settlement steps that failed (retried).', registers }),
     settlementLastFailure: new Gauge({
       name: 'farebox_settlement_last_failure_timestamp_seconds',

@@ -17,9 +17,11 @@ import {
 import { createLocalKeystore, type LocalKeystore } from '@farebox/wallets';
 import { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config.js';
+import { trackDatabase } from '../db-errors.js';
 import type { CreateGatewayOptions } from '../gateway-types.js';
 import { DbKeystoreStorage } from '../keystore-db.js';
 import { GATEWAY_MIGRATIONS_DIR } from '../migrations-dir.js';
+import { reasonOf, trackCalls, type DependencyTracker } from '../observability/dependencies.js';
 import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
@@ -47,21 +49,26 @@ export interface Infrastructure {
   search: { attachment: CatalogAttachment<RegistryAgent> | undefined };
   /** Where registered endpoints may not point (the gateway itself). */
   policy: EndpointPolicy;
+  /** What the clients above report of their servers: up, down (observability/dependencies.ts). */
+  dependencies: DependencyTracker;
 }
 
 /**
  * Opens the database (PGlite or PostgreSQL) with its migrations, the ledger,
  * the wallets and the platform keys, the settlement network's clients, the
- * shared rate-limit store, the catalog mirror and search.
+ * shared rate-limit store, the catalog mirror and search. The database,
+ * Redis, RPC, Horizon and discovery clients report their servers' state to
+ * `dependencies` (one log line and metric move per change).
  */
 export async function openInfrastructure(
   options: CreateGatewayOptions,
   config: GatewayConfig,
   log: (message: string, err?: unknown) => void,
+  dependencies: DependencyTracker,
 ): Promise<Infrastructure> {
   // Keys, wallets and the database live here: readable by this user only (docs/production.md).
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const db =
+  const opened =
     options.database ??
     (await openDatabase({
       url: config.databaseUrl,
@@ -69,8 +76,10 @@ export async function openInfrastructure(
       poolSize: config.databasePoolSize,
       ...(config.databaseSchema ? { schema: config.databaseSchema } : {}),
     }));
-  await migrateLedger(db);
-  await migrate(db, GATEWAY_MIGRATIONS_DIR, 'gateway');
+  await migrateLedger(opened);
+  await migrate(opened, GATEWAY_MIGRATIONS_DIR, 'gateway');
+  // Every statement says whether the server answered (a connection failure marks the database down).
+  const db = trackDatabase(opened, dependencies);
   // Holds' expiry moves with the gateway's clock (a test's; the default moves nothing).
   const ledger = new Ledger(db, { signupCredit: config.signupCredit, ...(options.now ? { now: options.now } : {}) });
 
@@ -87,8 +96,9 @@ export async function openInfrastructure(
   const certificateSigner = await wallets.ed25519Signer('platform:certificate', { thread: true });
 
   const network = config.stellar;
-  const registry = createRegistryClient(network);
-  const chain = createStellarAccounts(network);
+  // The registry is read over the network's RPC; accounts and balances over Horizon.
+  const registry = trackCalls(createRegistryClient(network), 'rpc', dependencies);
+  const chain = trackCalls(createStellarAccounts(network), 'horizon', dependencies);
 
   // Registered endpoints never reach the gateway itself: its listening port and public origin are refused.
   const publicPort = Number(new URL(config.publicOrigin).port || (config.publicOrigin.startsWith('https:') ? 443 : 80));
@@ -101,8 +111,12 @@ export async function openInfrastructure(
   let rateLimits: RateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore(options.now ? { now: options.now } : {});
   if (!options.rateLimitStore && config.redisUrl) {
     redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
-    redis.on('error', () => undefined);
-    rateLimits = new RedisRateLimitStore(redis, { onError: (err) => log('redis unavailable: rate limits are not enforced until it is back', err) });
+    // The connection's own events say when Redis goes and comes back (one line each, not one per request).
+    dependencies.watch('redis');
+    redis.on('ready', () => dependencies.up('redis'));
+    redis.on('error', (err: unknown) => dependencies.down('redis', reasonOf(err)));
+    redis.on('close', () => dependencies.down('redis', 'connection closed'));
+    rateLimits = new RedisRateLimitStore(redis, { onError: (err) => dependencies.down('redis', reasonOf(err)) });
   }
 
   // With FAREBOX_DISCOVERY_URL a discovery backend ranks (no model loaded here); else the in-process index.
@@ -112,7 +126,10 @@ export async function openInfrastructure(
     createSearchIndex(
       discoveryUrl ? {} : { embedder: createEmbedder({ ...(config.modelDir ? { modelDir: config.modelDir } : {}), allowRemote: config.allowModelDownload }) },
     );
-  const searchBackend = discoveryUrl ? remoteSearchBackend(discoveryUrl) : localSearchBackend(searchIndex);
+  const searchBackend = discoveryUrl
+    ? remoteSearchBackend(discoveryUrl, { onReachable: (up, err) => (up ? dependencies.up('discovery') : dependencies.down('discovery', reasonOf(err))) })
+    : localSearchBackend(searchIndex);
+  if (discoveryUrl) dependencies.watch('discovery');
   const search: Infrastructure['search'] = { attachment: undefined };
   const mirror = createCatalogMirror({
     registry,
@@ -140,5 +157,6 @@ export async function openInfrastructure(
     mirror,
     search,
     policy,
+    dependencies,
   };
 }

@@ -1,13 +1,15 @@
 import { amountFields, PLATFORM_FEE_PCT } from '@farebox/protocol';
 import type { SearchIndex, SearchStatus } from '@farebox/discovery';
 import type { Database, Ledger } from '@farebox/ledger';
-import type { CatalogMirror, NetworkConfig } from '@farebox/stellar';
+import type { Accounts as StellarAccounts, CatalogMirror, NetworkConfig } from '@farebox/stellar';
 import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from '../clock.js';
 import type { RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
 import type { TopupMode } from '../topups.js';
 import type { AmountFieldsOf } from '../views.js';
+import type { DependencyName, DependencyState, DependencyTracker } from '../observability/dependencies.js';
+import { readiness } from './readiness.js';
 
 /** `GET /v1/platform/stats`. */
 import type { RemoteSearchStatus, SearchBackend } from '../search-backend.js';
@@ -35,11 +37,31 @@ export interface PlatformKey {
   topups: TopupMode;
 }
 
+/** One dependency in `GET /health/ready`. */
+export interface DependencyReport {
+  /** `up`, `down`, or `unknown` (not used or asked yet). */
+  state: DependencyState;
+  /** Whether its being down makes this gateway not ready (503). */
+  required: boolean;
+  /** When the state last changed (ISO), null while unknown. */
+  since: string | null;
+  /** Why it is down. */
+  reason?: string;
+  /** What callers notice while it is down. */
+  effect?: string;
+}
+
 /** `GET /health/ready`. */
 export interface Readiness {
+  /** False (503) only when a required dependency is down. */
   ready: boolean;
+  /** `ok`: every dependency up; `degraded`: serving, some optional dependency down (see `dependencies`); `down`: not ready. */
+  status: 'ok' | 'degraded' | 'down';
+  /** Why it is not ready: one line per required dependency that is down (empty when ready). */
   reasons: string[];
+  /** One word per dependency (`ok`, `down`, `ledger N`), as before `dependencies`. */
   checks: Record<string, string>;
+  dependencies: Partial<Record<DependencyName, DependencyReport>>;
 }
 
 /** `GET /health`. */
@@ -60,11 +82,16 @@ export interface PlatformService {
   stats(): Promise<PlatformStats>;
   key(): PlatformKey;
   /**
-   * Whether this gateway can serve traffic. Each dependency is asked
-   * (database, Redis when configured, the network's RPC, the catalog mirror);
-   * any that is not usable makes it not ready, with the reason.
+   * Whether this gateway can answer calls correctly. Each dependency is asked
+   * (database, Redis when configured, the network's RPC and Horizon, the
+   * catalog mirror, the discovery backend or the model); only a required one
+   * that is down makes it not ready: the database, the catalog until its
+   * first sync, and those named in `readyRequires` (`FAREBOX_READY_REQUIRES`).
+   * The others down make it `degraded`, each with its effect.
    */
   ready(): Promise<Readiness>;
+  /** Asks {@link ready} every `intervalMs` so a dependency's change is logged without traffic; returns the stop. */
+  watch(intervalMs: number): () => void;
   health(): Promise<Health>;
 }
 
@@ -73,6 +100,8 @@ export interface PlatformServiceDeps {
   ledger: Ledger;
   network: NetworkConfig;
   mirror: CatalogMirror;
+  /** Horizon's client (readiness reads the treasury's balances). */
+  chain: Pick<StellarAccounts, 'balances'>;
   searchIndex: SearchIndex;
   searchBackend: SearchBackend;
   rateLimits: RateLimitStore;
@@ -81,18 +110,23 @@ export interface PlatformServiceDeps {
   treasuryAddress: string;
   topupMode: TopupMode;
   catalogStaleMs: number;
+  /** Dependencies whose being down fails readiness besides the database (`FAREBOX_READY_REQUIRES`). */
+  readyRequires: readonly DependencyName[];
+  /** How long a revoked credential may still be accepted by another gateway while Redis is down. */
+  credentialCacheMs: number;
+  /** Whether an embedding model is configured (`FAREBOX_MODEL_DIR` or download allowed). */
+  modelConfigured: boolean;
+  dependencies: DependencyTracker;
   /** The network's latest ledger (cached by the caller). */
   networkLedger(): Promise<number>;
   /** The gateway's clock (default `Date.now`): the catalog's age and the uptime. */
   now?: Clock;
 }
 
-/** Rejects when `p` takes longer than `ms`. */
-export const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms).unref())]);
+export { withTimeout } from './readiness.js';
 
 export function createPlatformService(d: PlatformServiceDeps): PlatformService {
-  const { db, network, mirror, redis } = d;
+  const { db, network, mirror } = d;
   const now = d.now ?? systemClock;
   const startedAt = now();
   return {
@@ -127,44 +161,11 @@ export function createPlatformService(d: PlatformServiceDeps): PlatformService {
         topups: d.topupMode,
       };
     },
-    async ready() {
-      const checks: Record<string, string> = {};
-      const reasons: string[] = [];
-      const check = async (name: string, fn: () => Promise<string>) => {
-        try {
-          checks[name] = await withTimeout(fn(), 2_000, name);
-        } catch (err) {
-          checks[name] = 'down';
-          reasons.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
-        }
-      };
-      await Promise.all([
-        check('database', async () => {
-          await db.query('SELECT 1');
-          return 'ok';
-        }),
-        ...(redis
-          ? [
-              check('redis', async () => {
-                if (redis.status !== 'ready') throw new Error(`connection ${redis.status}`);
-                await redis.ping();
-                return 'ok';
-              }),
-            ]
-          : []),
-        check('rpc', async () => `ledger ${await d.networkLedger()}`),
-      ]);
-      const m = mirror.status();
-      if (m.lastSyncAt === null) {
-        checks.catalog = 'down';
-        reasons.push(`catalog: not synced yet${m.lastError ? ` (${m.lastError})` : ''}`);
-      } else if (now() - m.lastSyncAt > d.catalogStaleMs) {
-        checks.catalog = 'down';
-        reasons.push(`catalog: last synced ${Math.round((now() - m.lastSyncAt) / 1000)} s ago${m.lastError ? ` (${m.lastError})` : ''}`);
-      } else {
-        checks.catalog = m.syncedLedger === null ? 'ok' : `ledger ${m.syncedLedger}`;
-      }
-      return { ready: reasons.length === 0, reasons, checks };
+    ready: () => readiness(d, now),
+    watch(intervalMs) {
+      const timer = setInterval(() => void readiness(d, now).catch(() => undefined), intervalMs);
+      timer.unref();
+      return () => clearInterval(timer);
     },
     async health() {
       let database = true;

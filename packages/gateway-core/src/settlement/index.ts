@@ -1,4 +1,5 @@
 import { createEscrowClient, type EscrowClient } from '@farebox/escrow';
+import { trackCalls, type DependencyTracker } from '../observability/dependencies.js';
 import type { Database, Ledger } from '@farebox/ledger';
 import { createAccounts as createStellarAccounts, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
@@ -21,6 +22,8 @@ export interface CreateSettlementOptions {
   crashPoint?: (name: string) => void;
   /** The gateway's clock (a cycle's age). */
   now?: SettlementEngineOptions['now'];
+  /** Told whether the escrow provider answers (`escrow`: observability/dependencies.ts). */
+  dependencies?: DependencyTracker;
 }
 
 /** Devnet USDC minted into the treasury when it runs short (local network only). */
@@ -35,9 +38,10 @@ const AUTOFUND_CHUNK = 100_000n * 10_000_000n;
 export function createSettlement(o: CreateSettlementOptions) {
   const settings = o.settings;
   const probe: ChainProbe = createChainProbe(o.network);
-  const escrow: EscrowClient | undefined = settings.escrowApiKey
+  const client: EscrowClient | undefined = settings.escrowApiKey
     ? createEscrowClient({ baseUrl: settings.escrowUrl, apiKey: settings.escrowApiKey, passphrase: o.network.passphrase, budget: settings.escrowBudget })
     : undefined;
+  const escrow = client && o.dependencies ? trackCalls(client, 'escrow', o.dependencies) : client;
   const chain = createStellarAccounts(o.network);
 
   async function ensureTreasuryFunds(amount: bigint): Promise<void> {

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '@farebox/test-kit';
+import { startHarness, type Harness } from './harness.js';
+import { startPgServer, type PgServer } from './pg-server-kit.js';
+
+// A PostgreSQL server of this test's own, killed under load (an immediate
+// shutdown: every session cut) and started again: the gateway answers 503
+// with Retry-After while it is gone, charges nothing, says so once in its
+// log and in /health/ready, and serves again without a restart.
+
+const DB_DOWN = 'database unavailable; nothing was charged, retry in a few seconds';
+
+describe('a PostgreSQL outage', () => {
+  let pg: PgServer;
+  let h: Harness;
+  beforeAll(async () => {
+    pg = await startPgServer();
+    h = await startHarness('postgres', { databaseUrl: pg.url });
+    await h.publish('outage-steady', { price: '0.01' });
+  }, 120_000);
+  afterAll(async () => {
+    await h?.close();
+    await pg?.close();
+  });
+
+  it('answers 503 with Retry-After while the database is gone, charges nothing, and recovers without a restart', async () => {
+    const u = await h.user();
+    expect((await u.api('/v1/topup', { body: { amount: 1000 } })).status).toBe(200);
+    const before = (await u.api('/v1/balance')).body.balance_base_units as number;
+
+    type Phase = 'before' | 'down' | 'after';
+    let phase = 'before' as Phase;
+    let stop = false;
+    const answers: Array<{ phase: Phase; status: number; error?: string; retryAfter: string | null }> = [];
+    const workers = Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        const at = phase;
+        const r = await u.api('/v1/call', { body: { service: 'outage-steady', payload: {} } }).catch(() => undefined);
+        if (r) answers.push({ phase: at, status: r.status, error: r.body?.error, retryAfter: r.headers.get('retry-after') });
+      }
+    });
+    await eventually('calls answered before the outage', () => answers.filter((a) => a.status === 200).length >= 10, { timeoutMs: 20_000 });
+
+    await pg.kill();
+    phase = 'down';
+    // Five seconds without the database, under load.
+    await new Promise((r) => setTimeout(r, 5_000));
+    const outage = answers.filter((a) => a.phase === 'down');
+    // Other routes too: the balance, and readiness names the database.
+    const balance = await u.api('/v1/balance');
+    const ready = await fetch(`${h.url}/health/ready`);
+    const readyBody = (await ready.json()) as { ready: boolean; status: string; dependencies: Record<string, { state: string; required: boolean }> };
+
+    await pg.start();
+    phase = 'after';
+    await eventually('calls succeed again after the restart', () => answers.some((a) => a.phase === 'after' && a.status === 200), { timeoutMs: 30_000 });
+    stop = true;
+    await Promise.all(workers);
+
+    // During the outage: a clear 503 with Retry-After, never a 500.
+    expect(outage.length).toBeGreaterThan(10);
+    const failed = outage.filter((a) => a.status !== 200);
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.filter((a) => a.status !== 503 || a.error !== DB_DOWN || a.retryAfter !== '5')).toEqual([]);
+    expect(answers.some((a) => a.status === 500)).toBe(false);
+    expect(balance).toMatchObject({ status: 503, body: { error: DB_DOWN } });
+    expect(balance.headers.get('retry-after')).toBe('5');
+    expect(ready.status).toBe(503);
+    expect(readyBody).toMatchObject({ ready: false, status: 'down', dependencies: { database: { state: 'down', required: true } } });
+
+    // One warn line when it went, one info line when it came back.
+    const lines = h
+      .logs()
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.event === 'dependency' && l.dependency === 'database');
+    expect(lines.map((l) => [l.level, l.state])).toEqual([
+      ['warn', 'down'],
+      ['info', 'up'],
+    ]);
+    expect((await fetch(`${h.url}/health/ready`)).status).toBe(200);
+
+    // Nothing was charged for a failed call: once any hold a cut call left is returned,
+    // the balance moved by exactly the successful calls, and the ledger is whole.
+    await h.gw.core.ledger.reapExpiredHolds(0);
+    const ok = answers.filter((a) => a.status === 200).length;
+    const { rows } = await h.gw.core.ledger.db.query<{ n: string }>(`SELECT count(*) AS n FROM holds WHERE account_id = $1 AND state = 'posted'`, [u.id]);
+    expect(Number(rows[0]!.n)).toBe(ok);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before - ok * 100_000);
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+  }, 120_000);
+});
