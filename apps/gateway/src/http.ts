@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
-import { GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
+import { asDatabaseUnavailable, GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
 import { inputError } from './body.js';
 
 /** Wraps an async route so a rejection reaches the error handler. */
@@ -51,8 +51,10 @@ export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse): { st
 
 /** The one error handler: `{ "error": message }` with the status of the code table. */
 export function errorHandler(log: (message: string, err: unknown) => void) {
-  return (err: unknown, _req: Request, res: Response, _next: NextFunction): void => {
+  return (thrown: unknown, _req: Request, res: Response, _next: NextFunction): void => {
     if (res.headersSent) return;
+    // A lost database is a 503 with Retry-After, never a 500 (docs/api.md "Errors").
+    const err = asDatabaseUnavailable(thrown) ?? thrown;
     if (err instanceof GatewayError) {
       const answer = gatewayErrorAnswer(err, res);
       // The access log counts refusals by rule (farebox_rate_limited_total).
