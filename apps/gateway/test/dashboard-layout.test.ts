@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { grantOperator } from '@farebox/gateway-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardDir } from '../src/index.js';
@@ -76,6 +76,9 @@ describe('the dashboard with long names, at phone and desktop width', () => {
     expect(registered.status, JSON.stringify(registered.body)).toBe(201);
     await rawClient(h.url, { client_name: APP_NAME }).then((c) => c.authorize(user, { dailyLimitUsd: '2.5' }));
     for (const service of [FLAT, DYNAMIC, OWN]) expect((await user.api('/v1/call', { body: { service, payload: { text: 'hi' } } })).status).toBe(200);
+    // Settled on chain: the publisher's settlements and the operator's cycles have rows.
+    await h.gw.core.settlement.ensureTreasuryFunds(1_000n * 10_000_000n);
+    await h.gw.core.settlement.engine!.tick();
 
     ({ context, page, close: closeBrowser } = await launchChromium(h.url));
     await context.exposeBinding('reportCspViolation', (_source, text: string) => void problems.push(`CSP violation: ${text}`));
@@ -121,6 +124,14 @@ describe('the dashboard with long names, at phone and desktop width', () => {
     expect(problems, `${label} at ${width} px`).toEqual([]);
   }
 
+  /** How many lines the text of `locator` takes. */
+  const lines = (locator: Locator) =>
+    locator.evaluate((el) => {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      return range.getClientRects().length;
+    });
+
   it('signed out: the sign-in and sign-up pages', async () => {
     for (const width of WIDTHS) {
       await page.setViewportSize({ width, height: 844 });
@@ -142,6 +153,9 @@ describe('the dashboard with long names, at phone and desktop width', () => {
       await visit('/credentials', 'Credentials', () => page.getByText(APP_NAME).waitFor());
       const name = page.getByRole('row').filter({ hasText: KEY_NAME }).getByRole('cell').first();
       expect(await name.getAttribute('title')).toBe(KEY_NAME);
+      // Next to a 100-character app name and in a row with a 64-character key name, the buttons keep their word whole.
+      for (const button of [page.getByRole('button', { name: `Disconnect ${APP_NAME}` }), page.getByRole('button', { name: `Revoke key ${KEY_NAME}` })])
+        expect(await lines(button), `${width} px`).toBe(1);
 
       await visit('/catalog', 'Catalog', () => page.getByRole('link', { name: OWN }).waitFor());
       await visit('/catalog?q=summarizer', 'Catalog', () => page.getByRole('list', { name: 'Results for summarizer' }).waitFor());
@@ -153,7 +167,10 @@ describe('the dashboard with long names, at phone and desktop width', () => {
       await check(`/catalog/${OWN} after a call`);
 
       await visit('/transactions', 'Transactions', () => page.getByRole('row').nth(1).waitFor());
-      await visit('/publisher', 'Publisher', () => page.getByRole('heading', { name: OWN }).waitFor());
+      await visit('/publisher', 'Publisher', async () => {
+        await page.getByRole('heading', { name: OWN }).waitFor();
+        await page.getByRole('table', { name: 'Settlement cycles' }).waitFor();
+      });
       await page.getByRole('button', { name: `Edit ${OWN}` }).click();
       await check('/publisher editing a service');
       await visit('/operator', 'Operator', () => page.getByText('This account is not an operator').waitFor());
@@ -218,6 +235,7 @@ describe('the dashboard with long names, at phone and desktop width', () => {
       await visit('/operator', 'Operator', async () => {
         await page.getByRole('region', { name: 'Treasury' }).getByText('On chain', { exact: true }).waitFor();
         await page.getByRole('region', { name: 'Audit log' }).getByRole('cell', { name: OPERATOR }).first().waitFor();
+        await page.getByRole('region', { name: 'Settlement cycles' }).getByRole('row').nth(1).waitFor();
       });
       expect(await page.getByRole('region', { name: 'Audit log' }).getByRole('cell', { name: OPERATOR }).first().getAttribute('title')).toBe(OPERATOR);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Operator' }).waitFor();
