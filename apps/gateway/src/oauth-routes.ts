@@ -195,12 +195,12 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       .send(
         page(
           'Cannot authorize',
-          `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app, so you are not sent back to it. Close this page and try connecting again.</p>`,
+          `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app (or one identified by a usable metadata document), so you are not sent back to it. Close this page and try connecting again.</p>`,
         ),
       );
   }
 
-  function signInPage(res: Response, next: string, clientName: string) {
+  function signInPage(res: Response, next: string, client: AuthorizationRequest['client']) {
     pageHeaders(res);
     const fields = (action: string, label: string, autocomplete: string) => `
       <form method="post" action="${action}">
@@ -215,13 +215,23 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       .send(
         page(
           'Sign in',
-          `<h1>Sign in to Farebox</h1><p><strong>${appText(clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span> wants to connect to your Farebox account. Sign in first.</p>
+          `<h1>Sign in to Farebox</h1><p>${appIdentity(client)} wants to connect to your Farebox account. Sign in first.</p>
           ${fields('/auth/login', 'in', 'current-password')}
           <hr><p class="muted">New to Farebox? Create an account (it starts with 5 USD of credits).</p>
           ${fields('/auth/signup', 'up', 'new-password')}`,
         ),
       );
   }
+
+  /**
+   * Who the app is, as far as the gateway knows: the name it gave, and for a
+   * client identified by its metadata document the host that served it (what
+   * the gateway did verify).
+   */
+  const appIdentity = (client: AuthorizationRequest['client']) =>
+    client.metadataDocumentHost
+      ? `<strong>${appText(client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app; identified by its metadata document at <strong>${appText(client.metadataDocumentHost, 'unknown host')}</strong>)</span>`
+      : `<strong>${appText(client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span>`;
 
   function consentPage(res: Response, principal: Principal, request: AuthorizationRequest, opts: { error?: string; limit?: string } = {}) {
     pageHeaders(res);
@@ -234,7 +244,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         page(
           'Authorize',
           `<h1>Connect ${appText(request.client.clientName, 'Unnamed app')} to Farebox?</h1>
-          <p><strong>${appText(request.client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span> asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
+          <p>${appIdentity(request.client)} asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
           <ul>${scopes}</ul>
           <form method="post" action="/authorize">
             ${hidden('_csrf', principal.csrfToken)}
@@ -265,7 +275,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       if (check.kind === 'error_page') return errorPage(res, check.message);
       if (check.kind === 'redirect') return res.redirect(302, check.location);
       const principal = await session(req);
-      if (!principal) return signInPage(res, req.originalUrl, check.request.client.clientName);
+      if (!principal) return signInPage(res, req.originalUrl, check.request.client);
       const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
       const limit = existing?.dailyLimit ? formatAmount(existing.dailyLimit, { trim: true }) : '';
       consentPage(res, principal, check.request, { limit });

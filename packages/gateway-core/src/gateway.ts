@@ -52,7 +52,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   for (const warning of config.warnings) logger.warn({ event: 'config' }, warning);
   // What the clients say of their servers: one log line and metric move per change (docs/operations.md).
   const dependencies = createDependencyTracker({ logger, metrics, now });
-  const infra = await openInfrastructure(options, config, log, dependencies);
+  const infra = await openInfrastructure(options, config, log, dependencies, logger);
   const { db, ledger, wallets, treasuryAddress, network, mirror, searchIndex, redis, search } = infra;
   // Joins the gateways on the database before any call: each hold and lease names this gateway (runtime/liveness.ts).
   const liveness = await startLiveness({ ledger, ...config.liveness, sole: db.kind === 'pglite', logger, metrics, log });
@@ -60,6 +60,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const oauth = createOAuth({
     db,
     baseUrl: config.baseUrl,
+    // Client ID Metadata Documents are fetched under the endpoint policy of service calls.
+    policy: infra.policy,
     ...options.oauth,
     now,
     allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins],

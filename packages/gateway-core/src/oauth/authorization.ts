@@ -2,11 +2,12 @@ import { parseAmount } from '@farebox/protocol';
 import type { User } from '../auth/accounts.js';
 import { hashToken, randomToken } from '../auth/tokens.js';
 import { GatewayError } from '../errors.js';
+import { isMetadataDocumentUrl, type ClientMetadataDocuments } from './client-metadata.js';
 import { matchRedirectUri } from './redirects.js';
 import type { ClientRegistry } from './registration.js';
 import { parseScopes, SUPPORTED_SCOPES } from './scopes.js';
 import type { OAuthStore } from './store.js';
-import { CODE_PREFIX, param, type AuthorizationCheck, type AuthorizationRequest, type OAuthErrorCode } from './types.js';
+import { CODE_PREFIX, param, type AuthorizationCheck, type AuthorizationRequest, type OAuthClient, type OAuthErrorCode } from './types.js';
 
 /** `/authorize`: the request's checks, the user's consent (a connection and a single-use code) or refusal. */
 export interface Authorization {
@@ -18,6 +19,7 @@ export interface Authorization {
 export function createAuthorization(o: {
   store: OAuthStore;
   clients: ClientRegistry;
+  documents: ClientMetadataDocuments;
   issuer: string;
   resource: string;
   codeTtlMs: number;
@@ -44,8 +46,16 @@ export function createAuthorization(o: {
         return { kind: 'error_page', message: (err as Error).message };
       }
       if (!clientId) return { kind: 'error_page', message: 'client_id required' };
-      const client = await o.clients.byId(clientId);
-      if (!client) return { kind: 'error_page', message: 'unknown client: register it first (POST /register)' };
+      let client: OAuthClient | undefined;
+      if (isMetadataDocumentUrl(clientId)) {
+        // A Client ID Metadata Document: the client is what the document at that URL says now.
+        const found = await o.documents.client(clientId);
+        if (!found.ok) return { kind: 'error_page', message: found.message };
+        client = found.client;
+      } else {
+        client = await o.clients.byId(clientId);
+      }
+      if (!client) return { kind: 'error_page', message: 'unknown client: register it first (POST /register) or use a client metadata document URL' };
       if (!redirectUri) return { kind: 'error_page', message: 'redirect_uri required' };
       if (!matchRedirectUri(client.redirectUris, redirectUri)) return { kind: 'error_page', message: 'redirect_uri is not registered for this client' };
       let state: string | undefined;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { hashToken, randomToken, safeEqual } from '../auth/tokens.js';
+import { isMetadataDocumentUrl } from './client-metadata.js';
 import { redirectUriProblem } from './redirects.js';
 import { parseScopes, SUPPORTED_SCOPES } from './scopes.js';
 import type { OAuthStore } from './store.js';
@@ -36,6 +37,8 @@ const RegistrationSchema = z.object({
   tos_uri: httpsUrl('tos_uri').optional(),
   policy_uri: httpsUrl('policy_uri').optional(),
   software_id: z.string().max(200).optional(),
+  // OpenID Connect Dynamic Registration: what the client is (the MCP spec's DCR clients send it).
+  application_type: z.enum(['native', 'web'], { error: 'application_type must be native or web' }).optional(),
   software_version: z.string().max(100).optional(),
 });
 
@@ -49,7 +52,8 @@ export interface ClientRegistry {
 }
 
 export function createClientRegistry(store: OAuthStore, now: () => number): ClientRegistry {
-  const byId = (clientId: string) => (clientId.length > 100 ? Promise.resolve(undefined) : store.clientById(clientId));
+  // Registered ids are short; a metadata document's id is its https URL (stored once /authorize fetched it).
+  const byId = (clientId: string) => (clientId.length > 100 && !isMetadataDocumentUrl(clientId) ? Promise.resolve(undefined) : store.clientById(clientId));
   return {
     byId,
     async register(input) {
@@ -88,6 +92,7 @@ export function createClientRegistry(store: OAuthStore, now: () => number): Clie
         ...(m.policy_uri ? { policy_uri: m.policy_uri } : {}),
         ...(m.software_id ? { software_id: m.software_id } : {}),
         ...(m.software_version ? { software_version: m.software_version } : {}),
+        ...(m.application_type ? { application_type: m.application_type } : {}),
       };
       await store.insertClient({
         clientId,

@@ -1,6 +1,7 @@
 import { displayText, toJsonInteger, toUsd } from '@farebox/protocol';
 import { GatewayError } from '../errors.js';
 import { createAuthorization } from './authorization.js';
+import { createClientMetadataDocuments } from './client-metadata.js';
 import { createClientRegistry } from './registration.js';
 import { OAUTH_SCOPES, SUPPORTED_SCOPES } from './scopes.js';
 import { createOAuthStore } from './store.js';
@@ -8,6 +9,7 @@ import { createTokenEndpoint } from './token.js';
 import { DAY_MS, utcDay, type CreateOAuthOptions, type OAuthServer } from './types.js';
 
 export { oauthError, oauthErrorBody, utcDay } from './types.js';
+export type { ClientMetadataOptions } from './client-metadata.js';
 export type {
   AuthorizationCheck,
   AuthorizationRequest,
@@ -38,7 +40,13 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
 
   const store = createOAuthStore(options.db);
   const clients = createClientRegistry(store, now);
-  const authorization = createAuthorization({ store, clients, issuer, resource, codeTtlMs: options.codeTtlMs ?? 120_000, now });
+  const documents = createClientMetadataDocuments({
+    store,
+    policy: options.policy,
+    now,
+    ...(options.clientMetadataDocuments ? { options: options.clientMetadataDocuments } : {}),
+  });
+  const authorization = createAuthorization({ store, clients, documents, issuer, resource, codeTtlMs: options.codeTtlMs ?? 120_000, now });
   const tokens = createTokenEndpoint({
     store,
     clients,
@@ -68,6 +76,8 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
         token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
         revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
         authorization_response_iss_parameter_supported: true,
+        // Client ID Metadata Documents (the MCP spec's preferred client identification); RFC 7591 registration stays (deprecated by MCP).
+        client_id_metadata_document_supported: true,
       };
     },
     resourceMetadata() {

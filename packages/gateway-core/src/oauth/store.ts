@@ -31,6 +31,7 @@ const toClient = (r: ClientRow): OAuthClient => {
     redirectUris: jsonOf(r.redirect_uris),
     tokenEndpointAuthMethod: r.token_endpoint_auth_method,
     clientUri: typeof meta.client_uri === 'string' ? meta.client_uri : undefined,
+    ...(meta.client_id_metadata_document === true ? { metadataDocumentHost: new URL(r.client_id).host } : {}),
   };
 };
 
@@ -115,6 +116,15 @@ export function createOAuthStore(db: Database) {
       await db.query(
         'INSERT INTO gw_oauth_clients (client_id, secret_hash, token_endpoint_auth_method, client_name, redirect_uris, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
         [c.clientId, c.secretHash, c.method, c.clientName, JSON.stringify(c.redirectUris), JSON.stringify(c.metadata), c.createdAt],
+      );
+    },
+    /** A client identified by its metadata document: created, or updated to what the document says now. */
+    async upsertMetadataClient(c: { clientId: string; clientName: string; redirectUris: string[]; metadata: object; createdAt: Date }): Promise<void> {
+      await db.query(
+        `INSERT INTO gw_oauth_clients (client_id, secret_hash, token_endpoint_auth_method, client_name, redirect_uris, metadata, created_at)
+         VALUES ($1, NULL, 'none', $2, $3, $4, $5)
+         ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name, redirect_uris = EXCLUDED.redirect_uris, metadata = EXCLUDED.metadata`,
+        [c.clientId, c.clientName, JSON.stringify(c.redirectUris), JSON.stringify(c.metadata), c.createdAt],
       );
     },
     async ownedConnection(userId: string, clientId: string): Promise<{ dailyLimit: bigint | null } | undefined> {

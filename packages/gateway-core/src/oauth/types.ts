@@ -1,7 +1,9 @@
 import type { Database } from '@farebox/ledger';
 import type { Principal, User } from '../auth/accounts.js';
 import { GatewayError } from '../errors.js';
+import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import type { RateLimitRule } from '../security/rate-limit.js';
+import type { ClientMetadataOptions } from './client-metadata.js';
 import type { OAuthScope } from './scopes.js';
 
 /** Lifetimes of the authorization server (tests shorten them); its clock is the gateway's (`CreateGatewayOptions.now`). */
@@ -19,10 +21,14 @@ export interface OAuthOptions {
   /** Per-IP limits per minute: /register (default 20) and /token (default 120). */
   registerPerMinute?: number;
   tokenPerMinute?: number;
+  /** Fetching Client ID Metadata Documents: size and time limits, cache bounds, extra trusted CAs (tests). */
+  clientMetadataDocuments?: ClientMetadataOptions;
 }
 
 export interface CreateOAuthOptions extends OAuthOptions {
   db: Database;
+  /** Where the gateway may connect (metadata documents go through the same guard as service calls). */
+  policy: EndpointPolicy;
   /** The gateway's public address (the issuer). */
   baseUrl: string;
   /** The gateway's clock, in epoch milliseconds (default `Date.now`): codes', tokens' and connections' times, spending days. */
@@ -69,6 +75,8 @@ export interface OAuthClient {
   redirectUris: string[];
   tokenEndpointAuthMethod: TokenEndpointAuthMethod;
   clientUri: string | undefined;
+  /** Set for a client identified by its metadata document (its `client_id` is that URL): the URL's host, which the consent page shows. */
+  metadataDocumentHost?: string;
 }
 
 /** A validated authorization request, as the consent screen shows and posts it back. */
@@ -117,6 +125,7 @@ export interface ClientRegistration {
   policy_uri?: string;
   software_id?: string;
   software_version?: string;
+  application_type?: 'native' | 'web';
 }
 
 /** An app the user authorized (`GET /v1/oauth/connections`), with today's (UTC) spending. */
@@ -148,6 +157,7 @@ export interface AuthorizationServerMetadata {
   token_endpoint_auth_methods_supported: TokenEndpointAuthMethod[];
   revocation_endpoint_auth_methods_supported: TokenEndpointAuthMethod[];
   authorization_response_iss_parameter_supported: boolean;
+  client_id_metadata_document_supported: boolean;
 }
 
 /** RFC 9728 protected resource metadata (`/.well-known/oauth-protected-resource/mcp`). */

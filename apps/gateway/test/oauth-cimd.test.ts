@@ -1,0 +1,197 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as oauth from 'oauth4webapi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { startHarness, type Harness, type TestUser } from './harness.js';
+import { consent } from './oauth-browser.js';
+
+/** A self-signed certificate for 127.0.0.1, made for this run (the gateway trusts it through its CA option, nothing else does). */
+function selfSigned(): { key: string; cert: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'farebox-cimd-'));
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const REDIRECT = 'http://127.0.0.1:47123/callback';
+
+describe('Client ID Metadata Documents: a client identified by an https URL, no registration', () => {
+  let h: Harness;
+  let alice: TestUser;
+  let docs: Server;
+  let base: string;
+  const served: Record<string, { body: string; headers?: Record<string, string>; status?: number }> = {};
+  const fetches: Record<string, number> = {};
+
+  beforeAll(async () => {
+    const tls = selfSigned();
+    docs = createServer(tls, (req, res) => {
+      const path = req.url ?? '/';
+      fetches[path] = (fetches[path] ?? 0) + 1;
+      const doc = served[path];
+      if (!doc) return void res.writeHead(404).end();
+      res.writeHead(doc.status ?? 200, { 'content-type': 'application/json', ...doc.headers }).end(doc.body);
+    });
+    await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve));
+    base = `https://127.0.0.1:${(docs.address() as AddressInfo).port}`;
+    // The gateway trusts the test's certificate through its fetch's CA option (TLS checks stay on); loopback endpoints are allowed in tests.
+    h = await startHarness('pglite', { oauth: { clientMetadataDocuments: { ca: tls.cert, timeoutMs: 2000 } } });
+    alice = await h.user();
+    const doc = (path: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = { 'cache-control': 'max-age=300' }) => {
+      served[path] = { body: JSON.stringify({ client_id: `${base}${path}`, client_name: 'Doc Client', redirect_uris: [REDIRECT], ...extra }), headers };
+    };
+    doc('/oauth/client.json', { client_uri: 'https://doc-client.example', token_endpoint_auth_method: 'none' });
+    doc('/oauth/other-id.json', { client_id: `${base}/oauth/client.json` });
+    doc('/oauth/secret.json', { token_endpoint_auth_method: 'client_secret_basic' });
+    doc('/oauth/big.json', { padding: 'x'.repeat(6000) });
+    served['/oauth/moved.json'] = { status: 302, body: '', headers: { location: `${base}/oauth/client.json` } };
+    served['/oauth/not-json.json'] = { body: '<html>' };
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+    await new Promise<void>((resolve) => (docs ? docs.close(() => resolve()) : resolve()));
+  });
+
+  it('advertises CIMD with the none method, and a strict client (oauth4webapi) authorizes, consents, redeems and lists the tools', async () => {
+    const issuer = new URL(h.url);
+    const insecure = { [oauth.allowInsecureRequests]: true };
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+    expect(as.client_id_metadata_document_supported).toBe(true);
+    expect(as.token_endpoint_auth_methods_supported).toContain('none');
+
+    const client: oauth.Client = { client_id: `${base}/oauth/client.json` };
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const url = new URL(as.authorization_endpoint!);
+    url.search = new URLSearchParams({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      scope: 'agents:read account:read',
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      resource: `${h.url}/mcp`,
+    }).toString();
+    const { redirect, page } = await consent(h.url, url, alice);
+    // The consent page names the app as its document does, and the host the document came from.
+    expect(page.html).toContain('Connect <bdi>Doc Client</bdi> to Farebox?');
+    expect(page.html).toContain(`identified by its metadata document at <strong><bdi>127.0.0.1:${new URL(base).port}</bdi></strong>`);
+    // GET and POST of /authorize: fetched once, then served from the cache its max-age allows.
+    expect(fetches['/oauth/client.json']).toBe(1);
+
+    const params = oauth.validateAuthResponse(as, client, redirect, state);
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, {
+        additionalParameters: { resource: `${h.url}/mcp` },
+        ...insecure,
+      }),
+    );
+    expect(tokens.access_token).toMatch(/^fbo_at_/);
+    expect(tokens.scope).toBe('agents:read account:read');
+
+    const withToken: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('authorization', `Bearer ${tokens.access_token}`);
+      return fetch(input, { ...init, headers });
+    };
+    const mcp = new Client({ name: 'cimd', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), { fetch: withToken }));
+    expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['list_agents', 'call_agent', 'get_balance', 'get_transactions']);
+    await mcp.close();
+
+    // The user's connections name the app by its document.
+    const [conn] = (await alice.api('/v1/oauth/connections')).body;
+    expect(conn).toMatchObject({ client_id: client.client_id, client_name: 'Doc Client' });
+  });
+
+  it('refuses, on an error page that never redirects, a document that is not usable, and a redirect URI the document does not list', async () => {
+    const open = async (clientId: string, redirectUri = REDIRECT) => {
+      const u = new URL(`${h.url}/authorize`);
+      u.search = new URLSearchParams({
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        response_type: 'code',
+        state: 's',
+        code_challenge: 'a'.repeat(43),
+        code_challenge_method: 'S256',
+      }).toString();
+      const r = await fetch(u, { headers: { cookie: alice.cookie }, redirect: 'manual' });
+      const html = await r.text();
+      return { status: r.status, error: /<p class="error">([^<]*)<\/p>/.exec(html)?.[1]?.replace(/&#39;/g, "'") };
+    };
+    const cannot = (path: string, why: string) => `the client metadata document at ${base}${path} cannot be used: ${why}`;
+    expect(await open(`${base}/oauth/other-id.json`)).toEqual({
+      status: 400,
+      error: cannot('/oauth/other-id.json', 'its client_id is not the URL it was fetched from'),
+    });
+    expect(await open(`${base}/oauth/secret.json`)).toEqual({
+      status: 400,
+      error: cannot('/oauth/secret.json', 'token_endpoint_auth_method client_secret_basic is not supported for a metadata document (none only)'),
+    });
+    expect(await open(`${base}/oauth/big.json`)).toEqual({ status: 400, error: cannot('/oauth/big.json', 'larger than 5120 bytes') });
+    expect(await open(`${base}/oauth/moved.json`)).toEqual({ status: 400, error: cannot('/oauth/moved.json', 'it answered with a redirect (not followed)') });
+    expect(await open(`${base}/oauth/not-json.json`)).toEqual({ status: 400, error: cannot('/oauth/not-json.json', 'not JSON') });
+    expect(await open(`${base}/oauth/missing.json`)).toEqual({ status: 400, error: cannot('/oauth/missing.json', 'it answered HTTP 404') });
+    // Private addresses stay out of reach, as for service endpoints.
+    expect(await open('https://10.1.2.3/client.json')).toEqual({
+      status: 400,
+      error: 'the client metadata document at https://10.1.2.3/client.json cannot be used: endpoint resolves to a private or reserved address',
+    });
+    expect(await open(`${base}/`)).toEqual({ status: 400, error: 'a client_id URL must have a path' });
+    // A redirect URI the document does not list.
+    expect(await open(`${base}/oauth/client.json`, 'https://evil.example/cb')).toEqual({
+      status: 400,
+      error: 'redirect_uri is not registered for this client',
+    });
+  });
+
+  it('still registers clients dynamically (deprecated by MCP), with application_type', async () => {
+    const r = await fetch(`${h.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'DCR app', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', application_type: 'native' }),
+    });
+    expect(r.status).toBe(201);
+    expect(await r.json()).toMatchObject({ client_name: 'DCR app', application_type: 'native' });
+    const bad = await fetch(`${h.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT], application_type: 'desktop' }),
+    });
+    expect(await bad.json()).toEqual({ error: 'invalid_client_metadata', error_description: 'application_type must be native or web' });
+  });
+});
