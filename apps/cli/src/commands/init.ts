@@ -1,11 +1,13 @@
 // `farebox init`: scaffold a paid service from the template.
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MIN_PRICE_BASE_UNITS, parseAmount, serviceNameProblem } from '@farebox/protocol';
 import { MIN_PRICE_PROBLEM } from './publisher.js';
 import type { CommandGroup, CommandResult } from './shared.js';
+import { resolveTarballs, TARBALLS_DIR, useTarballs, type Tarballs } from './init-tarballs.js';
+import type { Env } from '../context.js';
 import { CliError } from '../errors.js';
 
 /** The templates folder, next to `dist/` in the package (and to `src/` in the repo). */
@@ -25,11 +27,24 @@ async function listFiles(dir: string): Promise<string[]> {
   return out;
 }
 
+export interface InitOptions {
+  name?: string;
+  price?: string;
+  description?: string;
+  /**
+   * Install @farebox/* from `pnpm pack` tarballs copied into the scaffold
+   * (`farebox-packages/`) instead of the npm registry: `true` packs them from
+   * the checkout this CLI runs from, a string takes them from that folder.
+   */
+  tarballs?: string | true;
+}
+
 /**
  * Scaffolds a paid service from the template into `dir` (which must be empty
- * or missing): package.json, src/index.ts, README.md, tsconfig.json, .gitignore.
+ * or missing): package.json, src/index.ts, README.md, tsconfig.json, .gitignore
+ * (and with `tarballs`, `farebox-packages/` with the tarballs it installs).
  */
-export async function runInit(dir: string, opts: { name?: string; price?: string; description?: string }): Promise<CommandResult> {
+export async function runInit(dir: string, opts: InitOptions, env: Env = {}): Promise<CommandResult> {
   const target = resolve(dir);
   // The folder's name made into a service name (the one policy of @farebox/protocol): `My_Cool.Service` -> `my-cool-service`.
   const name =
@@ -55,24 +70,43 @@ export async function runInit(dir: string, opts: { name?: string; price?: string
   }
   const source = templatesDir();
   const files = (await listFiles(join(source, 'service'))).sort();
+  // The tarballs first: a missing one (or a failed pack) refuses the command before anything is written.
+  const tarballs: Tarballs | undefined = opts.tarballs === undefined ? undefined : await resolveTarballs(opts.tarballs, env);
+  try {
+    return await scaffold(target, files, source, { name, price, description }, tarballs);
+  } finally {
+    if (tarballs?.cleanup) await rm(tarballs.cleanup, { recursive: true, force: true });
+  }
+}
+
+async function scaffold(
+  target: string,
+  files: string[],
+  source: string,
+  { name, price, description }: { name: string; price: string; description: string },
+  tarballs: Tarballs | undefined,
+): Promise<CommandResult> {
   const written: string[] = [];
   for (const file of files) {
     const rel = relative(join(source, 'service'), file)
       .split(/[\\/]/)
       .map((part) => (part.startsWith('_') ? part.replace(/^_package\.json$/, 'package.json').replace(/^_gitignore$/, '.gitignore') : part))
       .join('/');
-    const text = (await readFile(file, 'utf8')).replaceAll('__SERVICE__', name).replaceAll('__PRICE__', price).replaceAll('__DESCRIPTION__', description);
+    let text = (await readFile(file, 'utf8')).replaceAll('__SERVICE__', name).replaceAll('__PRICE__', price).replaceAll('__DESCRIPTION__', description);
     const out = join(target, rel);
     await mkdir(dirname(out), { recursive: true });
+    if (rel === 'package.json' && tarballs) text = await useTarballs(target, text, tarballs);
     await writeFile(out, text, { flag: 'wx' });
     written.push(rel);
   }
+  if (tarballs) for (const file of tarballs.files.values()) written.push(`${TARBALLS_DIR}/${file}`);
   written.sort();
   return {
-    data: { dir: target, service: name, price, files: written },
+    data: { dir: target, service: name, price, files: written, ...(tarballs ? { tarballs: Object.fromEntries(tarballs.files) } : {}) },
     human: [
       `Created the paid service "${name}" (${price} USDC per call) in ${target}:`,
       ...written.map((f) => `  ${f}`),
+      ...(tarballs ? ['', `npm install takes ${[...tarballs.files.keys()].join(', ')} from ${TARBALLS_DIR}/ (packed from ${tarballs.source}).`] : []),
       '',
       'Next:',
       `  cd ${relative(process.cwd(), target) || '.'}`,
@@ -91,6 +125,10 @@ export const initCommands: CommandGroup = {
       .option('--name <service>', 'service name (default: the folder name)')
       .option('--price <usdc>', 'price per call in USDC (default 0.001)')
       .option('--description <text>')
-      .action((dir: string | undefined, o: { name?: string; price?: string; description?: string }) => act(() => runInit(dir ?? 'my-service', o))());
+      .option(
+        '--tarballs [folder]',
+        'install @farebox/* from tarballs copied into the scaffold, not the npm registry: packed from the Farebox checkout this farebox runs from, or the farebox-*.tgz files (pnpm pack output) in folder',
+      )
+      .action((dir: string | undefined, o: InitOptions) => act((ctx) => runInit(dir ?? 'my-service', o, ctx.settings.childEnv))());
   },
 };
