@@ -147,12 +147,13 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
       if (q === undefined || q.trim() === '') throw bad('q required');
       if (q.length > MAX_QUERY_LENGTH) throw bad(`query too long (max ${MAX_QUERY_LENGTH})`);
       const limit = intParam(p.get('limit'), 'limit', SEARCH_LIMIT);
-      const hits = await service.search(q, limit);
+      const { mode, hits } = await service.searchWithMode(q, limit);
       const results = hits.flatMap((h) => {
         const agent = service.get(h.id) ?? (h.meta as RegistryAgent | undefined);
         return agent ? [hitView(h, agent)] : [];
       });
-      return send(res, 200, { query: q, mode: service.index.status().mode, results });
+      // The ranking that served this search (not the index's state a moment later).
+      return send(res, 200, { query: q, mode: mode === 'hybrid' ? 'hybrid' : 'keyword-only', search_mode: mode, results });
     }
     if (path === '/agents') {
       const p = params(url, ['limit', 'after']);

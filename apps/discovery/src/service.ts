@@ -6,6 +6,7 @@ import {
   createSearchIndex,
   type CatalogAttachment,
   type SearchHit,
+  type SearchMode,
   type SearchIndex,
   type SearchStatus,
 } from '@farebox/discovery';
@@ -75,6 +76,8 @@ export interface DiscoveryService {
   ready(): Promise<void>;
   isReady(): boolean;
   search(query: string, limit: number): Promise<SearchHit[]>;
+  /** `search`, and which ranking served it (`hybrid`, or `keyword` without a model). */
+  searchWithMode(query: string, limit: number): Promise<{ mode: SearchMode; hits: SearchHit[] }>;
   /** The whole catalog, sorted by service name. */
   list(): RegistryAgent[];
   get(service: string): RegistryAgent | undefined;
@@ -241,6 +244,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
     ready: () => readyPromise,
     isReady: () => ready,
     search: (query, limit) => index.search(query, { limit }),
+    searchWithMode: (query, limit) => index.searchWithMode(query, { limit }),
     list() {
       if (!mirror) return [];
       // Sorted once per catalog change, not per request (100k entries take a while to sort).

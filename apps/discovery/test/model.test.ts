@@ -54,6 +54,7 @@ const health = async (r: RunningDiscovery) => (await fetch(`${r.url}/health`)).j
 const search = async (r: RunningDiscovery, q: string) =>
   (await (await fetch(`${r.url}/search?q=${encodeURIComponent(q)}`)).json()) as {
     mode: string;
+    search_mode: string;
     results: Array<{ service: string; bm25: number; cosine: number }>;
   };
 
@@ -101,7 +102,10 @@ describe('discovery with the embedding model', () => {
     const second = await replica(dataDir);
     const h = await health(second.r);
     expect(h).toMatchObject({ ready: true, mode: 'hybrid', documents: 1, vectors: 1, vector_index: 'hnsw', restored_from: { graph_loaded: true } });
-    expect((await search(second.r, 'pronóstico del tiempo')).results.map((r) => r.service)).toEqual(['skycast']);
+    const again = await search(second.r, 'pronóstico del tiempo');
+    expect(again.results.map((r) => r.service)).toEqual(['skycast']);
+    // The answer says which ranking served this search.
+    expect(again).toMatchObject({ mode: 'hybrid', search_mode: 'hybrid' });
     expect(second.passages).toEqual([]);
   });
 
@@ -111,7 +115,9 @@ describe('discovery with the embedding model', () => {
     const h = await health(r);
     expect(h).toMatchObject({ ready: true, mode: 'keyword-only', model: DEFAULT_MODEL_ID, vectors: 0 });
     expect(h.mode_reason).toMatch(/^embedding model unavailable: .*not found/);
-    expect((await search(r, 'weather forecast')).results.map((x) => x.service)).toEqual(['skycast']);
-    expect((await search(r, 'pronóstico del tiempo')).results).toEqual([]);
+    const keyword = await search(r, 'weather forecast');
+    expect(keyword.results.map((x) => x.service)).toEqual(['skycast']);
+    expect(keyword).toMatchObject({ mode: 'keyword-only', search_mode: 'keyword' });
+    expect(await search(r, 'pronóstico del tiempo')).toMatchObject({ search_mode: 'keyword', results: [] });
   });
 });

@@ -155,6 +155,7 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
     discoveryUrl: text(env.FAREBOX_DISCOVERY_URL),
     modelDir: text(env.FAREBOX_MODEL_DIR),
     allowModelDownload: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true',
+    modelHubUrl: text(env.FAREBOX_MODEL_HUB_URL),
     // The network's own overrides (an empty value is the preset's; STELLAR_FRIENDBOT_URL=none turns the friendbot off).
     stellar: defined({
       rpcUrl: text(env.STELLAR_RPC_URL),

@@ -66,7 +66,7 @@ const HitSchema = z.looseObject({ service: z.string(), score: z.number(), bm25: 
 
 /** The answers of the discovery backend, as they cross the wire. */
 export const discoveryAnswers = {
-  search: z.looseObject({ query: z.string(), mode: z.string(), results: z.array(HitSchema) }),
+  search: z.looseObject({ query: z.string(), mode: z.string(), search_mode: z.enum(['hybrid', 'keyword']).optional(), results: z.array(HitSchema) }),
   agents: z.looseObject({ agents: z.array(ServiceSchema), total: z.number(), next: z.string().nullable() }),
   agent: ServiceSchema,
   health: z.looseObject({ ready: z.boolean(), mode: z.string(), documents: z.number(), vectors: z.number().optional(), ledger: z.number().nullable() }),
@@ -100,8 +100,10 @@ export interface DiscoveryHit {
 
 export interface DiscoverySearchResult {
   query: string;
-  /** `hybrid`, or `keyword-only` when the backend has no embedding model. */
+  /** `hybrid`, or `keyword-only` when the backend has no embedding model (for this search). */
   mode: string;
+  /** Which ranking served this search: `hybrid` or `keyword` (absent from older backends: read `mode`). */
+  search_mode?: 'hybrid' | 'keyword';
   results: DiscoveryHit[];
 }
 
@@ -194,7 +196,7 @@ export function createDiscoveryClient(options: DiscoveryClientOptions): Discover
     async search(query, opts = {}) {
       const q = new URLSearchParams({ q: query, ...(opts.limit !== undefined ? { limit: String(opts.limit) } : {}) });
       const body = (await get(`/search?${q}`, discoveryAnswers.search)).body!;
-      return { query: body.query, mode: body.mode, results: body.results };
+      return { query: body.query, mode: body.mode, ...(body.search_mode ? { search_mode: body.search_mode } : {}), results: body.results };
     },
     async listServices(opts = {}) {
       const q = new URLSearchParams({

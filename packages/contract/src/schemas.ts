@@ -120,6 +120,8 @@ export const Service = z
     source: z.string(),
     /** Relevance, with a query. */
     score: z.number().optional(),
+    /** With a query: which ranking served it, `hybrid` (keywords and multilingual embeddings) or `keyword` (BM25 alone: no model loaded). */
+    search_mode: z.enum(['hybrid', 'keyword']).optional(),
   })
   .meta({ id: 'Service', description: 'A catalog item.' });
 
@@ -329,6 +331,8 @@ export const Health = z
         vectorIndex: z.enum(['flat', 'hnsw']),
         vectorIndexReason: z.string().optional(),
         graphLoadedFromSnapshot: z.boolean().optional(),
+        /** While the model downloads in the background (mode `keyword-only` until it is ready): bytes fetched and in all. */
+        download: z.object({ loaded: z.number(), total: z.number() }).optional(),
       }),
       z.object({
         mode: z.literal('remote'),

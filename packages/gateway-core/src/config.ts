@@ -113,6 +113,8 @@ export interface GatewayOptions {
   modelDir?: string;
   /** Download the model on first use (`FAREBOX_ALLOW_MODEL_DOWNLOAD=true`); default false. */
   allowModelDownload?: boolean;
+  /** Where the model is downloaded from (`FAREBOX_MODEL_HUB_URL`, a Hugging Face mirror); default https://huggingface.co/. */
+  modelHubUrl?: string;
   /** Settlement network overrides (`STELLAR_RPC_URL`, `STELLAR_HORIZON_URL`, `STELLAR_FRIENDBOT_URL`, `STELLAR_CONTRACT_ID`, `STELLAR_USDC_ISSUER`, `STELLAR_NETWORK_PASSPHRASE`, `STELLAR_EXPLORER_URL`); default the preset of `network`. */
   stellar?: Omit<ResolveNetworkOptions, 'network' | 'devnetUrl' | 'env'>;
   /** Settlement intervals and escrow provider (`FAREBOX_SETTLEMENT_INTERVAL`, `FAREBOX_FUNDING_INTERVAL`, `TRUSTLESS_WORK_URL`, `TRUSTLESS_WORK_API_KEY`, `FAREBOX_ESCROW_BUDGET`, `FAREBOX_TREASURY_AUTOFUND`). */
@@ -169,6 +171,7 @@ export interface GatewayConfig {
   discoveryUrl: string | undefined;
   modelDir: string | undefined;
   allowModelDownload: boolean;
+  modelHubUrl: string | undefined;
   /** Keys imported or used at start; never logged or served. */
   secrets: { keystoreKey: string | undefined; platformSecret: string | undefined; treasurySecret: string | undefined };
   /** Settings that work but should change (a deprecated variable); logged at start. */
@@ -335,6 +338,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     discoveryUrl: options.discoveryUrl || undefined,
     modelDir: options.modelDir || undefined,
     allowModelDownload: options.allowModelDownload ?? false,
+    modelHubUrl: options.modelHubUrl || undefined,
     secrets: { keystoreKey, platformSecret: options.platformSecret || undefined, treasurySecret: options.treasurySecret || undefined },
   };
 }

@@ -1,5 +1,5 @@
 import { createDiscoveryClient, DiscoveryApiError, type DiscoveryHit } from '@farebox/contract';
-import type { SearchIndex, SearchStatus } from '@farebox/discovery';
+import type { SearchIndex, SearchMode, SearchStatus } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
 import { isUnreachable } from './observability/dependencies.js';
@@ -18,7 +18,8 @@ export interface SearchBackendHit {
  */
 export interface SearchBackend {
   readonly kind: 'local' | 'remote';
-  search(query: string, limit: number): Promise<SearchBackendHit[]>;
+  /** The ranked hits, and which ranking served them (`hybrid`, or `keyword` while no model is loaded). */
+  search(query: string, limit: number): Promise<{ mode: SearchMode; hits: SearchBackendHit[] }>;
   /** What `/health` shows under `search`. */
   status(): SearchStatus | RemoteSearchStatus;
   /** Asks a remote backend's `/health` now (readiness); its outcome reaches `onReachable`. */
@@ -40,7 +41,8 @@ export function localSearchBackend(index: SearchIndex): SearchBackend {
   return {
     kind: 'local',
     async search(query, limit) {
-      return (await index.search(query, { limit })).map((h) => ({ id: h.id, score: h.score }));
+      const { mode, hits } = await index.searchWithMode(query, { limit });
+      return { mode, hits: hits.map((h) => ({ id: h.id, score: h.score })) };
     },
     status: () => index.status(),
   };
@@ -86,8 +88,12 @@ export function remoteSearchBackend(
     async search(query, limit) {
       void refreshHealth();
       let hits: DiscoveryHit[];
+      let mode: SearchMode;
       try {
-        hits = (await client.search(query, { limit })).results;
+        const answer = await client.search(query, { limit });
+        hits = answer.results;
+        // The backend says which ranking served the search (older backends: only their `mode`).
+        mode = answer.search_mode ?? (answer.mode === 'hybrid' ? 'hybrid' : 'keyword');
       } catch (err) {
         reachable(!isUnreachable(err), err);
         if (err instanceof DiscoveryApiError && err.code === 'NETWORK') {
@@ -102,7 +108,7 @@ export function remoteSearchBackend(
       }
       lastError = null;
       reachable(true);
-      return hits.map((r) => ({
+      const ranked = hits.map((r) => ({
         id: r.service,
         score: r.score,
         agent: {
@@ -116,6 +122,7 @@ export function remoteSearchBackend(
           createdAt: r.agent.createdAt,
         },
       }));
+      return { mode, hits: ranked };
     },
     probe: async () => {
       healthAt = 0;

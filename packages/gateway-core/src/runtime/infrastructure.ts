@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createEmbedder, createSearchIndex, type CatalogAttachment, type SearchIndex } from '@farebox/discovery';
+import { createEmbedder, createSearchIndex, DEFAULT_MODEL_ID, type CatalogAttachment, type SearchIndex } from '@farebox/discovery';
 import { Ledger, migrate, migrateLedger, openDatabase, type Database } from '@farebox/ledger';
 import type { Ed25519Signer } from '@farebox/protocol';
 import {
@@ -22,6 +22,8 @@ import type { CreateGatewayOptions } from '../gateway-types.js';
 import { DbKeystoreStorage } from '../keystore-db.js';
 import { GATEWAY_MIGRATIONS_DIR } from '../migrations-dir.js';
 import { reasonOf, trackCalls, type DependencyTracker } from '../observability/dependencies.js';
+import type { Logger } from '../observability/log.js';
+import { downloadProgressLogger, reportSearchModel } from '../search-model.js';
 import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
@@ -65,6 +67,8 @@ export async function openInfrastructure(
   config: GatewayConfig,
   log: (message: string, err?: unknown) => void,
   dependencies: DependencyTracker,
+  /** Where the search model's download and mode are reported (search-model.ts). */
+  logger?: Logger,
 ): Promise<Infrastructure> {
   // Keys, wallets and the database live here: readable by this user only (docs/production.md).
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
@@ -121,11 +125,18 @@ export async function openInfrastructure(
 
   // With FAREBOX_DISCOVERY_URL a discovery backend ranks (no model loaded here); else the in-process index.
   const discoveryUrl = config.discoveryUrl;
-  const searchIndex =
-    options.searchIndex ??
-    createSearchIndex(
-      discoveryUrl ? {} : { embedder: createEmbedder({ ...(config.modelDir ? { modelDir: config.modelDir } : {}), allowRemote: config.allowModelDownload }) },
-    );
+  // A model missing on first start downloads in the background when allowed; the log says how it goes (search-model.ts).
+  const embedder =
+    options.searchIndex || discoveryUrl
+      ? undefined
+      : createEmbedder({
+          ...(config.modelDir ? { modelDir: config.modelDir } : {}),
+          allowRemote: config.allowModelDownload,
+          ...(config.modelHubUrl ? { hubUrl: config.modelHubUrl } : {}),
+          onProgress: downloadProgressLogger(DEFAULT_MODEL_ID, () => logger),
+        });
+  const searchIndex = options.searchIndex ?? createSearchIndex(embedder ? { embedder } : {});
+  if (embedder && logger) reportSearchModel(embedder, searchIndex, logger);
   const searchBackend = discoveryUrl
     ? remoteSearchBackend(discoveryUrl, { onReachable: (up, err) => (up ? dependencies.up('discovery') : dependencies.down('discovery', reasonOf(err))) })
     : localSearchBackend(searchIndex);

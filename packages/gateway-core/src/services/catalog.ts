@@ -1,6 +1,6 @@
 import { inputs } from '@farebox/contract';
 import { isValidServiceName, serviceNameProblem } from '@farebox/protocol';
-import type { CatalogAttachment, SearchIndex } from '@farebox/discovery';
+import type { CatalogAttachment, SearchIndex, SearchMode } from '@farebox/discovery';
 import type { Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig, RegistryAgent, RegistryClient } from '@farebox/stellar';
 import { walletSigner, type LocalKeystore } from '@farebox/wallets';
@@ -23,7 +23,7 @@ export type RegisteredService = ServiceView & { txHash: string; explorerUrl: str
 /** The catalog: what is callable, and a publisher's own services on the registry. */
 export interface CatalogService {
   /** Every service (newest first), or the search hits for `q` with their score; at most `limit` (default: all, or 50 hits). */
-  list(q?: string, limit?: number): Promise<Array<ServiceView & { score?: number }>>;
+  list(q?: string, limit?: number): Promise<Array<ServiceView & { score?: number; search_mode?: SearchMode }>>;
   /** What the service says about its price (its pricing note), checked against the registry. */
   manifest(name: string): Promise<ManifestView>;
   /** The services the user registered through this gateway and still owns. */
@@ -97,11 +97,12 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
           .slice(0, limit)
           .map(view);
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
-      const hits = await d.searchBackend.search(q, limit ?? 50);
+      const { mode, hits } = await d.searchBackend.search(q, limit ?? 50);
       return hits.flatMap((h) => {
         // A discovery backend may know a registration this gateway's mirror has not read yet (never one whose name breaks the policy).
         const agent = mirror.get(h.id) ?? h.agent;
-        return agent && isValidServiceName(agent.service) ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4 }] : [];
+        // Each hit says which ranking served the search: `keyword` while no embedding model is loaded.
+        return agent && isValidServiceName(agent.service) ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4, search_mode: mode }] : [];
       });
     },
     async manifest(name) {
