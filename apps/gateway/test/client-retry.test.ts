@@ -149,7 +149,7 @@ describe('@farebox/client paid calls are retry-safe', () => {
     seen.length = 0;
     // The connection is cut at once; the gateway is still calling the slow service when the retry comes.
     verdicts.push('drop');
-    const r = await client({ callRetryWaitMs: 10_000 }).call('slow', { text: 'patience' });
+    const r = await client({ callRetryWaitMs: 3000 }).call('slow', { text: 'patience' });
     expect(r.result).toEqual({ echo: { text: 'patience' } });
     expect(seen.length).toBeGreaterThanOrEqual(3);
     expect(new Set(seen).size).toBe(1);
