@@ -122,6 +122,9 @@ start('gateway', process.execPath, [gatewayMain], {
   // The local stack runs on the embedded devnet (the default network is testnet).
   STELLAR_NETWORK: process.env.STELLAR_NETWORK ?? process.env.FAREBOX_NETWORK ?? 'local',
   FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: process.env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+  // Search is hybrid where the network allows: a missing embedding model downloads in the background
+  // on first start (the gateway logs its progress, then "search is hybrid now"); offline, keyword-only.
+  FAREBOX_ALLOW_MODEL_DOWNLOAD: process.env.FAREBOX_ALLOW_MODEL_DOWNLOAD ?? 'true',
   // One short readable line per request (FAREBOX_LOG_PRETTY=false: JSON lines, as in production),
   // coloured when this script's output is a terminal (the gateway writes through a pipe).
   FAREBOX_LOG_PRETTY: process.env.FAREBOX_LOG_PRETTY ?? 'true',
@@ -200,7 +203,11 @@ function searchLine(health) {
   if (!search) return 'unknown (see /health)';
   if (search.mode === 'hybrid') return `hybrid (keywords and ${search.model ?? 'the embedding model'})`;
   if (search.mode === 'remote') return `a discovery service at ${search.url}`;
-  return `${search.mode}${search.reason ? `: ${search.reason}` : ''}`;
+  if (search.download || /^embedding model is (downloading|loading)/.test(search.reason ?? ''))
+    return `keyword-only for now: ${search.reason} (no restart needed)`;
+  // One line: keyword-only, why, and how to get the model.
+  const hint = 'get the model: pnpm farebox model fetch, then restart; or set FAREBOX_MODEL_DIR to a folder that holds it';
+  return `${search.mode}${search.reason ? `: ${search.reason}` : ''}${search.reason?.includes('farebox model fetch') ? '' : `; ${hint}`}`;
 }
 
 // The lines the start itself caused (its sign-up, its catalog checks) come first: the banner waits

@@ -76,6 +76,8 @@ export function cliSettingsFromEnv(env: Env): CliSettings {
       ...(env.STELLAR_NETWORK || env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' }),
       // It calls the developer's services on localhost (never the gateway's own port; refused on mainnet).
       FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
+      // A missing search model downloads in the background where the network allows (docs/search.md); offline, keyword-only.
+      FAREBOX_ALLOW_MODEL_DOWNLOAD: env.FAREBOX_ALLOW_MODEL_DOWNLOAD ?? 'true',
     },
   };
 }
