@@ -115,7 +115,7 @@ describe('the dashboard with long names, at phone and desktop width', () => {
       scrollWidth: document.documentElement.scrollWidth,
       innerWidth: window.innerWidth,
       // What sticks out, to name it when the page does scroll.
-      wide: [...document.querySelectorAll('body *')]
+      wide: Array.from(document.querySelectorAll('body *'))
         .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
         .slice(0, 5)
         .map((e) => `${e.tagName.toLowerCase()}.${e.className}: ${(e.textContent ?? '').slice(0, 40)}`),
