@@ -95,5 +95,6 @@ describe('database unavailable', () => {
     } finally {
       await db.close();
     }
-  });
+    // PGlite's start takes seconds on a loaded machine.
+  }, 120_000);
 });
