@@ -96,7 +96,8 @@ describe('farebox error messages', () => {
     const r = await farebox(['balance'], e);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
-      /^farebox: cannot reach the gateway at http:\/\/127\.0\.0\.1:9: .+ \(is it running\? `farebox dev` starts a local one; --url or FAREBOX_URL names another\)\n$/,
+      // With the request id it was sent with, as every error has (the gateway's log lines carry it, had it got there).
+      /^farebox: cannot reach the gateway at http:\/\/127\.0\.0\.1:9: .+ \(is it running\? `farebox dev` starts a local one; --url or FAREBOX_URL names another\) \(request id [0-9a-f-]{36}\)\n$/,
     );
   });
 

@@ -49,6 +49,8 @@ export interface ClientErrorData {
   idempotencyKey?: string;
   /** `NETWORK`: the request timed out (`timeoutMs`), as opposed to a connection that failed or was lost. */
   timedOut?: boolean;
+  /** The request's `X-Request-Id` (`GATEWAY_API`: as the gateway echoed it; `NETWORK`: as sent): the gateway's log lines for it carry it. */
+  requestId?: string;
   [key: string]: unknown;
 }
 

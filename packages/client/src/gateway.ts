@@ -204,9 +204,11 @@ const int = (n: number | undefined): string | undefined => (n === undefined ? un
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function networkError(label: string, e: unknown): ClientError {
+/** No answer (or half of one): `data.requestId` is the id this request was sent with, in the gateway's log lines if it got there. */
+function networkError(label: string, e: unknown, requestId: string | undefined): ClientError {
   const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
-  return new ClientError('NETWORK', `${label} failed: ${e instanceof Error ? e.message : String(e)}`, timedOut ? { timedOut: true } : {}, { cause: e });
+  const data = { ...(timedOut ? { timedOut: true } : {}), ...(requestId ? { requestId } : {}) };
+  return new ClientError('NETWORK', `${label} failed: ${e instanceof Error ? e.message : String(e)}`, data, { cause: e });
 }
 
 /** `Retry-After` in seconds (delta-seconds or an HTTP date), undefined when absent or unreadable. */
@@ -321,14 +323,14 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         redirect: 'error',
       });
     } catch (e) {
-      throw networkError(label, e);
+      throw networkError(label, e, headers['x-request-id']);
     }
     let text: string;
     try {
       text = await res.text();
     } catch (e) {
       // The connection was lost (or timed out) in the middle of the answer.
-      throw networkError(label, e);
+      throw networkError(label, e, headers['x-request-id']);
     }
     let json: unknown;
     try {
