@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAmount } from '@farebox/protocol';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { writeTinyModel } from '@farebox/test-kit/tiny-model';
+import { dashboardDir } from '../src/index.js';
+import { launchChromium } from './chromium-kit.js';
 import { startHarness, type Harness, type TestUser } from './harness.js';
 import { rawClient } from './oauth-browser.js';
 
@@ -42,6 +45,25 @@ const modelPath = (dir: string) => join(dir, ...DEFAULT_MODEL_ID.split('/'));
 
 const names = (body: Array<{ service: string }>) => body.map((s) => s.service);
 
+/** What the dashboard's catalog says about the search that served `q` (its line under the search box), in Chromium. */
+async function catalogSearchLine(h: Harness, u: TestUser, q: string): Promise<string> {
+  const dist = dashboardDir();
+  if (!dist) throw new Error('@farebox/dashboard is not installed: run pnpm install');
+  const built =
+    existsSync(join(dist, 'assets')) &&
+    readdirSync(join(dist, 'assets')).some((f) => f.endsWith('.js') && readFileSync(join(dist, 'assets', f), 'utf8').includes('search-mode'));
+  if (!built) execFileSync('pnpm', ['--filter', '@farebox/dashboard', 'run', 'build'], { cwd: join(import.meta.dirname, '..', '..', '..'), stdio: 'inherit' });
+  const browser = await launchChromium(h.url);
+  try {
+    await browser.context.addCookies(u.cookie.split('; ').map((c) => ({ name: c.slice(0, c.indexOf('=')), value: c.slice(c.indexOf('=') + 1), url: h.url })));
+    await browser.page.goto(`/catalog?q=${encodeURIComponent(q)}`);
+    await browser.page.getByRole('list', { name: `Results for ${q}` }).waitFor();
+    return (await browser.page.getByTestId('search-mode').innerText()).trim();
+  } finally {
+    await browser.close();
+  }
+}
+
 describe('catalog search without a model: ranked by relevance, and says it is keyword-only', () => {
   let h: Harness;
   let u: TestUser;
@@ -68,7 +90,9 @@ describe('catalog search without a model: ranked by relevance, and says it is ke
     for (const s of (await u.api('/v1/agents')).body) expect(s).not.toHaveProperty('search_mode');
     expect((await u.api('/health')).body.search).toMatchObject({ mode: 'keyword-only', reason: expect.stringContaining('farebox model fetch') });
     expect(h.logs().some((l) => l.includes('search is keyword-only') && l.includes('farebox model fetch'))).toBe(true);
-  });
+    // The dashboard does not claim hybrid search.
+    expect(await catalogSearchLine(h, u, 'weather')).toMatch(/^Keyword search \(BM25\) only: the gateway has no embedding model loaded/);
+  }, 120_000);
 
   it('ranks the same way through the MCP list_agents tool', async () => {
     const { tokens } = await (await rawClient(h.url)).authorize(u);
@@ -155,6 +179,7 @@ describe('a gateway whose model is missing fetches it in the background and turn
     expect(names(found)).toEqual(['weather-forecast']);
     expect(found[0].search_mode).toBe('hybrid');
     expect((await u.api('/v1/agents?q=weather')).body[0]).toMatchObject({ service: 'weather-forecast', search_mode: 'hybrid' });
+    expect(await catalogSearchLine(h, u, 'pronóstico del tiempo')).toBe('Hybrid search: keywords (BM25) and meaning (multilingual embeddings).');
 
     const lines = h.logs().filter((l) => l.includes('"search_model"'));
     expect(lines.some((l) => l.includes('downloading the embedding model'))).toBe(true);

@@ -38,7 +38,14 @@ export function CatalogPage() {
         />
         <button type="submit">Search</button>
       </form>
-      <p className="hint">Hybrid search: keywords (BM25) and meaning (multilingual embeddings).</p>
+      {/* The ranking that really served this search, as the gateway says it (search_mode); nothing is claimed without results. */}
+      <p className="hint" data-testid="search-mode">
+        {list.data?.[0]?.search_mode === 'hybrid'
+          ? 'Hybrid search: keywords (BM25) and meaning (multilingual embeddings).'
+          : list.data?.[0]?.search_mode === 'keyword'
+            ? 'Keyword search (BM25) only: the gateway has no embedding model loaded, so services described in other words or languages are not found.'
+            : 'Search by keywords (BM25), and by meaning in any language when the gateway has its embedding model.'}
+      </p>
       <ErrorBox title="Search failed" error={list.error} />
       {list.loading && !list.data ? <Loading label="Searching…" /> : null}
       {list.data && list.data.length === 0 ? (
