@@ -26,7 +26,8 @@ function pnpm(args) {
 }
 
 function setup() {
-  if (!existsSync(join(root, 'node_modules', '.modules.yaml'))) {
+  // Installed, with the checkout's commands linked (`pnpm farebox`: an install older than them has no link yet).
+  if (!existsSync(join(root, 'node_modules', '.modules.yaml')) || !existsSync(join(root, 'node_modules', '.bin', 'farebox'))) {
     pnpm(['install', '--frozen-lockfile']);
   }
 }
