@@ -27,7 +27,10 @@ function pnpm(args) {
 
 function setup() {
   // Installed, with the checkout's commands linked (`pnpm farebox`: an install older than them has no link yet).
-  if (!existsSync(join(root, 'node_modules', '.modules.yaml')) || !existsSync(join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'farebox.cmd' : 'farebox'))) {
+  if (
+    !existsSync(join(root, 'node_modules', '.modules.yaml')) ||
+    !existsSync(join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'farebox.cmd' : 'farebox'))
+  ) {
     pnpm(['install', '--frozen-lockfile']);
   }
 }
