@@ -286,7 +286,7 @@ export function apiSuite(kind: DbKind) {
       await h.publish('pricey', { price: '6' });
       const u = await h.user();
       const r = await u.api('/v1/call', { body: { service: 'pricey', payload: {} } });
-      expect(r.body).toEqual({ error: 'insufficient balance' });
+      expect(r.body).toEqual({ error: 'insufficient balance', callId: expect.stringMatching(/^call_/) });
       expect(r.status).toBe(402);
       expect(await credits(u)).toBe(50_000_000);
     });
