@@ -17,6 +17,8 @@ export interface DiscoveryConfig {
   contractId?: string;
   modelDir?: string;
   allowModelDownload: boolean;
+  /** Where the model is downloaded from (`FAREBOX_MODEL_HUB_URL`). */
+  modelHubUrl?: string;
   vectorIndex: 'hnsw' | 'flat';
   pollIntervalMs: number;
   snapshotIntervalMs: number;
@@ -62,6 +64,7 @@ export function loadDiscoveryConfig(env: Record<string, string | undefined>): Di
     ...(env.STELLAR_CONTRACT_ID ? { contractId: env.STELLAR_CONTRACT_ID } : {}),
     ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}),
     allowModelDownload: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true',
+    ...(env.FAREBOX_MODEL_HUB_URL ? { modelHubUrl: env.FAREBOX_MODEL_HUB_URL } : {}),
     vectorIndex,
     pollIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_POLL_MS', 100, 10, problems),
     snapshotIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_SNAPSHOT_MS', 30_000, 0, problems),
@@ -109,6 +112,7 @@ export async function startDiscovery(options: StartDiscoveryOptions = {}): Promi
     dataDir: config.dataDir,
     modelDir: config.modelDir ?? join(homedir(), '.cache', 'farebox', 'models'),
     allowModelDownload: config.allowModelDownload,
+    ...(config.modelHubUrl ? { modelHubUrl: config.modelHubUrl } : {}),
     vectorIndex: config.vectorIndex,
     pollIntervalMs: config.pollIntervalMs,
     snapshotIntervalMs: config.snapshotIntervalMs,
@@ -157,6 +161,7 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
     'contractId',
     'modelDir',
     'allowModelDownload',
+    'modelHubUrl',
     'vectorIndex',
     'pollIntervalMs',
     'snapshotIntervalMs',

@@ -21,8 +21,10 @@ export interface DiscoveryServiceOptions {
   searchIndex?: SearchIndex;
   /** Model folder (`FAREBOX_MODEL_DIR`); default `~/.cache/farebox/models`. */
   modelDir?: string;
-  /** Download the model when it is missing (`FAREBOX_ALLOW_MODEL_DOWNLOAD=true`); default false. */
+  /** Download the model when it is missing (`FAREBOX_ALLOW_MODEL_DOWNLOAD=true`), in the background; default false. */
   allowModelDownload?: boolean;
+  /** Where the model is downloaded from (`FAREBOX_MODEL_HUB_URL`); default https://huggingface.co/. */
+  modelHubUrl?: string;
   /** 'hnsw' (default) or 'flat' (`FAREBOX_DISCOVERY_VECTOR_INDEX`). */
   vectorIndex?: 'hnsw' | 'flat';
   /** Registry access; default the network's registry contract. */
@@ -108,7 +110,11 @@ export function createDiscoveryService(options: DiscoveryServiceOptions): Discov
   const index =
     options.searchIndex ??
     createSearchIndex({
-      embedder: createEmbedder({ ...(options.modelDir ? { modelDir: options.modelDir } : {}), allowRemote: options.allowModelDownload === true }),
+      embedder: createEmbedder({
+        ...(options.modelDir ? { modelDir: options.modelDir } : {}),
+        allowRemote: options.allowModelDownload === true,
+        ...(options.modelHubUrl ? { hubUrl: options.modelHubUrl } : {}),
+      }),
       vectorIndex: options.vectorIndex ?? 'hnsw',
     });
   const stateDir = new StateDir(join(options.dataDir, network.name), network.name, network.registryContractId ?? '');
