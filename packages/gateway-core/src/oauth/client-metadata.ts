@@ -50,7 +50,8 @@ export function metadataUrlProblem(clientId: string): string | undefined {
   if (u.username || u.password) return 'a client_id URL must not carry credentials';
   if (clientId.includes('#')) return 'a client_id URL must not have a fragment';
   if (u.pathname === '/' || u.pathname === '') return 'a client_id URL must have a path';
-  if (/\/\.\.?(\/|$)/.test(clientId.replace(/[?#].*$/, '').slice(u.origin.length))) return 'a client_id URL must not have dot segments';
+  // `.` and `..` segments, percent-encoded too (URL parsing would resolve them away).
+  if (/\/(?:\.|%2e){1,2}(?:\/|$)/i.test(clientId.replace(/[?#].*$/, '').slice(u.origin.length))) return 'a client_id URL must not have dot segments';
   return undefined;
 }
 
