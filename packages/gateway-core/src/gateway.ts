@@ -125,7 +125,6 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     topupMode: topups.mode,
     catalogStaleMs: config.catalogStaleMs,
     readyRequires: config.readyRequires,
-    credentialCacheMs: config.credentialCacheMs,
     modelConfigured: Boolean(config.modelDir || config.allowModelDownload),
     networkLedger,
     now,

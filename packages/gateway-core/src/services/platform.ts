@@ -112,8 +112,6 @@ export interface PlatformServiceDeps {
   catalogStaleMs: number;
   /** Dependencies whose being down fails readiness besides the database (`FAREBOX_READY_REQUIRES`). */
   readyRequires: readonly DependencyName[];
-  /** How long a revoked credential may still be accepted by another gateway while Redis is down. */
-  credentialCacheMs: number;
   /** Whether an embedding model is configured (`FAREBOX_MODEL_DIR` or download allowed). */
   modelConfigured: boolean;
   dependencies: DependencyTracker;

@@ -8,12 +8,12 @@ const PROBE_MS = 2_000;
 const HORIZON_PROBE_MS = 10_000;
 
 /** What callers notice while a dependency is down (the readiness body's `effect`; docs/operations.md "Health"). */
-export function dependencyEffect(name: DependencyName, credentialCacheMs: number): string {
+export function dependencyEffect(name: DependencyName): string {
   switch (name) {
     case 'database':
       return 'every route answers 503 "database unavailable" with Retry-After; nothing is charged';
     case 'redis':
-      return `rate limits are not enforced (requests pass unlimited); a credential revoked on another gateway is still accepted here for up to ${credentialCacheMs / 1000} s (the credential cache)`;
+      return 'rate limits are not enforced (requests pass unlimited); the credential cache is off, so every request reads its credential from the database (revocations still apply at once)';
     case 'rpc':
       return 'the catalog stops following the registry; wallet payments, paid top-ups and settlement wait and are retried; calls paid with credits go on';
     case 'horizon':
@@ -122,7 +122,7 @@ export async function readiness(d: PlatformServiceDeps, now: Clock): Promise<Rea
     const report: DependencyReport = { state: status.state, required: required.has(name), since: status.since };
     if (status.state === 'down') {
       report.reason = status.reason ?? 'down';
-      report.effect = dependencyEffect(name, d.credentialCacheMs);
+      report.effect = dependencyEffect(name);
       if (report.required) reasons.push(`${name}: ${report.reason}`);
       else degraded = true;
     }
