@@ -1,6 +1,7 @@
 import { splitFee } from '@farebox/protocol';
 import { readBalance } from './accounts.js';
 import { Batcher, type Pending } from './batch.js';
+import * as budgets from './budgets.js';
 import type { Database } from './db.js';
 import { ASYNC_COMMIT_CONDITION, prepared } from './db.js';
 import { LedgerError, sqlState } from './errors.js';
@@ -28,6 +29,7 @@ interface HoldInput {
   service: string;
   key: string | null;
   timeoutMs: number;
+  budget: budgets.Budget | null;
 }
 
 interface PostInput {
@@ -86,7 +88,7 @@ WITH h AS (
   INSERT INTO earnings (hold_id, payer_account_id, publisher_owner, service, gross, fee, net)
   SELECT id, account_id, $3, $4, $2::bigint, $5::bigint, $6::bigint FROM h
   RETURNING *
-), j AS (
+)${budgets.POST_BUDGET_CTE}, j AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'post', $2::bigint, amount - $2::bigint, -amount, id FROM h
 ), back AS (
@@ -114,7 +116,7 @@ WITH h AS (
 ), j AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'void', amount, amount, -amount, id FROM h
-)
+)${budgets.VOID_BUDGET_CTE}
 SELECT h.*, back.balance AS new_balance FROM h, back`,
 );
 
@@ -170,7 +172,7 @@ WITH input AS (
 ), j AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'post', posted_amount, 0, -amount, id FROM h
-)
+)${budgets.POST_BATCH_BUDGET_CTE}
 SELECT h.ord, h.account_id, h.call_id, h.service, h.idempotency_key, h.paid_with,
        ${epochMs('h.expires_at')} AS expires_ms, ${epochMs('h.created_at')} AS created_ms, ${epochMs('h.resolved_at')} AS resolved_ms,
        e.id AS e_id, ${epochMs('e.created_at')} AS e_created_ms, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
@@ -202,6 +204,7 @@ export class HoldBook {
    */
   private readonly holdSql: readonly [string, string];
   private readonly holdBatchSql: readonly [string, string];
+  private readonly budgetHoldSql: readonly [string, string];
   private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
   private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
 
@@ -222,6 +225,7 @@ export class HoldBook {
     const server = db.kind === 'postgres';
     this.holdSql = server ? HOLD_SQL_ASYNC : HOLD_SQL;
     this.holdBatchSql = server ? HOLD_BATCH_SQL_ASYNC : HOLD_BATCH_SQL;
+    this.budgetHoldSql = server ? budgets.BUDGET_HOLD_SQL_ASYNC : budgets.BUDGET_HOLD_SQL;
     if (batch !== false) {
       const options = batch === true || batch === undefined ? {} : batch;
       this.holdBatcher = new Batcher((items) => this.flushHolds(items), options);
@@ -236,21 +240,24 @@ export class HoldBook {
     const service = text(options?.service, 'service');
     const key = options.idempotencyKey === undefined ? null : text(options.idempotencyKey, 'idempotencyKey', 255);
     const timeoutMs = options.timeoutMs === undefined ? DEFAULT_HOLD_TIMEOUT_MS : positiveInt(options.timeoutMs, 'timeoutMs', 2_147_483_647);
-    const input: HoldInput = { accountId, amount, callId, service, key, timeoutMs };
-    if (key === null && this.holdBatcher) return this.holdBatcher.submit(input);
+    const budget = options.budget === undefined ? null : budgets.checkBudget(options.budget);
+    const input: HoldInput = { accountId, amount, callId, service, key, timeoutMs, budget };
+    if (key === null && budget === null && this.holdBatcher) return this.holdBatcher.submit(input);
     return this.holdOne(input);
   }
 
-  private async holdOne({ accountId, amount, callId, service, key, timeoutMs }: HoldInput): Promise<HoldResult> {
+  private async holdOne({ accountId, amount, callId, service, key, timeoutMs, budget }: HoldInput): Promise<HoldResult> {
     // A key's live hold is found by the unique index (the statement fails as a
     // whole, debit included) or, when the credits no longer cover a second
     // one, by the lookup below: one round trip when the key is new.
     let rows: Row[];
     try {
       const instance = this.instance();
-      const params = [accountId, amount.toString(), callId, service, key, timeoutMs + this.lead()];
-      ({ rows } = await this.db.query(instance === null ? this.holdSql[0] : this.holdSql[1], instance === null ? params : [...params, instance]));
+      const params = [accountId, amount.toString(), callId, service, key, timeoutMs + this.lead(), ...(budget ? budgets.budgetParams(budget) : [])];
+      const sql = budget ? this.budgetHoldSql : this.holdSql;
+      ({ rows } = await this.db.query(instance === null ? sql[0] : sql[1], instance === null ? params : [...params, instance]));
     } catch (error) {
+      if (budget && budgets.isBudgetViolation(error)) throw await budgets.budgetRefusal(this.db, budget, amount);
       if (key !== null && sqlState(error) === '23505') {
         const existing = await this.liveHoldByKey(accountId, key);
         if (existing) return existing;

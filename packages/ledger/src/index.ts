@@ -18,6 +18,7 @@ export {
   CYCLE_TRANSITIONS,
 } from './types.js';
 export type { BatchOptions } from './batch.js';
+export type { Budget, BudgetUse } from './budgets.js';
 export type { DeadInstancesReaped, ReapDeadOptions } from './liveness.js';
 export type {
   AccountBalance,

@@ -3,6 +3,7 @@ import { openDatabase } from './db.js';
 import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate } from './migrate.js';
 import type { MigrateResult } from './migrate.js';
 import * as accounts from './accounts.js';
+import * as budgets from './budgets.js';
 import * as funding from './funding.js';
 import { HoldBook } from './holds.js';
 import * as idempotency from './idempotency.js';
@@ -119,6 +120,21 @@ export class Ledger {
    */
   hold(accountId: string, amount: bigint, options: HoldOptions): Promise<HoldResult> {
     return this.holds.hold(accountId, amount, options);
+  }
+
+  /** What each credential spent (`spent`) and holds in flight (`held`) in the periods asked for; keyed `credential + '\n' + period`. */
+  budgets(of: ReadonlyArray<{ credential: string; period: string }>): Promise<Map<string, budgets.BudgetUse>> {
+    return budgets.readBudgets(this.db, of);
+  }
+
+  /** Reserves `amount` under a budget without a hold (the wallet path); `BUDGET_EXCEEDED` when it does not fit. */
+  reserveBudget(budget: budgets.Budget, amount: bigint): Promise<void> {
+    return budgets.reserveBudget(this.db, budget, amount);
+  }
+
+  /** Settles a {@link reserveBudget}: `amount` leaves `held`, `spent` (what was paid; 0n for nothing) joins `spent`. */
+  settleBudget(budget: budgets.Budget, amount: bigint, spent: bigint): Promise<void> {
+    return budgets.settleBudget(this.db, budget, amount, spent);
   }
 
   /** The hold, or `HOLD_NOT_FOUND`. */

@@ -77,6 +77,14 @@ export interface HoldOptions {
   idempotencyKey?: string;
   /** After this the reaper voids the hold if it is still pending (default {@link DEFAULT_HOLD_TIMEOUT_MS}). */
   timeoutMs?: number;
+  /**
+   * Counts the hold against a credential's budget (a spending policy's limit
+   * for a period): in the same statement as the debit, `spent + held` of the
+   * budget may not pass `limit`, else `BUDGET_EXCEEDED` and nothing moves.
+   * Such holds are placed one by one (not batched). Its post moves the posted
+   * amount to `spent`, its void (refund, reaper) gives it back.
+   */
+  budget?: import('./budgets.js').Budget;
 }
 
 export interface HoldResult {

@@ -41,5 +41,6 @@ it('ships its migrations next to the code', async () => {
     '0010_wallet_credits.sql',
     '0011_cycle_fee.sql',
     '0012_instances.sql',
+    '0013_credential_budgets.sql',
   ]);
 });
