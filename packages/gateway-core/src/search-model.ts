@@ -37,13 +37,22 @@ export function reportSearchModel(embedder: Embedder, index: SearchIndex, logger
   });
 }
 
-/** A progress callback for the embedder that logs every 10% of the download (the first report and the last included). */
+/**
+ * A progress callback for the embedder that logs every 10% of the download
+ * (the first report and the last included). The total grows as each file
+ * starts (the small ones first): the count restarts with a new total.
+ */
 export function downloadProgressLogger(modelId: string, logger: () => Logger | undefined): (p: ModelDownloadProgress) => void {
   let lastStep = -1;
+  let lastTotal = 0;
   return (p) => {
     if (!(p.total > 0)) return;
+    if (p.total !== lastTotal) {
+      lastTotal = p.total;
+      lastStep = -1;
+    }
     const step = Math.floor((10 * p.loaded) / p.total);
-    if (step === lastStep) return;
+    if (step <= lastStep) return;
     lastStep = step;
     logger()?.info(
       { event: 'search_model', state: 'downloading', loaded: p.loaded, total: p.total },

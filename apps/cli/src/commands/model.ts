@@ -19,14 +19,21 @@ export async function runModelFetch(ctx: Context, opts: { dir?: string; hub?: st
     throw new CliError('LOCAL', 'model fetch needs @farebox/discovery: npm install -g @farebox/discovery (it brings the ONNX runtime)');
   }
   const hub = opts.hub ?? (ctx.settings.childEnv.FAREBOX_MODEL_HUB_URL || undefined);
+  // A line at every 10%; the total grows as each file starts (the small ones first), and the count restarts with it.
   let step = -1;
+  let known = 0;
   const r = await discovery
     .prefetchModel({
       ...(opts.dir ? { modelDir: opts.dir } : {}),
       ...(hub ? { hubUrl: hub } : {}),
       onProgress: ({ loaded, total }) => {
-        const now = total > 0 ? Math.floor((10 * loaded) / total) : -1;
-        if (now === step || now < 0) return;
+        if (!(total > 0)) return;
+        if (total !== known) {
+          known = total;
+          step = -1;
+        }
+        const now = Math.floor((10 * loaded) / total);
+        if (now <= step) return;
         step = now;
         ctx.log(`downloading ${discovery.DEFAULT_MODEL_ID}: ${now * 10}% (${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB)`);
       },
