@@ -271,6 +271,16 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     (async () => {
       const unsafe = unsafeTextError(req.query);
       if (unsafe) return errorPage(res, unsafe.message);
+      // A client_id URL makes the gateway fetch a document: such requests share the per-IP limit of /register.
+      if (typeof req.query.client_id === 'string' && req.query.client_id.startsWith('https://')) {
+        try {
+          await enforceRateLimit(core.rateLimits, oauth.rateLimits.register, req.ip ?? 'unknown');
+        } catch (err) {
+          if (!(err instanceof GatewayError)) throw err;
+          for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
+          return errorPage(res, 'too many authorization requests with a client metadata document from this address; try again in a minute', 429);
+        }
+      }
       const check = await oauth.checkAuthorization(req.query as Record<string, unknown>);
       if (check.kind === 'error_page') return errorPage(res, check.message);
       if (check.kind === 'redirect') return res.redirect(302, check.location);

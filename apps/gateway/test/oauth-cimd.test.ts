@@ -179,6 +179,26 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     });
   });
 
+  it('limits authorization requests naming a document URL per IP (they make the gateway fetch), like /register', async () => {
+    const limited = await startHarness('pglite', { oauth: { registerPerMinute: 3 } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const u = new URL(`${limited.url}/authorize`);
+        u.search = new URLSearchParams({ client_id: `https://10.9.8.${i}/client.json`, redirect_uri: REDIRECT, response_type: 'code' }).toString();
+        const r = await fetch(u, { redirect: 'manual' });
+        statuses.push(r.status);
+        if (r.status === 429) {
+          expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+          expect(await r.text()).toContain('too many authorization requests with a client metadata document from this address');
+        }
+      }
+      expect(statuses).toEqual([400, 400, 400, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('still registers clients dynamically (deprecated by MCP), with application_type', async () => {
     const r = await fetch(`${h.url}/register`, {
       method: 'POST',
