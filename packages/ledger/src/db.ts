@@ -41,6 +41,13 @@ export interface OpenDatabaseOptions {
   schema?: string;
   /** Pool size on PostgreSQL (default 10). PGlite has one connection. */
   poolSize?: number;
+  /**
+   * How long a new PostgreSQL connection may take before the attempt fails
+   * (default 5000 ms). A server that stops answering without refusing would
+   * otherwise leave every call waiting; with the bound the caller gets the
+   * database-unavailable answer and retries.
+   */
+  connectTimeoutMs?: number;
   /** Environment to read `DATABASE_URL` from (the host passes its own; none when omitted). */
   env?: Record<string, string | undefined>;
 }
@@ -123,6 +130,9 @@ async function openPostgres(url: string, options: OpenDatabaseOptions): Promise<
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // TCP keepalive: a connection to a server that vanished is found dead, not waited on.
+    keepAlive: true,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
   guardPool(pool);
