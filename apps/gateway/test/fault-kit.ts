@@ -351,8 +351,11 @@ export async function startFaultDeployment(options: FaultDeploymentOptions = {})
       operatorKey,
       async killGateway(i) {
         const g = gateways[i]!;
+        // The signal first, at once (a gateway starts no processes): the calls under way are cut; then callers stop choosing it.
+        const exited = new Promise((r) => g.process.child.once('exit', r));
+        g.process.child.kill('SIGKILL');
         g.dead = true;
-        await killTree(g.process.child);
+        await exited;
       },
       close,
     };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type pg from 'pg';
 import { ClientError, GatewayApiError, createGatewayClient } from '@farebox/client';
 import type { FaultDeployment } from './fault-kit.js';
@@ -17,7 +18,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface Answer {
   t: number;
   gateway: number;
-  status: number | 'network' | 'timeout';
+  status: number | 'network' | 'timeout' | 'error';
+  /** `error`: what was thrown. */
+  error?: string;
   /** The answer carried `Retry-After`. */
   retryAfter: boolean;
   key: string;
@@ -40,6 +43,8 @@ export interface Load {
   /** Keys whose last answer was a refusal (the call is over, not charged unless a 200 said so). */
   refused: Map<string, number>;
   cutOffs: CutOff[];
+  /** Calls under way, by gateway. */
+  inFlight: number[];
   /** Waits for the callers to finish their current call and hold still. */
   pause(): Promise<void>;
   resume(): void;
@@ -55,6 +60,7 @@ export function startLoad(d: FaultDeployment, callers: number, giveUpMs = 60_000
   const ok = new Set<string>();
   const refused = new Map<string, number>();
   const cutOffs: CutOff[] = [];
+  const inFlight = d.gateways.map(() => 0);
   let stopped = false;
   let paused: Promise<void> | undefined;
   let resume: (() => void) | undefined;
@@ -76,6 +82,8 @@ export function startLoad(d: FaultDeployment, callers: number, giveUpMs = 60_000
     for (;;) {
       let status: Answer['status'];
       let retryAfter = false;
+      let error: string | undefined;
+      inFlight[g]!++;
       try {
         await clients[g]![account]!.call(d.service, { caller }, { idempotencyKey: key });
         status = 200;
@@ -84,16 +92,21 @@ export function startLoad(d: FaultDeployment, callers: number, giveUpMs = 60_000
           status = e.status;
           retryAfter = e.retryAfterSeconds !== undefined;
         } else if (e instanceof ClientError && e.code === 'NETWORK') status = e.data.timedOut ? 'timeout' : 'network';
-        else throw e;
+        else {
+          status = 'error';
+          error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+        }
+      } finally {
+        inFlight[g]!--;
       }
-      answers.push({ t: Date.now(), gateway: g, status, retryAfter, key });
+      answers.push({ t: Date.now(), gateway: g, status, retryAfter, key, ...(error ? { error } : {}) });
       if (cut) cut.seen.push(status);
       if (status === 200) {
         ok.add(key);
         if (cut) cut.servedAt = Date.now();
         return;
       }
-      const unanswered = status === 'network' || status === 'timeout' || status === 409;
+      const unanswered = status === 'network' || status === 'timeout' || status === 'error' || status === 409;
       if (!unanswered || Date.now() - started > giveUpMs) {
         refused.set(key, typeof status === 'number' ? status : 0);
         // A refusal is an answer: the caller backs off a little before its next call.
@@ -133,6 +146,7 @@ export function startLoad(d: FaultDeployment, callers: number, giveUpMs = 60_000
     ok,
     refused,
     cutOffs,
+    inFlight,
     async pause() {
       paused ??= new Promise((r) => (resume = r));
       await allIdle();
@@ -180,15 +194,33 @@ export function watchReadiness(d: FaultDeployment): {
   return { readySince: (i) => since.get(i), last: (i) => last.get(i), stop: () => void (stopped = true) };
 }
 
-/** Pending holds and leased idempotency keys (in progress, the lease not over or released) of the deployment's accounts, by id. */
-export async function unsettled(db: pg.Client, d: FaultDeployment): Promise<{ holds: string[]; leases: string[] }> {
+/**
+ * Pending holds and leased idempotency keys (in progress, the lease not over
+ * or released) of the deployment's accounts, by id; with `instances`, only
+ * those the ledger instances with these ids placed (one gateway's).
+ */
+export async function unsettled(db: pg.Client, d: FaultDeployment, instances?: string[]): Promise<{ holds: string[]; leases: string[] }> {
   const ids = d.accounts.map((a) => a.id);
-  const holds = await db.query<{ id: string }>(`SELECT id::text FROM holds WHERE state = 'pending' AND account_id = ANY($1)`, [ids]);
+  const mine = instances ? ' AND instance_id = ANY($2::bigint[])' : '';
+  const params = instances ? [ids, instances] : [ids];
+  const holds = await db.query<{ id: string }>(`SELECT id::text FROM holds WHERE state = 'pending' AND account_id = ANY($1)${mine}`, params);
   const leases = await db.query<{ k: string }>(
-    `SELECT account_id || '/' || key AS k FROM idempotency_keys WHERE state = 'in_progress' AND locked_until > now() AND account_id = ANY($1)`,
-    [ids],
+    `SELECT account_id || '/' || key AS k FROM idempotency_keys WHERE state = 'in_progress' AND locked_until > now() AND account_id = ANY($1)${mine}`,
+    params,
   );
   return { holds: holds.rows.map((r) => r.id), leases: leases.rows.map((r) => r.k) };
+}
+
+/** The ledger instances (ids) gateway `i` joined as (`ledger_instances`, named `<host> pid <pid>`); undefined where the ledger has no instances. */
+export async function instancesOf(db: pg.Client, d: FaultDeployment, i: number): Promise<string[] | undefined> {
+  try {
+    const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM ledger_instances WHERE name = $1`, [
+      `${hostname()} pid ${d.gateways[i]!.process.child.pid}`,
+    ]);
+    return rows.map((r) => r.id);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Waits (up to `withinMs`) until none of `before` is pending or leased any more; the ms it took, or undefined when it did not happen. */

@@ -3,6 +3,7 @@ import type { FaultDeployment } from './fault-kit.js';
 import {
   countByStatus,
   formatCounts,
+  instancesOf,
   ledgerAudit,
   moneyCheck,
   settledAfter,
@@ -32,11 +33,12 @@ export interface FaultResult {
   readiness: Array<{ gateway: number; status: number; body: string }>;
   /** ms from `back` until every live gateway answered ready and served a call; undefined: not within the bound. */
   recoverMs: number | undefined;
-  /** ms from the kill until no hold and no lease left over from before `back` remained; undefined: not within the bound (then what was left). */
+  /** ms from the kill until no hold and no lease open at `back` remained (a killed gateway's own: those it placed); undefined: not within the bound (then what was left). */
   wholeMs: number | undefined;
   left: { holds: number; leases: number };
-  /** Holds and leases open at `back`. */
+  /** Holds and leases open at `back` (a killed gateway's own, when `ofDeadGateway`). */
   open: { holds: number; leases: number };
+  ofDeadGateway: boolean;
   cutOffs: CutOff[];
   /** What the gateways said meanwhile (dependency and liveness lines, warnings, errors). */
   said: Array<{ gateway: number; line: string }>;
@@ -81,6 +83,10 @@ async function fault(
   options: FaultOptions,
   kill: () => Promise<void>,
   bringBack: (() => Promise<void>) | undefined,
+  /** A killed gateway: whole money is its holds and leases given back (not those of live gateways). */
+  gateway?: number,
+  /** Waits for the moment to strike (before the clock starts). */
+  prepare?: () => Promise<void>,
 ): Promise<FaultResult> {
   const say = options.log ?? (() => undefined);
   const db = database(d);
@@ -90,6 +96,9 @@ async function fault(
     const firstAnswer = load.answers.length;
     const firstSaid = d.said.length;
     const cutOffsBefore = load.cutOffs.length;
+    await prepare?.();
+    // The dead gateway's ledger instances, read while it still has them (a survivor drops them once it gave back what they held).
+    const instances = gateway === undefined ? undefined : await instancesOf(await db.get(), d, gateway);
     const at = Date.now();
     await kill();
     const readiness: FaultResult['readiness'] = [];
@@ -108,7 +117,7 @@ async function fault(
     const back = Date.now();
     let open = { holds: [] as string[], leases: [] as string[] };
     try {
-      open = await unsettled(await db.get(), d);
+      open = await unsettled(await db.get(), d, instances);
     } catch {
       // The database is not reachable yet: whatever is open is measured below.
     }
@@ -145,6 +154,7 @@ async function fault(
       wholeMs: settled.ms,
       left: { holds: settled.holds, leases: settled.leases },
       open: { holds: open.holds.length, leases: open.leases.length },
+      ofDeadGateway: instances !== undefined,
       cutOffs: load.cutOffs.slice(cutOffsBefore),
       said: d.said.slice(firstSaid).map(({ gateway, line }) => ({ gateway, line })),
       audit,
@@ -176,9 +186,23 @@ export const postgresFault = (d: FaultDeployment, load: Load, o: FaultOptions) =
     () => d.postgres.start(),
   );
 
-/** Kills gateway `i` for good, mid-load. */
+/** Kills gateway `i` for good, mid-load: once it has calls under way (half its share of those in flight, or after 10 s whatever it has). */
 export const gatewayFault = (d: FaultDeployment, load: Load, o: FaultOptions, i: number) =>
-  fault(d, load, `gateway ${i + 1} of ${d.gateways.length} killed`, o, () => d.killGateway(i), undefined);
+  fault(
+    d,
+    load,
+    `gateway ${i + 1} of ${d.gateways.length} killed`,
+    o,
+    () => d.killGateway(i),
+    undefined,
+    i,
+    async () => {
+      // The load back in full after the last fault's check, then a moment when this gateway has its share of calls under way.
+      await sleep(1000);
+      const want = Math.max(1, Math.floor(load.inFlight.reduce((a, b) => a + b, 0) / (2 * d.gateways.length)));
+      for (const until = Date.now() + 10_000; load.inFlight[i]! < want && Date.now() < until; ) await sleep(5);
+    },
+  );
 
 /** The calls of this fault that were charged though their caller was refused: what they were answered, when. */
 function refusedButCharged(r: FaultResult): string[] {
@@ -233,7 +257,9 @@ export function report(r: FaultResult): string[] {
     `  answers callers saw (kill until served again + 1 s): ${formatCounts(countByStatus(r.answers))}`,
     ...(r.readiness.length ? [`  /health/ready during the outage: ${[...readiness].map(([k, n]) => `${n}x ${k}`).join(' | ')}`] : []),
     `  time to recover (every live gateway ready and serving, from the moment it was back): ${s(r.recoverMs)}`,
-    `  holds / leases open when it was back: ${r.open.holds} / ${r.open.leases}`,
+    r.ofDeadGateway
+      ? `  holds / leases of the dead gateway at the kill: ${r.open.holds} / ${r.open.leases}`
+      : `  holds / leases open when it was back: ${r.open.holds} / ${r.open.leases}`,
     `  time until money is whole (those holds resolved, those leases released, from the kill): ${s(r.wholeMs)}${r.wholeMs === undefined ? ` (${r.left.holds} holds and ${r.left.leases} leases still open)` : ''}`,
     ...(r.cutOffs.length
       ? [
