@@ -26,7 +26,7 @@ describe('loadConfig: the gateway host reads its environment once', () => {
     expect(c.options).toMatchObject({ host: '0.0.0.0', port: 9000 });
     expect(c.options.env).toBe(env);
     expect(c.network).toBe('local');
-    expect(c.log).toEqual({ level: 'debug', pretty: false });
+    expect(c.log).toEqual({ level: 'debug', pretty: false, colors: false });
     expect(loadConfig({}, true)).toMatchObject({ network: 'testnet', log: { level: 'info', pretty: true } });
     expect(loadConfig({ FAREBOX_NETWORK: 'mainnet' }).network).toBe('mainnet');
     expect(loadConfig({ FAREBOX_LOG_LEVEL: 'loud' }).log.level).toBeUndefined();
