@@ -46,7 +46,9 @@ export function setSecurityHeaders(res: ServerResponse): void {
 export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse): { status: number; body: string; rateLimitRule: string | undefined } {
   for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
   const rule = err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string' ? err.data.rule : undefined;
-  return { status: HTTP_STATUS[err.code], body: JSON.stringify({ error: err.message }), rateLimitRule: rule };
+  // A spending policy's refusal carries its fields next to `error` (docs/api.md, "Spending policies").
+  const fields = err.data && 'limit_source' in err.data ? err.data : undefined;
+  return { status: HTTP_STATUS[err.code], body: JSON.stringify({ error: err.message, ...fields }), rateLimitRule: rule };
 }
 
 /** The one error handler: `{ "error": message }` with the status of the code table. */

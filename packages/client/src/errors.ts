@@ -90,6 +90,13 @@ export class GatewayApiError extends ClientError {
   readonly requestId: string | undefined;
   /** The answer's `Retry-After`, in seconds (a 409 of an attempt still in progress, a 429, a 503), when it had one. */
   readonly retryAfterSeconds: number | undefined;
+  /**
+   * A refusal by the spending policy of the API key or OAuth connection (402:
+   * its limit for the period is reached; 403: the service is not allowed or
+   * the price is over its per-call maximum): whose policy, the limit, what
+   * remains and when the period resets. Nothing was charged.
+   */
+  readonly spendingLimit: SpendingLimitRefusal | undefined;
 
   constructor(status: number, message: string, body?: unknown, requestId?: string, retryAfterSeconds?: number) {
     // A paid call's error answers carry its `callId` (the gateway's log lines and `/v1/transactions` name it too).
@@ -100,5 +107,28 @@ export class GatewayApiError extends ClientError {
     this.body = body;
     this.requestId = requestId;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.spendingLimit = spendingLimitOf(body);
   }
+}
+
+/** The machine-readable fields of a spending policy's refusal (docs/api.md, "Spending policies"). */
+export interface SpendingLimitRefusal {
+  source: 'key' | 'connection';
+  limitUsd: number | null;
+  remainingUsd: number | null;
+  /** ISO 8601; null for a `total` limit or a policy without a limit. */
+  resetsAt: string | null;
+}
+
+function spendingLimitOf(body: unknown): SpendingLimitRefusal | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const b = body as Record<string, unknown>;
+  if (b.limit_source !== 'key' && b.limit_source !== 'connection') return undefined;
+  const num = (v: unknown) => (typeof v === 'number' ? v : null);
+  return {
+    source: b.limit_source,
+    limitUsd: num(b.limit_usd),
+    remainingUsd: num(b.remaining_usd),
+    resetsAt: typeof b.resets_at === 'string' ? b.resets_at : null,
+  };
 }

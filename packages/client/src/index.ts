@@ -55,4 +55,4 @@ export type {
   DisputeDecision,
 } from './gateway.js';
 export { ClientError, EndpointVerificationError, GatewayApiError } from './errors.js';
-export type { ClientErrorCode, ClientErrorData } from './errors.js';
+export type { ClientErrorCode, ClientErrorData, SpendingLimitRefusal } from './errors.js';

@@ -152,6 +152,48 @@ export const NameBody = z
 
 export const EmptyBody = z.object({}).meta({ id: 'EmptyBody' });
 
+const usdAmount = (field: string, example: string) =>
+  z
+    .union([z.number(), z.string()], { error: `${field} must be a USD amount such as ${example}` })
+    .nullable()
+    .optional()
+    .meta({ description: `USD (a number or a decimal string), more than 0 and at most 10000; null removes it.` });
+
+/**
+ * A credential's spending policy (API keys, OAuth connections): a limit per
+ * period (UTC day, week from Monday, month, or `total`), the services it may
+ * call, the highest price of one call. On an update an absent field is kept
+ * and null removes it. docs/api.md, "Spending policies".
+ */
+export const SpendingPolicyFields = {
+  limit_usd: usdAmount('limit_usd', '5 or 2.50'),
+  limit_period: z
+    .enum(['day', 'week', 'month', 'total'], { error: 'limit_period must be day, week, month or total' })
+    .nullable()
+    .optional()
+    .meta({ description: 'The period of limit_usd: a UTC day, a UTC week from Monday, a UTC month, or the whole life of the credential.' }),
+  allowed_services: z
+    .array(z.string({ error: 'allowed_services must be a list of service names' }).superRefine(serviceNameRule), {
+      error: 'allowed_services must be a list of service names',
+    })
+    .max(100, 'allowed_services names at most 100 services')
+    .nullable()
+    .optional()
+    .meta({ description: 'The only services the credential may call; null: every service.' }),
+  max_call_usd: usdAmount('max_call_usd', '0.05'),
+};
+
+export const SpendingPolicyBody = z.strictObject(SpendingPolicyFields, { error: unknownField }).meta({ id: 'SpendingPolicyBody' });
+export type SpendingPolicyInput = z.output<typeof SpendingPolicyBody>;
+
+export const CreateApiKeyBody = z
+  .strictObject({ name: NameBody.shape.name, ...SpendingPolicyFields }, { error: unknownField })
+  .meta({ id: 'CreateApiKeyBody', description: "The key's name and, optionally, its spending policy." });
+
+export const UpdateApiKeyBody = z
+  .strictObject({ name: NameBody.shape.name.optional(), ...SpendingPolicyFields }, { error: unknownField })
+  .meta({ id: 'UpdateApiKeyBody', description: 'Any of the name and the spending policy fields (absent: kept; null: removed).' });
+
 export const OpenDisputeBody = z
   .strictObject(
     {

@@ -18,7 +18,7 @@ export type OAuthScope = keyof typeof OAUTH_SCOPES;
  */
 export type Auth = { kind: 'none' } | { kind: 'account'; oauthScope?: OAuthScope } | { kind: 'operator' };
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface OperationInput {
   params?: z.ZodObject;

@@ -51,6 +51,19 @@ export const Balance = z
   })
   .meta({ id: 'Balance', description: 'Credits, the on-chain wallet and their sum.' });
 
+/** A credential's spending policy and its budget this period (docs/api.md, "Spending policies"). */
+export const SpendingPolicy = z
+  .object({
+    limit_usd: z.number().nullable(),
+    limit_period: z.enum(['day', 'week', 'month', 'total']).nullable(),
+    allowed_services: z.array(z.string()).nullable(),
+    max_call_usd: z.number().nullable(),
+    spent_usd: z.number().nullable().meta({ description: 'Spent this period, calls in flight included (null without a limit).' }),
+    remaining_usd: z.number().nullable(),
+    resets_at: Timestamp.nullable().meta({ description: 'When the period ends (null without a limit, or for total).' }),
+  })
+  .meta({ id: 'SpendingPolicy' });
+
 export const Account = Balance.extend({
   id: z.string(),
   email: z.string(),
@@ -58,6 +71,10 @@ export const Account = Balance.extend({
   is_publisher: z.boolean(),
   publisher_name: z.string().nullable(),
   created_at: Timestamp,
+  credential: z
+    .object({ via: z.enum(['api_key', 'session', 'oauth']), id: z.string().nullable(), policy: SpendingPolicy.nullable() })
+    .optional()
+    .meta({ description: "The credential of this request (GET /v1/me): an API key's or a connection's id and spending policy with its remaining budget." }),
 }).meta({ id: 'Account', description: 'The account, with the Balance fields.' });
 
 export const SessionAccount = Account.extend({
@@ -183,12 +200,23 @@ export const CallError = ErrorBody.extend({
   trace: Trace.optional(),
 }).meta({ id: 'CallError', description: 'A failed call (refunded): the reason, and the call id and trace once the call started.' });
 
+/** The fields of a refusal by a spending policy (402 budget, 403 service or price), next to `error`. */
+export const SpendingRefusal = z
+  .object({
+    error: z.string(),
+    limit_source: z.enum(['key', 'connection']),
+    limit_usd: z.number().nullable(),
+    remaining_usd: z.number().nullable(),
+    resets_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'SpendingRefusal' });
+
 export const ApiKey = z
-  .object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() })
+  .object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable(), ...SpendingPolicy.shape })
   .meta({ id: 'ApiKey', description: 'An API key record (never the key).' });
 
 export const CreatedApiKey = z
-  .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), created_at: Timestamp })
+  .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), created_at: Timestamp, ...SpendingPolicy.shape })
   .meta({ id: 'CreatedApiKey', description: 'A new API key: `key` is shown this once.' });
 
 export const Revoked = z.object({ id: z.string(), revoked: z.boolean() }).meta({ id: 'Revoked' });
@@ -205,8 +233,13 @@ export const OAuthConnection = z
     spent_today_base_units: BaseUnits,
     created_at: Timestamp,
     last_used_at: Timestamp.nullable(),
+    ...SpendingPolicy.shape,
   })
-  .meta({ id: 'OAuthConnection', description: 'An app authorized through OAuth, with its spending today (UTC).' });
+  .meta({
+    id: 'OAuthConnection',
+    description:
+      'An app authorized through OAuth, with its spending policy (daily_limit_*: the limit when its period is day; spent_today_*: what it spent this UTC day).',
+  });
 
 export const PublisherActivation = z
   .object({ is_publisher: z.literal(true), publisher_name: z.string().nullable(), payout_wallet: Address, wallet_status: WalletStatus })

@@ -1,4 +1,5 @@
 import type { Ed25519Signer } from '@farebox/protocol';
+import type { Budget } from '@farebox/ledger';
 import type { schemas } from '@farebox/contract';
 import type { z } from 'zod';
 import type { Principal } from './auth/accounts.js';
@@ -19,7 +20,7 @@ export interface CallableService {
 /** The two-phase credit operations a call needs (implemented over @farebox/ledger). */
 export interface CreditsPort {
   /** Places a hold; throws `GatewayError('INSUFFICIENT_BALANCE')` when credits do not cover it. */
-  hold(input: { accountId: string; amount: bigint; callId: string; service: string; idempotencyKey?: string }): Promise<{ holdId: string }>;
+  hold(input: { accountId: string; amount: bigint; callId: string; service: string; idempotencyKey?: string; budget?: Budget }): Promise<{ holdId: string }>;
   /** Posts a hold: the call succeeded; the earning goes to `publisherOwner`. Returns the account's credits after. */
   post(holdId: string, input: { publisherOwner: string; service: string; gross: bigint }): Promise<{ balance: bigint; posted: boolean }>;
   /** Voids a hold: the money returns to credits. Returns the credits after. */

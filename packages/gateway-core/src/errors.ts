@@ -9,6 +9,7 @@ export type GatewayErrorCode =
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'INSUFFICIENT_BALANCE'
+  | 'SPENDING_LIMIT'
   | 'PAYLOAD_TOO_LARGE'
   | 'RATE_LIMITED'
   | 'UPSTREAM'
@@ -44,6 +45,8 @@ export const HTTP_STATUS: Record<GatewayErrorCode, number> = {
   UNAUTHENTICATED: 401,
   // `insufficient balance`: the spec leaves the status open; 402 Payment Required says what happened.
   INSUFFICIENT_BALANCE: 402,
+  // A credential's spending policy: its limit for the period is reached (docs/api.md, "Spending policies").
+  SPENDING_LIMIT: 402,
   FORBIDDEN: 403,
   CSRF: 403,
   NOT_FOUND: 404,

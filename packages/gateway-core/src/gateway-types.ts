@@ -116,6 +116,10 @@ export interface GatewayCore {
   readonly catalog: CatalogService;
   readonly calls: CallService;
   readonly oauthConnections: OAuthServer['connections'];
+  /** Paid calls the user confirms: thresholds of OAuth connections and approvals of single calls (oauth/confirmations.ts). */
+  readonly callConfirmations: import('./oauth/confirmations.js').CallConfirmations;
+  /** The spending policy of the principal's API key or connection and its budget now (null without one). */
+  spendingPolicy(principal: Principal): Promise<import('./auth/policy.js').PolicyView | null>;
   readonly publisher: PublisherService;
   readonly platform: PlatformService;
   /** Starts following the registry (and indexing it), settlement and the background jobs. Resolves after the first sync. */

@@ -12,6 +12,7 @@ import { createManifests } from './manifests.js';
 import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
+import { budgetOfView, createCallConfirmations } from './oauth/confirmations.js';
 import { createDependencyTracker } from './observability/dependencies.js';
 import { createLogger, legacySink } from './observability/log.js';
 import { createMetrics } from './observability/metrics.js';
@@ -65,8 +66,9 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     ...options.oauth,
     now,
     allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins],
+    budgets: (of) => ledger.budgets(of),
   });
-  const spending = createSpendingLimits({ db, now });
+  const spending = createSpendingLimits({ ledger, now });
 
   let noteSettlementFailure: Operator['noteSettlementFailure'] | undefined;
   const settlementLog = (m: string, e?: unknown) => {
@@ -112,12 +114,20 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     cache: new CredentialCache({ ...(redis ? { bus: new RedisInvalidationBus(redis) } : {}), ttlMs: config.credentialCacheMs, now }),
     credits: { openAccount: async (id) => void (await ledger.openAccount(id)) },
     now,
+    budgets: (of) => ledger.budgets(of),
   });
 
   const wallet = createWalletReader({ ledger, balances: (a) => infra.chain.balances(a) });
   const account = createAccountService({ ledger, network, treasuryAddress, topups, provisioning, wallet });
   const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning });
   const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), settlement });
+  const callConfirmations = createCallConfirmations({
+    db,
+    now,
+    origin: config.publicOrigin,
+    price: async (name) => (mirror.get(name) ?? (await infra.registry.getAgent(name).catch(() => null)))?.pricePerCall,
+    budget: async (principal) => budgetOfView(await spending.view(principal)),
+  });
   const networkLedger = latestLedgerReader(infra, now);
   const platform = createPlatformService({
     ...infra,
@@ -162,7 +172,9 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     account,
     catalog,
     calls: spending.wrapCalls(calls),
+    spendingPolicy: (principal) => spending.view(principal),
     oauthConnections: oauth.connections,
+    callConfirmations,
     publisher,
     platform,
 

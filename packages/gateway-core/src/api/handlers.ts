@@ -48,7 +48,10 @@ export type ApiHandlers = { [K in MountedOperationId]: ApiHandler<K> };
  */
 export function createApiHandlers(core: GatewayCore): ApiHandlers {
   return {
-    me: async (p) => core.account.me(p.user),
+    me: async (p) => ({
+      ...(await core.account.me(p.user)),
+      credential: { via: p.via, id: p.via === 'session' ? null : p.credentialId, policy: await core.spendingPolicy(p) },
+    }),
     balance: async (p) => core.account.balance(p.user),
     wallet: async (p) => core.account.wallet(p.user),
     topup: async (p, i) => core.account.topup(p.user, i.body, i.headers['idempotency-key']),
@@ -67,8 +70,10 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
     listApiKeys: async (p, i) => first(core.accounts.listApiKeys(p.user.id), i.query.limit, LIST_LIMITS.account),
     createApiKey: async (p, i) => core.accounts.createApiKey(p.user.id, i.body),
     revokeApiKey: async (p, i) => core.accounts.revokeApiKey(p.user.id, i.params.id),
+    updateApiKey: async (p, i) => core.accounts.updateApiKey(p.user.id, i.params.id, i.body),
     listOAuthConnections: async (p, i) => first(core.oauthConnections.list(p.user.id), i.query.limit, LIST_LIMITS.account),
     revokeOAuthConnection: async (p, i) => core.oauthConnections.revoke(p.user.id, i.params.id),
+    updateOAuthConnection: async (p, i) => core.oauthConnections.update(p.user.id, i.params.id, i.body),
 
     activatePublisher: async (p, i) => core.publisher.activate(p.user, i.body),
     publisherOverview: async (p) => core.publisher.overview(p.user),

@@ -3,10 +3,12 @@ import { inputs } from '@farebox/contract';
 import type { z } from 'zod';
 import { prepared } from '@farebox/ledger';
 import type { WalletProvider } from '@farebox/wallets';
+import type { BudgetUse } from '@farebox/ledger';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import { CredentialCache } from './credential-cache.js';
+import { parsePolicy, policyFromRow, policyParams, policyView, budgetFor, POLICY_COLUMNS, type PolicyRow, type SpendingPolicy } from './policy.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './passwords.js';
 import { API_KEY_PREFIX, generateApiKey, hashToken, isWellFormedApiKey, randomToken } from './tokens.js';
 
@@ -15,7 +17,8 @@ export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 // Every authenticated request runs one of these: prepared once per connection.
 const API_KEY_LOOKUP = prepared(
   'gw_api_key_lookup',
-  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id, k.last_used_at
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id, k.last_used_at,
+          k.limit_units, k.limit_period, k.allowed_services, k.max_call_units
      FROM gw_api_keys k JOIN gw_users u ON u.id = k.user_id
     WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
 );
@@ -47,6 +50,8 @@ export interface Principal {
   scopes?: readonly string[];
   /** The OAuth client, for OAuth credentials (rate limited per client). */
   clientId?: string;
+  /** The spending policy of the API key or OAuth connection, if it has one. */
+  policy?: SpendingPolicy;
 }
 
 type UserRow = {
@@ -99,10 +104,15 @@ export interface AccountsOptions {
   onSignup?: (user: User) => void;
   /** The gateway's clock (default `Date.now`): sessions' expiry and API keys' `last_used_at`. */
   now?: Clock;
+  /** What credentials spent per period (the ledger's budgets), for the keys' lists. */
+  budgets?: (of: Array<{ credential: string; period: string }>) => Promise<Map<string, BudgetUse>>;
 }
 
+type KeyRow = PolicyRow & { id: string; name: string; prefix: string; created_at: Date | string; last_used_at: Date | string | null };
+const KEY_COLUMNS = `id, name, prefix, created_at, last_used_at, ${POLICY_COLUMNS}`;
+
 /** Sign-up, sign-in, sessions and API keys. */
-export function createAccounts({ db, wallets, credits, cache = new CredentialCache(), onSignup, now = systemClock }: AccountsOptions) {
+export function createAccounts({ db, wallets, credits, cache = new CredentialCache(), onSignup, now = systemClock, budgets }: AccountsOptions) {
   async function userById(id: string): Promise<User | undefined> {
     const { rows } = await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM gw_users WHERE id = $1`, [id]);
     return rows[0] ? toUser(rows[0]) : undefined;
@@ -116,6 +126,28 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         new Date(now()),
       ])
       .catch(() => undefined);
+  }
+
+  /** Keys as the API lists them: with their policy and its budget this period. */
+  async function keyViews(rows: KeyRow[]) {
+    const at = now();
+    const wanted = rows.flatMap((r) => {
+      const b = budgetFor(r.id, policyFromRow(r), at);
+      return b ? [b] : [];
+    });
+    const used = budgets && wanted.length > 0 ? await budgets(wanted) : new Map<string, BudgetUse>();
+    return rows.map((r) => {
+      const policy = policyFromRow(r);
+      const b = budgetFor(r.id, policy, at);
+      return {
+        id: r.id,
+        name: r.name,
+        prefix: r.prefix,
+        created_at: new Date(r.created_at).toISOString(),
+        last_used_at: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
+        ...policyView(policy, b ? used.get(`${b.credential}\n${b.period}`) : undefined, at),
+      };
+    });
   }
 
   async function newSession(userId: string) {
@@ -192,7 +224,7 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         return cached.principal;
       }
       const generation = cache.generation();
-      const { rows } = await db.query<UserRow & { key_id: string; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [hash]);
+      const { rows } = await db.query<UserRow & PolicyRow & { key_id: string; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [hash]);
       const row = rows[0];
       if (!row) return undefined;
       let lastUsedAt = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;
@@ -200,34 +232,48 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         touchKey(row.key_id);
         lastUsedAt = now();
       }
-      const principal: Principal = { user: toUser(row), via: 'api_key', credentialId: row.key_id };
+      const policy = policyFromRow(row);
+      const principal: Principal = { user: toUser(row), via: 'api_key', credentialId: row.key_id, ...(policy ? { policy } : {}) };
       cache.set(hash, principal, row.key_id, lastUsedAt, generation);
       return principal;
     },
 
     async createApiKey(userId: string, input: unknown) {
-      const { name } = parse(ApiKeyNameSchema, input);
+      const body = parse(inputs.CreateApiKeyBody, input);
+      const policy = parsePolicy(body);
       const { key, prefix } = generateApiKey();
       const id = newId('key');
       const { rows } = await db.query<{ created_at: Date | string }>(
-        'INSERT INTO gw_api_keys (id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING created_at',
-        [id, userId, name, prefix, hashToken(key)],
+        `INSERT INTO gw_api_keys (id, user_id, name, prefix, key_hash, ${POLICY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8::text[], $9::bigint) RETURNING created_at`,
+        [id, userId, body.name, prefix, hashToken(key), ...policyParams(policy)],
       );
-      return { id, name, key, prefix, created_at: new Date(rows[0]!.created_at).toISOString() };
+      return { id, name: body.name, key, prefix, created_at: new Date(rows[0]!.created_at).toISOString(), ...policyView(policy, undefined, now()) };
     },
 
     async listApiKeys(userId: string) {
-      const { rows } = await db.query<{ id: string; name: string; prefix: string; created_at: Date | string; last_used_at: Date | string | null }>(
-        'SELECT id, name, prefix, created_at, last_used_at FROM gw_api_keys WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id',
-        [userId],
+      const { rows } = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM gw_api_keys WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id`, [
+        userId,
+      ]);
+      return keyViews(rows);
+    },
+
+    /** Renames a key or changes its policy; the next call made with it (on any gateway) follows the new policy. */
+    async updateApiKey(userId: string, id: string, input: unknown) {
+      const body = parse(inputs.UpdateApiKeyBody, input);
+      const { rows: found } = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM gw_api_keys WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL`, [
+        id,
+        userId,
+      ]);
+      if (!found[0]) throw new GatewayError('NOT_FOUND', 'api key not found');
+      const policy = parsePolicy(body, policyFromRow(found[0]));
+      const { rows } = await db.query<KeyRow>(
+        `UPDATE gw_api_keys SET name = COALESCE($3, name), limit_units = $4::bigint, limit_period = $5, allowed_services = $6::text[], max_call_units = $7::bigint
+          WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
+        [id, userId, body.name ?? null, ...policyParams(policy)],
       );
-      return rows.map((r) => ({
-        id: r.id,
-        name: r.name,
-        prefix: r.prefix,
-        created_at: new Date(r.created_at).toISOString(),
-        last_used_at: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
-      }));
+      if (!rows[0]) throw new GatewayError('NOT_FOUND', 'api key not found');
+      cache.invalidate({ keyId: id });
+      return (await keyViews(rows))[0]!;
     },
 
     async revokeApiKey(userId: string, id: string) {

@@ -1,12 +1,12 @@
-import { displayText, toJsonInteger, toUsd } from '@farebox/protocol';
 import { GatewayError } from '../errors.js';
 import { createAuthorization } from './authorization.js';
 import { createClientMetadataDocuments } from './client-metadata.js';
+import { createConnectionPolicies } from './connection-policies.js';
 import { createClientRegistry } from './registration.js';
 import { OAUTH_SCOPES, SUPPORTED_SCOPES } from './scopes.js';
 import { createOAuthStore } from './store.js';
 import { createTokenEndpoint } from './token.js';
-import { DAY_MS, utcDay, type CreateOAuthOptions, type OAuthServer } from './types.js';
+import { DAY_MS, type CreateOAuthOptions, type OAuthServer } from './types.js';
 
 export { oauthError, oauthErrorBody, utcDay } from './types.js';
 export type { ClientMetadataOptions } from './client-metadata.js';
@@ -39,6 +39,7 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
   const allowedOrigins = new Set([new URL(issuer).origin, ...(options.allowedOrigins ?? [])]);
 
   const store = createOAuthStore(options.db);
+  const policies = createConnectionPolicies({ db: options.db, now, ...(options.budgets ? { budgets: options.budgets } : {}) });
   const clients = createClientRegistry(store, now);
   const documents = createClientMetadataDocuments({
     store,
@@ -99,26 +100,8 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
     revoke: (body, auth) => tokens.revoke(body, auth),
     authenticate: (token, audience) => tokens.authenticate(token, audience),
     connections: {
-      async list(userId) {
-        const rows = await store.connections(userId, utcDay(now()));
-        return rows.map((r) => {
-          const limit = r.daily_limit === null ? null : BigInt(r.daily_limit);
-          const spent = BigInt(r.spent ?? '0');
-          return {
-            id: r.id,
-            client_id: r.client_id,
-            // As the consent page showed it: the app's name without control, format and bidi characters.
-            client_name: displayText(r.client_name, 'Unnamed app'),
-            scopes: r.scopes.split(' '),
-            daily_limit_usd: limit === null ? null : toUsd(limit),
-            daily_limit_base_units: limit === null ? null : toJsonInteger(limit),
-            spent_today_usd: toUsd(spent),
-            spent_today_base_units: toJsonInteger(spent),
-            created_at: new Date(r.created_at).toISOString(),
-            last_used_at: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
-          };
-        });
-      },
+      list: (userId) => policies.list(userId),
+      update: (userId, id, input) => policies.update(userId, id, input),
       async revoke(userId, id) {
         if (!(await store.revokeConnection(userId, id, new Date(now())))) throw new GatewayError('NOT_FOUND', 'connection not found');
         return { id, revoked: true };

@@ -1,4 +1,5 @@
 import { prepared, type Database } from '@farebox/ledger';
+import type { PolicyRow } from '../auth/policy.js';
 import type { Db } from '../db.js';
 import type { OAuthClient, TokenEndpointAuthMethod } from './types.js';
 
@@ -6,7 +7,8 @@ import type { OAuthClient, TokenEndpointAuthMethod } from './types.js';
 // The connection (the grant) is joined: its scopes and its revocation apply to every token at once.
 const OAUTH_TOKEN_LOOKUP = prepared(
   'gw_oauth_token_lookup',
-  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, c.scopes AS grant_scopes, t.resource, c.last_used_at
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, t.connection_id, c.client_id, t.scopes, c.scopes AS grant_scopes, t.resource, c.last_used_at,
+          c.limit_units, c.limit_period, c.allowed_services, c.max_call_units
      FROM gw_oauth_tokens t
      JOIN gw_oauth_connections c ON c.id = t.connection_id
      JOIN gw_users u ON u.id = c.user_id
@@ -35,8 +37,8 @@ const toClient = (r: ClientRow): OAuthClient => {
   };
 };
 
-/** A row of an access token's lookup: the user, the connection and the token's scopes. */
-export interface AccessTokenRow {
+/** A row of an access token's lookup: the user, the connection (with its spending policy) and the token's scopes. */
+export interface AccessTokenRow extends PolicyRow {
   id: string;
   email: string;
   wallet_address: string;
@@ -128,8 +130,9 @@ export function createOAuthStore(db: Database) {
       );
     },
     async ownedConnection(userId: string, clientId: string): Promise<{ dailyLimit: bigint | null } | undefined> {
+      // The consent page's daily limit is the policy's limit when its period is a day (gateway schema 8).
       const { rows } = await db.query<{ daily_limit: string | null }>(
-        'SELECT daily_limit FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL',
+        `SELECT CASE WHEN limit_period = 'day' THEN limit_units END AS daily_limit FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL`,
         [userId, clientId],
       );
       return rows[0] ? { dailyLimit: rows[0].daily_limit === null ? null : BigInt(rows[0].daily_limit) } : undefined;
@@ -137,8 +140,9 @@ export function createOAuthStore(db: Database) {
     /** Creates the user's connection to the client, or updates its scopes and limit; its id. */
     async upsertConnection(c: { id: string; userId: string; clientId: string; scopes: string; dailyLimit: bigint | null; createdAt: Date }): Promise<string> {
       const { rows } = await db.query<{ id: string }>(
-        `INSERT INTO gw_oauth_connections (id, user_id, client_id, scopes, daily_limit, created_at) VALUES ($1, $2, $3, $4, $5::bigint, $6)
-         ON CONFLICT (user_id, client_id) WHERE revoked_at IS NULL DO UPDATE SET scopes = EXCLUDED.scopes, daily_limit = EXCLUDED.daily_limit
+        `INSERT INTO gw_oauth_connections (id, user_id, client_id, scopes, limit_units, limit_period, created_at)
+         VALUES ($1, $2, $3, $4, $5::bigint, CASE WHEN $5::bigint IS NULL THEN NULL ELSE 'day' END, $6)
+         ON CONFLICT (user_id, client_id) WHERE revoked_at IS NULL DO UPDATE SET scopes = EXCLUDED.scopes, limit_units = EXCLUDED.limit_units, limit_period = EXCLUDED.limit_period
          RETURNING id`,
         [c.id, c.userId, c.clientId, c.scopes, c.dailyLimit === null ? null : c.dailyLimit.toString(), c.createdAt],
       );

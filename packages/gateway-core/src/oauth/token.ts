@@ -1,10 +1,11 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/accounts.js';
+import { policyFromRow, type SpendingPolicy } from '../auth/policy.js';
 import { hashToken, randomToken, safeEqual } from '../auth/tokens.js';
 import type { Db } from '../db.js';
 import type { ClientRegistry } from './registration.js';
 import { parseScopes, tokenScopes } from './scopes.js';
-import type { OAuthStore } from './store.js';
+import type { AccessTokenRow, OAuthStore } from './store.js';
 import { ACCESS_PREFIX, oauthError, param, REFRESH_PREFIX, type OAuthClient, type TokenResponse } from './types.js';
 
 const PKCE_VALUE = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -221,7 +222,13 @@ export function createTokenEndpoint(o: TokenEndpointOptions): TokenEndpoint {
         credentialId: row.connection_id,
         clientId: row.client_id,
         scopes: tokenScopes(row.grant_scopes, row.scopes),
+        ...policyOf(row),
       };
     },
   };
+}
+
+function policyOf(row: AccessTokenRow): { policy?: SpendingPolicy } {
+  const policy = policyFromRow(row);
+  return policy ? { policy } : {};
 }

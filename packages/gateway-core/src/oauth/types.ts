@@ -31,8 +31,10 @@ export interface CreateOAuthOptions extends OAuthOptions {
   policy: EndpointPolicy;
   /** The gateway's public address (the issuer). */
   baseUrl: string;
-  /** The gateway's clock, in epoch milliseconds (default `Date.now`): codes', tokens' and connections' times, spending days. */
+  /** The gateway's clock, in epoch milliseconds (default `Date.now`): codes', tokens' and connections' times, spending periods. */
   now?: () => number;
+  /** What connections spent per period (the ledger's budgets), for the connections' list. */
+  budgets?: (of: Array<{ credential: string; period: string }>) => Promise<Map<string, import('@farebox/ledger').BudgetUse>>;
 }
 
 export type OAuthErrorCode =
@@ -140,6 +142,14 @@ export interface ConnectionView {
   spent_today_base_units: number;
   created_at: string;
   last_used_at: string | null;
+  /** The spending policy and its budget this period (auth/policy.ts). */
+  limit_usd: number | null;
+  limit_period: 'day' | 'week' | 'month' | 'total' | null;
+  allowed_services: string[] | null;
+  max_call_usd: number | null;
+  spent_usd: number | null;
+  remaining_usd: number | null;
+  resets_at: string | null;
 }
 
 /** RFC 8414 authorization server metadata (`/.well-known/oauth-authorization-server`). */
@@ -172,6 +182,8 @@ export interface ProtectedResourceMetadata {
 /** The user's authorized apps. */
 export interface OAuthConnections {
   list(userId: string): Promise<ConnectionView[]>;
+  /** Changes the connection's spending policy (the contract's SpendingPolicyBody). */
+  update(userId: string, id: string, input: unknown): Promise<ConnectionView>;
   /** Disconnects the app and revokes every token it holds. */
   revoke(userId: string, id: string): Promise<{ id: string; revoked: true }>;
 }

@@ -44,6 +44,7 @@ export function ledgerCredits(ledger: Ledger, holdTimeoutMs: number, metrics: Me
             service: i.service,
             timeoutMs: holdTimeoutMs,
             ...(i.idempotencyKey ? { idempotencyKey: i.idempotencyKey } : {}),
+            ...(i.budget ? { budget: i.budget } : {}),
           })
         ).hold.id,
       })),
