@@ -313,18 +313,29 @@ export function oauthSuite(kind: DbKind) {
         daily_limit_usd: 2.5,
         spent_today_usd: 0,
       });
-      expect(Object.keys(conn).sort()).toEqual([
-        'client_id',
-        'client_name',
-        'created_at',
-        'daily_limit_base_units',
-        'daily_limit_usd',
-        'id',
-        'last_used_at',
-        'scopes',
-        'spent_today_base_units',
-        'spent_today_usd',
-      ]);
+      expect(Object.keys(conn).sort()).toEqual(
+        [
+          'client_id',
+          'client_name',
+          'created_at',
+          'daily_limit_base_units',
+          'daily_limit_usd',
+          'id',
+          'last_used_at',
+          'limit_period',
+          'limit_usd',
+          'max_call_usd',
+          'remaining_usd',
+          'resets_at',
+          'scopes',
+          'spent_today_base_units',
+          'spent_today_usd',
+          'spent_usd',
+          'allowed_services',
+        ].sort(),
+      );
+      // The consent page's daily limit is a spending policy of period day (docs/api.md, "Spending policies").
+      expect(conn).toMatchObject({ limit_usd: 2.5, limit_period: 'day', spent_usd: 0, remaining_usd: 2.5 });
       expect((await mcp(tokens.access_token)).status).toBe(200);
       // An OAuth token cannot manage credentials (it could otherwise escape its limit).
       expect((await bearer(tokens.access_token).api('/v1/api-keys', { body: { name: 'escape' } })).status).toBe(403);
@@ -349,10 +360,15 @@ export function oauthSuite(kind: DbKind) {
       const start = (await carol.api('/v1/balance')).body.balance_base_units as number;
       expect((await api('/v1/call', { body: { service: 'echo', payload: { n: 1 } } })).status).toBe(200);
       const over = await api('/v1/call', { body: { service: 'echo', payload: { n: 2 } } });
-      expect(over.status).toBe(403);
-      expect(over.body.error).toBe(
-        'daily spending limit reached: this connection may spend $0.015 per day (UTC), has spent $0.01 today, and this call costs $0.01',
-      );
+      expect(over.status).toBe(402);
+      const midnight = new Date(Math.floor((Date.now() + offset) / DAY) * DAY + DAY).toISOString();
+      expect(over.body).toMatchObject({
+        error: `spending limit reached: this connection may spend $0.015 per day (UTC); $0.005 is left until ${midnight} and this call costs $0.01`,
+        limit_source: 'connection',
+        limit_usd: 0.015,
+        remaining_usd: 0.005,
+        resets_at: midnight,
+      });
       expect((await carol.api('/v1/balance')).body.balance_base_units).toBe(start - 100_000);
       // The MCP tool reports the same refusal as a tool error.
       const tool = await mcp(tokens.access_token, {
@@ -363,7 +379,11 @@ export function oauthSuite(kind: DbKind) {
       });
       const result = ((await tool.json()) as { result: { isError: boolean; content: Array<{ text: string }> } }).result;
       expect(result.isError).toBe(true);
-      expect(result.content[0]!.text).toContain('daily spending limit reached');
+      expect(result.content[0]!.text).toContain('spending limit reached: this connection may spend $0.015 per day (UTC)');
+      // get_balance shows the connection's own budget next to the account's money.
+      const bal = await mcp(tokens.access_token, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_balance', arguments: {} } });
+      const balText = ((await bal.json()) as { result: { content: Array<{ text: string }> } }).result.content[0]!.text;
+      expect(JSON.parse(balText).spending_policy).toMatchObject({ limit_usd: 0.015, limit_period: 'day', spent_usd: 0.01, remaining_usd: 0.005 });
       // An API key of the same account is not limited by the connection.
       expect((await carol.api('/v1/call', { body: { service: 'echo', payload: {} } })).status).toBe(200);
       expect((await carol.api('/v1/oauth/connections')).body[0]).toMatchObject({ spent_today_usd: 0.01, spent_today_base_units: 100_000 });
@@ -387,7 +407,7 @@ export function oauthSuite(kind: DbKind) {
         ),
       );
       expect(results.filter((r) => r.status === 200)).toHaveLength(3);
-      expect(results.filter((r) => r.status === 403)).toHaveLength(5);
+      expect(results.filter((r) => r.status === 402)).toHaveLength(5);
       expect((await dave.api('/v1/balance')).body.balance_base_units).toBe(before - 300_000);
     });
 
@@ -450,13 +470,15 @@ export function oauthSuite(kind: DbKind) {
         status: 403,
         challenge: `Bearer error="insufficient_scope", error_description="${NO_ACCOUNT}", scope="account:read", resource_metadata="${h.url}/.well-known/oauth-protected-resource/mcp"`,
       });
-      // ... allowed on the scopes kept, within the lowered daily limit ($0.01 spent already: one more call of $0.01).
+      // ... allowed on the scopes kept, within the new daily limit (what the connection spent while it had no
+      // limit is not counted: a credential without a policy takes no budget step): two calls of $0.01, not a third.
       expect((await oldApi('/v1/agents')).status).toBe(200);
       expect((await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 2 } } })).status).toBe(200);
-      const over = await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 3 } } });
-      expect(over.status).toBe(403);
-      expect(over.body.error).toBe(
-        'daily spending limit reached: this connection may spend $0.025 per day (UTC), has spent $0.02 today, and this call costs $0.01',
+      expect((await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 3 } } })).status).toBe(200);
+      const over = await oldApi('/v1/call', { body: { service: 'echo', payload: { n: 4 } } });
+      expect(over.status).toBe(402);
+      expect(over.body.error).toMatch(
+        /^spending limit reached: this connection may spend \$0\.025 per day \(UTC\); \$0\.005 is left until \S+ and this call costs \$0\.01$/,
       );
 
       // The old refresh token cannot get the removed scope back, and a refresh answers the narrowed scope.

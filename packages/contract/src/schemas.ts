@@ -198,7 +198,18 @@ export const CallError = ErrorBody.extend({
   mode: z.string().optional(),
   escrowId: z.string().optional(),
   trace: Trace.optional(),
-}).meta({ id: 'CallError', description: 'A failed call (refunded): the reason, and the call id and trace once the call started.' });
+  // A refusal by the key's or connection's spending policy (402, 403): nothing was charged.
+  limit_source: z.enum(['key', 'connection']).optional(),
+  limit_usd: z.number().nullable().optional(),
+  remaining_usd: z.number().nullable().optional(),
+  resets_at: Timestamp.nullable().optional(),
+  allowed_services: z.array(z.string()).optional(),
+  max_call_usd: z.number().optional(),
+}).meta({
+  id: 'CallError',
+  description:
+    'A failed call (refunded): the reason, and the call id and trace once the call started. A refusal by a spending policy (402, 403) adds limit_source, limit_usd, remaining_usd and resets_at (and allowed_services or max_call_usd); nothing was charged.',
+});
 
 /** The fields of a refusal by a spending policy (402 budget, 403 service or price), next to `error`. */
 export const SpendingRefusal = z

@@ -1,0 +1,3 @@
+import { spendingPolicySuite } from './spending-policy-suite.js';
+
+spendingPolicySuite('pglite');
