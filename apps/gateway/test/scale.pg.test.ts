@@ -121,6 +121,43 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     expect(health.rate_limits).toBe('redis');
   });
 
+  it("a key's spending budget holds across both gateways: 200 racing calls on a 50-call budget pay exactly 50", async () => {
+    const [a, b] = gws as [RunningGateway, RunningGateway];
+    const signup = await fetch(`${a.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'budget@example.com', password: 'scale password' }),
+    });
+    const account = (await signup.json()) as { id: string; csrf_token: string };
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    // 15 USD of credits: the key's budget (5 USD a day, 50 calls of 0.1), not the credits, is what stops the calls.
+    await a.core.ledger.topup(account.id, 100_000_000n);
+    const created = await fetch(`${a.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': account.csrf_token },
+      body: JSON.stringify({ name: 'agent', limit_usd: 5, limit_period: 'day' }),
+    });
+    const { key } = (await created.json()) as { key: string };
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        fetch(`${(i % 2 ? a : b).url}/v1/call`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ service: 'shared', payload: { i } }),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as { limit_source?: string } })),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(50);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(refused.every((r) => r.status === 402 && r.body.limit_source === 'key')).toBe(true);
+    const balance = (await (await fetch(`${b.url}/v1/balance`, { headers: { authorization: `Bearer ${key}` } })).json()) as { balance_base_units: number };
+    expect(balance.balance_base_units).toBe(100_000_000);
+    expect((await a.core.ledger.verify()).ok).toBe(true);
+  });
+
   it('a publisher activated and a key revoked on one gateway are seen on the other within moments, not after the cache time', async () => {
     const [a, b] = gws as [RunningGateway, RunningGateway];
     const signup = await fetch(`${a.url}/auth/signup`, {

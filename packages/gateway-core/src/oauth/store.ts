@@ -237,27 +237,6 @@ export function createOAuthStore(db: Database) {
     touchConnection(connectionId: string, at: Date): void {
       void db.query('UPDATE gw_oauth_connections SET last_used_at = $2 WHERE id = $1', [connectionId, at]).catch(() => undefined);
     },
-    async connections(userId: string, day: string) {
-      const { rows } = await db.query<{
-        id: string;
-        client_id: string;
-        client_name: string;
-        scopes: string;
-        daily_limit: string | null;
-        spent: string | null;
-        created_at: Date | string;
-        last_used_at: Date | string | null;
-      }>(
-        `SELECT c.id, c.client_id, cl.client_name, c.scopes, c.daily_limit, s.spent, c.created_at, c.last_used_at
-           FROM gw_oauth_connections c
-           JOIN gw_oauth_clients cl ON cl.client_id = c.client_id
-           LEFT JOIN gw_oauth_spend s ON s.connection_id = c.id AND s.day = $2::date
-          WHERE c.user_id = $1 AND c.revoked_at IS NULL
-          ORDER BY c.created_at DESC, c.id`,
-        [userId, day],
-      );
-      return rows;
-    },
     /** Disconnects the connection and revokes its tokens in one transaction; false when it is not the user's live connection. */
     async revokeConnection(userId: string, id: string, at: Date): Promise<boolean> {
       return db.transaction(async (tx) => {
