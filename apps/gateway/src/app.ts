@@ -8,6 +8,7 @@ import { errorHandler, readCookies, route, setSecurityHeaders } from './http.js'
 import { admit, requestAuthenticator } from './credentials.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
+import { approvalRoutes } from './approval-routes.js';
 import { mountContractRoutes } from './contract-routes.js';
 import { mountOperations, notePrincipal, requestContext } from './observability.js';
 import { openApiDocument } from './openapi.js';
@@ -168,7 +169,7 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
   app.use('/v1', v1);
   app.use('/v1', (_req, _res, next) => next(new GatewayError('NOT_FOUND', 'not found')));
   options.mount?.(app);
-  app.use(oauthRoutes(core, { sessionCookie: SESSION_COOKIE, log }), mcpRoutes(core, { log }));
+  app.use(oauthRoutes(core, { sessionCookie: SESSION_COOKIE, log }), approvalRoutes(core, { sessionCookie: SESSION_COOKIE }), mcpRoutes(core, { log }));
   app.use(errorHandler(log));
   return app;
 }

@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 
-/** First path segments the dashboard never answers: the API, auth, OAuth, MCP and the devnet. */
-export const RESERVED_PREFIXES = ['v1', 'auth', 'health', 'devnet', 'mcp', '.well-known', 'authorize', 'token', 'register', 'revoke'] as const;
+/** First path segments the dashboard never answers: the API, auth, OAuth (with the approval page of a paid call), MCP and the devnet. */
+export const RESERVED_PREFIXES = ['v1', 'auth', 'health', 'devnet', 'mcp', '.well-known', 'authorize', 'token', 'register', 'revoke', 'approve'] as const;
 
 /** No 'unsafe-eval' or 'unsafe-inline' and no `data:`: the built dashboard needs none (its zod runs jitless; apps/dashboard/README.md), and a test asserts no page trips the policy (apps/gateway/test/dashboard-layout.test.ts). */
 export const DASHBOARD_CSP = "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'; object-src 'none'";

@@ -20,7 +20,7 @@ export interface OAuthRoutesOptions {
   log?: (message: string, err?: unknown) => void;
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /**
  * A string the app chose (its name, its redirect host), as a page shows it:
@@ -28,10 +28,10 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', 
  * inside `<bdi>`, which isolates what is left (right-to-left text included)
  * from the page's own words around it.
  */
-const appText = (s: string, fallback: string) => `<bdi>${escapeHtml(displayText(s, fallback))}</bdi>`;
+export const appText = (s: string, fallback: string) => `<bdi>${escapeHtml(displayText(s, fallback))}</bdi>`;
 
 /** Clickjacking protection and no caching on every page of the authorization flow. */
-function pageHeaders(res: Response) {
+export function pageHeaders(res: Response) {
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader(
     'Content-Security-Policy',
@@ -45,7 +45,7 @@ function pageHeaders(res: Response) {
   res.setHeader('Referrer-Policy', 'same-origin');
 }
 
-function page(title: string, body: string): string {
+export function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · Farebox</title>
@@ -60,7 +60,7 @@ hr{border:0;border-top:1px solid #eee;margin:1.5rem 0}
 </style></head><body><main>${body}</main></body></html>`;
 }
 
-const hidden = (name: string, value: string | undefined) =>
+export const hidden = (name: string, value: string | undefined) =>
   value === undefined ? '' : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
 
 /**
@@ -233,7 +233,12 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       ? `<strong>${appText(client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app; identified by its metadata document at <strong>${appText(client.metadataDocumentHost, 'unknown host')}</strong>)</span>`
       : `<strong>${appText(client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span>`;
 
-  function consentPage(res: Response, principal: Principal, request: AuthorizationRequest, opts: { error?: string; limit?: string } = {}) {
+  function consentPage(
+    res: Response,
+    principal: Principal,
+    request: AuthorizationRequest,
+    opts: { error?: string; limit?: string; confirmAbove?: string } = {},
+  ) {
     pageHeaders(res);
     const back = new URL(request.redirectUri);
     const scopes = request.scopes.map((s) => `<li>${escapeHtml(oauth.scopes[s])}</li>`).join('');
@@ -259,6 +264,9 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
             <label for="limit">Daily spending limit (USD, optional)</label>
             <input id="limit" name="daily_limit_usd" inputmode="decimal" placeholder="no limit" value="${escapeHtml(opts.limit ?? '')}">
             <p class="muted">Calls this app makes are refused once it has spent this much in a day (UTC). You can disconnect it at any time under Credentials.</p>
+            <label for="confirm">Ask me to confirm each call above (USD)</label>
+            <input id="confirm" name="confirm_above_usd" inputmode="decimal" placeholder="never" value="${escapeHtml(opts.confirmAbove ?? '0.10')}">
+            <p class="muted">Above this price, and when a call would leave less than 10 % of the limit, the app asks you first (in the app, or with a link to approve that one call). 0: every paid call; empty: never by price.</p>
             ${opts.error ? `<p class="error">${escapeHtml(opts.error)}</p>` : ''}
             <div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
           </form>
@@ -288,7 +296,8 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       if (!principal) return signInPage(res, req.originalUrl, check.request.client);
       const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
       const limit = existing?.dailyLimit ? formatAmount(existing.dailyLimit, { trim: true }) : '';
-      consentPage(res, principal, check.request, { limit });
+      const { above } = await core.callConfirmations.forClient(principal.user.id, check.request.client.clientId);
+      consentPage(res, principal, check.request, { limit, confirmAbove: above === null ? '' : formatAmount(above, { trim: true }) });
     })().catch(next);
   });
 
@@ -312,12 +321,17 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       if (check.kind === 'redirect') return res.redirect(303, check.location);
       if (input.decision !== 'allow') return res.redirect(303, oauth.deny(check.request));
       try {
-        return res.redirect(303, await oauth.approve(principal.user, check.request, input.daily_limit_usd));
+        // The confirmation threshold is checked before anything is granted; absent from the form: the defaults.
+        const confirm = core.callConfirmations.parseSettings(input.confirm_above_usd === undefined ? {} : { confirm_above_usd: input.confirm_above_usd });
+        const location = await oauth.approve(principal.user, check.request, input.daily_limit_usd);
+        await core.callConfirmations.setForClient(principal.user.id, check.request.client.clientId, confirm);
+        return res.redirect(303, location);
       } catch (err) {
         if (err instanceof GatewayError && err.code === 'BAD_REQUEST') {
           return consentPage(res, principal, check.request, {
             error: err.message,
             limit: typeof input.daily_limit_usd === 'string' ? input.daily_limit_usd : '',
+            ...(typeof input.confirm_above_usd === 'string' ? { confirmAbove: input.confirm_above_usd } : {}),
           });
         }
         throw err;

@@ -25,7 +25,7 @@ export async function consent(
   base: string,
   authorizeUrl: string | URL,
   user: TestUser,
-  opts: { decision?: 'allow' | 'deny'; dailyLimitUsd?: string } = {},
+  opts: { decision?: 'allow' | 'deny'; dailyLimitUsd?: string; fields?: Record<string, string> } = {},
 ): Promise<ConsentResult> {
   const res = await fetch(authorizeUrl, { headers: { cookie: user.cookie }, redirect: 'manual' });
   const html = await res.text();
@@ -36,6 +36,7 @@ export async function consent(
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1]!)] = unescapeHtml(m[2]!);
   fields.decision = opts.decision ?? 'allow';
   fields.daily_limit_usd = opts.dailyLimitUsd ?? '';
+  Object.assign(fields, opts.fields);
   const post = await fetch(`${base}/authorize`, {
     method: 'POST',
     headers: { cookie: user.cookie, 'content-type': 'application/x-www-form-urlencoded', origin: base },
@@ -86,7 +87,7 @@ export async function rawClient(base: string, metadata: Record<string, unknown> 
   }
 
   /** Consent (with an optional daily limit) and exchange the code: a fresh token pair. */
-  async function authorize(user: TestUser, opts: { dailyLimitUsd?: string; scope?: string } = {}) {
+  async function authorize(user: TestUser, opts: { dailyLimitUsd?: string; scope?: string; fields?: Record<string, string> } = {}) {
     const p = pkce();
     const { redirect } = await consent(
       base,

@@ -3,7 +3,18 @@ export type { Operation, OperationId, Operations, OperationInput, Auth, HttpMeth
 export * as schemas from './schemas.js';
 export * as inputs from './inputs.js';
 export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META } from './mcp.js';
-export type { FareboxApi, McpIcon, McpScopeChallenge, McpTool, McpToolAnnotations, McpToolHost, McpToolResult, McpToolScope, ToolRegistry } from './mcp.js';
+export type {
+  FareboxApi,
+  McpIcon,
+  McpOtherResult,
+  McpScopeChallenge,
+  McpTool,
+  McpToolAnnotations,
+  McpToolHost,
+  McpToolResult,
+  McpToolScope,
+  ToolRegistry,
+} from './mcp.js';
 export { createDiscoveryClient, discoveryAnswers, DiscoveryApiError } from './discovery.js';
 export type {
   DiscoveryApiErrorCode,

@@ -115,7 +115,7 @@ const listAgents: McpTool<{ query: z.ZodOptional<z.ZodString> }> = {
   },
 };
 
-const callAgent: McpTool<{ service: z.ZodString; payload: z.ZodRecord<z.ZodString, z.ZodUnknown> }> = {
+const callAgent: McpTool<{ service: z.ZodString; payload: z.ZodRecord<z.ZodString, z.ZodUnknown>; approval_id: z.ZodOptional<z.ZodString> }> = {
   name: 'call_agent',
   title: 'Call a paid service',
   description:
@@ -123,10 +123,18 @@ const callAgent: McpTool<{ service: z.ZodString; payload: z.ZodRecord<z.ZodStrin
     "Put the service's own input inside `payload` as a JSON object, shaped as the service's description says " +
     '(e.g. service "translate", payload {"text": "hello", "to": "de"}); do not put it at the top level. ' +
     "Returns the service's result, what the call cost, the remaining balance, and an explorer link when an on-chain transaction was produced. " +
-    'A failed call is refunded. Use list_agents first to find the service name and its price.',
+    'A failed call is refunded. Use list_agents first to find the service name and its price. ' +
+    'A call above the price the user set for this connection asks the user first; when the client cannot ask, the error names an approval link: ' +
+    'give it to the user and, once they approved, call again with the same service and `approval_id`.',
   inputSchema: {
     service: z.string().min(1).max(32).describe('The service name, exactly as list_agents returns it.'),
     payload: z.record(z.string(), z.unknown()).describe("The service's input, a JSON object as its description asks for."),
+    approval_id: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe('Only when retrying a call the user approved on the Farebox dashboard: the approval_id the earlier answer named.'),
   },
   outputSchema: z.looseObject({
     service: z.string(),
@@ -206,16 +214,38 @@ export const toolError = (message: string, extra: Record<string, unknown> = {}):
   isError: true,
 });
 
+/**
+ * A result other than a tool result that the server's SDK sends as is: an
+ * `input_required` result (MCP 2026-07-28: the client asks the user, then
+ * retries the call with the answers).
+ */
+export interface McpOtherResult {
+  [key: string]: unknown;
+  resultType: 'input_required';
+}
+
 /** How a host runs the tools: its errors, and a check before each tool (the gateway's scope check). */
 export interface McpToolHost {
   /** Turns a failure into a tool error; `undefined` rethrows it (a protocol error). */
   onError(err: unknown): McpToolResult | undefined;
   /** Runs before the tool (after argument validation); a throw goes to `onError`. */
   before?(tool: McpTool): void;
+  /**
+   * Runs the tool in the host's way (the gateway: a paid call the user
+   * confirms first): gets the validated arguments, the SDK's request context
+   * and `run`, which runs the tool over `api` (default: the registered one).
+   * A throw goes to `onError`.
+   */
+  around?(
+    tool: McpTool,
+    args: Record<string, unknown>,
+    context: unknown,
+    run: (api?: FareboxApi) => Promise<McpToolResult>,
+  ): Promise<McpToolResult | McpOtherResult>;
 }
 
 /** Runs one tool: validates the arguments, runs it over `api`, and turns a failure into an MCP tool error. */
-export async function runMcpTool(tool: McpTool, api: FareboxApi, args: unknown, host: McpToolHost): Promise<McpToolResult> {
+export async function runMcpTool(tool: McpTool, api: FareboxApi, args: unknown, host: McpToolHost, context?: unknown): Promise<McpToolResult | McpOtherResult> {
   try {
     host.before?.(tool);
     const parsed = z.object(tool.inputSchema).safeParse(args ?? {});
@@ -223,7 +253,8 @@ export async function runMcpTool(tool: McpTool, api: FareboxApi, args: unknown, 
       const issue = parsed.error.issues[0];
       return toolError(`invalid arguments: ${issue?.path.join('.') || 'input'}: ${issue?.message ?? 'invalid'}`);
     }
-    return toolResult(await tool.run(api, parsed.data));
+    const run = async (over: FareboxApi = api) => toolResult(await tool.run(over, parsed.data));
+    return await (host.around ? host.around(tool, parsed.data, context, run) : run());
   } catch (err) {
     const result = host.onError(err);
     if (result) return result;
@@ -260,8 +291,8 @@ export interface ToolRegistry {
       icons: McpIcon[];
       scopeChallenge: McpScopeChallenge;
     },
-    // biome-ignore lint/suspicious/noExplicitAny: each SDK types the arguments from the schema
-    handler: (args: any) => Promise<McpToolResult>,
+    // biome-ignore lint/suspicious/noExplicitAny: each SDK types the arguments and its request context
+    handler: (args: any, context: any) => Promise<McpToolResult | McpOtherResult>,
   ): unknown;
 }
 
@@ -284,7 +315,7 @@ export function registerMcpTools(server: ToolRegistry, api: FareboxApi, host: Mc
         icons: tool.icons,
         scopeChallenge: scopeChallengeOf(tool),
       },
-      (args: unknown) => runMcpTool(tool, api, args, host),
+      (args: unknown, context: unknown) => runMcpTool(tool, api, args, host, context),
     );
   }
 }

@@ -124,7 +124,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const callConfirmations = createCallConfirmations({
     db,
     now,
-    origin: config.publicOrigin,
+    origin: config.baseUrl,
     price: async (name) => (mirror.get(name) ?? (await infra.registry.getAgent(name).catch(() => null)))?.pricePerCall,
     budget: async (principal) => budgetOfView(await spending.view(principal)),
   });

@@ -1,7 +1,9 @@
-import { registerMcpTools, toolError, type FareboxApi, type McpToolHost, type ToolRegistry } from '@farebox/contract';
+import { formatAmount } from '@farebox/protocol';
+import { registerMcpTools, toolError, type FareboxApi, type McpOtherResult, type McpToolHost, type McpToolResult, type ToolRegistry } from '@farebox/contract';
 import type { Principal, User } from '../auth/accounts.js';
 import type { CallAnswer } from '../calls.js';
 import { GatewayError } from '../errors.js';
+import type { CallConfirmations } from '../oauth/confirmations.js';
 import { requireScope } from '../oauth/scopes.js';
 
 export { MCP_INSTRUCTIONS } from '@farebox/contract';
@@ -9,45 +11,153 @@ export { MCP_INSTRUCTIONS } from '@farebox/contract';
 /** What the MCP tools need from the gateway core (the core satisfies it). */
 export interface McpToolDeps {
   catalog: { list(q?: string): Promise<unknown[]> };
-  calls: { call(principal: Principal, body: unknown): Promise<CallAnswer> };
+  calls: { call(principal: Principal, body: unknown, opts?: { maxCost?: string }): Promise<CallAnswer> };
   account: {
     balance(user: User): Promise<unknown>;
     transactions(user: User, limit: unknown): Promise<unknown[]>;
   };
+  /** Paid calls the user confirms (OAuth connections); without it, calls run unconfirmed. */
+  callConfirmations?: CallConfirmations;
+  /** The spending policy of the principal's key or connection and its budget now (null without one). */
+  spendingPolicy?(principal: Principal): Promise<unknown>;
 }
 
 /**
  * The Farebox API of one principal, in process: what the MCP tools of
- * `@farebox/contract` run over at the gateway's `/mcp`.
+ * `@farebox/contract` run over at the gateway's `/mcp`. `maxCost`: the most
+ * a call may charge (what the user confirmed).
  */
-export function mcpApi(deps: McpToolDeps, principal: Principal): FareboxApi {
+export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint): FareboxApi {
   return {
     agents: {
       list: () => deps.catalog.list(),
       search: (query) => deps.catalog.list(query),
     },
     async call(service, payload) {
-      const answer = await deps.calls.call(principal, { service, payload });
+      const answer = await deps.calls.call(principal, { service, payload }, maxCost === undefined ? {} : { maxCost: formatAmount(maxCost) });
       if (!answer.ok) throw new GatewayError('UPSTREAM', answer.value.error, { refunded: true, callId: answer.value.callId });
       return answer.value as Awaited<ReturnType<FareboxApi['call']>>;
     },
-    balance: async () => (await deps.account.balance(principal.user)) as Record<string, unknown>,
+    async balance() {
+      const [balance, policy] = await Promise.all([deps.account.balance(principal.user), deps.spendingPolicy?.(principal) ?? null]);
+      // The key's or connection's own budget next to the account's money (docs/api.md, "Spending policies").
+      return { ...(balance as Record<string, unknown>), ...(policy ? { spending_policy: policy } : {}) };
+    },
     transactions: (options = {}) => deps.account.transactions(principal.user, options.limit),
   };
 }
 
+const usd = (units: bigint) => `$${formatAmount(units, { trim: true })}`;
+
+/** What the SDK's request context tells about the client (2026-07-28: the request's `_meta` envelope). */
+interface RequestContext {
+  mcpReq?: {
+    envelope?: Record<string, unknown>;
+    inputResponses?: Record<string, unknown>;
+    requestState?: () => unknown;
+  };
+}
+
+/**
+ * Whether the client can be asked in this request: MCP 2026-07-28 (an
+ * `input_required` result, answered by the retried request) with the
+ * elicitation capability (form mode) declared. The 2025 revisions at this
+ * stateless `/mcp` cannot carry a request to the client: they get the link.
+ */
+function canElicit(ctx: RequestContext | undefined): boolean {
+  const env = ctx?.mcpReq?.envelope;
+  const version = env?.['io.modelcontextprotocol/protocolVersion'];
+  if (typeof version !== 'string' || version < '2026') return false;
+  const elicitation = (env?.['io.modelcontextprotocol/clientCapabilities'] as { elicitation?: { form?: unknown; url?: unknown } } | undefined)?.elicitation;
+  // `elicitation: {}` declares form mode (the 2025-06-18 shape).
+  return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
+}
+
+/**
+ * `call_agent` for an OAuth connection: a call above the connection's
+ * threshold runs only once the user confirmed it (oauth/confirmations.ts).
+ * Asked through elicitation when the client can (an `input_required` result
+ * whose `requestState` is the approval's id); otherwise a tool error naming
+ * the dashboard link, and the retry with its `approval_id` runs it.
+ */
+async function confirmedCall(
+  c: CallConfirmations,
+  deps: McpToolDeps,
+  principal: Principal,
+  args: Record<string, unknown>,
+  ctx: RequestContext | undefined,
+  run: (api?: FareboxApi) => Promise<McpToolResult>,
+): Promise<McpToolResult | McpOtherResult> {
+  const service = String(args.service);
+  const over = (max: bigint | undefined) => run(mcpApi(deps, principal, max));
+  if (typeof args.approval_id === 'string') return over(await c.useApproved(principal, args.approval_id, service));
+  const state = ctx?.mcpReq?.requestState?.();
+  const answer = ctx?.mcpReq?.inputResponses?.confirm as { action?: unknown; content?: { confirm?: unknown } } | undefined;
+  if (typeof state === 'string' && answer) {
+    if (answer.action === 'accept' && answer.content?.confirm === true) return over(await c.useElicited(principal, state, service));
+    await c.refuse(principal, state);
+    const code = answer.action === 'accept' ? 'CONFIRMATION_NOT_GIVEN' : answer.action === 'decline' ? 'CONFIRMATION_DECLINED' : 'CONFIRMATION_CANCELLED';
+    const what =
+      answer.action === 'accept' ? 'did not tick the confirmation' : answer.action === 'decline' ? 'declined the call' : 'cancelled the confirmation';
+    return toolError(`the user ${what} of ${service}: nothing was charged`, { code, service });
+  }
+  const check = await c.check(principal, service);
+  if (!check.needed) return over(check.ceiling);
+  const left = check.budget ? ` This app has ${usd(check.budget.remaining)} left of its ${usd(check.budget.limit)} limit (${check.budget.period}).` : '';
+  if (canElicit(ctx)) {
+    const approval = await c.open(principal, 'elicitation', service, check.price);
+    return {
+      resultType: 'input_required',
+      inputRequests: {
+        confirm: {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: `Pay ${usd(check.price)} from your Farebox credits to call ${service}?${left}`,
+            requestedSchema: {
+              type: 'object',
+              properties: { confirm: { type: 'boolean', title: `Pay ${usd(check.price)} for this call to ${service}`, default: false } },
+              required: ['confirm'],
+            },
+          },
+        },
+      },
+      requestState: approval.id,
+    };
+  }
+  const approval = await c.open(principal, 'link', service, check.price);
+  return toolError(
+    `this call to ${service} costs ${usd(check.price)} and needs the user's approval: ask them to open ${approval.url} and approve it ` +
+      `(before ${approval.expiresAt}), then call call_agent again with the same service and approval_id "${approval.id}". Nothing was charged.${left}`,
+    {
+      code: 'CONFIRMATION_REQUIRED',
+      approval_id: approval.id,
+      approval_url: approval.url,
+      expires_at: approval.expiresAt,
+      service,
+      price_usd: Number(formatAmount(check.price)),
+      ...(check.budget ? { remaining_usd: Number(formatAmount(check.budget.remaining)) } : {}),
+    },
+  );
+}
+
 /**
  * How `/mcp` runs a tool for `principal`: the connection's scope is checked
- * first; a gateway refusal becomes a tool error carrying its message and code.
+ * first; a paid call above the connection's threshold is confirmed by the
+ * user first; a gateway refusal becomes a tool error carrying its message and code.
  */
-export function mcpToolHost(principal: Principal): McpToolHost {
+export function mcpToolHost(principal: Principal, deps?: McpToolDeps): McpToolHost {
+  const c = deps?.callConfirmations;
   return {
     before: (tool) => requireScope(principal, tool.scope),
     onError: (err) => (err instanceof GatewayError ? toolError(err.message, { code: err.code, ...(err.data ?? {}) }) : undefined),
+    ...(c && deps && principal.via === 'oauth'
+      ? { around: (tool, args, ctx, run) => (tool.name === 'call_agent' ? confirmedCall(c, deps, principal, args, ctx as RequestContext, run) : run()) }
+      : {}),
   };
 }
 
 /** Registers the MCP tools of `@farebox/contract` on a `/mcp` server, run as `principal`. */
 export function registerGatewayMcpTools(server: ToolRegistry, deps: McpToolDeps, principal: Principal): void {
-  registerMcpTools(server, mcpApi(deps, principal), mcpToolHost(principal));
+  registerMcpTools(server, mcpApi(deps, principal), mcpToolHost(principal, deps));
 }

@@ -1,0 +1,334 @@
+import { randomBytes } from 'node:crypto';
+import { formatAmount, parseAmount, toUsd } from '@farebox/protocol';
+import type { Principal } from '../auth/accounts.js';
+import type { Db } from '../db.js';
+import { GatewayError } from '../errors.js';
+
+/**
+ * Paid calls the user confirms (docs/oauth.md, "Calls the user confirms").
+ * Each OAuth connection has a threshold: a `call_agent` priced above
+ * `above` (default 0.10 USD), or one that would leave less than
+ * `belowLeftPct` percent (default 10) of the connection's spending limit,
+ * is confirmed by the user before anything is held: through MCP elicitation
+ * (an `elicitation` approval, answered in the retried request), or on the
+ * dashboard's `/approve/<id>` (a `link` approval, named by the retry's
+ * `approval_id`). An approval is bound to the connection, the service and
+ * the price the user saw, single use, and expires after `ttlMs`.
+ */
+
+export interface ConfirmationSettings {
+  /** Base units; a call priced above asks first (0n: every paid call; null: never by price). */
+  above: bigint | null;
+  /** A call that would leave less than this percent of the limit asks first (0: never). */
+  belowLeftPct: number;
+}
+
+export const DEFAULT_CONFIRMATION: ConfirmationSettings = { above: parseAmount('0.10'), belowLeftPct: 10 };
+/** How long an approval waits for the user (and, approved, for the retry). */
+export const APPROVAL_TTL_MS = 10 * 60_000;
+
+/** The spending limit of a connection and what is left of it this period (auth/policy.ts). */
+export interface ConnectionBudget {
+  limit: bigint;
+  remaining: bigint;
+  period: string;
+}
+
+const PERIOD_NAMES: Record<string, string> = { day: 'per UTC day', week: 'per week', month: 'per month', total: 'in total' };
+
+/** A credential's policy view (`spendingPolicy`, auth/policy.ts) as the budget a confirmation counts with: null without a limit. */
+export function budgetOfView(view: { limit_usd: number | null; remaining_usd: number | null; limit_period: string | null } | null): ConnectionBudget | null {
+  if (!view || view.limit_usd === null || view.remaining_usd === null) return null;
+  return { limit: parseAmount(view.limit_usd), remaining: parseAmount(view.remaining_usd), period: PERIOD_NAMES[view.limit_period ?? ''] ?? 'per period' };
+}
+
+export interface ConfirmationView {
+  connection_id: string;
+  confirm_above_usd: number | null;
+  confirm_below_left_percent: number;
+}
+
+export interface ApprovalView {
+  id: string;
+  connection_id: string;
+  client_name: string;
+  service: string;
+  price_usd: number;
+  price_base_units: string;
+  status: 'pending' | 'approved' | 'denied' | 'used' | 'expired';
+  expires_at: string;
+}
+
+/** What a call needs: nothing (with the highest price it may reach unconfirmed), or the user's confirmation. */
+export type ConfirmationCheck = { needed: false; ceiling?: bigint } | { needed: true; price: bigint; budget: ConnectionBudget | null };
+
+type ApprovalRow = {
+  id: string;
+  kind: 'elicitation' | 'link';
+  connection_id: string;
+  user_id: string;
+  service: string;
+  max_units: string;
+  status: 'pending' | 'approved' | 'denied' | 'used';
+  expires_ms: string;
+  client_name?: string;
+};
+
+const usd = (units: bigint) => `$${formatAmount(units, { trim: true })}`;
+const isOAuth = (p: Principal) => p.via === 'oauth';
+
+/** The settings a body asks for (`confirm_above_usd`: USD or null; `confirm_below_left_percent`: 0 to 100); absent fields keep `base`'s. */
+export function parseConfirmationSettings(body: unknown, base: ConfirmationSettings = DEFAULT_CONFIRMATION): ConfirmationSettings {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('BAD_REQUEST', 'send a JSON object');
+  const b = body as Record<string, unknown>;
+  let above = base.above;
+  if (b.confirm_above_usd !== undefined) {
+    const v = b.confirm_above_usd;
+    if (v === null || v === '') above = null;
+    else {
+      try {
+        above = parseAmount(typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim().replace(/^\$/, '') : Number.NaN);
+      } catch {
+        throw new GatewayError('BAD_REQUEST', 'confirm_above_usd must be a USD amount such as 0.10, or empty for no threshold');
+      }
+      if (above < 0n || above > parseAmount('10000')) throw new GatewayError('BAD_REQUEST', 'confirm_above_usd must be between 0 and 10000 USD');
+    }
+  }
+  let pct = base.belowLeftPct;
+  if (b.confirm_below_left_percent !== undefined) {
+    const v = typeof b.confirm_below_left_percent === 'string' ? Number(b.confirm_below_left_percent) : b.confirm_below_left_percent;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 100) {
+      throw new GatewayError('BAD_REQUEST', 'confirm_below_left_percent must be a whole number from 0 to 100');
+    }
+    pct = v;
+  }
+  return { above, belowLeftPct: pct };
+}
+
+const settingsView = (connectionId: string, s: ConfirmationSettings): ConfirmationView => ({
+  connection_id: connectionId,
+  confirm_above_usd: s.above === null ? null : toUsd(s.above),
+  confirm_below_left_percent: s.belowLeftPct,
+});
+
+export function createCallConfirmations(options: {
+  db: Db;
+  now: () => number;
+  /** The price per call of a service (undefined: unknown, the call itself answers it). */
+  price(service: string): Promise<bigint | undefined>;
+  /** The connection's spending limit and what is left of it now (null without a limit). */
+  budget(principal: Principal): Promise<ConnectionBudget | null>;
+  /** The gateway's public address: the dashboard's approval page is `${origin}/approve/<id>`. */
+  origin: string;
+  ttlMs?: number;
+}) {
+  const { db, now } = options;
+  const ttlMs = options.ttlMs ?? APPROVAL_TTL_MS;
+
+  async function settings(connectionId: string): Promise<ConfirmationSettings> {
+    const { rows } = await db.query<{ above_units: string | null; below_left_pct: number }>(
+      'SELECT above_units, below_left_pct FROM gw_oauth_call_confirmations WHERE connection_id = $1',
+      [connectionId],
+    );
+    const r = rows[0];
+    return r ? { above: r.above_units === null ? null : BigInt(r.above_units), belowLeftPct: Number(r.below_left_pct) } : DEFAULT_CONFIRMATION;
+  }
+
+  async function save(connectionId: string, s: ConfirmationSettings): Promise<void> {
+    await db.query(
+      `INSERT INTO gw_oauth_call_confirmations (connection_id, above_units, below_left_pct) VALUES ($1, $2::bigint, $3)
+       ON CONFLICT (connection_id) DO UPDATE SET above_units = EXCLUDED.above_units, below_left_pct = EXCLUDED.below_left_pct, updated_at = now()`,
+      [connectionId, s.above?.toString() ?? null, s.belowLeftPct],
+    );
+  }
+
+  async function liveConnection(userId: string, connectionId: string): Promise<void> {
+    const { rows } = await db.query('SELECT 1 FROM gw_oauth_connections WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL', [connectionId, userId]);
+    if (!rows[0]) throw new GatewayError('NOT_FOUND', 'connection not found');
+  }
+
+  const approvalUrl = (id: string) => `${options.origin}/approve/${id}`;
+
+  async function row(id: string): Promise<ApprovalRow | undefined> {
+    const { rows } = await db.query<ApprovalRow>(
+      `SELECT a.id, a.kind, a.connection_id, a.user_id, a.service, a.max_units, a.status, a.expires_ms, cl.client_name
+         FROM gw_call_approvals a JOIN gw_oauth_connections c ON c.id = a.connection_id JOIN gw_oauth_clients cl ON cl.client_id = c.client_id
+        WHERE a.id = $1`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  const expired = (r: ApprovalRow, at: number) => Number(r.expires_ms) <= at;
+
+  function approvalView(r: ApprovalRow, at: number): ApprovalView {
+    const units = BigInt(r.max_units);
+    return {
+      id: r.id,
+      connection_id: r.connection_id,
+      client_name: r.client_name ?? '',
+      service: r.service,
+      price_usd: toUsd(units),
+      price_base_units: units.toString(),
+      status: (r.status === 'pending' || r.status === 'approved') && expired(r, at) ? 'expired' : r.status,
+      expires_at: new Date(Number(r.expires_ms)).toISOString(),
+    };
+  }
+
+  /**
+   * Marks an approval of this connection and service used (single use) and
+   * answers the highest price the user confirmed. `from` is the status it
+   * must be in: `pending` for an elicitation the user just accepted,
+   * `approved` for a link approved on the dashboard.
+   */
+  async function use(principal: Principal, id: string, service: string, kind: ApprovalRow['kind'], from: ApprovalRow['status']): Promise<bigint> {
+    const at = now();
+    const r = await row(id);
+    if (!r || r.connection_id !== principal.credentialId || r.kind !== kind) {
+      throw new GatewayError('NOT_FOUND', `unknown approval_id ${JSON.stringify(id)}: call again without it to get a new approval link`);
+    }
+    if (r.service !== service) throw new GatewayError('FORBIDDEN', `approval ${id} is for the service ${r.service}, not ${service}`);
+    if (r.status === 'used')
+      throw new GatewayError('CONFLICT', `approval ${id} was already used: an approval pays for one call; call again without approval_id`);
+    if (r.status === 'denied') throw new GatewayError('FORBIDDEN', `the call was denied (approval ${id}): nothing was charged`);
+    if (expired(r, at)) {
+      throw new GatewayError(
+        'FORBIDDEN',
+        `approval ${id} expired at ${new Date(Number(r.expires_ms)).toISOString()}: call again without approval_id for a new one`,
+      );
+    }
+    if (r.status !== from) {
+      throw new GatewayError('FORBIDDEN', `approval ${id} is not approved yet: open ${approvalUrl(id)}, approve the call, then call again with approval_id`);
+    }
+    const max = BigInt(r.max_units);
+    const price = await options.price(service);
+    if (price !== undefined && price > max) {
+      throw new GatewayError('FORBIDDEN', `the price of ${service} is now ${usd(price)}, above the ${usd(max)} that was confirmed: nothing was charged`);
+    }
+    const { rowCount } = await db.query(`UPDATE gw_call_approvals SET status = 'used', used_ms = $3 WHERE id = $1 AND status = $2 AND expires_ms > $3`, [
+      id,
+      from,
+      at,
+    ]);
+    if (!rowCount) throw new GatewayError('CONFLICT', `approval ${id} was already used: an approval pays for one call; call again without approval_id`);
+    return max;
+  }
+
+  return {
+    approvalUrl,
+    /** The settings a form or body asks for (parseConfirmationSettings). */
+    parseSettings: parseConfirmationSettings,
+
+    /** Whether a call of `service` by this OAuth principal needs the user's confirmation now. */
+    async check(principal: Principal, service: string): Promise<ConfirmationCheck> {
+      if (!isOAuth(principal)) return { needed: false };
+      const price = await options.price(service);
+      if (price === undefined || price === 0n) return { needed: false };
+      const s = await settings(principal.credentialId);
+      const budget = s.belowLeftPct > 0 || s.above !== null ? await options.budget(principal) : null;
+      // A call the limit refuses anyway is refused without asking.
+      if (budget && price > budget.remaining) return { needed: false };
+      // What must stay of the limit: ceil(limit * pct / 100).
+      const keep = budget && s.belowLeftPct > 0 ? (budget.limit * BigInt(s.belowLeftPct) + 99n) / 100n : undefined;
+      const byPrice = s.above !== null && price > s.above;
+      const byLimit = budget !== null && keep !== undefined && budget.remaining - price < keep;
+      if (byPrice || byLimit) return { needed: true, price, budget };
+      const ceilings = [...(s.above !== null ? [s.above] : []), ...(budget && keep !== undefined ? [budget.remaining - keep] : [])];
+      return ceilings.length ? { needed: false, ceiling: ceilings.reduce((a, b) => (a < b ? a : b)) } : { needed: false };
+    },
+
+    /** A new approval of one call (pending), bound to the principal's connection, `service` and `price`. */
+    async open(principal: Principal, kind: ApprovalRow['kind'], service: string, price: bigint): Promise<{ id: string; url: string; expiresAt: string }> {
+      const id = `apr_${randomBytes(18).toString('base64url')}`;
+      const at = now();
+      await db.query(
+        `INSERT INTO gw_call_approvals (id, kind, connection_id, user_id, service, max_units, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8)`,
+        [id, kind, principal.credentialId, principal.user.id, service, price.toString(), at, at + ttlMs],
+      );
+      return { id, url: approvalUrl(id), expiresAt: new Date(at + ttlMs).toISOString() };
+    },
+
+    /** An elicitation the user accepted: its approval is used; the highest price confirmed. */
+    useElicited: (principal: Principal, id: string, service: string) => use(principal, id, service, 'elicitation', 'pending'),
+    /** A retry naming a link approved on the dashboard: its approval is used; the highest price approved. */
+    useApproved: (principal: Principal, id: string, service: string) => use(principal, id, service, 'link', 'approved'),
+
+    /** An elicitation the user declined or cancelled: its approval can no longer be used. */
+    async refuse(principal: Principal, id: string): Promise<void> {
+      await db.query(`UPDATE gw_call_approvals SET status = 'denied', decided_ms = $3 WHERE id = $1 AND connection_id = $2 AND status = 'pending'`, [
+        id,
+        principal.credentialId,
+        now(),
+      ]);
+    },
+
+    /** The approval page's view of an approval of the user's (404 for anyone else's). */
+    async approval(userId: string, id: string): Promise<ApprovalView> {
+      const r = await row(id);
+      if (!r || r.user_id !== userId || r.kind !== 'link') throw new GatewayError('NOT_FOUND', 'approval not found');
+      return approvalView(r, now());
+    },
+
+    /** The user's answer on the approval page: `approve` or `deny`, once, before it expires. */
+    async decide(userId: string, id: string, decision: unknown): Promise<ApprovalView> {
+      if (decision !== 'approve' && decision !== 'deny') throw new GatewayError('BAD_REQUEST', 'decision must be approve or deny');
+      const at = now();
+      const r = await row(id);
+      if (!r || r.user_id !== userId || r.kind !== 'link') throw new GatewayError('NOT_FOUND', 'approval not found');
+      if (expired(r, at) && r.status === 'pending')
+        throw new GatewayError('CONFLICT', `this approval expired at ${new Date(Number(r.expires_ms)).toISOString()}`);
+      const { rowCount } = await db.query(
+        `UPDATE gw_call_approvals a SET status = $2, decided_ms = $3
+           FROM gw_oauth_connections c
+          WHERE a.id = $1 AND a.status = 'pending' AND a.expires_ms > $3 AND c.id = a.connection_id AND c.revoked_at IS NULL`,
+        [id, decision === 'approve' ? 'approved' : 'denied', at],
+      );
+      if (!rowCount) throw new GatewayError('CONFLICT', `this approval was already ${r.status === 'pending' ? 'closed' : r.status}`);
+      return approvalView({ ...r, status: decision === 'approve' ? 'approved' : 'denied' }, at);
+    },
+
+    /** The thresholds of the user's live connections (defaults where none was set). */
+    async list(userId: string): Promise<ConfirmationView[]> {
+      const { rows } = await db.query<{ id: string; above_units: string | null; below_left_pct: number | null; has: boolean }>(
+        `SELECT c.id, f.above_units, f.below_left_pct, f.connection_id IS NOT NULL AS has
+           FROM gw_oauth_connections c LEFT JOIN gw_oauth_call_confirmations f ON f.connection_id = c.id
+          WHERE c.user_id = $1 AND c.revoked_at IS NULL ORDER BY c.created_at DESC, c.id`,
+        [userId],
+      );
+      return rows.map((r) =>
+        settingsView(
+          r.id,
+          r.has ? { above: r.above_units === null ? null : BigInt(r.above_units), belowLeftPct: Number(r.below_left_pct) } : DEFAULT_CONFIRMATION,
+        ),
+      );
+    },
+
+    /** Changes a connection's threshold (the dashboard's connections); its next call follows it. */
+    async update(userId: string, connectionId: string, body: unknown): Promise<ConfirmationView> {
+      await liveConnection(userId, connectionId);
+      const s = parseConfirmationSettings(body, await settings(connectionId));
+      await save(connectionId, s);
+      return settingsView(connectionId, s);
+    },
+
+    /** The threshold set on the consent page, for the user's live connection to `clientId`. */
+    async setForClient(userId: string, clientId: string, s: ConfirmationSettings): Promise<void> {
+      const { rows } = await db.query<{ id: string }>('SELECT id FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL', [
+        userId,
+        clientId,
+      ]);
+      if (rows[0]) await save(rows[0].id, s);
+    },
+
+    /** The threshold of the user's live connection to `clientId` (the consent page's field), defaults without one. */
+    async forClient(userId: string, clientId: string): Promise<ConfirmationSettings> {
+      const { rows } = await db.query<{ id: string }>('SELECT id FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL', [
+        userId,
+        clientId,
+      ]);
+      return rows[0] ? settings(rows[0].id) : DEFAULT_CONFIRMATION;
+    },
+  };
+}
+
+export type CallConfirmations = ReturnType<typeof createCallConfirmations>;
