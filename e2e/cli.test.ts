@@ -113,6 +113,27 @@ describe('farebox against a running local stack', () => {
     expect(unknownCommand.stderr).toContain("unknown command 'frobnicate'");
   });
 
+  it('creates a key with a spending policy (--limit, --allow, --max-call), shows it, names the limit when a call is refused, and changes it with keys set', async () => {
+    const e = await env({ FAREBOX_API_KEY: alice.key });
+    const made = await runFarebox(['keys', 'create', 'agent', '--limit', '0.01/day', '--allow', 'echo', '--max-call', '0.05', '--json'], { env: e });
+    expect(made.code, made.stderr).toBe(0);
+    const created = json(made.stdout);
+    expect(created).toMatchObject({ limit_usd: 0.01, limit_period: 'day', allowed_services: ['echo'], max_call_usd: 0.05, remaining_usd: 0.01 });
+    expect((await runFarebox(['keys', 'list'], { env: e })).stdout).toContain('$0.01 of $0.01/day left');
+    const k = await env({ FAREBOX_API_KEY: created.key });
+    expect((await runFarebox(['call', 'echo', '{}'], { env: k })).code).toBe(0);
+    const over = await runFarebox(['call', 'echo', '{}', '--json'], { env: k });
+    expect(over.code).toBe(1);
+    const refusal = json(over.stderr);
+    expect(refusal).toMatchObject({ status: 402, spendingLimit: { source: 'key', limitUsd: 0.01, remainingUsd: 0 } });
+    expect(refusal.error).toContain('spending limit reached: this API key may spend $0.01 per day (UTC)');
+    const set = await runFarebox(['keys', 'set', created.id, '--limit', 'none', '--json'], { env: e });
+    expect(json(set.stdout)).toMatchObject({ limit_usd: null, allowed_services: ['echo'], max_call_usd: 0.05 });
+    const bad = await runFarebox(['keys', 'create', 'x', '--limit', '5'], { env: e });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--limit must look like 5/day (periods: day, week, month, total), or none');
+  });
+
   it('creates, lists and revokes API keys, and lists connections', async () => {
     const e = await env({ FAREBOX_API_KEY: alice.key });
     const created = json((await runFarebox(['keys', 'create', 'ci-key', '--json'], { env: e })).stdout);

@@ -64,10 +64,11 @@ export function buildProgram(io: ProgramIO = {}): Command {
       // A top-up's key: asking again with it never pays twice.
       const idempotencyKey = typeof e.data.idempotencyKey === 'string' ? e.data.idempotencyKey : undefined;
       const status = typeof e.data.status === 'number' ? e.data.status : undefined;
+      const spendingLimit = e.data.spendingLimit;
       const message = cliMessage(e.message, url);
       if (globals().json)
         err(
-          `${toJson({ error: message, code: e.code, ...(status !== undefined ? { status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}) })}\n`,
+          `${toJson({ error: message, code: e.code, ...(status !== undefined ? { status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}), ...(spendingLimit ? { spendingLimit } : {}) })}\n`,
         );
       else {
         const where = [...(status !== undefined ? [`HTTP ${status}`] : []), ...(requestId ? [`request id ${requestId}`] : [])];

@@ -1,4 +1,4 @@
-import { operations, schemas, type Operation, type OperationId, type Operations } from '@farebox/contract';
+import { type inputs, operations, schemas, type Operation, type OperationId, type Operations } from '@farebox/contract';
 import type { z } from 'zod';
 import { ClientError, GatewayApiError } from './errors.js';
 
@@ -20,6 +20,8 @@ export type GatewayCallResult = z.output<typeof schemas.CallResult>;
 export type GatewayTransaction = z.output<typeof schemas.Transaction>;
 export type GatewayApiKey = z.output<typeof schemas.ApiKey>;
 export type GatewayCreatedApiKey = z.output<typeof schemas.CreatedApiKey>;
+/** A spending policy to set (`limit_usd` with `limit_period`, `allowed_services`, `max_call_usd`; null removes one). */
+export type GatewaySpendingPolicyInput = z.input<typeof inputs.SpendingPolicyBody>;
 export type GatewayRevoked = z.output<typeof schemas.Revoked>;
 export type GatewayOAuthConnection = z.output<typeof schemas.OAuthConnection>;
 export type GatewayPublisherActivation = z.output<typeof schemas.PublisherActivation>;
@@ -149,12 +151,16 @@ export interface GatewayClient {
   };
   apiKeys: {
     list(): Promise<GatewayApiKey[]>;
-    /** The plain key is in the answer once. */
-    create(name: string): Promise<GatewayCreatedApiKey>;
+    /** The plain key is in the answer once. `policy`: its spending policy (docs/api.md, "Spending policies"). */
+    create(name: string, policy?: GatewaySpendingPolicyInput): Promise<GatewayCreatedApiKey>;
+    /** Renames the key or changes its policy (absent fields kept, null removes one); its next call follows it. */
+    update(id: string, changes: GatewaySpendingPolicyInput & { name?: string }): Promise<GatewayApiKey>;
     revoke(id: string): Promise<GatewayRevoked>;
   };
   oauthConnections: {
     list(): Promise<GatewayOAuthConnection[]>;
+    /** Changes the connection's spending policy. */
+    update(id: string, policy: GatewaySpendingPolicyInput): Promise<GatewayOAuthConnection>;
     revoke(id: string): Promise<GatewayRevoked>;
   };
   publisher: {
@@ -382,11 +388,13 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     },
     apiKeys: {
       list: () => request('listApiKeys'),
-      create: (name) => request('createApiKey', { body: { name } }),
+      create: (name, policy = {}) => request('createApiKey', { body: { name, ...policy } }),
+      update: (id, changes) => request('updateApiKey', { params: { id }, body: changes }),
       revoke: (id) => request('revokeApiKey', { params: { id } }),
     },
     oauthConnections: {
       list: () => request('listOAuthConnections'),
+      update: (id, policy) => request('updateOAuthConnection', { params: { id }, body: policy }),
       revoke: (id) => request('revokeOAuthConnection', { params: { id } }),
     },
     publisher: {

@@ -31,6 +31,7 @@ export type {
   GatewayTransaction,
   GatewayApiKey,
   GatewayCreatedApiKey,
+  GatewaySpendingPolicyInput,
   GatewayOAuthConnection,
   GatewayPublisherOverview,
   GatewaySettlement,

@@ -45,7 +45,13 @@ export async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {
   } catch (e) {
     if (e instanceof GatewayApiError) {
       const hint = e.status === 403 && /OAuth access token/.test(e.message) ? ' (signed in through the browser: this needs `farebox login --api-key`)' : '';
-      throw new CliError('GATEWAY', `${e.message}${hint}`, { status: e.status, body: e.body, ...(e.requestId ? { requestId: e.requestId } : {}) });
+      throw new CliError('GATEWAY', `${e.message}${hint}`, {
+        status: e.status,
+        body: e.body,
+        ...(e.requestId ? { requestId: e.requestId } : {}),
+        // A refusal by the key's or connection's spending policy: whose, the limit, what is left, when it resets.
+        ...(e.spendingLimit ? { spendingLimit: e.spendingLimit } : {}),
+      });
     }
     if (e instanceof ClientError) throw new CliError('GATEWAY', e.message, { code: e.code, ...e.data });
     throw e;
