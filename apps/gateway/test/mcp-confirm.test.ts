@@ -8,7 +8,7 @@ import { rawClient } from './oauth-browser.js';
 // a dashboard link and the retry's approval_id. Nothing is charged until the user agrees.
 
 const MODERN = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const;
-type Reply = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> };
+type Reply = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> };
 type ToolCall = Awaited<ReturnType<Client['callTool']>>;
 const meta = (r: ToolCall) => r._meta?.['farebox/error'] as Record<string, any> | undefined;
 const text = (r: ToolCall) => (r.content as Array<{ text: string }>)[0]!.text;

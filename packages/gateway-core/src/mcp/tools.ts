@@ -65,10 +65,11 @@ interface RequestContext {
  * stateless `/mcp` cannot carry a request to the client: they get the link.
  */
 function canElicit(ctx: RequestContext | undefined): boolean {
-  const env = ctx?.mcpReq?.envelope;
-  const version = env?.['io.modelcontextprotocol/protocolVersion'];
+  const envelope = ctx?.mcpReq?.envelope;
+  const version = envelope?.['io.modelcontextprotocol/protocolVersion'];
   if (typeof version !== 'string' || version < '2026') return false;
-  const elicitation = (env?.['io.modelcontextprotocol/clientCapabilities'] as { elicitation?: { form?: unknown; url?: unknown } } | undefined)?.elicitation;
+  const elicitation = (envelope?.['io.modelcontextprotocol/clientCapabilities'] as { elicitation?: { form?: unknown; url?: unknown } } | undefined)
+    ?.elicitation;
   // `elicitation: {}` declares form mode (the 2025-06-18 shape).
   return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
 }
