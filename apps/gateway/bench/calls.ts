@@ -12,6 +12,9 @@
 //   ROUNDS * 2 turns each): on a shared machine whose speed drifts by a quarter
 //   from one minute to the next, interleaved turns see the same moments. Each
 //   build has its own database schema (or PGlite directory), accounts and keys.
+//   BENCH_KEY_POLICY=1 compares keys with a spending policy (a limit, an allowed
+//   service, a per-call maximum) with keys without one on the same accounts, in
+//   ABBA turns, and prints the ratio policy/none (target >= 0.95).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -422,6 +425,42 @@ try {
       request: (opts: Parameters<Pool['request']>[0]) => ps[Math.floor(Math.random() * ps.length)]!.request(opts),
     }) as unknown as Pool;
   await load(pools[0]!, '/v1/call', byKey, callBody, 8, 1500);
+
+  if (process.env.BENCH_KEY_POLICY === '1') {
+    // Spending policies (docs/api.md): the same accounts, a second key each with a policy
+    // (a daily limit it never reaches, the service allowed, a per-call maximum), in turns
+    // ABBA with the keys without one; the ratio is policy/none (target >= 0.95).
+    const policyKeys: string[] = [];
+    for (const key of keys) {
+      const k = await fetch(`${first}/v1/api-keys`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ name: 'bench-policy', limit_usd: 10000, limit_period: 'day', allowed_services: ['noop'], max_call_usd: 1 }),
+      });
+      policyKeys.push(((await k.json()) as { key: string }).key);
+    }
+    const byPolicyKey = byKeyOf(policyKeys);
+    await load(pools[0]!, '/v1/call', byPolicyKey, callBody, 8, 1500);
+    const turns = { none: [] as number[], policy: [] as number[] };
+    for (let turn = 0; turn < ROUNDS * 4; turn++) {
+      const withPolicy = [0, 1, 1, 0][turn % 4] === 1;
+      const r = await load(pools[0]!, '/v1/call', withPolicy ? byPolicyKey : byKey, callBody, CONCURRENCY, DURATION_MS);
+      if (r.errors > 0) console.log(`  turn ${turn}: ${r.errors} errors`);
+      (withPolicy ? turns.policy : turns.none).push(r.rps);
+    }
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const ratio = median(turns.policy) / median(turns.none);
+    console.log(
+      `keys without policy ${median(turns.none).toFixed(0)} calls/s median of ${turns.none.length} turns (${turns.none.map((x) => x.toFixed(0)).join(', ')})`,
+    );
+    console.log(
+      `keys with policy    ${median(turns.policy).toFixed(0)} calls/s median of ${turns.policy.length} turns (${turns.policy.map((x) => x.toFixed(0)).join(', ')})`,
+    );
+    console.log(`  policy/none         ${ratio.toFixed(3)} (target >= 0.95: ${ratio >= 0.95 ? 'met' : 'not met'})`);
+    await pools[0]!.close();
+    await cleanUp();
+    process.exit(0);
+  }
 
   if (compareMain) {
     // Its own schema on PostgreSQL, its own data directory on PGlite: its own accounts and keys.
