@@ -2,6 +2,7 @@ import { z } from 'zod';
 import * as I from './inputs.js';
 import { OAUTH_SCOPES, type Auth, type OAuthScope, type Operation } from './operation.js';
 import * as S from './schemas.js';
+import { POLICY_ERRORS } from './spending.js';
 
 export { OAUTH_SCOPES };
 export type { Auth, HttpMethod, OAuthScope, Operation, OperationInput } from './operation.js';
@@ -172,20 +173,9 @@ export const operations = {
     input: { body: I.CreateApiKeyBody },
     status: 201,
     output: S.CreatedApiKey,
-    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64); invalid name: control character U+.... not allowed; limit_usd must be a USD amount such as 5 or 2.50; limit_usd must be more than 0 and at most 10000 USD; limit_period must be day, week, month or total; limit_period required with limit_usd (day, week, month or total); allowed_services must be a list of service names; max_call_usd must be a USD amount such as 0.05; max_call_usd must be more than 0 and at most 10000 USD' },
+    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64); invalid name: control character U+.... not allowed; ' + POLICY_ERRORS },
   }),
-  updateApiKey: op({
-    id: 'updateApiKey',
-    method: 'PATCH',
-    path: '/v1/api-keys/:id',
-    tag: 'credentials',
-    summary: "Rename an API key or change its spending policy (applies to the key's next call)",
-    auth: account(),
-    input: { params: I.IdParams, body: I.UpdateApiKeyBody },
-    status: 200,
-    output: S.ApiKey,
-    errors: { ...AUTH_ERRORS, 400: 'limit_usd must be a USD amount such as 5 or 2.50; limit_usd must be more than 0 and at most 10000 USD; limit_period must be day, week, month or total; limit_period required with limit_usd (day, week, month or total); allowed_services must be a list of service names; max_call_usd must be a USD amount such as 0.05; max_call_usd must be more than 0 and at most 10000 USD', 404: 'api key not found' },
-  }),
+  updateApiKey: op({ id: 'updateApiKey', method: 'PATCH', path: '/v1/api-keys/:id', tag: 'credentials', summary: "Rename an API key or change its spending policy (applies to the key's next call)", auth: account(), input: { params: I.IdParams, body: I.UpdateApiKeyBody }, status: 200, output: S.ApiKey, errors: { ...AUTH_ERRORS, 400: POLICY_ERRORS, 404: 'api key not found' } }),
   revokeApiKey: op({
     id: 'revokeApiKey',
     method: 'DELETE',
@@ -222,18 +212,7 @@ export const operations = {
     output: S.Revoked,
     errors: { ...AUTH_ERRORS, 404: 'connection not found' },
   }),
-  updateOAuthConnection: op({
-    id: 'updateOAuthConnection',
-    method: 'PATCH',
-    path: '/v1/oauth/connections/:id',
-    tag: 'credentials',
-    summary: "Change a connection's spending policy (applies to its next call)",
-    auth: account(),
-    input: { params: I.IdParams, body: I.SpendingPolicyBody },
-    status: 200,
-    output: S.OAuthConnection,
-    errors: { ...AUTH_ERRORS, 400: 'limit_usd must be a USD amount such as 5 or 2.50; limit_usd must be more than 0 and at most 10000 USD; limit_period must be day, week, month or total; limit_period required with limit_usd (day, week, month or total); allowed_services must be a list of service names; max_call_usd must be a USD amount such as 0.05; max_call_usd must be more than 0 and at most 10000 USD', 404: 'connection not found' },
-  }),
+  updateOAuthConnection: op({ id: 'updateOAuthConnection', method: 'PATCH', path: '/v1/oauth/connections/:id', tag: 'credentials', summary: "Change a connection's spending policy (applies to its next call)", auth: account(), input: { params: I.IdParams, body: I.SpendingPolicyBody }, status: 200, output: S.OAuthConnection, errors: { ...AUTH_ERRORS, 400: POLICY_ERRORS, 404: 'connection not found' } }),
 
   // ---- publisher ---------------------------------------------------------------------
   activatePublisher: op({

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { RefusalFields, SpendingPolicy } from './spending.js';
+
+export { SpendingPolicy, SpendingRefusal } from './spending.js';
 
 /**
  * The resources of the gateway's REST API, as JSON. One schema per shape: a
@@ -50,19 +53,6 @@ export const Balance = z
     wallet_status: WalletStatus,
   })
   .meta({ id: 'Balance', description: 'Credits, the on-chain wallet and their sum.' });
-
-/** A credential's spending policy and its budget this period (docs/api.md, "Spending policies"). */
-export const SpendingPolicy = z
-  .object({
-    limit_usd: z.number().nullable(),
-    limit_period: z.enum(['day', 'week', 'month', 'total']).nullable(),
-    allowed_services: z.array(z.string()).nullable(),
-    max_call_usd: z.number().nullable(),
-    spent_usd: z.number().nullable().meta({ description: 'Spent this period, calls in flight included (null without a limit).' }),
-    remaining_usd: z.number().nullable(),
-    resets_at: Timestamp.nullable().meta({ description: 'When the period ends (null without a limit, or for total).' }),
-  })
-  .meta({ id: 'SpendingPolicy' });
 
 export const Account = Balance.extend({
   id: z.string(),
@@ -199,28 +189,12 @@ export const CallError = ErrorBody.extend({
   escrowId: z.string().optional(),
   trace: Trace.optional(),
   // A refusal by the key's or connection's spending policy (402, 403): nothing was charged.
-  limit_source: z.enum(['key', 'connection']).optional(),
-  limit_usd: z.number().nullable().optional(),
-  remaining_usd: z.number().nullable().optional(),
-  resets_at: Timestamp.nullable().optional(),
-  allowed_services: z.array(z.string()).optional(),
-  max_call_usd: z.number().optional(),
+  ...RefusalFields,
 }).meta({
   id: 'CallError',
   description:
     'A failed call (refunded): the reason, and the call id and trace once the call started. A refusal by a spending policy (402, 403) adds limit_source, limit_usd, remaining_usd and resets_at (and allowed_services or max_call_usd); nothing was charged.',
 });
-
-/** The fields of a refusal by a spending policy (402 budget, 403 service or price), next to `error`. */
-export const SpendingRefusal = z
-  .object({
-    error: z.string(),
-    limit_source: z.enum(['key', 'connection']),
-    limit_usd: z.number().nullable(),
-    remaining_usd: z.number().nullable(),
-    resets_at: Timestamp.nullable(),
-  })
-  .meta({ id: 'SpendingRefusal' });
 
 export const ApiKey = z
   .object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable(), ...SpendingPolicy.shape })
