@@ -17,12 +17,20 @@ describe('call_agent above the connection threshold asks the user first', () => 
   let h: Harness;
   let alice: TestUser;
   let t = Date.now();
+  let failing = false;
 
   beforeAll(async () => {
     h = await startHarness('pglite', { now: () => t });
     alice = await h.user();
     await h.publish('pricey', { price: '0.25' });
     await h.publish('cheap', { price: '0.01' });
+    await h.publish('flaky', {
+      price: '0.25',
+      handler: (payload) => {
+        if (failing) throw new Error('flaky is down');
+        return { echo: payload };
+      },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -51,7 +59,7 @@ describe('call_agent above the connection threshold asks the user first', () => 
       });
     }
     await client.connect(new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), { fetch: withToken }));
-    return { client, asked, state };
+    return { client, asked, state, clientId: c.client.client_id };
   }
 
   const callPricey = (client: Client, extra: Record<string, unknown> = {}) =>
@@ -136,11 +144,98 @@ describe('call_agent above the connection threshold asks the user first', () => 
     }
   });
 
+  it("the connections' API shows and changes the threshold; bad input is refused with its message and changes nothing", async () => {
+    const { client, asked, clientId } = await connect(MODERN, { dailyLimitUsd: '5' });
+    const conns = async () => ((await alice.api('/v1/oauth/connections')).body as Array<Record<string, any>>).filter((c) => c.client_id === clientId);
+    const conn = (await conns())[0]!;
+    expect(conn).toMatchObject({ confirm_above_usd: 0.1, confirm_below_left_percent: 10, limit_usd: 5, limit_period: 'day' });
+    const patch = (body: unknown) => alice.api(`/v1/oauth/connections/${conn.id}`, { method: 'PATCH', body });
+    for (const [body, error] of [
+      [{ confirm_above_usd: 'lots' }, 'confirm_above_usd must be a USD amount such as 0.10, or empty for no threshold'],
+      [{ confirm_above_usd: 10001 }, 'confirm_above_usd must be between 0 and 10000 USD'],
+      [{ confirm_below_left_percent: 101 }, 'confirm_below_left_percent must be a whole number from 0 to 100'],
+      [{ confirm_below_left_percent: 2.5, limit_usd: 9, limit_period: 'day' }, 'confirm_below_left_percent must be a whole number from 0 to 100'],
+      [{ confirm_above_usd: 1, limit_usd: 'x' }, 'limit_usd must be a USD amount such as 5 or 2.50'],
+      [{ confirm_above_usd: 1, colour: 'red' }, 'unknown field: colour'],
+    ] as const) {
+      expect(await patch(body)).toMatchObject({ status: 400, body: { error } });
+    }
+    expect((await conns())[0]).toMatchObject({ confirm_above_usd: 0.1, confirm_below_left_percent: 10, limit_usd: 5 });
+    expect((await alice.api('/v1/oauth/connections/conn_unknown', { method: 'PATCH', body: { confirm_above_usd: 1 } })).status).toBe(404);
+
+    // Raised to $1: the $0.25 call runs without asking; the policy is kept.
+    const raised = await patch({ confirm_above_usd: '1', confirm_below_left_percent: 0 });
+    expect(raised).toMatchObject({ status: 200, body: { id: conn.id, confirm_above_usd: 1, confirm_below_left_percent: 0, limit_usd: 5 } });
+    const before = await credits();
+    const ran = await callPricey(client);
+    expect(ran.isError).toBeFalsy();
+    expect(await credits()).toBe(before - 2_500_000);
+    // The policy alone: the threshold is kept and shown. Then every paid call asks (0), and "" means never by price.
+    expect((await patch({ limit_usd: 6, limit_period: 'day' })).body).toMatchObject({ limit_usd: 6, confirm_above_usd: 1, confirm_below_left_percent: 0 });
+    expect((await patch({ confirm_above_usd: 0 })).body.confirm_above_usd).toBe(0);
+    expect(meta((await client.callTool({ name: 'call_agent', arguments: { service: 'cheap', payload: {} } })) as ToolCall)?.code).toBe('CONFIRMATION_REQUIRED');
+    expect((await patch({ confirm_above_usd: '' })).body.confirm_above_usd).toBeNull();
+    expect((await callPricey(client)).isError).toBeFalsy();
+    expect(asked).toHaveLength(0);
+    expect(await credits()).toBe(before - 5_000_000);
+    await client.close();
+  });
+
+  it('a confirmed call the service fails is refunded and its approval pays for one retry', async () => {
+    const { client } = await connect(MODERN);
+    const callFlaky = (extra: Record<string, unknown> = {}) =>
+      client.callTool({ name: 'call_agent', arguments: { service: 'flaky', payload: { n: 2 }, ...extra } }) as Promise<ToolCall>;
+    const before = await credits();
+    const first = meta(await callFlaky())!;
+    await approve(first.approval_url, 'approve', alice, 'flaky');
+    failing = true;
+    const failed = await callFlaky({ approval_id: first.approval_id });
+    expect(failed.isError).toBe(true);
+    expect(text(failed)).toContain(
+      `(refunded; the approval pays for one retry: call call_agent again with the same service and approval_id "${first.approval_id}")`,
+    );
+    expect(meta(failed)).toMatchObject({ refunded: true, approval_id: first.approval_id });
+    // The retry fails too: refunded, and the approval is not given back a second time.
+    const again = await callFlaky({ approval_id: first.approval_id });
+    expect(meta(again)).toMatchObject({ refunded: true });
+    expect(text(again)).not.toContain('pays for one retry');
+    expect(text(await callFlaky({ approval_id: first.approval_id }))).toBe(
+      `approval ${first.approval_id} was already used: an approval pays for one call; call again without approval_id`,
+    );
+    expect(await credits()).toBe(before);
+
+    // Failed once, the retry succeeds and is charged once.
+    const second = meta(await callFlaky())!;
+    await approve(second.approval_url, 'approve', alice, 'flaky');
+    expect(meta(await callFlaky({ approval_id: second.approval_id }))?.approval_id).toBe(second.approval_id);
+    failing = false;
+    const paid = await callFlaky({ approval_id: second.approval_id });
+    expect(paid.isError).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({ service: 'flaky', cost: { base_units: 2_500_000 } });
+    expect(text(await callFlaky({ approval_id: second.approval_id }))).toMatch(/was already used/);
+    expect(await credits()).toBe(before - 2_500_000);
+    await client.close();
+
+    // Elicited and accepted, then failed: the model retries with the approval_id, without asking the user again.
+    const e = await connect({ ...MODERN, capabilities: { elicitation: { form: {} } } });
+    e.state.reply = { action: 'accept', content: { confirm: true } };
+    failing = true;
+    const elicited = (await e.client.callTool({ name: 'call_agent', arguments: { service: 'flaky', payload: {} } })) as ToolCall;
+    const id = meta(elicited)!.approval_id as string;
+    expect(id).toMatch(/^apr_/);
+    failing = false;
+    const retried = (await e.client.callTool({ name: 'call_agent', arguments: { service: 'flaky', payload: {}, approval_id: id } })) as ToolCall;
+    expect(retried.isError).toBeFalsy();
+    expect(e.asked).toHaveLength(1);
+    expect(await credits()).toBe(before - 5_000_000);
+    await e.client.close();
+  });
+
   /** The dashboard's approval page: the signed-in user opens the link and posts the form with its CSRF token. */
-  async function approve(url: string, decision: 'approve' | 'deny', user = alice) {
+  async function approve(url: string, decision: 'approve' | 'deny', user = alice, service = 'pricey') {
     const page = await fetch(url, { headers: { cookie: user.cookie } });
     const html = await page.text();
-    if (page.status === 200) expect(html).toContain('<strong>pricey</strong> for <strong>$0.25</strong>');
+    if (page.status === 200) expect(html).toContain(`<strong>${service}</strong> for <strong>$0.25</strong>`);
     const csrf = /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
     // A page without the form (decided or expired) is the answer.
     if (page.status !== 200 || !csrf) return { status: page.status, html };

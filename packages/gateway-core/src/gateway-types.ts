@@ -115,7 +115,8 @@ export interface GatewayCore {
   readonly account: AccountService;
   readonly catalog: CatalogService;
   readonly calls: CallService;
-  readonly oauthConnections: OAuthServer['connections'];
+  /** The OAuth connections with their confirmation thresholds (oauth/confirmations.ts). */
+  readonly oauthConnections: import('./oauth/confirmations.js').ConnectionsWithThresholds;
   /** Paid calls the user confirms: thresholds of OAuth connections and approvals of single calls (oauth/confirmations.ts). */
   readonly callConfirmations: import('./oauth/confirmations.js').CallConfirmations;
   /** The spending policy of the principal's API key or connection and its budget now (null without one). */

@@ -12,7 +12,7 @@ import { createManifests } from './manifests.js';
 import { checkOAuthAccess } from './oauth/scopes.js';
 import { createOAuth } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
-import { budgetOfView, createCallConfirmations } from './oauth/confirmations.js';
+import { budgetOfView, createCallConfirmations, withThresholds } from './oauth/confirmations.js';
 import { createDependencyTracker } from './observability/dependencies.js';
 import { createLogger, legacySink } from './observability/log.js';
 import { createMetrics } from './observability/metrics.js';
@@ -173,7 +173,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     catalog,
     calls: spending.wrapCalls(calls),
     spendingPolicy: (principal) => spending.view(principal),
-    oauthConnections: oauth.connections,
+    oauthConnections: withThresholds(oauth.connections, callConfirmations),
     callConfirmations,
     publisher,
     platform,

@@ -91,11 +91,26 @@ async function confirmedCall(
 ): Promise<McpToolResult | McpOtherResult> {
   const service = String(args.service);
   const over = (max: bigint | undefined) => run(mcpApi(deps, principal, max));
-  if (typeof args.approval_id === 'string') return over(await c.useApproved(principal, args.approval_id, service));
+  // A confirmed call the service failed (refunded) gives its approval back for one retry.
+  const confirmed = async (id: string, max: bigint) => {
+    try {
+      return await over(max);
+    } catch (err) {
+      if (err instanceof GatewayError && err.data?.refunded === true && (await c.reopen(principal, id))) {
+        throw new GatewayError(
+          err.code,
+          `${err.message} (refunded; the approval pays for one retry: call call_agent again with the same service and approval_id "${id}")`,
+          { ...err.data, approval_id: id },
+        );
+      }
+      throw err;
+    }
+  };
+  if (typeof args.approval_id === 'string') return confirmed(args.approval_id, await c.useApproved(principal, args.approval_id, service));
   const state = ctx?.mcpReq?.requestState?.();
   const answer = ctx?.mcpReq?.inputResponses?.confirm as { action?: unknown; content?: { confirm?: unknown } } | undefined;
   if (typeof state === 'string' && answer) {
-    if (answer.action === 'accept' && answer.content?.confirm === true) return over(await c.useElicited(principal, state, service));
+    if (answer.action === 'accept' && answer.content?.confirm === true) return confirmed(state, await c.useElicited(principal, state, service));
     await c.refuse(principal, state);
     const code = answer.action === 'accept' ? 'CONFIRMATION_NOT_GIVEN' : answer.action === 'decline' ? 'CONFIRMATION_DECLINED' : 'CONFIRMATION_CANCELLED';
     const what =

@@ -3,6 +3,7 @@ import { formatAmount, parseAmount, toUsd } from '@farebox/protocol';
 import type { Principal } from '../auth/accounts.js';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
+import type { ConnectionView, OAuthConnections } from './types.js';
 
 /**
  * Paid calls the user confirms (docs/oauth.md, "Calls the user confirms").
@@ -253,6 +254,21 @@ export function createCallConfirmations(options: {
     /** A retry naming a link approved on the dashboard: its approval is used; the highest price approved. */
     useApproved: (principal: Principal, id: string, service: string) => use(principal, id, service, 'link', 'approved'),
 
+    /**
+     * A confirmed call that failed and was refunded: its approval pays for one
+     * retry (once; within its expiry). It becomes an approved `link` approval,
+     * so the retry names it with `approval_id` (also after an elicitation).
+     * True when it was given back.
+     */
+    async reopen(principal: Principal, id: string): Promise<boolean> {
+      const { rowCount } = await db.query(
+        `UPDATE gw_call_approvals SET status = 'approved', kind = 'link', reopened_ms = $3
+          WHERE id = $1 AND connection_id = $2 AND status = 'used' AND reopened_ms IS NULL AND expires_ms > $3`,
+        [id, principal.credentialId, now()],
+      );
+      return Boolean(rowCount);
+    },
+
     /** An elicitation the user declined or cancelled: its approval can no longer be used. */
     async refuse(principal: Principal, id: string): Promise<void> {
       await db.query(`UPDATE gw_call_approvals SET status = 'denied', decided_ms = $3 WHERE id = $1 AND connection_id = $2 AND status = 'pending'`, [
@@ -303,6 +319,11 @@ export function createCallConfirmations(options: {
       );
     },
 
+    /** The threshold of one connection (defaults where none was set). */
+    async get(connectionId: string): Promise<ConfirmationView> {
+      return settingsView(connectionId, await settings(connectionId));
+    },
+
     /** Changes a connection's threshold (the dashboard's connections); its next call follows it. */
     async update(userId: string, connectionId: string, body: unknown): Promise<ConfirmationView> {
       await liveConnection(userId, connectionId);
@@ -332,3 +353,50 @@ export function createCallConfirmations(options: {
 }
 
 export type CallConfirmations = ReturnType<typeof createCallConfirmations>;
+
+/** A connection as `/v1/oauth/connections` answers it: its spending policy and its confirmation threshold. */
+export type ConnectionWithThreshold = ConnectionView & Omit<ConfirmationView, 'connection_id'>;
+
+export interface ConnectionsWithThresholds {
+  list(userId: string): Promise<ConnectionWithThreshold[]>;
+  /** The contract's UpdateOAuthConnectionBody: spending policy fields and threshold fields, all checked before anything changes. */
+  update(userId: string, id: string, input: unknown): Promise<ConnectionWithThreshold>;
+  revoke(userId: string, id: string): Promise<{ id: string; revoked: true }>;
+}
+
+const THRESHOLD_FIELDS = ['confirm_above_usd', 'confirm_below_left_percent'] as const;
+const threshold = ({ confirm_above_usd, confirm_below_left_percent }: ConfirmationView) => ({ confirm_above_usd, confirm_below_left_percent });
+
+/**
+ * The OAuth connections' list and update with the thresholds: `PATCH
+ * /v1/oauth/connections/:id` takes `confirm_above_usd` and
+ * `confirm_below_left_percent` next to the spending policy. Bad threshold
+ * input is refused before the policy is touched, bad policy input before the
+ * threshold is.
+ */
+export function withThresholds(connections: OAuthConnections, confirmations: CallConfirmations): ConnectionsWithThresholds {
+  return {
+    async list(userId) {
+      const [list, thresholds] = await Promise.all([connections.list(userId), confirmations.list(userId)]);
+      const byId = new Map(thresholds.map((t) => [t.connection_id, t]));
+      return list.map((c) => ({ ...c, ...threshold(byId.get(c.id) ?? settingsView(c.id, DEFAULT_CONFIRMATION)) }));
+    },
+    async update(userId, id, input) {
+      const body = input ?? {};
+      if (typeof body !== 'object' || Array.isArray(body)) return { ...(await connections.update(userId, id, body)), ...DEFAULT_VIEW };
+      const rest: Record<string, unknown> = { ...body };
+      const wanted: Record<string, unknown> = {};
+      for (const f of THRESHOLD_FIELDS) {
+        if (f in rest) wanted[f] = rest[f];
+        delete rest[f];
+      }
+      const changes = Object.keys(wanted).length > 0;
+      if (changes) parseConfirmationSettings(wanted);
+      const view = await connections.update(userId, id, rest);
+      return { ...view, ...threshold(changes ? await confirmations.update(userId, id, wanted) : await confirmations.get(id)) };
+    },
+    revoke: (userId, id) => connections.revoke(userId, id),
+  };
+}
+
+const DEFAULT_VIEW = threshold(settingsView('', DEFAULT_CONFIRMATION));
