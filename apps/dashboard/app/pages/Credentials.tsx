@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { errorMessage, gw, type ApiKey, type OAuthConnection } from '../gateway.js';
-import { formatDate, formatUsd } from '../format.js';
+import { formatDate } from '../format.js';
 import { CopyButton, Empty, ErrorBox, Loading, useLoad } from '../ui.js';
+import { emptyDraft, PolicyEditor, PolicyInputs, policyInput, SpendBar } from './SpendingPolicy.js';
 
 /** The gateway's limit on a key's name, in characters as people count them (code points: an emoji is one). */
 export const KEY_NAME_MAX = 64;
@@ -23,6 +24,8 @@ function ApiKeys() {
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const [rowError, setRowError] = useState<string>();
+  const [draft, setDraft] = useState(emptyDraft);
+  const [editing, setEditing] = useState<string>();
   const length = [...name.trim()].length;
   const over = length > KEY_NAME_MAX;
 
@@ -32,9 +35,15 @@ function ApiKeys() {
     setCreated(undefined);
     setBusy(true);
     try {
-      const r = await gw.apiKeys.create(name.trim());
+      const policy = policyInput(draft);
+      const r = await gw.apiKeys.create(name.trim(), {
+        ...(policy.limit_usd !== null ? { limit_usd: policy.limit_usd, limit_period: policy.limit_period } : {}),
+        ...(policy.allowed_services !== null ? { allowed_services: policy.allowed_services } : {}),
+        ...(policy.max_call_usd !== null ? { max_call_usd: policy.max_call_usd } : {}),
+      });
       setCreated({ name: r.name, key: r.key });
       setName('');
+      setDraft(emptyDraft());
       keys.reload();
     } catch (err) {
       setError(errorMessage(err));
@@ -80,6 +89,7 @@ function ApiKeys() {
         <p id="key-name-count" className={`hint${over ? ' over' : ''}`} data-testid="key-name-count">
           {over ? `${length} characters: at most ${KEY_NAME_MAX}` : `${length} / ${KEY_NAME_MAX} characters`}
         </p>
+        <PolicyInputs id="new-key" draft={draft} onChange={setDraft} />
         <ErrorBox error={error} />
       </form>
       {created ? (
@@ -112,6 +122,7 @@ function ApiKeys() {
                 <th scope="col">Key</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
+                <th scope="col">Spending</th>
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
                 </th>
@@ -128,7 +139,13 @@ function ApiKeys() {
                   </td>
                   <td data-label="Created">{formatDate(k.created_at)}</td>
                   <td data-label="Last used">{k.last_used_at ? formatDate(k.last_used_at) : <span className="muted">never</span>}</td>
+                  <td data-label="Spending">
+                    <SpendBar label={k.name} policy={k} />
+                  </td>
                   <td className="actions">
+                    <button type="button" className="small" onClick={() => setEditing(k.id)} aria-label={`Edit spending policy of ${k.name}`}>
+                      Limits
+                    </button>
                     <button type="button" className="danger small" onClick={() => revoke(k)} aria-label={`Revoke key ${k.name}`}>
                       Revoke
                     </button>
@@ -139,6 +156,21 @@ function ApiKeys() {
           </table>
         </div>
       ) : null}
+      {keys.data
+        ?.filter((k) => k.id === editing)
+        .map((k) => (
+          <PolicyEditor
+            key={k.id}
+            id={`edit-${k.id}`}
+            name={k.name}
+            policy={k}
+            save={(p) => gw.apiKeys.update(k.id, p)}
+            done={() => {
+              setEditing(undefined);
+              keys.reload();
+            }}
+          />
+        ))}
     </section>
   );
 }
@@ -146,6 +178,7 @@ function ApiKeys() {
 function Connections() {
   const conns = useLoad(() => gw.oauthConnections.list());
   const [rowError, setRowError] = useState<string>();
+  const [editing, setEditing] = useState<string>();
 
   const disconnect = async (c: OAuthConnection) => {
     if (!window.confirm(`Disconnect ${c.client_name}? It loses access at once.`)) return;
@@ -161,7 +194,7 @@ function Connections() {
   return (
     <section className="card" aria-labelledby="conn-title">
       <h2 id="conn-title">Connected apps</h2>
-      <p className="muted">Assistants and tools you authorized through OAuth (for example an MCP connector), with their daily spending limits.</p>
+      <p className="muted">Assistants and tools you authorized through OAuth (for example an MCP connector), with their spending limits.</p>
       <ErrorBox title="Could not disconnect" error={rowError} />
       <ErrorBox title="Connections unavailable" error={conns.error} />
       {conns.loading && !conns.data ? <Loading label="Loading connections…" /> : null}
@@ -170,41 +203,39 @@ function Connections() {
       ) : null}
       {conns.data && conns.data.length > 0 ? (
         <ul className="conn-list">
-          {conns.data.map((c) => {
-            const limit = c.daily_limit_usd;
-            const pct = limit ? Math.min(100, (c.spent_today_usd / limit) * 100) : 0;
-            return (
-              <li key={c.id} className="conn">
-                <div className="conn-head">
-                  <strong>
-                    <bdi>{c.client_name}</bdi>
-                  </strong>
+          {conns.data.map((c) => (
+            <li key={c.id} className="conn">
+              <div className="conn-head">
+                <strong>
+                  <bdi>{c.client_name}</bdi>
+                </strong>
+                <span className="row">
+                  <button type="button" className="small" onClick={() => setEditing(c.id)} aria-label={`Edit spending policy of ${c.client_name}`}>
+                    Limits
+                  </button>
                   <button type="button" className="danger small" onClick={() => disconnect(c)} aria-label={`Disconnect ${c.client_name}`}>
                     Disconnect
                   </button>
-                </div>
-                <div className="muted small-text">
-                  Scopes: {c.scopes.join(', ') || '—'} · connected {formatDate(c.created_at)}
-                </div>
-                <div className="small-text">
-                  Spent today {formatUsd(c.spent_today_usd)} {limit === null ? '· no daily limit' : `of ${formatUsd(limit)} daily limit`}
-                </div>
-                {limit !== null ? (
-                  // biome-ignore lint/a11y/useSemanticElements: a <meter> cannot be styled alike across browsers; the div carries the same role and values
-                  <div
-                    className="meter"
-                    role="meter"
-                    aria-label={`${c.client_name} spending today`}
-                    aria-valuemin={0}
-                    aria-valuemax={limit}
-                    aria-valuenow={c.spent_today_usd}
-                  >
-                    <div className="meter-fill" style={{ width: `${pct}%` }} />
-                  </div>
-                ) : null}
-              </li>
-            );
-          })}
+                </span>
+              </div>
+              <div className="muted small-text">
+                Scopes: {c.scopes.join(', ') || '—'} · connected {formatDate(c.created_at)}
+              </div>
+              <SpendBar label={c.client_name} policy={c} />
+              {editing === c.id ? (
+                <PolicyEditor
+                  id={`edit-${c.id}`}
+                  name={c.client_name}
+                  policy={c}
+                  save={(p) => gw.oauthConnections.update(c.id, p)}
+                  done={() => {
+                    setEditing(undefined);
+                    conns.reload();
+                  }}
+                />
+              ) : null}
+            </li>
+          ))}
         </ul>
       ) : null}
     </section>
