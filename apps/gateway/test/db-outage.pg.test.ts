@@ -17,6 +17,17 @@ describe('a PostgreSQL outage', () => {
     pg = await startPgServer();
     h = await startHarness('postgres', { databaseUrl: pg.url });
     await h.publish('outage-steady', { price: '0.01' });
+    // Its handler takes the database away while the call is at the service (once the hold's commit is on disk:
+    // PostgreSQL flushes a commit made without waiting within 200 ms), and brings it back 3 s later.
+    await h.publish('outage-mid', {
+      price: '0.02',
+      handler: async (payload) => {
+        await new Promise((r) => setTimeout(r, 500));
+        await pg.kill();
+        setTimeout(() => void pg.start(), 3_000);
+        return { echo: payload };
+      },
+    });
   }, 120_000);
   afterAll(async () => {
     await h?.close();
@@ -88,4 +99,23 @@ describe('a PostgreSQL outage', () => {
     expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before - ok * 100_000);
     expect((await h.gw.core.ledger.verify()).ok).toBe(true);
   }, 120_000);
+
+  it('a call whose service answered while the database was gone is charged once when it is back, and answers 200', async () => {
+    const u = await h.user();
+    expect((await u.api('/v1/topup', { body: { amount: 10 } })).status).toBe(200);
+    const before = (await u.api('/v1/balance')).body.balance_base_units as number;
+    const r = await u.api('/v1/call', { body: { service: 'outage-mid', payload: { n: 1 } }, headers: { 'idempotency-key': 'outage-mid-1' } });
+    // The post was asked again until the database came back: the caller gets the service's answer, not a 503.
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ result: { echo: { n: 1 } }, cost: { base_units: 200_000 } });
+    // Charged exactly once, nothing left held, the ledger whole.
+    const { rows } = await h.gw.core.ledger.db.query<{ state: string }>(`SELECT state FROM holds WHERE account_id = $1`, [u.id]);
+    expect(rows.map((x) => x.state)).toEqual(['posted']);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before - 200_000);
+    // The same key asked again gets the same answer, charged nothing more.
+    const again = await u.api('/v1/call', { body: { service: 'outage-mid', payload: { n: 1 } }, headers: { 'idempotency-key': 'outage-mid-1' } });
+    expect(again.body.callId).toBe(r.body.callId);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before - 200_000);
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+  }, 60_000);
 });

@@ -1,8 +1,9 @@
 import { isValidServiceName } from '@farebox/protocol';
-import type { Ledger } from '@farebox/ledger';
+import { LedgerError, type Ledger } from '@farebox/ledger';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config.js';
 import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from '../calls.js';
+import { databaseUnavailable, isDatabaseUnavailable } from '../db-errors.js';
 import { translated } from '../ledger-errors.js';
 import type { SpendingLimits } from '../oauth/spending.js';
 import type { Logger } from '../observability/log.js';
@@ -11,6 +12,7 @@ import type { Settlement } from '../settlement/index.js';
 import { createTopups, type Topups } from '../topups.js';
 import { createWalletPath, type WalletPath } from '../wallet-path.js';
 import type { Infrastructure } from './infrastructure.js';
+import { chargePending, throughOutage } from './outage-retry.js';
 
 /** How money moves for calls and top-ups: credits over the ledger, the wallet path, top-ups. */
 export interface Payments {
@@ -33,8 +35,20 @@ export interface PaymentsDeps {
   now: Clock;
 }
 
-/** The two-phase credit operations of a call, over the ledger (its errors as the gateway's). */
-export function ledgerCredits(ledger: Ledger, holdTimeoutMs: number, metrics: Metrics): CreditsPort {
+/**
+ * The two-phase credit operations of a call, over the ledger (its errors as
+ * the gateway's). A post or void that meets a database outage is asked again
+ * for up to `outage.waitMs` while the caller waits, then in the background
+ * (outage-retry.ts): the call answers its real outcome when the database
+ * comes back in time, and the hold is resolved as soon as it does.
+ */
+export function ledgerCredits(
+  ledger: Ledger,
+  holdTimeoutMs: number,
+  metrics: Metrics,
+  outage: { waitMs: number; log: (message: string, err?: unknown) => void } = { waitMs: 15_000, log: () => undefined },
+): CreditsPort {
+  const retry = { waitMs: outage.waitMs, keepTryingMs: holdTimeoutMs, log: outage.log };
   return {
     hold: (i) =>
       translated(async () => ({
@@ -50,10 +64,33 @@ export function ledgerCredits(ledger: Ledger, holdTimeoutMs: number, metrics: Me
       })),
     post: (holdId, i) =>
       translated(async () => {
-        const r = await ledger.post(holdId, i);
+        let outage = false;
+        let r: Awaited<ReturnType<Ledger['post']>> | null;
+        try {
+          r = await throughOutage(
+            async () => {
+              try {
+                return await ledger.post(holdId, i);
+              } catch (err) {
+                if (isDatabaseUnavailable(err)) outage = true;
+                // A hold's statement commits without waiting for its WAL flush: a server crash right after it can lose
+                // the hold, and with it the debit. Nothing was charged then.
+                else if (outage && err instanceof LedgerError && err.code === 'HOLD_NOT_FOUND') return null;
+                throw err;
+              }
+            },
+            `post of hold ${holdId}`,
+            retry,
+          );
+        } catch (err) {
+          // The service answered; whether the post landed is not known yet.
+          throw isDatabaseUnavailable(err) ? chargePending(err) : err;
+        }
+        if (r === null) throw databaseUnavailable();
         return { balance: r.balance, posted: r.hold.state === 'posted' };
       }),
-    void: (holdId, reason) => translated(async () => ({ balance: (await ledger.void(holdId, reason)).balance })),
+    void: (holdId, reason) =>
+      translated(async () => ({ balance: (await throughOutage(() => ledger.void(holdId, reason), `void of hold ${holdId}`, retry)).balance })),
     idempotent: (accountId, key, hash, fn) =>
       translated(async () => {
         const r = await ledger.withIdempotency<CallResponse>(accountId, key, hash, fn);
@@ -134,7 +171,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
       })
     : undefined;
   const calls = createCalls({
-    credits: spending.wrapCredits(ledgerCredits(ledger, config.holdTimeoutMs, metrics)),
+    credits: spending.wrapCredits(ledgerCredits(ledger, config.holdTimeoutMs, metrics, { waitMs: 15_000, log })),
     resolveService,
     signer: infra.certificateSigner,
     policy,
