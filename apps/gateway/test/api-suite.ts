@@ -211,7 +211,24 @@ export function apiSuite(kind: DbKind) {
       expect(created.body.key).toMatch(/^sk_live_[0-9A-Za-z]{49}$/);
       const list = await alice.api('/v1/api-keys');
       const row = list.body.find((k: { id: string }) => k.id === created.body.id);
-      expect(row).toEqual({ id: created.body.id, name: 'ci', prefix: created.body.key.slice(0, 14), created_at: expect.any(String), last_used_at: null });
+      // No spending policy: the policy fields are null (docs/api.md, "Spending policies").
+      const noPolicy = {
+        limit_usd: null,
+        limit_period: null,
+        allowed_services: null,
+        max_call_usd: null,
+        spent_usd: null,
+        remaining_usd: null,
+        resets_at: null,
+      };
+      expect(row).toEqual({
+        id: created.body.id,
+        name: 'ci',
+        prefix: created.body.key.slice(0, 14),
+        created_at: expect.any(String),
+        last_used_at: null,
+        ...noPolicy,
+      });
       expect(JSON.stringify(list.body)).not.toContain(created.body.key);
       const withKey = await fetch(`${h.url}/v1/me`, { headers: { authorization: `Bearer ${created.body.key}` } });
       expect(withKey.status).toBe(200);

@@ -152,8 +152,9 @@ describe('the wallet path', () => {
     const asBrowser = { cookie: user.cookie } as TestUser;
     const tight = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.25' });
     const refused = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${tight.tokens.access_token}` } });
-    expect(refused.status).toBe(403);
-    expect(refused.body.error).toMatch(/^daily spending limit reached/);
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ limit_source: 'connection', limit_usd: 0.25, remaining_usd: 0.25 });
+    expect(refused.body.error).toMatch(/^spending limit reached: this connection may spend \$0\.25 per day \(UTC\)/);
     expect(await s.usdc(user.wallet)).toBe(10_000_000n);
     // A connection whose limit covers the price pays from the wallet, and the spend is counted.
     const roomy = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.5' });
@@ -162,7 +163,9 @@ describe('the wallet path', () => {
     expect(paid.body.paidWith).toBe('wallet');
     expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
     const again = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${roomy.tokens.access_token}` } });
-    expect(again.status).toBe(403);
+    expect(again.status).toBe(402);
+    // The wallet payment was spent from the connection's budget for the day.
+    expect(again.body).toMatchObject({ limit_source: 'connection', limit_usd: 0.5, remaining_usd: 0.2499999 });
     expect(await s.usdc(user.wallet)).toBe(10_000_000n - PRICE);
   }, 120_000);
 });
