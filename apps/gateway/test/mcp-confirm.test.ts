@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createGatewayClient, GatewayApiError } from '@farebox/client';
 import { startHarness, type Harness, type TestUser } from './harness.js';
 import { rawClient } from './oauth-browser.js';
 
@@ -178,6 +179,19 @@ describe('call_agent above the connection threshold asks the user first', () => 
     expect((await callPricey(client)).isError).toBeFalsy();
     expect(asked).toHaveLength(0);
     expect(await credits()).toBe(before - 5_000_000);
+
+    // @farebox/client: oauthConnections.update and list carry the threshold; a refusal is a GatewayApiError with the message.
+    const api = createGatewayClient({ baseUrl: h.url, apiKey: alice.key });
+    expect(await api.oauthConnections.update(conn.id, { confirm_above_usd: 0.5, confirm_below_left_percent: 20 })).toMatchObject({
+      id: conn.id,
+      confirm_above_usd: 0.5,
+      confirm_below_left_percent: 20,
+    });
+    expect((await api.oauthConnections.list()).find((c) => c.id === conn.id)).toMatchObject({ confirm_above_usd: 0.5, confirm_below_left_percent: 20 });
+    const refused = await api.oauthConnections.update(conn.id, { confirm_below_left_percent: '-3' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(GatewayApiError);
+    expect((refused as GatewayApiError).message).toContain('confirm_below_left_percent must be a whole number from 0 to 100');
+    expect((await conns())[0]).toMatchObject({ confirm_above_usd: 0.5, confirm_below_left_percent: 20 });
     await client.close();
   });
 

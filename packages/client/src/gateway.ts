@@ -1,4 +1,4 @@
-import { type inputs, operations, schemas, type Operation, type OperationId, type Operations } from '@farebox/contract';
+import { type connections, type inputs, operations, schemas, type Operation, type OperationId, type Operations } from '@farebox/contract';
 import type { z } from 'zod';
 import { ClientError, GatewayApiError } from './errors.js';
 
@@ -23,7 +23,10 @@ export type GatewayCreatedApiKey = z.output<typeof schemas.CreatedApiKey>;
 /** A spending policy to set (`limit_usd` with `limit_period`, `allowed_services`, `max_call_usd`; null removes one). */
 export type GatewaySpendingPolicyInput = z.input<typeof inputs.SpendingPolicyBody>;
 export type GatewayRevoked = z.output<typeof schemas.Revoked>;
-export type GatewayOAuthConnection = z.output<typeof schemas.OAuthConnection>;
+/** An app authorized through OAuth: its spending policy and its confirmation threshold (`confirm_above_usd`, `confirm_below_left_percent`). */
+export type GatewayOAuthConnection = z.output<typeof connections.OAuthConnection>;
+/** A connection's changes: spending policy fields (null removes one) and threshold fields (`confirm_above_usd`: null or "" for never by price). */
+export type GatewayOAuthConnectionUpdate = z.input<typeof connections.UpdateOAuthConnectionBody>;
 export type GatewayPublisherActivation = z.output<typeof schemas.PublisherActivation>;
 export type GatewayPublisherOverview = z.output<typeof schemas.PublisherOverview>;
 export type GatewaySettlement = z.output<typeof schemas.Settlement>;
@@ -159,8 +162,8 @@ export interface GatewayClient {
   };
   oauthConnections: {
     list(): Promise<GatewayOAuthConnection[]>;
-    /** Changes the connection's spending policy. */
-    update(id: string, policy: GatewaySpendingPolicyInput): Promise<GatewayOAuthConnection>;
+    /** Changes the connection's spending policy and/or the threshold above which its calls ask the user (absent fields kept). */
+    update(id: string, changes: GatewayOAuthConnectionUpdate): Promise<GatewayOAuthConnection>;
     revoke(id: string): Promise<GatewayRevoked>;
   };
   publisher: {
@@ -394,7 +397,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     },
     oauthConnections: {
       list: () => request('listOAuthConnections'),
-      update: (id, policy) => request('updateOAuthConnection', { params: { id }, body: policy }),
+      update: (id, changes) => request('updateOAuthConnection', { params: { id }, body: changes }),
       revoke: (id) => request('revokeOAuthConnection', { params: { id } }),
     },
     publisher: {

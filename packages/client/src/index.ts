@@ -33,6 +33,7 @@ export type {
   GatewayCreatedApiKey,
   GatewaySpendingPolicyInput,
   GatewayOAuthConnection,
+  GatewayOAuthConnectionUpdate,
   GatewayPublisherOverview,
   GatewaySettlement,
   GatewayAnalyticsPoint,

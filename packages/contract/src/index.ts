@@ -2,6 +2,8 @@ export { operations, operationList, findOperation, openApiPath, OAUTH_SCOPES } f
 export type { Operation, OperationId, Operations, OperationInput, Auth, HttpMethod, OAuthScope } from './operations.js';
 export * as schemas from './schemas.js';
 export * as inputs from './inputs.js';
+/** OAuth connections with their confirmation thresholds (the schemas of `/v1/oauth/connections`). */
+export * as connections from './connection-confirmations.js';
 export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META } from './mcp.js';
 export type {
   FareboxApi,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import * as C from './connection-confirmations.js';
 import * as I from './inputs.js';
 import { OAUTH_SCOPES, type Auth, type OAuthScope, type Operation } from './operation.js';
 import * as S from './schemas.js';
@@ -197,7 +198,7 @@ export const operations = {
     auth: account(),
     input: { query: allQuery(LIST_LIMITS.account) },
     status: 200,
-    output: z.array(S.OAuthConnection),
+    output: z.array(C.OAuthConnection),
     errors: { ...AUTH_ERRORS, ...LIMIT('limit', 1, LIST_LIMITS.account) },
   }),
   revokeOAuthConnection: op({
@@ -212,7 +213,7 @@ export const operations = {
     output: S.Revoked,
     errors: { ...AUTH_ERRORS, 404: 'connection not found' },
   }),
-  updateOAuthConnection: op({ id: 'updateOAuthConnection', method: 'PATCH', path: '/v1/oauth/connections/:id', tag: 'credentials', summary: "Change a connection's spending policy (applies to its next call)", auth: account(), input: { params: I.IdParams, body: I.SpendingPolicyBody }, status: 200, output: S.OAuthConnection, errors: { ...AUTH_ERRORS, 400: POLICY_ERRORS, 404: 'connection not found' } }),
+  updateOAuthConnection: op({ id: 'updateOAuthConnection', method: 'PATCH', path: '/v1/oauth/connections/:id', tag: 'credentials', summary: "Change a connection's spending policy or confirmation threshold (applies to its next call)", auth: account(), input: { params: I.IdParams, body: C.UpdateOAuthConnectionBody }, status: 200, output: C.OAuthConnection, errors: { ...AUTH_ERRORS, 400: `${POLICY_ERRORS}; ${C.THRESHOLD_ERRORS}`, 404: 'connection not found' } }),
 
   // ---- publisher ---------------------------------------------------------------------
   activatePublisher: op({

@@ -9,6 +9,7 @@ describe('public surface', () => {
       'MCP_TOOLS',
       'OAUTH_SCOPES',
       'TOOL_ERROR_META',
+      'connections',
       'createDiscoveryClient',
       'discoveryAnswers',
       'findOperation',
