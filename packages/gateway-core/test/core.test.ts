@@ -241,9 +241,11 @@ describe('OAuth, by the gateway’s clock', () => {
     const principal = (await s.core.authenticateBearer(tokens.access_token))!;
     const call = (n: number) => s.core.calls.call(principal, { service: 'oauth-echo', payload: { n } });
     expect((await call(1)).status).toBe(200);
+    const midnight = new Date(Math.floor(s.clock.now() / DAY) * DAY + DAY).toISOString();
     await expect(call(2)).rejects.toMatchObject({
-      code: 'FORBIDDEN',
-      message: 'daily spending limit reached: this connection may spend $0.015 per day (UTC), has spent $0.01 today, and this call costs $0.01',
+      code: 'SPENDING_LIMIT',
+      message: `spending limit reached: this connection may spend $0.015 per day (UTC); $0.005 is left until ${midnight} and this call costs $0.01`,
+      data: { limit_source: 'connection', limit_usd: 0.015, remaining_usd: 0.005, resets_at: midnight },
     });
     expect(await s.credits(u)).toBe(SIGNUP_CREDIT - 100_000n);
     expect((await s.core.oauthConnections.list(u.user.id))[0]).toMatchObject({ daily_limit_base_units: 150_000, spent_today_base_units: 100_000 });
