@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { errorMessage, gw, type ApiKey, type OAuthConnection } from '../gateway.js';
 import { formatDate } from '../format.js';
 import { CopyButton, Empty, ErrorBox, Loading, useLoad } from '../ui.js';
+import { ThresholdEditor, ThresholdLine } from './ConfirmThreshold.js';
 import { emptyDraft, PolicyEditor, PolicyInputs, policyInput, SpendBar } from './SpendingPolicy.js';
 
 /** The gateway's limit on a key's name, in characters as people count them (code points: an emoji is one). */
@@ -179,6 +180,7 @@ function Connections() {
   const conns = useLoad(() => gw.oauthConnections.list());
   const [rowError, setRowError] = useState<string>();
   const [editing, setEditing] = useState<string>();
+  const [confirming, setConfirming] = useState<string>();
 
   const disconnect = async (c: OAuthConnection) => {
     if (!window.confirm(`Disconnect ${c.client_name}? It loses access at once.`)) return;
@@ -213,6 +215,9 @@ function Connections() {
                   <button type="button" className="small" onClick={() => setEditing(c.id)} aria-label={`Edit spending policy of ${c.client_name}`}>
                     Limits
                   </button>
+                  <button type="button" className="small" onClick={() => setConfirming(c.id)} aria-label={`Edit confirmations of ${c.client_name}`}>
+                    Confirmations
+                  </button>
                   <button type="button" className="danger small" onClick={() => disconnect(c)} aria-label={`Disconnect ${c.client_name}`}>
                     Disconnect
                   </button>
@@ -222,6 +227,16 @@ function Connections() {
                 Scopes: {c.scopes.join(', ') || '—'} · connected {formatDate(c.created_at)}
               </div>
               <SpendBar label={c.client_name} policy={c} />
+              <ThresholdLine connection={c} />
+              {confirming === c.id ? (
+                <ThresholdEditor
+                  connection={c}
+                  done={() => {
+                    setConfirming(undefined);
+                    conns.reload();
+                  }}
+                />
+              ) : null}
               {editing === c.id ? (
                 <PolicyEditor
                   id={`edit-${c.id}`}
