@@ -47,6 +47,7 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     ensureBuilt();
     h = await startStack();
     await h.publish('echo', '0.01');
+    await h.publish('pricey', '0.25');
     alice = await h.user();
     dir = await mkdtemp(join(tmpdir(), 'farebox-mcp-test-'));
   }, 180_000);
@@ -237,5 +238,25 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     const call = await a.client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { era: 'modern-oauth' } } });
     expect(sc(call)).toMatchObject({ result: { echo: { era: 'modern-oauth' } }, cost: { base_units: 100_000 } });
     expect(await credits(grace)).toBe(before - 100_000);
+
+    // Above the connection's threshold (default: above $0.10), the adapter's client gets the approval link;
+    // approved on the dashboard's page, the retry with approval_id is charged once.
+    const asked = await a.client.callTool({ name: 'call_agent', arguments: { service: 'pricey', payload: {} } });
+    expect(asked.isError).toBe(true);
+    const m = errorMeta(asked) as { code: string; approval_id: string; approval_url: string };
+    expect(m).toMatchObject({ code: 'CONFIRMATION_REQUIRED', approval_url: `${h.url}/approve/${m.approval_id}` });
+    expect(text(asked)).toContain(`open ${m.approval_url} and approve it`);
+    expect(await credits(grace)).toBe(before - 100_000);
+    const page = await (await fetch(m.approval_url, { headers: { cookie: grace.cookie } })).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+    const decided = await fetch(m.approval_url, {
+      method: 'POST',
+      headers: { cookie: grace.cookie, origin: h.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: csrf, decision: 'approve' }).toString(),
+    });
+    expect(decided.status).toBe(200);
+    const paid = await a.client.callTool({ name: 'call_agent', arguments: { service: 'pricey', payload: {}, approval_id: m.approval_id } });
+    expect(sc(paid)).toMatchObject({ service: 'pricey', cost: { base_units: 2_500_000 } });
+    expect(await credits(grace)).toBe(before - 2_600_000);
   });
 });
