@@ -1,6 +1,7 @@
 import { splitFee } from '@farebox/protocol';
 import { readBalance } from './accounts.js';
 import { Batcher, type Pending } from './batch.js';
+import { flushBudgetHolds, type BudgetHoldInput } from './budget-batch.js';
 import * as budgets from './budgets.js';
 import type { Database } from './db.js';
 import { ASYNC_COMMIT_CONDITION, prepared } from './db.js';
@@ -207,14 +208,12 @@ export class HoldBook {
   private readonly budgetHoldSql: readonly [string, string];
   private readonly holdBatcher: Batcher<HoldInput, HoldResult> | undefined;
   private readonly postBatcher: Batcher<PostInput, ResolveResult> | undefined;
+  private readonly budgetBatcher: Batcher<BudgetHoldInput, HoldResult> | undefined;
 
   /** How far the host's clock runs ahead of this machine's (ms): added to every expiry stamped and read here. */
   private readonly lead: () => number;
 
-  /**
-   * @param instance this process's instance (migration 0012), stamped on
-   *   each hold in the statement that places it; null when it joined none.
-   */
+  /** @param instance this process's instance (migration 0012), stamped on each hold it places; null when it joined none. */
   constructor(
     private readonly db: Database,
     batch: LedgerOptions['batch'],
@@ -230,6 +229,7 @@ export class HoldBook {
       const options = batch === true || batch === undefined ? {} : batch;
       this.holdBatcher = new Batcher((items) => this.flushHolds(items), options);
       this.postBatcher = new Batcher((items) => this.flushPosts(items), options);
+      this.budgetBatcher = new Batcher((b) => flushBudgetHolds(db, b, this.instance(), this.lead(), (i) => this.holdOne({ ...i, key: null })), options);
     }
   }
 
@@ -242,14 +242,14 @@ export class HoldBook {
     const timeoutMs = options.timeoutMs === undefined ? DEFAULT_HOLD_TIMEOUT_MS : positiveInt(options.timeoutMs, 'timeoutMs', 2_147_483_647);
     const budget = options.budget === undefined ? null : budgets.checkBudget(options.budget);
     const input: HoldInput = { accountId, amount, callId, service, key, timeoutMs, budget };
-    if (key === null && budget === null && this.holdBatcher) return this.holdBatcher.submit(input);
+    if (key === null && budget !== null && this.budgetBatcher) return this.budgetBatcher.submit({ accountId, amount, callId, service, timeoutMs, budget });
+    if (key === null && this.holdBatcher) return this.holdBatcher.submit(input);
     return this.holdOne(input);
   }
 
   private async holdOne({ accountId, amount, callId, service, key, timeoutMs, budget }: HoldInput): Promise<HoldResult> {
-    // A key's live hold is found by the unique index (the statement fails as a
-    // whole, debit included) or, when the credits no longer cover a second
-    // one, by the lookup below: one round trip when the key is new.
+    // A key's live hold is found by the unique index (the statement fails as a whole, debit
+    // included) or, when the credits no longer cover a second one, by the lookup below.
     let rows: Row[];
     try {
       const instance = this.instance();

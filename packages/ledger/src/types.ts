@@ -81,7 +81,7 @@ export interface HoldOptions {
    * Counts the hold against a credential's budget (a spending policy's limit
    * for a period): in the same statement as the debit, `spent + held` of the
    * budget may not pass `limit`, else `BUDGET_EXCEEDED` and nothing moves.
-   * Such holds are placed one by one (not batched). Its post moves the posted
+   * Key-less ones are batched like other holds (budget-batch.ts). Its post moves the posted
    * amount to `spent`, its void (refund, reaper) gives it back.
    */
   budget?: import('./budgets.js').Budget;

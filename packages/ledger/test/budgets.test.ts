@@ -127,6 +127,45 @@ describe('credential budgets', () => {
     expect(await use(total)).toEqual({ spent: PRICE, held: PRICE });
   });
 
+  it('a burst of holds on several accounts and budgets goes as one batch: each budget holds exactly its holds, the credits exactly theirs', async () => {
+    const [a, b] = [await account(), await account()];
+    const [ka, kb] = [budgetOf(10n * PRICE), budgetOf(10n * PRICE)];
+    const before = [(await t.ledger.balance(a)).balance, (await t.ledger.balance(b)).balance];
+    // A ledger on the same database that counts the statements it sends.
+    const sent: string[] = [];
+    const db = t.ledger.db;
+    const counting = new Ledger(
+      new Proxy(db, {
+        get: (target, prop, receiver) =>
+          prop === 'query'
+            ? (sql: string, params?: unknown[]) => {
+                sent.push(sql);
+                return target.query(sql, params);
+              }
+            : Reflect.get(target, prop, receiver),
+      }),
+    );
+    const at = (account: string, budget: Budget, amount = PRICE) => counting.hold(account, amount, { callId: `call_${++n}`, service: 'echo', budget });
+    const placed = await Promise.all([
+      ...Array.from({ length: 4 }, () => at(a, ka)),
+      ...Array.from({ length: 3 }, () => at(b, ka)),
+      ...Array.from({ length: 5 }, () => at(b, kb, 2n * PRICE)),
+    ]);
+    expect(new Set(placed.map((p) => p.hold.id)).size).toBe(12);
+    expect(sent).toHaveLength(1);
+    expect(await use(ka)).toEqual({ spent: 0n, held: 7n * PRICE });
+    expect(await use(kb)).toEqual({ spent: 0n, held: 10n * PRICE });
+    expect((await t.ledger.balance(a)).balance).toBe(before[0]! - 4n * PRICE);
+    expect((await t.ledger.balance(b)).balance).toBe(before[1]! - 13n * PRICE);
+    // The last hold of each account reports the credits after all of them.
+    expect(placed[3]!.balance).toBe(before[0]! - 4n * PRICE);
+    // A burst over one budget: the batch is refused as a whole, then each hold on its own (3 of 5 fit).
+    const over = await Promise.allSettled(Array.from({ length: 5 }, () => hold(a, ka)));
+    expect(over.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    expect(await use(ka)).toEqual({ spent: 0n, held: 10n * PRICE });
+    expect((await t.ledger.verify()).ok).toBe(true);
+  });
+
   it('refuses a malformed budget, changing nothing', async () => {
     const id = await account();
     const e = await refusal(hold(id, { credential: 'key_x', period: 'fortnight', limit: PRICE }));
