@@ -317,6 +317,8 @@ export function oauthSuite(kind: DbKind) {
         [
           'client_id',
           'client_name',
+          'confirm_above_usd',
+          'confirm_below_left_percent',
           'created_at',
           'daily_limit_base_units',
           'daily_limit_usd',
