@@ -379,9 +379,11 @@ export function oauthSuite(kind: DbKind) {
         method: 'tools/call',
         params: { name: 'call_agent', arguments: { service: 'echo', payload: {} } },
       });
-      const result = ((await tool.json()) as { result: { isError: boolean; content: Array<{ text: string }> } }).result;
+      const result = ((await tool.json()) as { result: { isError: boolean; content: Array<{ text: string }>; _meta?: Record<string, unknown> } }).result;
       expect(result.isError).toBe(true);
       expect(result.content[0]!.text).toContain('spending limit reached: this connection may spend $0.015 per day (UTC)');
+      // The tool error carries the refusal's fields (its _meta, as every tool error's details).
+      expect(result._meta?.['farebox/error']).toMatchObject({ code: 'SPENDING_LIMIT', limit_source: 'connection', limit_usd: 0.015, remaining_usd: 0.005 });
       // get_balance shows the connection's own budget next to the account's money.
       const bal = await mcp(tokens.access_token, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_balance', arguments: {} } });
       const balText = ((await bal.json()) as { result: { content: Array<{ text: string }> } }).result.content[0]!.text;
