@@ -1,5 +1,5 @@
 import { createEscrowPayer, DIRECT_CALL_STEPS, EscrowPaymentError, type EscrowClient, type TraceStep as DirectTraceStep } from '@farebox/escrow';
-import { BALANCE_CAP, TOPUP_MAX, type Ledger } from '@farebox/ledger';
+import { BALANCE_CAP, TOPUP_MAX, type Budget, type Ledger } from '@farebox/ledger';
 import { costObject, formatAmount } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
@@ -24,6 +24,12 @@ export interface ShortfallInput {
   callId: string;
   /** The call's trace so far; the wallet path appends its steps. */
   steps: TraceStep[];
+  /**
+   * The credential's spending budget (a policy with a limit): a wallet payment reserves its amount against it when it
+   * is recorded, and spends it or gives it back when it is resolved (by the call, or by {@link WalletPath.reconcile}
+   * after a crash), in the ledger.
+   */
+  budget?: Budget;
 }
 
 /** `response`: the call was paid from the wallet; `retry`: credits now cover it (after a wallet top-up). */
@@ -43,6 +49,8 @@ export interface WalletPathOptions {
   log?(message: string, err?: unknown): void;
   /** The gateway's clock (default `Date.now`): the age after which an interrupted wallet payment is given up. */
   now?: Clock;
+  /** Test hook: called at named points (`wallet:recorded`, after the payment and its budget reservation are recorded). */
+  crashPoint?: (name: string) => void;
 }
 
 /**
@@ -93,7 +101,9 @@ export function createWalletPath(o: WalletPathOptions) {
       amount: input.amount,
       service: svc.service,
       publisherOwner: svc.owner,
+      ...(input.budget ? { budget: input.budget } : {}),
     });
+    o.crashPoint?.('wallet:recorded');
     const started = Date.now();
     // The same payer as `@farebox/client`'s direct calls, signing with the account's wallet.
     const payer = createEscrowPayer({

@@ -1,4 +1,4 @@
-import type { Database, Queryable } from './db.js';
+import type { Queryable } from './db.js';
 import { ASYNC_COMMIT_CONDITION, prepared } from './db.js';
 import { LedgerError, sqlState } from './errors.js';
 import { big, invalid, text } from './rows.js';
@@ -7,7 +7,9 @@ import { big, invalid, text } from './rows.js';
 // policy. A hold placed under a budget adds its amount to the budget's
 // `held` in the statement that debits the credits; the CHECK
 // `credential_budget_limit` (spent + held <= lim) refuses it as a whole. Posts
-// move the posted amount to `spent`, voids give it back (holds.ts).
+// move the posted amount to `spent`, voids give it back (holds.ts). A wallet
+// payment made under a budget reserves it when it is recorded and settles it
+// when it is resolved (wallet-payments.ts, migration 0014).
 
 /** The budget a hold or a wallet payment counts against: a credential's period and its current limit (base units). */
 export interface Budget {
@@ -129,33 +131,3 @@ export async function readBudgets(db: Queryable, budgets: ReadonlyArray<{ creden
 
 /** The key of {@link readBudgets}' map. */
 export const budgetKey = key;
-
-/**
- * Reserves `amount` under `budget` without a hold (the wallet path, which
- * pays on chain): `BUDGET_EXCEEDED` when it does not fit. Settle it with
- * {@link settleBudget}.
- */
-export async function reserveBudget(db: Database, budget: Budget, amount: bigint): Promise<void> {
-  checkBudget(budget);
-  try {
-    await db.query(
-      `INSERT INTO credential_budgets AS b (credential, period, lim, held) VALUES ($1, $2, $3::bigint, $4::bigint)
-       ON CONFLICT (credential, period) DO UPDATE SET held = b.held + EXCLUDED.held, lim = EXCLUDED.lim`,
-      [...budgetParams(budget), amount.toString()],
-    );
-  } catch (error) {
-    if (isBudgetViolation(error)) throw await budgetRefusal(db, budget, amount);
-    throw error;
-  }
-}
-
-/** Settles a reservation of {@link reserveBudget}: `amount` out of `held`, `spent` (what was paid, 0 for nothing) into `spent`. */
-export async function settleBudget(db: Database, budget: Budget, amount: bigint, spent: bigint): Promise<void> {
-  checkBudget(budget);
-  await db.query('UPDATE credential_budgets SET held = GREATEST(held - $3::bigint, 0), spent = spent + $4::bigint WHERE credential = $1 AND period = $2', [
-    budget.credential,
-    budget.period,
-    amount.toString(),
-    spent.toString(),
-  ]);
-}

@@ -127,16 +127,6 @@ export class Ledger {
     return budgets.readBudgets(this.db, of);
   }
 
-  /** Reserves `amount` under a budget without a hold (the wallet path); `BUDGET_EXCEEDED` when it does not fit. */
-  reserveBudget(budget: budgets.Budget, amount: bigint): Promise<void> {
-    return budgets.reserveBudget(this.db, budget, amount);
-  }
-
-  /** Settles a {@link reserveBudget}: `amount` leaves `held`, `spent` (what was paid; 0n for nothing) joins `spent`. */
-  settleBudget(budget: budgets.Budget, amount: bigint, spent: bigint): Promise<void> {
-    return budgets.settleBudget(this.db, budget, amount, spent);
-  }
-
   /** The hold, or `HOLD_NOT_FOUND`. */
   getHold(holdId: string): Promise<Hold> {
     return this.holds.getHold(holdId);
@@ -386,7 +376,10 @@ export class Ledger {
   /**
    * Records the intent of a wallet payment (state `pending`) before anything
    * is sent on chain; a second record with the same account, kind and
-   * `callId` returns the first (idempotent).
+   * `callId` returns the first (idempotent). With `budget`, the amount is
+   * reserved against it in the same statement (`BUDGET_EXCEEDED`, nothing
+   * recorded, when it does not fit), and {@link resolveWalletPayment} spends
+   * it (completed) or gives it back (failed) in the resolving transaction.
    */
   recordWalletPayment(accountId: string, input: WalletPaymentInput): Promise<WalletPayment> {
     return walletPayments.recordWalletPayment(this.db, accountId, input);

@@ -78,6 +78,7 @@ export function toWalletPayment(r: Row): WalletPayment {
     data: (r.data ?? {}) as Record<string, unknown>,
     createdAt: date(r.created_at),
     resolvedAt: dateOrNull(r.resolved_at),
+    budget: r.budget_credential == null ? null : { credential: str(r.budget_credential), period: str(r.budget_period) },
   };
 }
 

@@ -1,5 +1,6 @@
 import { BASE_UNITS_PER_USDC } from '@farebox/protocol';
 import type { BatchOptions } from './batch.js';
+import type { Budget } from './budgets.js';
 import type { OpenDatabaseOptions } from './db.js';
 
 /** Sign-up credit: 5 USD, given once per account. */
@@ -257,6 +258,8 @@ export interface WalletPayment {
   data: Record<string, unknown>;
   createdAt: Date;
   resolvedAt: Date | null;
+  /** The spending budget the payment is reserved against (migration 0014): settled when it resolves. */
+  budget: { credential: string; period: string } | null;
 }
 
 export interface WalletPaymentInput {
@@ -267,6 +270,12 @@ export interface WalletPaymentInput {
   service?: string;
   publisherOwner?: string;
   data?: Record<string, unknown>;
+  /**
+   * The credential budget the payment counts against (a spending policy): its amount is reserved in the statement
+   * that records the payment (`BUDGET_EXCEEDED`, nothing recorded, when it does not fit) and spent or given back by
+   * the transaction that resolves it.
+   */
+  budget?: Budget;
 }
 
 export interface AdvanceData {

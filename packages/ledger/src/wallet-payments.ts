@@ -1,4 +1,5 @@
-import type { Database } from './db.js';
+import { budgetRefusal, checkBudget, isBudgetViolation } from './budgets.js';
+import type { Database, Queryable } from './db.js';
 import { LedgerError } from './errors.js';
 import { topupIn } from './accounts.js';
 import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, text, toWalletPayment, type Row } from './rows.js';
@@ -13,11 +14,38 @@ export async function recordWalletPayment(db: Database, accountId: string, input
   positiveAmount(input.amount, 'amount');
   const service = input.service === undefined ? null : text(input.service, 'service');
   const owner = input.publisherOwner === undefined ? null : text(input.publisherOwner, 'publisherOwner');
-  const { rows } = await db.query(
-    `INSERT INTO wallet_payments (account_id, kind, call_id, service, publisher_owner, amount, data)
-     VALUES ($1, $2, $3, $4, $5, $6::bigint, $7::jsonb) ON CONFLICT (account_id, call_id, kind) DO NOTHING RETURNING *`,
-    [accountId, input.kind, callId, service, owner, input.amount.toString(), JSON.stringify(input.data ?? {})],
-  );
+  const budget = input.budget === undefined ? null : checkBudget(input.budget);
+  // The budget's reservation is written from the inserted row (a repeated record reserves nothing again), in the
+  // same statement: the budget's CHECK refuses the payment with it, and nothing is recorded.
+  let rows: Row[];
+  try {
+    ({ rows } = await db.query(
+      `WITH p AS (
+         INSERT INTO wallet_payments (account_id, kind, call_id, service, publisher_owner, amount, data, budget_credential, budget_period)
+         VALUES ($1, $2, $3, $4, $5, $6::bigint, $7::jsonb, $8, $9) ON CONFLICT (account_id, call_id, kind) DO NOTHING RETURNING *
+       ), b AS (
+         INSERT INTO credential_budgets AS b (credential, period, lim, held)
+         SELECT p.budget_credential, p.budget_period, $10::bigint, p.amount FROM p WHERE p.budget_credential IS NOT NULL
+         ON CONFLICT (credential, period) DO UPDATE SET held = b.held + EXCLUDED.held, lim = EXCLUDED.lim
+       )
+       SELECT * FROM p`,
+      [
+        accountId,
+        input.kind,
+        callId,
+        service,
+        owner,
+        input.amount.toString(),
+        JSON.stringify(input.data ?? {}),
+        budget?.credential ?? null,
+        budget?.period ?? null,
+        budget ? budget.limit.toString() : null,
+      ],
+    ));
+  } catch (error) {
+    if (budget && isBudgetViolation(error)) throw await budgetRefusal(db, budget, input.amount);
+    throw error;
+  }
   if (rows[0]) return toWalletPayment(rows[0]);
   const existing = await db.query('SELECT * FROM wallet_payments WHERE account_id = $1 AND call_id = $2 AND kind = $3', [accountId, callId, input.kind]);
   return toWalletPayment(existing.rows[0] as Row);
@@ -65,6 +93,7 @@ export async function resolveWalletPayment(
             paymentId,
             error,
           ]));
+          await settleReservation(tx, current, false);
           return { applied: true, payment: toWalletPayment(updated[0] as Row), balance: null };
         }
         // The USDC is in the treasury: it becomes credits whatever happened to the balance meanwhile.
@@ -81,8 +110,20 @@ export async function resolveWalletPayment(
         error,
       ]));
     }
+    await settleReservation(tx, current, outcome.state === 'completed');
     return { applied: true, payment: toWalletPayment(updated[0] as Row), balance };
   });
+}
+
+/** A resolved payment's budget reservation (migration 0014): spent when the payment completed, given back otherwise. */
+async function settleReservation(tx: Queryable, payment: WalletPayment, paid: boolean): Promise<void> {
+  if (!payment.budget) return;
+  await tx.query('UPDATE credential_budgets SET held = held - $3::bigint, spent = spent + $4::bigint WHERE credential = $1 AND period = $2', [
+    payment.budget.credential,
+    payment.budget.period,
+    payment.amount.toString(),
+    paid ? payment.amount.toString() : '0',
+  ]);
 }
 
 export async function getWalletPayment(db: Database, paymentId: string): Promise<WalletPayment> {

@@ -4,7 +4,9 @@ import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 // Credential budgets (migration 0013): a hold under a spending policy counts
 // against the credential's budget in the statement that debits the credits;
-// posts spend it, voids (refunds, the reaper, a dead instance) give it back.
+// posts spend it, voids (refunds, the reaper, a dead instance) give it back;
+// a wallet payment (migration 0014) reserves it when recorded and settles it
+// when resolved.
 
 let t: TestLedger;
 beforeAll(async () => {
@@ -120,11 +122,48 @@ describe('credential budgets', () => {
     await refusal(hold(id, today));
     await hold(id, { ...today, period: 'day:2026-11-27' });
     const total = budgetOf(2n * PRICE, 'total');
-    await t.ledger.reserveBudget(total, PRICE);
+    const paying = await t.ledger.recordWalletPayment(id, { kind: 'call', callId: `call_${++n}`, amount: PRICE, service: 'echo', budget: total });
+    expect(paying.budget).toEqual({ credential: total.credential, period: 'total' });
     await hold(id, total);
-    expect((await refusal(t.ledger.reserveBudget(total, PRICE))).code).toBe('BUDGET_EXCEEDED');
-    await t.ledger.settleBudget(total, PRICE, PRICE);
+    expect((await refusal(t.ledger.recordWalletPayment(id, { kind: 'call', callId: `call_${++n}`, amount: PRICE, budget: total }))).code).toBe(
+      'BUDGET_EXCEEDED',
+    );
+    await t.ledger.resolveWalletPayment(paying.id, { state: 'completed', txHash: 'tx-1' });
     expect(await use(total)).toEqual({ spent: PRICE, held: PRICE });
+  });
+
+  it("a wallet payment's reservation is recorded with it and settled by the transaction that resolves it: spent when it completed, given back when it failed", async () => {
+    const id = await account();
+    const budget = budgetOf(3n * PRICE, 'total');
+    const pay = (callId: string, amount = PRICE) => t.ledger.recordWalletPayment(id, { kind: 'call', callId, amount, service: 'echo', budget });
+    const a = await pay('w-a');
+    const b = await pay('w-b');
+    // Recording the same payment again reserves nothing more.
+    expect((await pay('w-a')).id).toBe(a.id);
+    expect(await use(budget)).toEqual({ spent: 0n, held: 2n * PRICE });
+    // Over the budget: refused, and no payment is recorded.
+    const over = await refusal(pay('w-c', 2n * PRICE));
+    expect(over.code).toBe('BUDGET_EXCEEDED');
+    expect(over.data).toMatchObject({
+      limit: (3n * PRICE).toString(),
+      held: (2n * PRICE).toString(),
+      remaining: PRICE.toString(),
+      needed: (2n * PRICE).toString(),
+    });
+    expect((await t.ledger.pendingWalletPayments(10_000)).filter((p) => p.accountId === id).map((p) => p.callId)).toEqual(['w-a', 'w-b']);
+    await t.ledger.resolveWalletPayment(a.id, { state: 'completed', txHash: 'tx-a' });
+    // What a restart's reconciliation does with a payment a crash left pending.
+    await t.ledger.resolveWalletPayment(b.id, { state: 'failed', error: 'interrupted before it was applied' });
+    expect(await use(budget)).toEqual({ spent: PRICE, held: 0n });
+    // A second resolution changes nothing.
+    expect((await t.ledger.resolveWalletPayment(b.id, { state: 'completed', txHash: 'tx-b' })).applied).toBe(false);
+    expect(await use(budget)).toEqual({ spent: PRICE, held: 0n });
+    // Without a budget, a wallet payment writes none.
+    const free = await t.ledger.recordWalletPayment(id, { kind: 'call', callId: 'w-free', amount: PRICE });
+    expect(free.budget).toBeNull();
+    await t.ledger.resolveWalletPayment(free.id, { state: 'completed', txHash: 'tx-free' });
+    expect(await use(budget)).toEqual({ spent: PRICE, held: 0n });
+    expect((await t.ledger.verify()).ok).toBe(true);
   });
 
   it('a burst of holds on several accounts and budgets goes as one batch: each budget holds exactly its holds, the credits exactly theirs', async () => {

@@ -42,5 +42,6 @@ it('ships its migrations next to the code', async () => {
     '0011_cycle_fee.sql',
     '0012_instances.sql',
     '0013_credential_budgets.sql',
+    '0014_wallet_payment_budgets.sql',
   ]);
 });

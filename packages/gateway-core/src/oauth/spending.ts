@@ -20,10 +20,10 @@ interface Spender {
  * price within the per-call maximum (403); its hold carries the credential's
  * budget for the period, reserved by the ledger in the hold's own statement
  * (402 when it does not fit; nothing is charged). Posts, refunds and the
- * reapers settle the budget in the ledger. The wallet path reserves against
- * the same budget. A credential without a policy takes none of these steps.
+ * reapers settle the budget in the ledger. The wallet path's payments reserve
+ * against the same budget, recorded with the payment. A credential without a policy takes none of these steps.
  */
-export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets' | 'reserveBudget' | 'settleBudget'>; now?: () => number }) {
+export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>; now?: () => number }) {
   const { ledger } = options;
   const now = options.now ?? systemClock;
   const context = new AsyncLocalStorage<Spender>();
@@ -61,33 +61,29 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets' |
 
     /**
      * Wraps the wallet path (paid on chain when credits fall short) so that,
-     * inside {@link run}, its amount counts against the same budget: reserved
-     * before anything moves, spent when the wallet paid, given back when it
-     * did not (an error, a refused call, or a retry on credits, whose hold
-     * reserves on its own).
+     * inside {@link run}, its amount counts against the same budget: the
+     * policy's checks first, a budget that cannot cover it refused before
+     * anything moves, and the budget handed to the wallet path, whose payment
+     * reserves it in the ledger when it is recorded and spends it or gives it
+     * back when it is resolved (also by reconciliation after a crash). A retry
+     * on credits (after a wallet top-up) reserves with its own hold.
      */
-    wrapWalletPath<I extends { amount: bigint; service: { service: string } }, R>(
-      pay: (input: I) => Promise<R>,
-      paid: (result: R) => boolean,
-    ): (input: I) => Promise<R> {
+    wrapWalletPath<I extends { amount: bigint; service: { service: string }; budget?: Budget }, R>(pay: (input: I) => Promise<R>): (input: I) => Promise<R> {
       return async (input) => {
         const s = context.getStore();
         if (!s) return pay(input);
         const at = now();
         const budget = await admit(s, input.service.service, input.amount, at);
         if (!budget) return pay(input);
-        await ledger.reserveBudget(budget, input.amount).catch((err: unknown) => {
-          throw refusal(s, err, input.amount, at);
-        });
-        let result: R;
-        try {
-          result = await pay(input);
-        } catch (err) {
-          await ledger.settleBudget(budget, input.amount, 0n);
-          throw err;
+        const used = (await use(s, at)) ?? { spent: 0n, held: 0n };
+        if (used.spent + used.held + input.amount > budget.limit) {
+          throw budgetExceeded(s.source, s.policy, { spent: used.spent.toString(), held: used.held.toString() }, input.amount, at);
         }
-        await ledger.settleBudget(budget, input.amount, paid(result) ? input.amount : 0n);
-        return result;
+        try {
+          return await pay({ ...input, budget });
+        } catch (err) {
+          throw refusal(s, err, input.amount, at);
+        }
       };
     },
 

@@ -168,6 +168,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
         walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n,
         log,
         now,
+        ...(crashPoint ? { crashPoint } : {}),
       })
     : undefined;
   const calls = createCalls({
@@ -179,9 +180,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     maxPriceMultiple: config.maxPriceMultiple,
     onFinished: callFinishedReporter(logger, metrics),
     now,
-    ...(walletPath
-      ? { onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits, (r) => 'response' in r && r.response.status === 200) }
-      : {}),
+    ...(walletPath ? { onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits) } : {}),
   });
   return { calls, topups, walletPath };
 }
