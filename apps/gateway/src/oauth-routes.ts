@@ -53,7 +53,8 @@ export function page(title: string, body: string): string {
 body{font:16px/1.5 system-ui,sans-serif;background:#f5f6f8;color:#1c1e21;margin:0;display:flex;justify-content:center}
 main{background:#fff;max-width:28rem;width:100%;margin:3rem 1rem;padding:2rem;border-radius:12px;box-shadow:0 2px 12px #0001}
 h1{font-size:1.3rem;margin-top:0}ul{padding-left:1.2rem}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
-input{width:100%;box-sizing:border-box;padding:.55rem;border:1px solid #ccd;border-radius:6px;font:inherit}
+input,select{width:100%;box-sizing:border-box;padding:.55rem;border:1px solid #ccd;border-radius:6px;font:inherit;background:#fff}
+.pair{display:flex;gap:.6rem}.pair>*{flex:1;min-width:0}
 .row{display:flex;gap:.6rem;margin-top:1.4rem}button{flex:1;padding:.65rem;border-radius:6px;border:1px solid #ccd;font:inherit;cursor:pointer;background:#fff}
 button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff}.muted{color:#667;font-size:.9rem}.error{color:#b91c1c}
 hr{border:0;border-top:1px solid #eee;margin:1.5rem 0}
@@ -237,8 +238,17 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     res: Response,
     principal: Principal,
     request: AuthorizationRequest,
-    opts: { error?: string; limit?: string; confirmAbove?: string } = {},
+    opts: { error?: string; policy?: ConsentPolicyFields; confirmAbove?: string } = {},
   ) {
+    const p = opts.policy ?? { limit_usd: '', limit_period: 'day', allowed_services: '', max_call_usd: '' };
+    const periods = [
+      ['day', 'per day (UTC)'],
+      ['week', 'per week (UTC, from Monday)'],
+      ['month', 'per month (UTC)'],
+      ['total', 'in total'],
+    ]
+      .map(([v, text]) => `<option value="${v}"${p.limit_period === v ? ' selected' : ''}>${text}</option>`)
+      .join('');
     pageHeaders(res);
     const back = new URL(request.redirectUri);
     const scopes = request.scopes.map((s) => `<li>${escapeHtml(oauth.scopes[s])}</li>`).join('');
@@ -261,9 +271,17 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
             ${hidden('code_challenge', request.codeChallenge)}
             ${hidden('code_challenge_method', 'S256')}
             ${hidden('resource', request.resource)}
-            <label for="limit">Daily spending limit (USD, optional)</label>
-            <input id="limit" name="daily_limit_usd" inputmode="decimal" placeholder="no limit" value="${escapeHtml(opts.limit ?? '')}">
-            <p class="muted">Calls this app makes are refused once it has spent this much in a day (UTC). You can disconnect it at any time under Credentials.</p>
+            <label for="limit">Spending limit (USD, optional)</label>
+            <div class="pair">
+              <input id="limit" name="limit_usd" inputmode="decimal" placeholder="no limit" value="${escapeHtml(p.limit_usd)}">
+              <select id="period" name="limit_period" aria-label="Period of the spending limit">${periods}</select>
+            </div>
+            <p class="muted">Calls this app makes are refused once it has spent this much in the period. You can change this or disconnect it at any time under Credentials.</p>
+            <label for="services">Services it may call (optional)</label>
+            <input id="services" name="allowed_services" placeholder="every service" value="${escapeHtml(p.allowed_services)}">
+            <p class="muted">Service names separated by commas, such as echo, word-count. Empty: every service.</p>
+            <label for="max-call">Most it may pay for one call (USD, optional)</label>
+            <input id="max-call" name="max_call_usd" inputmode="decimal" placeholder="no maximum" value="${escapeHtml(p.max_call_usd)}">
             <label for="confirm">Ask me to confirm each call above (USD)</label>
             <input id="confirm" name="confirm_above_usd" inputmode="decimal" placeholder="never" value="${escapeHtml(opts.confirmAbove ?? '0.10')}">
             <p class="muted">Above this price, and when a call would leave less than 10 % of the limit, the app asks you first (in the app, or with a link to approve that one call). 0: every paid call; empty: never by price.</p>
@@ -295,9 +313,11 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       const principal = await session(req);
       if (!principal) return signInPage(res, req.originalUrl, check.request.client);
       const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
-      const limit = existing?.dailyLimit ? formatAmount(existing.dailyLimit, { trim: true }) : '';
       const { above } = await core.callConfirmations.forClient(principal.user.id, check.request.client.clientId);
-      consentPage(res, principal, check.request, { limit, confirmAbove: above === null ? '' : formatAmount(above, { trim: true }) });
+      consentPage(res, principal, check.request, {
+        policy: policyFields(existing?.policy),
+        confirmAbove: above === null ? '' : formatAmount(above, { trim: true }),
+      });
     })().catch(next);
   });
 
@@ -323,14 +343,19 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       try {
         // The confirmation threshold is checked before anything is granted; absent from the form: the defaults.
         const confirm = core.callConfirmations.parseSettings(input.confirm_above_usd === undefined ? {} : { confirm_above_usd: input.confirm_above_usd });
-        const location = await oauth.approve(principal.user, check.request, input.daily_limit_usd);
+        const location = await oauth.approve(principal.user, check.request, input);
         await core.callConfirmations.setForClient(principal.user.id, check.request.client.clientId, confirm);
         return res.redirect(303, location);
       } catch (err) {
         if (err instanceof GatewayError && err.code === 'BAD_REQUEST') {
           return consentPage(res, principal, check.request, {
             error: err.message,
-            limit: typeof input.daily_limit_usd === 'string' ? input.daily_limit_usd : '',
+            policy: {
+              limit_usd: formText(input.limit_usd ?? input.daily_limit_usd),
+              limit_period: formText(input.limit_period) || 'day',
+              allowed_services: formText(input.allowed_services),
+              max_call_usd: formText(input.max_call_usd),
+            },
             ...(typeof input.confirm_above_usd === 'string' ? { confirmAbove: input.confirm_above_usd } : {}),
           });
         }
@@ -340,4 +365,28 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
   });
 
   return router;
+}
+
+/** The consent form's spending policy fields, as the page shows them. */
+interface ConsentPolicyFields {
+  limit_usd: string;
+  limit_period: string;
+  allowed_services: string;
+  max_call_usd: string;
+}
+
+/** A form field as text (a repeated field: its values joined). */
+const formText = (v: unknown): string => (typeof v === 'string' ? v : Array.isArray(v) ? v.filter((x) => typeof x === 'string').join(', ') : '');
+
+/** A connection's policy as the consent form's fields (a returning user sees what the app has now). */
+function policyFields(
+  policy: { limit: bigint | null; period: string | null; allowedServices: readonly string[] | null; maxCall: bigint | null } | undefined,
+): ConsentPolicyFields {
+  const usd = (units: bigint | null | undefined) => (units ? formatAmount(units, { trim: true }) : '');
+  return {
+    limit_usd: usd(policy?.limit),
+    limit_period: policy?.period ?? 'day',
+    allowed_services: policy?.allowedServices?.join(', ') ?? '',
+    max_call_usd: usd(policy?.maxCall),
+  };
 }

@@ -134,6 +134,85 @@ describe('the consent page shows the name an app gives, and cannot be turned aro
     expect(await eventually('the connection is listed', listed)).toBe('Claude (Anthropic) \u2713 verified...');
   }, 120_000);
 
+  it("shows and sets the connection's whole spending policy; bad input answers PATCH's message, keeps what was typed and grants nothing", async () => {
+    const user = await h.user();
+    await context.clearCookies();
+    const client = await rawClient(h.url, { client_name: 'Budget app' });
+    const p = pkce();
+    const authorize = client.authorizeUrl({ code_challenge: p.challenge, code_challenge_method: 'S256' }).toString();
+    await page.goto(authorize);
+    await page.locator('#in-email').fill(user.email);
+    await page.locator('#in-password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Allow' }).waitFor();
+    const shown = async () => ({
+      limit: await page.locator('#limit').inputValue(),
+      period: await page.locator('#period').inputValue(),
+      services: await page.locator('#services').inputValue(),
+      maxCall: await page.locator('#max-call').inputValue(),
+      confirm: await page.locator('#confirm').inputValue(),
+    });
+    // A new connection: nothing set, a limit would be per day, the confirmation threshold's default.
+    expect(await shown()).toEqual({ limit: '', period: 'day', services: '', maxCall: '', confirm: '0.1' });
+    expect(await page.locator('#period option').allTextContents()).toEqual(['per day (UTC)', 'per week (UTC, from Monday)', 'per month (UTC)', 'in total']);
+    const connections = async () =>
+      ((await user.api('/v1/oauth/connections')).body as Array<Record<string, any>>).filter((c) => c.client_id === client.client.client_id);
+
+    const submit = async (values: { limit: string; period: string; services: string; maxCall: string }) => {
+      await page.locator('#limit').fill(values.limit);
+      await page.locator('#period').selectOption(values.period);
+      await page.locator('#services').fill(values.services);
+      await page.locator('#max-call').fill(values.maxCall);
+      await page.getByRole('button', { name: 'Allow' }).click();
+    };
+    const refusals: Array<{ values: { limit: string; period: string; services: string; maxCall: string }; body: Record<string, unknown> }> = [
+      { values: { limit: 'lots', period: 'week', services: '', maxCall: '' }, body: { limit_usd: 'lots', limit_period: 'week' } },
+      { values: { limit: '20000', period: 'month', services: '', maxCall: '' }, body: { limit_usd: '20000', limit_period: 'month' } },
+      { values: { limit: '2.5', period: 'week', services: 'echo, Bad_Name!', maxCall: '' }, body: { allowed_services: ['echo', 'Bad_Name!'] } },
+      { values: { limit: '', period: 'day', services: '', maxCall: '0' }, body: { max_call_usd: '0' } },
+    ];
+    const messages: string[] = [];
+    for (const r of refusals) {
+      await submit(r.values);
+      const error = page.locator('p.error');
+      await error.waitFor();
+      messages.push((await error.textContent()) ?? '');
+      // What the user typed is still there; nothing was granted.
+      expect(await shown()).toEqual({ ...r.values, confirm: '0.1' });
+      expect(await connections()).toEqual([]);
+    }
+    expect(messages.slice(0, 2)).toEqual(['limit_usd must be a USD amount such as 5 or 2.50', 'limit_usd must be more than 0 and at most 10000 USD']);
+    expect(messages[3]).toBe('max_call_usd must be more than 0 and at most 10000 USD');
+
+    await submit({ limit: '2.5', period: 'week', services: 'echo, word-count', maxCall: '0.05' });
+    const [conn] = await eventually('the connection is listed', async () => ((await connections()).length === 1 ? await connections() : undefined));
+    expect(conn).toMatchObject({
+      limit_usd: 2.5,
+      limit_period: 'week',
+      allowed_services: ['echo', 'word-count'],
+      max_call_usd: 0.05,
+      spent_usd: 0,
+      remaining_usd: 2.5,
+      confirm_above_usd: 0.1,
+    });
+    // The page's messages are PATCH /v1/oauth/connections/:id's for the same input, and PATCH changes nothing either.
+    for (const [i, r] of refusals.entries()) {
+      const res = await fetch(`${h.url}/v1/oauth/connections/${conn!.id}`, {
+        method: 'PATCH',
+        headers: { cookie: user.cookie, 'x-csrf-token': user.csrf, 'content-type': 'application/json' },
+        body: JSON.stringify(r.body),
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe(messages[i]);
+    }
+    expect((await connections())[0]).toMatchObject({ limit_usd: 2.5, limit_period: 'week', allowed_services: ['echo', 'word-count'], max_call_usd: 0.05 });
+
+    // A returning user sees the connection's policy as it is now.
+    await page.goto(authorize);
+    await page.getByRole('button', { name: 'Allow' }).waitFor();
+    expect(await shown()).toEqual({ limit: '2.5', period: 'week', services: 'echo, word-count', maxCall: '0.05', confirm: '0.1' });
+  }, 120_000);
+
   it('shows a name made only of invisible characters as "Unnamed app", still marked as not verified', async () => {
     const user = await h.user();
     await context.clearCookies();

@@ -19,7 +19,10 @@ export interface ConsentResult {
 /**
  * Plays the browser: opens the authorize URL with the user's session cookie,
  * reads the consent form and posts it (Allow or Deny) with the CSRF token it
- * carries, and returns the redirect back to the client.
+ * carries, and returns the redirect back to the client. The connection's
+ * spending policy: `dailyLimitUsd` is a limit per day (empty: none); the other
+ * policy fields (`limit_usd`, `limit_period`, `allowed_services`,
+ * `max_call_usd`) go in `fields`, which override the rest.
  */
 export async function consent(
   base: string,
@@ -35,7 +38,8 @@ export async function consent(
   const fields: Record<string, string> = {};
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1]!)] = unescapeHtml(m[2]!);
   fields.decision = opts.decision ?? 'allow';
-  fields.daily_limit_usd = opts.dailyLimitUsd ?? '';
+  fields.limit_usd = opts.dailyLimitUsd ?? '';
+  fields.limit_period = 'day';
   Object.assign(fields, opts.fields);
   const post = await fetch(`${base}/authorize`, {
     method: 'POST',
@@ -86,7 +90,7 @@ export async function rawClient(base: string, metadata: Record<string, unknown> 
     return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers };
   }
 
-  /** Consent (with an optional daily limit) and exchange the code: a fresh token pair. */
+  /** Consent (with an optional daily limit, or any policy in `fields`) and exchange the code: a fresh token pair. */
   async function authorize(user: TestUser, opts: { dailyLimitUsd?: string; scope?: string; fields?: Record<string, string> } = {}) {
     const p = pkce();
     const { redirect } = await consent(

@@ -625,11 +625,11 @@ export function oauthSuite(kind: DbKind) {
       const badLimit = await fetch(`${h.url}/authorize`, {
         method: 'POST',
         headers: { cookie: alice.cookie, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ ...Object.fromEntries(fields), daily_limit_usd: 'lots' }).toString(),
+        body: new URLSearchParams({ ...Object.fromEntries(fields), limit_usd: 'lots', limit_period: 'day' }).toString(),
         redirect: 'manual',
       });
       expect(badLimit.status).toBe(400);
-      expect(await badLimit.text()).toContain('daily spending limit must be a USD amount');
+      expect(await badLimit.text()).toContain('limit_usd must be a USD amount such as 5 or 2.50');
     });
 
     it('limits /register per IP with the shared rate-limit store', async () => {

@@ -191,7 +191,7 @@ describe('OAuth, by the gateway’s clock', () => {
       resource: s.core.oauth.resource,
     });
     if (check.kind !== 'ok') throw new Error(`authorization refused: ${JSON.stringify(check)}`);
-    const redirect = new URL(await s.core.oauth.approve(u.user, check.request, dailyLimitUsd));
+    const redirect = new URL(await s.core.oauth.approve(u.user, check.request, { limit_usd: dailyLimitUsd, limit_period: 'day' }));
     const code = redirect.searchParams.get('code')!;
     const exchange = () =>
       s.core.oauth.token(

@@ -1,8 +1,7 @@
-import { parseAmount } from '@farebox/protocol';
 import type { User } from '../auth/accounts.js';
 import { hashToken, randomToken } from '../auth/tokens.js';
-import { GatewayError } from '../errors.js';
 import { isMetadataDocumentUrl, type ClientMetadataDocuments } from './client-metadata.js';
+import { consentPolicy } from './connection-policies.js';
 import { matchRedirectUri } from './redirects.js';
 import type { ClientRegistry } from './registration.js';
 import { parseScopes, SUPPORTED_SCOPES } from './scopes.js';
@@ -12,7 +11,7 @@ import { CODE_PREFIX, param, type AuthorizationCheck, type AuthorizationRequest,
 /** `/authorize`: the request's checks, the user's consent (a connection and a single-use code) or refusal. */
 export interface Authorization {
   check(input: Record<string, unknown>): Promise<AuthorizationCheck>;
-  approve(user: User, request: AuthorizationRequest, dailyLimitUsd: unknown): Promise<string>;
+  approve(user: User, request: AuthorizationRequest, policyFields: Record<string, unknown>): Promise<string>;
   deny(request: AuthorizationRequest): string;
 }
 
@@ -87,25 +86,16 @@ export function createAuthorization(o: {
       }
     },
 
-    async approve(user, request, dailyLimitUsd) {
-      let dailyLimit: bigint | null = null;
-      const text = typeof dailyLimitUsd === 'string' ? dailyLimitUsd.trim().replace(/^\$/, '') : dailyLimitUsd;
-      if (text !== undefined && text !== null && text !== '') {
-        try {
-          dailyLimit = parseAmount(typeof text === 'number' ? String(text) : (text as string));
-        } catch {
-          throw new GatewayError('BAD_REQUEST', 'daily spending limit must be a USD amount such as 5 or 2.50');
-        }
-        if (dailyLimit <= 0n || dailyLimit > parseAmount('10000'))
-          throw new GatewayError('BAD_REQUEST', 'daily spending limit must be more than 0 and at most 10000 USD');
-      }
+    async approve(user, request, policyFields) {
+      // Checked before anything is granted (the messages of PATCH /v1/oauth/connections/:id).
+      const policy = consentPolicy(policyFields);
       const scopes = request.scopes.join(' ');
       const connectionId = await store.upsertConnection({
         id: `conn_${randomToken(12)}`,
         userId: user.id,
         clientId: request.client.clientId,
         scopes,
-        dailyLimit,
+        policy,
         createdAt: new Date(now()),
       });
       const code = `${CODE_PREFIX}${randomToken()}`;

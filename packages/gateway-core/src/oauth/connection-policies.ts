@@ -1,7 +1,17 @@
 import { inputs } from '@farebox/contract';
 import type { BudgetUse } from '@farebox/ledger';
 import { displayText, toJsonInteger, toUsd } from '@farebox/protocol';
-import { budgetFor, currentPeriod, parsePolicy, POLICY_COLUMNS, policyFromRow, policyParams, policyView, type PolicyRow } from '../auth/policy.js';
+import {
+  budgetFor,
+  currentPeriod,
+  parsePolicy,
+  POLICY_COLUMNS,
+  policyFromRow,
+  policyParams,
+  policyView,
+  type PolicyRow,
+  type SpendingPolicy,
+} from '../auth/policy.js';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
 import type { ConnectionView } from './types.js';
@@ -16,6 +26,37 @@ type Row = PolicyRow & {
 };
 
 const COLUMNS = `c.id, c.client_id, cl.client_name, c.scopes, c.created_at, c.last_used_at, ${POLICY_COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+
+const blank = (v: unknown) => v === undefined || v === null || (typeof v === 'string' && v.trim() === '');
+
+/**
+ * The spending policy of the consent page's form (`POST /authorize`): its
+ * fields as `PATCH /v1/oauth/connections/:id` takes them, with the same
+ * checks and messages (a `BAD_REQUEST` before anything is granted). An empty
+ * field sets nothing; `allowed_services` is a list of names separated by
+ * commas or spaces; `limit_period` is read only with a limit. A form of a page
+ * from before the full policy (`daily_limit_usd`) sets a limit per day.
+ */
+export function consentPolicy(form: Record<string, unknown>): SpendingPolicy | undefined {
+  const legacy = form.limit_usd === undefined && !blank(form.daily_limit_usd);
+  const limit = legacy ? form.daily_limit_usd : form.limit_usd;
+  const services = form.allowed_services;
+  const body = {
+    limit_usd: blank(limit) ? null : limit,
+    limit_period: legacy ? 'day' : blank(limit) || blank(form.limit_period) ? null : form.limit_period,
+    allowed_services: blank(services)
+      ? null
+      : typeof services === 'string'
+        ? services.split(/[\s,]+/).filter(Boolean)
+        : Array.isArray(services)
+          ? services.flatMap((v) => (typeof v === 'string' ? v.split(/[\s,]+/).filter(Boolean) : [v]))
+          : services,
+    max_call_usd: blank(form.max_call_usd) ? null : form.max_call_usd,
+  };
+  const r = inputs.SpendingPolicyBody.safeParse(body);
+  if (!r.success) throw new GatewayError('BAD_REQUEST', r.error.issues[0]?.message ?? 'invalid input');
+  return parsePolicy(r.data);
+}
 
 /**
  * The connections' list and their spending policies (`GET` and `PATCH

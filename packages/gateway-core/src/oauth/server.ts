@@ -94,7 +94,7 @@ export function createOAuth(options: CreateOAuthOptions): OAuthServer {
     register: (input) => clients.register(input),
     checkAuthorization: (input) => authorization.check(input),
     existingConnection: (userId, clientId) => store.ownedConnection(userId, clientId),
-    approve: (user, request, limit) => authorization.approve(user, request, limit),
+    approve: (user, request, fields) => authorization.approve(user, request, fields),
     deny: (request) => authorization.deny(request),
     token: (body, auth) => tokens.token(body, auth),
     revoke: (body, auth) => tokens.revoke(body, auth),

@@ -1,5 +1,5 @@
 import { prepared, type Database } from '@farebox/ledger';
-import type { PolicyRow } from '../auth/policy.js';
+import { POLICY_COLUMNS, policyFromRow, policyParams, type PolicyRow, type SpendingPolicy } from '../auth/policy.js';
 import type { Db } from '../db.js';
 import type { OAuthClient, TokenEndpointAuthMethod } from './types.js';
 
@@ -129,22 +129,30 @@ export function createOAuthStore(db: Database) {
         [c.clientId, c.clientName, JSON.stringify(c.redirectUris), JSON.stringify(c.metadata), c.createdAt],
       );
     },
-    async ownedConnection(userId: string, clientId: string): Promise<{ dailyLimit: bigint | null } | undefined> {
-      // The consent page's daily limit is the policy's limit when its period is a day (gateway schema 8).
-      const { rows } = await db.query<{ daily_limit: string | null }>(
-        `SELECT CASE WHEN limit_period = 'day' THEN limit_units END AS daily_limit FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL`,
+    /** The user's live connection to the client with its spending policy (the consent page shows it). */
+    async ownedConnection(userId: string, clientId: string): Promise<{ policy: SpendingPolicy | undefined } | undefined> {
+      const { rows } = await db.query<PolicyRow>(
+        `SELECT ${POLICY_COLUMNS} FROM gw_oauth_connections WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL`,
         [userId, clientId],
       );
-      return rows[0] ? { dailyLimit: rows[0].daily_limit === null ? null : BigInt(rows[0].daily_limit) } : undefined;
+      return rows[0] ? { policy: policyFromRow(rows[0]) } : undefined;
     },
-    /** Creates the user's connection to the client, or updates its scopes and limit; its id. */
-    async upsertConnection(c: { id: string; userId: string; clientId: string; scopes: string; dailyLimit: bigint | null; createdAt: Date }): Promise<string> {
+    /** Creates the user's connection to the client, or updates its scopes and spending policy; its id. */
+    async upsertConnection(c: {
+      id: string;
+      userId: string;
+      clientId: string;
+      scopes: string;
+      policy: SpendingPolicy | undefined;
+      createdAt: Date;
+    }): Promise<string> {
       const { rows } = await db.query<{ id: string }>(
-        `INSERT INTO gw_oauth_connections (id, user_id, client_id, scopes, limit_units, limit_period, created_at)
-         VALUES ($1, $2, $3, $4, $5::bigint, CASE WHEN $5::bigint IS NULL THEN NULL ELSE 'day' END, $6)
-         ON CONFLICT (user_id, client_id) WHERE revoked_at IS NULL DO UPDATE SET scopes = EXCLUDED.scopes, limit_units = EXCLUDED.limit_units, limit_period = EXCLUDED.limit_period
+        `INSERT INTO gw_oauth_connections (id, user_id, client_id, scopes, limit_units, limit_period, allowed_services, max_call_units, created_at)
+         VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::text[], $8::bigint, $9)
+         ON CONFLICT (user_id, client_id) WHERE revoked_at IS NULL DO UPDATE SET scopes = EXCLUDED.scopes, limit_units = EXCLUDED.limit_units,
+           limit_period = EXCLUDED.limit_period, allowed_services = EXCLUDED.allowed_services, max_call_units = EXCLUDED.max_call_units
          RETURNING id`,
-        [c.id, c.userId, c.clientId, c.scopes, c.dailyLimit === null ? null : c.dailyLimit.toString(), c.createdAt],
+        [c.id, c.userId, c.clientId, c.scopes, ...policyParams(c.policy), c.createdAt],
       );
       return rows[0]!.id;
     },

@@ -1,5 +1,6 @@
 import type { Database } from '@farebox/ledger';
 import type { Principal, User } from '../auth/accounts.js';
+import type { SpendingPolicy } from '../auth/policy.js';
 import { GatewayError } from '../errors.js';
 import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import type { RateLimitRule } from '../security/rate-limit.js';
@@ -213,10 +214,14 @@ export interface OAuthServer {
   register(input: unknown): Promise<ClientRegistration>;
   /** Validates /authorize parameters (query or the consent form's fields). */
   checkAuthorization(input: Record<string, unknown>): Promise<AuthorizationCheck>;
-  /** The daily limit a returning user set for this client, to prefill the consent screen. */
-  existingConnection(userId: string, clientId: string): Promise<{ dailyLimit: bigint | null } | undefined>;
-  /** The user consented: creates (or updates) the connection with its daily limit and returns the redirect carrying a single-use code. */
-  approve(user: User, request: AuthorizationRequest, dailyLimitUsd: unknown): Promise<string>;
+  /** The spending policy a returning user set for this client (undefined: none), to prefill the consent screen. */
+  existingConnection(userId: string, clientId: string): Promise<{ policy: SpendingPolicy | undefined } | undefined>;
+  /**
+   * The user consented: creates (or updates) the connection with the spending policy of the consent form's fields
+   * (`limit_usd`, `limit_period`, `allowed_services`, `max_call_usd`; a `BAD_REQUEST` with PATCH's message, nothing
+   * granted, for bad input) and returns the redirect carrying a single-use code.
+   */
+  approve(user: User, request: AuthorizationRequest, policyFields: Record<string, unknown>): Promise<string>;
   /** The user refused: the error redirect. */
   deny(request: AuthorizationRequest): string;
   /** `POST /token`: authorization_code and refresh_token grants. */
