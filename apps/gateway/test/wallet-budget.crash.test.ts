@@ -14,8 +14,9 @@ import { eventually } from '@farebox/test-kit';
 
 // A gateway killed with SIGKILL after a wallet-path call under a spending
 // limit recorded its payment and reserved it against the key's budget, before
-// anything was paid on chain. After the restart, reconciliation resolves the
-// payment, and the budget's reservation goes with it: given back exactly.
+// anything was paid on chain (and once more after the wallet paid). After the
+// restart, reconciliation resolves the payment, and the budget's reservation
+// goes with it: given back exactly, or spent exactly.
 
 const PRICE = 2_500_001n; // 0.2500001 USDC
 const LIMIT_USD = 1;
@@ -71,7 +72,7 @@ afterAll(async () => {
 });
 
 describe('a gateway killed between a wallet payment’s budget reservation and its settlement', () => {
-  it('gives the reservation back exactly when reconciliation resolves the payment after the restart; a paid wallet call is then counted as spent', async () => {
+  it('gives the reservation back exactly when reconciliation fails the unpaid payment after the restart, and spends it exactly for a payment whose escrow was released', async () => {
     const network = resolveNetwork({ network: 'local', devnetUrl: devnet.url, env: {} });
     const chain = createAccounts(network);
     const usdc = async (a: string) => (await chain.balances(a)).usdc ?? 0n;
@@ -156,5 +157,22 @@ describe('a gateway killed between a wallet payment’s budget reservation and i
     expect(await usdc(wallet)).toBe(10_000_000n - PRICE);
     const left = LIMIT - PRICE;
     expect(await policy(gw.url)).toMatchObject({ spent_usd: Number(PRICE) / 1e7, remaining_usd: Number(left) / 1e7 });
-  }, 180_000);
+    gw.child.kill('SIGTERM');
+    await gw.exited;
+
+    // Killed after the wallet paid (the service released the escrow) and before the payment was resolved: after the
+    // restart, reconciliation finds the released escrow, the payment is completed and its reservation spent, exactly.
+    gw = await startChild({ crashAt: 'wallet:paid' });
+    const dyingPaid = await api(gw.url, key, '/v1/call', { service, payload: { n: 3 } }).catch((e: unknown) => e);
+    expect(dyingPaid).toBeInstanceOf(Error);
+    await gw.exited;
+    expect(await usdc(wallet)).toBe(10_000_000n - 2n * PRICE);
+    gw = await startChild({ clockAheadMs: 11 * 60_000 });
+    await eventually('the paid wallet payment is resolved', async () => {
+      const txs = (await api(gw.url, key, '/v1/transactions')).body as any[];
+      return txs.filter((t) => t.type === 'call' && t.paid_with === 'wallet' && t.status === 'completed').length === 2 || undefined;
+    });
+    expect(await policy(gw.url)).toMatchObject({ spent_usd: Number(2n * PRICE) / 1e7, remaining_usd: Number(LIMIT - 2n * PRICE) / 1e7 });
+    expect(await usdc(wallet)).toBe(10_000_000n - 2n * PRICE);
+  }, 240_000);
 });

@@ -1,4 +1,11 @@
-import { createEscrowPayer, DIRECT_CALL_STEPS, EscrowPaymentError, type EscrowClient, type TraceStep as DirectTraceStep } from '@farebox/escrow';
+import {
+  createEscrowPayer,
+  DIRECT_CALL_STEPS,
+  EscrowPaymentError,
+  type EscrowClient,
+  type ProgressEvent,
+  type TraceStep as DirectTraceStep,
+} from '@farebox/escrow';
 import { BALANCE_CAP, TOPUP_MAX, type Budget, type Ledger } from '@farebox/ledger';
 import { costObject, formatAmount } from '@farebox/protocol';
 import type { NetworkConfig } from '@farebox/stellar';
@@ -49,7 +56,10 @@ export interface WalletPathOptions {
   log?(message: string, err?: unknown): void;
   /** The gateway's clock (default `Date.now`): the age after which an interrupted wallet payment is given up. */
   now?: Clock;
-  /** Test hook: called at named points (`wallet:recorded`, after the payment and its budget reservation are recorded). */
+  /**
+   * Test hook: called at named points (`wallet:recorded`, after the payment and its budget reservation are recorded;
+   * `wallet:paid`, after the wallet paid and before the payment is resolved).
+   */
   crashPoint?: (name: string) => void;
 }
 
@@ -126,6 +136,16 @@ export function createWalletPath(o: WalletPathOptions) {
         ...(s.error ? { error: s.error } : {}),
       },
     });
+    // The escrow is noted on the payment as soon as it exists (with the wallet that funds it), so that reconciliation
+    // after a crash can tell a released escrow (paid) from one to refund.
+    let noted: string | undefined;
+    const onProgress = (e: ProgressEvent) => {
+      if (!e.escrowId || e.escrowId === noted) return;
+      noted = e.escrowId;
+      o.ledger
+        .noteWalletPayment(record.id, { escrowId: e.escrowId, data: { wallet: user.walletAddress } })
+        .catch((err) => log('noting a wallet payment’s escrow failed', err));
+    };
     /**
      * The direct call, tried again (at most three times in all) when the network refused its deploy or fund for a
      * stale sequence number: another gateway on the same database paid from this wallet at that moment, and nothing
@@ -134,7 +154,7 @@ export function createWalletPath(o: WalletPathOptions) {
     const directCall = async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await payer.pay({ service: svc.service, endpoint: svc.endpoint, owner: svc.owner }, body, { maxCost: walletUnits });
+          return await payer.pay({ service: svc.service, endpoint: svc.endpoint, owner: svc.owner }, body, { maxCost: walletUnits, onProgress });
         } catch (err) {
           if (attempt < 3 && refusedBeforeFunding(err, /tx_bad_seq/)) continue;
           throw err;
@@ -143,6 +163,7 @@ export function createWalletPath(o: WalletPathOptions) {
     };
     try {
       const r = await directCall();
+      o.crashPoint?.('wallet:paid');
       const txHash = r.releaseTx ?? [...r.trace.steps].reverse().find((s) => s.txHash)?.txHash ?? r.escrowId;
       const explorerUrl = o.network.explorer.tx(txHash);
       await o.ledger.resolveWalletPayment(record.id, { state: 'completed', txHash, explorerUrl, escrowId: r.escrowId });
@@ -241,6 +262,17 @@ export function createWalletPath(o: WalletPathOptions) {
     }
   }
 
+  /** What became of the escrow of an interrupted wallet call: released to the service, refunded now or before, never funded, or none of these. */
+  async function interruptedEscrow(escrowId: string, wallet: unknown): Promise<'released' | 'refunded' | 'empty' | 'unresolved'> {
+    const [e] = await o.escrow.getEscrows([escrowId]);
+    if (!e) return 'empty';
+    if (e.flags.released) return 'released';
+    if (e.balance === 0n) return e.flags.resolved ? 'refunded' : 'empty';
+    if (typeof wallet !== 'string') return 'unresolved';
+    const refund = await refundEscrow(escrowId, wallet);
+    return refund.outcome === 'released' ? 'released' : refund.outcome === 'failed' ? 'unresolved' : 'refunded';
+  }
+
   /** Decides between the wallet path, the combined case and `insufficient balance` (in the wallet's turn). */
   async function decide(input: ShortfallInput): Promise<ShortfallOutcome> {
     const user = input.principal.user;
@@ -289,13 +321,27 @@ export function createWalletPath(o: WalletPathOptions) {
       return o.topups.inWalletTurn(input.principal.user.walletAddress, () => decide(input));
     },
 
-    /** Wallet-paid calls a crash left pending: no escrow was recorded for them after 10 minutes -> failed (nothing was charged in credits). */
+    /**
+     * Wallet-paid calls a crash left pending for more than 10 minutes: with an escrow the service released, completed
+     * (its budget reservation spent); with a funded escrow, refunded to the wallet, then failed; without an escrow,
+     * failed (nothing was paid; the reservation given back). An escrow that could not be refunded stays pending.
+     */
     async reconcile(): Promise<void> {
       for (const p of await o.ledger.pendingWalletPayments()) {
         if (p.kind !== 'call' || now() - p.createdAt.getTime() <= 10 * 60_000) continue;
-        await o.ledger
-          .resolveWalletPayment(p.id, { state: 'failed', error: 'interrupted before it was applied' })
-          .catch((err) => log(`reconciling wallet payment ${p.id} failed`, err));
+        try {
+          const escrow = p.escrowId ? await interruptedEscrow(p.escrowId, p.data.wallet) : 'empty';
+          if (escrow === 'unresolved') {
+            log(`wallet payment ${p.id}: escrow ${p.escrowId} is funded and could not be refunded; left pending`);
+          } else if (escrow === 'released') {
+            await o.ledger.resolveWalletPayment(p.id, { state: 'completed', txHash: p.escrowId!, escrowId: p.escrowId! });
+          } else {
+            const error = escrow === 'refunded' ? `interrupted; escrow ${p.escrowId} was refunded to your wallet` : 'interrupted before it was applied';
+            await o.ledger.resolveWalletPayment(p.id, { state: 'failed', error });
+          }
+        } catch (err) {
+          log(`reconciling wallet payment ${p.id} failed`, err);
+        }
       }
     },
   };
