@@ -10,6 +10,15 @@ import { big, invalid, text } from './rows.js';
 // move the posted amount to `spent`, voids give it back (holds.ts). A wallet
 // payment made under a budget reserves it when it is recorded and settles it
 // when it is resolved (wallet-payments.ts, migration 0014).
+//
+// What counts against the limit is the row's `spent + held`. A post leaves
+// what it charged in `held` and gives back only the rest, so an exact post (the
+// call path's) does not write the budget row at all: the budget's row is then
+// written by the holds' statements only, not also by the posts' (which commit
+// synchronously and would keep the row locked from the next batch of holds
+// through their WAL flush). How much of it is still in flight is read from the
+// pending holds and wallet payments (readBudgets): `held` is their sum, and
+// `spent` the rest of `spent + held`.
 
 /** The budget a hold or a wallet payment counts against: a credential's period and its current limit (base units). */
 export interface Budget {
@@ -76,23 +85,16 @@ export const BUDGET_HOLD_SQL_ASYNC = [
 /** The parameters the budget adds to a hold's ($7-$9). */
 export const budgetParams = (b: Budget) => [b.credential, b.period, b.limit.toString()];
 
-/** The CTE a post adds: the posted amount ($2) to `spent`, the hold's amount out of `held`. */
+/** The CTE a post adds: the part of the hold's amount it does not charge ($2) back out of the budget (an exact post writes nothing). */
 export const POST_BUDGET_CTE = `, bud AS (
-  UPDATE credential_budgets b SET held = b.held - h.amount, spent = b.spent + $2::bigint
-  FROM h WHERE b.credential = h.budget_credential AND b.period = h.budget_period
+  UPDATE credential_budgets b SET held = b.held - (h.amount - $2::bigint)
+  FROM h WHERE b.credential = h.budget_credential AND b.period = h.budget_period AND h.amount > $2::bigint
 )`;
 /** The CTE a void adds: the hold's amount out of `held`. */
 export const VOID_BUDGET_CTE = `, bud AS (
   UPDATE credential_budgets b SET held = b.held - h.amount
   FROM h WHERE b.credential = h.budget_credential AND b.period = h.budget_period
 )`;
-/** The CTE a batch of exact posts adds (several holds of a batch may share a budget row). */
-export const POST_BATCH_BUDGET_CTE = `, bud AS (
-  UPDATE credential_budgets b SET held = b.held - x.amount, spent = b.spent + x.amount
-  FROM (SELECT budget_credential, budget_period, sum(amount)::bigint AS amount FROM h WHERE budget_credential IS NOT NULL GROUP BY 1, 2) x
-  WHERE b.credential = x.budget_credential AND b.period = x.budget_period
-)`;
-
 /** True for the refusal of the budget's CHECK. */
 export function isBudgetViolation(error: unknown): boolean {
   return sqlState(error) === '23514' && (error as { constraint?: unknown }).constraint === 'credential_budget_limit';
@@ -121,8 +123,14 @@ export async function readBudgets(db: Queryable, budgets: ReadonlyArray<{ creden
   const out = new Map<string, BudgetUse>();
   if (budgets.length === 0) return out;
   const { rows } = await db.query(
-    `SELECT b.credential, b.period, b.spent, b.held FROM credential_budgets b
-       JOIN unnest($1::text[], $2::text[]) AS q(credential, period) ON q.credential = b.credential AND q.period = b.period`,
+    `SELECT credential, period, (used - held)::bigint AS spent, held::bigint AS held FROM (
+       SELECT b.credential, b.period, b.spent + b.held AS used,
+              (SELECT COALESCE(sum(h.amount), 0) FROM holds h
+                WHERE h.state = 'pending' AND h.budget_credential = b.credential AND h.budget_period = b.period)
+            + (SELECT COALESCE(sum(w.amount), 0) FROM wallet_payments w
+                WHERE w.state = 'pending' AND w.budget_credential = b.credential AND w.budget_period = b.period) AS held
+         FROM credential_budgets b
+         JOIN unnest($1::text[], $2::text[]) AS q(credential, period) ON q.credential = b.credential AND q.period = b.period) u`,
     [budgets.map((b) => b.credential), budgets.map((b) => b.period)],
   );
   for (const r of rows) out.set(key({ credential: String(r.credential), period: String(r.period) }), { spent: big(r.spent), held: big(r.held) });

@@ -173,7 +173,7 @@ WITH input AS (
 ), j AS (
   INSERT INTO journal (account_id, kind, amount, delta_balance, delta_held, hold_id)
   SELECT account_id, 'post', posted_amount, 0, -amount, id FROM h
-)${budgets.POST_BATCH_BUDGET_CTE}
+)
 SELECT h.ord, h.account_id, h.call_id, h.service, h.idempotency_key, h.paid_with,
        ${epochMs('h.expires_at')} AS expires_ms, ${epochMs('h.created_at')} AS created_ms, ${epochMs('h.resolved_at')} AS resolved_ms,
        e.id AS e_id, ${epochMs('e.created_at')} AS e_created_ms, (SELECT balance FROM accounts WHERE id = h.account_id) AS new_balance
