@@ -442,9 +442,15 @@ try {
     const byPolicyKey = byKeyOf(policyKeys);
     await load(pools[0]!, '/v1/call', byPolicyKey, callBody, 8, 1500);
     const turns = { none: [] as number[], policy: [] as number[] };
+    // CPU per call of each kind of process, per side: where a policy's cost goes.
+    const cpu = { none: new Map<string, number>(), policy: new Map<string, number>() };
+    const calls = { none: 0, policy: 0 };
     for (let turn = 0; turn < ROUNDS * 4; turn++) {
       const withPolicy = [0, 1, 1, 0][turn % 4] === 1;
+      const before = cpuNow();
       const r = await load(pools[0]!, '/v1/call', withPolicy ? byPolicyKey : byKey, callBody, CONCURRENCY, DURATION_MS);
+      addInto(cpu[withPolicy ? 'policy' : 'none'], cpuDelta(before, cpuNow()));
+      calls[withPolicy ? 'policy' : 'none'] += r.n;
       if (r.errors > 0) console.log(`  turn ${turn}: ${r.errors} errors`);
       (withPolicy ? turns.policy : turns.none).push(r.rps);
     }
@@ -457,6 +463,8 @@ try {
       `keys with policy    ${median(turns.policy).toFixed(0)} calls/s median of ${turns.policy.length} turns (${turns.policy.map((x) => x.toFixed(0)).join(', ')})`,
     );
     console.log(`  policy/none         ${ratio.toFixed(3)} (target >= 0.95: ${ratio >= 0.95 ? 'met' : 'not met'})`);
+    console.log(`  CPU ms per call without policy: ${cpuPerCall(cpu.none, calls.none)}`);
+    console.log(`  CPU ms per call with policy:    ${cpuPerCall(cpu.policy, calls.policy)}`);
     await pools[0]!.close();
     await cleanUp();
     process.exit(0);
