@@ -7,7 +7,7 @@ import { big, invalid, text } from './rows.js';
 // policy. A hold placed under a budget adds its amount to the budget's
 // `held` in the statement that debits the credits; the CHECK
 // `credential_budget_limit` (spent + held <= lim) refuses it as a whole. Posts
-// move the posted amount to `spent`, voids give it back (holds.ts). A wallet
+// keep what they charged (see below), voids give it back (holds.ts). A wallet
 // payment made under a budget reserves it when it is recorded and settles it
 // when it is resolved (wallet-payments.ts, migration 0014).
 //
