@@ -18,6 +18,10 @@ it('reports what is left, never below zero, and no budget without a limit', () =
   const policy = parsePolicy({ limit_usd: '0.5', limit_period: 'month' })!;
   expect(policy).toEqual({ limit: 5_000_000n, period: 'month', allowedServices: null, maxCall: null });
   expect(budgetFor('key_1', policy, at('2026-11-26T10:00:00Z'))).toEqual({ credential: 'key_1', period: 'month:2026-11', limit: 5_000_000n });
+  // The period's name is kept for its UTC day (a call's hold asks for it): the month's last millisecond and the next month's first.
+  expect(budgetFor('key_1', policy, at('2026-11-30T23:59:59.999Z'))?.period).toBe('month:2026-11');
+  expect(budgetFor('key_1', policy, at('2026-12-01T00:00:00.000Z'))?.period).toBe('month:2026-12');
+  expect(budgetFor('key_1', policy, at('2026-11-30T23:59:59.999Z'))?.period).toBe('month:2026-11');
   expect(policyView(policy, { spent: 4_000_000n, held: 2_000_000n }, at('2026-11-26T10:00:00Z'))).toMatchObject({
     spent_usd: 0.6,
     remaining_usd: 0,

@@ -88,10 +88,22 @@ export function currentPeriod(period: LimitPeriod, nowMs: number): { name: strin
   }
 }
 
+// Every period starts at a UTC midnight, so its name changes only when the UTC day does:
+// the name of each kind of period is kept for the day it was made on (a call's hold asks for it).
+const periodNames = new Map<LimitPeriod, { day: number; name: string }>();
+function periodName(period: LimitPeriod, nowMs: number): string {
+  const day = Math.floor(nowMs / 86_400_000);
+  const kept = periodNames.get(period);
+  if (kept?.day === day) return kept.name;
+  const name = currentPeriod(period, nowMs).name;
+  periodNames.set(period, { day, name });
+  return name;
+}
+
 /** The ledger budget a hold made with the credential counts against now, if its policy has a limit. */
 export function budgetFor(credentialId: string, policy: SpendingPolicy | undefined, nowMs: number): Budget | undefined {
   if (!policy || policy.limit === null || policy.period === null) return undefined;
-  return { credential: credentialId, period: currentPeriod(policy.period, nowMs).name, limit: policy.limit };
+  return { credential: credentialId, period: periodName(policy.period, nowMs), limit: policy.limit };
 }
 
 /** The policy fields of a key, a connection or `/v1/me`: the policy and its budget this period. */

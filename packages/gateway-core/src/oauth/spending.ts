@@ -94,7 +94,10 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
           const s = context.getStore();
           if (!s) return credits.hold(input);
           const at = now();
-          const budget = await admit(s, input.service, input.amount, at);
+          // A call the policy allows takes no extra turn (the checks' refusals read the budget).
+          const allowed =
+            (!s.policy.allowedServices || s.policy.allowedServices.includes(input.service)) && (s.policy.maxCall === null || input.amount <= s.policy.maxCall);
+          const budget = allowed ? budgetFor(s.credentialId, s.policy, at) : await admit(s, input.service, input.amount, at);
           try {
             return await credits.hold(budget ? { ...input, budget } : input);
           } catch (err) {
