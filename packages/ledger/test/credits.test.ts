@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BALANCE_CAP, Ledger, LedgerError, SIGNUP_CREDIT, TOPUP_MAX, migrateLedger, parseTopupAmount } from '@farebox/ledger';
-import { accountId, openLedgerAt, openTestLedger, USD, type TestLedger } from './helpers.js';
+import { accountId, openLedgerAt, openTestLedger, USD, type TestLedger, migrationsAfter } from './helpers.js';
 import { eventually, testClock } from '@farebox/test-kit';
 
 let t: TestLedger;
@@ -344,13 +344,7 @@ describe('hold ids', () => {
       await ledger.openAccount(id);
       const old = await Promise.all([1, 2, 3].map((n) => ledger.hold(id, USD, { callId: `old-${n}`, service: 'svc' })));
       for (const r of old) expect(r.hold.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
-      expect((await migrateLedger(db)).applied).toEqual([
-        '0008_time_ordered_ids.sql',
-        '0009_call_path_indexes.sql',
-        '0010_wallet_credits.sql',
-        '0011_cycle_fee.sql',
-        '0012_instances.sql',
-      ]);
+      expect((await migrateLedger(db)).applied).toEqual(await migrationsAfter(7));
       const [a, b, c] = old.map((r) => r.hold.id) as [string, string, string];
       expect((await ledger.post(a, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD })).hold).toMatchObject({ id: a, state: 'posted' });
       expect((await ledger.void(b, 'after the upgrade')).hold).toMatchObject({ id: b, state: 'voided' });
@@ -376,7 +370,7 @@ describe('an account journal indexed for its credits only (schema version 9)', (
       expect((await ledger.topup(id, 2n * USD, { reference: 'wallet:before', once: true })).applied).toBe(true);
       const { hold } = await ledger.hold(id, USD, { callId: 'before', service: 'svc' });
       await ledger.post(hold.id, { publisherOwner: 'GUPGRADE', service: 'svc', gross: USD });
-      expect((await migrateLedger(db)).applied).toEqual(['0009_call_path_indexes.sql', '0010_wallet_credits.sql', '0011_cycle_fee.sql', '0012_instances.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(await migrationsAfter(8));
 
       // The same reference again, before and after a new top-up: credited once.
       expect((await ledger.topup(id, 2n * USD, { reference: 'wallet:before', once: true })).applied).toBe(false);
@@ -408,7 +402,7 @@ describe('an account journal indexed for its credits only (schema version 9)', (
       const id = accountId();
       await ledger.openAccount(id);
       await db.query(`CREATE INDEX IF NOT EXISTS journal_credits ON journal (account_id, id) WHERE kind IN ('signup', 'topup')`);
-      expect((await migrateLedger(db)).applied).toEqual(['0009_call_path_indexes.sql', '0010_wallet_credits.sql', '0011_cycle_fee.sql', '0012_instances.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(await migrationsAfter(8));
       expect((await ledger.topup(id, USD, { reference: 'wallet:kept', once: true })).applied).toBe(true);
       expect((await ledger.topup(id, USD, { reference: 'wallet:kept', once: true })).applied).toBe(false);
       expect((await ledger.transactions(id)).map((t) => t.note)).toEqual(['wallet:kept', 'signup']);
@@ -429,7 +423,7 @@ describe('an account journal indexed for its credits only (schema version 9)', (
       await db.query(invalidFlag, [false]);
       const valid = `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'journal_credits' AND c.relnamespace = current_schema()::regnamespace`;
       expect((await db.query(valid)).rows).toEqual([{ valid: false }]);
-      expect((await migrateLedger(db)).applied).toEqual(['0009_call_path_indexes.sql', '0010_wallet_credits.sql', '0011_cycle_fee.sql', '0012_instances.sql']);
+      expect((await migrateLedger(db)).applied).toEqual(await migrationsAfter(8));
       expect((await db.query(valid)).rows).toEqual([{ valid: true }]);
       expect((await ledger.transactions(id)).map((t) => t.note)).toEqual(['signup']);
     } finally {

@@ -56,6 +56,11 @@ export async function openTestLedger(): Promise<TestLedger> {
  * to schema `version` only, for upgrade tests (`migrateLedger` brings it up to
  * date). `dispose` closes it and removes its schema or data.
  */
+/** The file names of the ledger's migrations after `version`, in order: what an upgrade from that schema applies. */
+export async function migrationsAfter(version: number): Promise<string[]> {
+  return (await readMigrations(LEDGER_MIGRATIONS_DIR)).filter((m) => m.version > version).map((m) => m.name);
+}
+
 export async function openLedgerAt(version: number): Promise<{ db: Database; dispose(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), `farebox-ledger-v${version}-`));
   const schema = `ledger_v${version}_${process.pid}_${randomBytes(4).toString('hex')}`;
