@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config.js';
 import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from '../calls.js';
 import { databaseUnavailable, isDatabaseUnavailable } from '../db-errors.js';
+import { GatewayError } from '../errors.js';
 import { translated } from '../ledger-errors.js';
 import type { SpendingLimits } from '../oauth/spending.js';
 import type { Logger } from '../observability/log.js';
@@ -46,9 +47,10 @@ export function ledgerCredits(
   ledger: Ledger,
   holdTimeoutMs: number,
   metrics: Metrics,
-  outage: { waitMs: number; log: (message: string, err?: unknown) => void } = { waitMs: 15_000, log: () => undefined },
+  outage: { waitMs: number; log: (message: string, err?: unknown) => void; leaseRetryAfterMaxS?: number } = { waitMs: 15_000, log: () => undefined },
 ): CreditsPort {
   const retry = { waitMs: outage.waitMs, keepTryingMs: holdTimeoutMs, log: outage.log };
+  const cap = outage.leaseRetryAfterMaxS;
   return {
     hold: (i) =>
       translated(async () => ({
@@ -96,8 +98,23 @@ export function ledgerCredits(
         const r = await ledger.withIdempotency<CallResponse>(accountId, key, hash, fn);
         if (r.replayed) metrics.idempotencyReplays.inc();
         return r.response;
+      }).catch((err: unknown) => {
+        throw cap === undefined ? err : capRetryAfter(err, cap);
       }),
   };
+}
+
+/**
+ * A 409 for a key still leased asks the caller back after the lease's time
+ * left, at most `maxS`: a lease whose gateway died is ended within the
+ * liveness timeout and one beat, so no caller waits out the rest of a dead
+ * gateway's 60 s; a live attempt still running answers another 409 with the
+ * time then left (docs/api.md, "Idempotency keys and their lease").
+ */
+function capRetryAfter(err: unknown, maxS: number): unknown {
+  const after = err instanceof GatewayError ? Number(err.headers?.['Retry-After']) : Number.NaN;
+  if (!(err instanceof GatewayError) || !(after > maxS)) return err;
+  return new GatewayError(err.code, err.message, err.data, { ...err.headers, 'Retry-After': String(maxS) }, { cause: err.cause });
 }
 
 /** One log line and the metrics of each paid call. */
@@ -172,7 +189,13 @@ export function createPayments({ infra, config, settlement, spending, logger, me
       })
     : undefined;
   const calls = createCalls({
-    credits: spending.wrapCredits(ledgerCredits(ledger, config.holdTimeoutMs, metrics, { waitMs: 15_000, log })),
+    credits: spending.wrapCredits(
+      ledgerCredits(ledger, config.holdTimeoutMs, metrics, {
+        waitMs: 15_000,
+        log,
+        leaseRetryAfterMaxS: Math.ceil((config.liveness.timeoutMs + 2 * config.liveness.intervalMs) / 1000),
+      }),
+    ),
     resolveService,
     signer: infra.certificateSigner,
     policy,
