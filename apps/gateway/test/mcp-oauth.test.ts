@@ -51,7 +51,7 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     // 3. The user consents in the browser; the redirect carries code, state and iss (RFC 9207).
     const { redirect, page } = await consent(h.url, authUrl, alice);
     expect(page.html).toContain('Claude (test)');
-    expect(page.html).toContain('Daily spending limit');
+    expect(page.html).toContain('Spending limit (USD, optional)');
     expect(redirect.origin + redirect.pathname).toBe(provider.redirectUrl);
     expect(redirect.searchParams.get('state')).toBe(provider.expectedState);
     expect(redirect.searchParams.get('iss')).toBe(h.url);
