@@ -491,8 +491,13 @@ describe('wallet payments', () => {
       // What racing top-ups left before schema 10: three payments, one transaction, three credits.
       const ps: { id: string }[] = [];
       for (let i = 0; i < 3; i++) {
-        // As schema 9's resolveWalletPayment wrote them: the credit, then the payment completed with its hash.
-        const p = await ledger.recordWalletPayment(acct, { kind: 'topup', callId: `r${i}`, amount: 10n * USD });
+        // As schema 9's recordWalletPayment and resolveWalletPayment wrote them (today's code writes columns of later
+        // schemas): the payment, the credit, then the payment completed with its hash.
+        const { rows } = await db.query<{ id: string }>(
+          `INSERT INTO wallet_payments (account_id, kind, call_id, amount, data) VALUES ($1, 'topup', $2, $3::bigint, '{}'::jsonb) RETURNING id`,
+          [acct, `r${i}`, (10n * USD).toString()],
+        );
+        const p = { id: String(rows[0]!.id) };
         await ledger.topup(acct, 10n * USD, { reference: 'wallet:h-dup' });
         await db.query(`UPDATE wallet_payments SET state = 'completed', tx_hash = 'h-dup', resolved_at = now() WHERE id = $1`, [p.id]);
         ps.push(p);
