@@ -108,7 +108,10 @@ export async function flushBudgetHolds(
   const rest: Array<Pending<BudgetHoldInput, HoldResult>> = [];
   batch.forEach((p, i) => {
     const row = placed.get(i + 1);
-    if (!row) return void rest.push(p);
+    if (!row) {
+      rest.push(p);
+      return;
+    }
     const { accountId, amount, callId, service } = p.input;
     p.resolve({
       hold: {
