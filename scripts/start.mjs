@@ -17,6 +17,8 @@ const base = process.env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`;
 const children = [];
 /** When a child last printed a line (the banner waits for a quiet moment, so it is the last block printed at start). */
 let lastOutput = Date.now();
+/** The examples that have printed their `registry:` line (the banner waits for each one's). */
+const reported = new Set();
 /** Colours and bold in the banner and the gateway's lines when a person watches this terminal. */
 const colors = process.stdout.isTTY === true && !process.env.NO_COLOR;
 
@@ -29,8 +31,10 @@ function start(name, cmd, args, env, cwd = root) {
       buf += d;
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
-        out.write(`${prefix}${buf.slice(0, i)}\n`);
+        const line = buf.slice(0, i);
+        out.write(`${prefix}${line}\n`);
         lastOutput = Date.now();
+        if (line.startsWith('registry: ')) reported.add(name);
         buf = buf.slice(i + 1);
       }
     });
@@ -188,7 +192,9 @@ for (;;) {
   const listed = Array.isArray(list.body) ? list.body : [];
   const names = listed.map((s) => s.service);
   // Registered at the address they listen on now (an earlier start may have used other ports).
-  if (examples.every((e) => listed.some((s) => s.service === e.name && s.endpoint === `http://127.0.0.1:${e.port}/`))) break;
+  // And each example has said so: its own `registry:` line comes above the banner, not after it.
+  const inCatalog = examples.every((e) => listed.some((s) => s.service === e.name && s.endpoint === `http://127.0.0.1:${e.port}/`));
+  if (inCatalog && examples.every((e) => reported.has(e.name))) break;
   if (Date.now() > deadline) {
     console.error(`the examples did not appear in the catalog (have: ${names.join(', ') || 'none'})`);
     break;
@@ -212,9 +218,17 @@ function searchLine(health) {
 
 // The lines the start itself caused (its sign-up, its catalog checks) come first: the banner waits
 // until the stack has printed nothing for a moment (at most 3 s), so it is the last block at start.
+// A model download that fails at once (no network) says so in the banner's search line, not just after it.
+const modelDownloading = (h) => Boolean(h?.search?.download) || /^embedding model is downloading/.test(h?.search?.reason ?? '');
+let health = await json('/health');
+for (const settleBy = Date.now() + 5000; modelDownloading(health.body) && Date.now() < settleBy; health = await json('/health'))
+  await new Promise((r) => setTimeout(r, 250));
+// Readiness is where the gateway notes each dependency's state (one log line per change): asked here, a
+// dependency already down (the model on a machine without its files) is said above the banner, not after it.
+await json('/health/ready');
 const quietBy = Date.now() + 3000;
 while (Date.now() - lastOutput < 400 && Date.now() < quietBy) await new Promise((r) => setTimeout(r, 100));
-const health = await json('/health');
+health = await json('/health');
 
 const bold = (t) => (colors ? `\u001b[1m${t}\u001b[0m` : t);
 const green = (t) => (colors ? `\u001b[1;32m${t}\u001b[0m` : t);
