@@ -46,6 +46,7 @@ export type {
 } from './certificate.js';
 export {
   ESCROW_SCHEME,
+  EXACT_SCHEME,
   X402_NETWORKS,
   X402_HEADERS,
   buildPaymentRequired,
@@ -64,6 +65,15 @@ export type {
   EscrowPayment,
   PaymentResponse,
 } from './x402.js';
+export {
+  EXACT_NETWORKS,
+  EXACT_REASONS,
+  paymentHeaderScheme,
+  parseExactPaymentHeader,
+  encodeExactPaymentHeader,
+  matchExactPayment,
+} from './x402-exact.js';
+export type { ExactNetwork, ExactRequirements, ExactPayment, ExactMismatch } from './x402-exact.js';
 export {
   LIMITS,
   ServiceNameSchema,

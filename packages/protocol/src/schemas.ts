@@ -39,11 +39,13 @@ export const ManifestSchema = z.object({
   pricingNote: z.string().optional(),
   description: z.string(),
   dynamicPricing: z.boolean(),
-  payments: z.array(z.enum(['platform', 'escrow'])),
+  payments: z.array(z.enum(['platform', 'escrow', 'exact'])),
   network: z.string(),
   platformPublicKey: z.string().optional(),
   contractId: z.string().optional(),
   endpoint: z.string().optional(),
+  /** The x402 `bazaar` discovery extension (input and output schemas, an example), when the service declares one. */
+  bazaar: z.record(z.string(), z.unknown()).optional(),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 

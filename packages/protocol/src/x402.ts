@@ -5,6 +5,8 @@ import { isValidStrKey } from './strkey.js';
 
 /** Farebox's x402 scheme: the caller pays through a single-use escrow. */
 export const ESCROW_SCHEME = 'escrow';
+/** The standard x402 scheme: one signed SEP-41 `transfer`, settled by a facilitator (v2, `stellar:testnet` / `stellar:pubnet`). */
+export const EXACT_SCHEME = 'exact';
 /** CAIP-2 style network ids used in quotes. */
 export const X402_NETWORKS = ['stellar:testnet', 'stellar:pubnet', 'stellar:local'] as const;
 export type X402Network = (typeof X402_NETWORKS)[number];
@@ -47,8 +49,12 @@ export interface PaymentRequiredBody {
   error: string;
   /** Empty when the service takes no direct payment (it is paid through the gateway only). */
   accepts: PaymentRequirements[];
-  /** Farebox's quote data (service, price) when no offer carries it: `accepts` is empty. */
+  /** Farebox's quote data (service, price) when no escrow offer carries it. */
   extra?: Record<string, unknown>;
+  /** A readable explanation of `error` (Farebox). */
+  message?: string;
+  /** x402 v2 extensions (e.g. `bazaar`), also in the v1 body. */
+  extensions?: Record<string, unknown>;
 }
 
 export interface QuoteInput {
@@ -64,76 +70,92 @@ export interface QuoteInput {
   outputSchema?: unknown;
   /** Scheme-specific data: Farebox puts the service name, quote id, pricing note and the escrow parameters here. */
   extra?: Record<string, unknown>;
+  /** The reason code of a refusal (`error` of both forms); default `payment required`. */
   error?: string;
+  /** A readable explanation next to `error` (a Farebox field of both forms). */
+  message?: string;
   /**
    * Whether the `escrow` scheme is offered (default true). False for a service
-   * that takes no direct payment right now: `accepts` is empty and `extra`
-   * moves to the top level of both forms, so the price stays readable.
+   * that takes no escrow payment right now: `extra` moves to the top level of
+   * both forms, so the price stays readable (`accepts` is empty unless `exact` is offered).
    */
   escrow?: boolean;
+  /** The standard `exact` offer (first in `accepts`): the token contract `C...`, its receiver, its timeout and `extra`. */
+  exact?: { asset: string; payTo: string; maxTimeoutSeconds: number; extra: Record<string, unknown> };
+  /** x402 v2 extensions (e.g. `bazaar`), in both forms. */
+  extensions?: Record<string, unknown>;
 }
 
 /**
  * Builds the 402 answer: the x402 v1 body and the v2 `PAYMENT-REQUIRED`
- * header (base64 of the v2 object, standard alphabet with padding).
+ * header (base64 of the v2 object, standard alphabet with padding). Offers, in
+ * order: `exact` (when given), then `escrow` (unless `escrow: false`).
  */
 export function buildPaymentRequired(input: QuoteInput): { body: PaymentRequiredBody; headers: Record<string, string> } {
   if (input.amount <= 0n) throw new FareboxError('INVALID_PAYMENT', 'a quote amount must be positive');
-  const requirement: PaymentRequirements = {
-    scheme: ESCROW_SCHEME,
-    network: input.network,
-    maxAmountRequired: input.amount.toString(),
-    asset: input.asset,
-    payTo: input.payTo,
-    resource: input.resource,
-    description: input.description,
-    maxTimeoutSeconds: input.maxTimeoutSeconds ?? 300,
-    mimeType: input.mimeType ?? 'application/json',
-    ...(input.outputSchema !== undefined ? { outputSchema: input.outputSchema } : {}),
-    ...(input.extra ? { extra: input.extra } : {}),
-  };
-  const error = input.error ?? 'payment required';
-  if (input.escrow === false) {
-    const extra = input.extra ? { extra: input.extra } : {};
-    const v2 = {
-      x402Version: 2,
-      error,
-      resource: { url: input.resource, description: input.description, mimeType: requirement.mimeType },
-      accepts: [],
-      ...extra,
-    };
-    return {
-      body: { x402Version: 1, error, accepts: [], ...extra },
-      headers: { [X402_HEADERS.paymentRequired]: encodeJsonHeader(v2) },
-    };
+  const mimeType = input.mimeType ?? 'application/json';
+  const common = { resource: input.resource, description: input.description, mimeType };
+  const offers: PaymentRequirements[] = [];
+  if (input.exact) {
+    offers.push({
+      scheme: EXACT_SCHEME,
+      network: input.network,
+      maxAmountRequired: input.amount.toString(),
+      asset: input.exact.asset,
+      payTo: input.exact.payTo,
+      ...common,
+      maxTimeoutSeconds: input.exact.maxTimeoutSeconds,
+      extra: input.exact.extra,
+    });
   }
+  if (input.escrow !== false) {
+    offers.push({
+      scheme: ESCROW_SCHEME,
+      network: input.network,
+      maxAmountRequired: input.amount.toString(),
+      asset: input.asset,
+      payTo: input.payTo,
+      ...common,
+      maxTimeoutSeconds: input.maxTimeoutSeconds ?? 300,
+      ...(input.outputSchema !== undefined ? { outputSchema: input.outputSchema } : {}),
+      ...(input.extra ? { extra: input.extra } : {}),
+    });
+  }
+  const error = input.error ?? 'payment required';
+  const more = {
+    ...(input.escrow === false && input.extra ? { extra: input.extra } : {}),
+    ...(input.message !== undefined ? { message: input.message } : {}),
+    ...(input.extensions ? { extensions: input.extensions } : {}),
+  };
   const v2 = {
     x402Version: 2,
     error,
-    resource: { url: input.resource, description: input.description, mimeType: requirement.mimeType },
-    accepts: [
-      {
-        scheme: requirement.scheme,
-        network: requirement.network,
-        amount: requirement.maxAmountRequired,
-        asset: requirement.asset,
-        payTo: requirement.payTo,
-        maxTimeoutSeconds: requirement.maxTimeoutSeconds,
-        ...(input.extra ? { extra: input.extra } : {}),
-      },
-    ],
+    resource: { url: input.resource, description: input.description, mimeType },
+    accepts: offers.map((o) => ({
+      scheme: o.scheme,
+      network: o.network,
+      amount: o.maxAmountRequired,
+      asset: o.asset,
+      payTo: o.payTo,
+      maxTimeoutSeconds: o.maxTimeoutSeconds,
+      ...(o.extra ? { extra: o.extra } : {}),
+    })),
+    ...more,
   };
   return {
-    body: { x402Version: 1, error, accepts: [requirement] },
+    body: { x402Version: 1, error, accepts: offers, ...more },
     headers: { [X402_HEADERS.paymentRequired]: encodeJsonHeader(v2) },
   };
 }
 
 const NetworkSchema = z.enum(X402_NETWORKS);
 
+// Offers on networks Farebox does not know (another chain) are skipped, not an error.
+const isKnownNetwork = (network: string): network is X402Network => (X402_NETWORKS as readonly string[]).includes(network);
+
 const RequirementV1Schema = z.object({
   scheme: z.string(),
-  network: NetworkSchema,
+  network: z.string(),
   maxAmountRequired: z.string().regex(/^\d+$/),
   asset: z.string(),
   payTo: z.string(),
@@ -159,7 +181,7 @@ const PaymentRequiredV2Schema = z.object({
   accepts: z.array(
     z.object({
       scheme: z.string(),
-      network: NetworkSchema,
+      network: z.string(),
       amount: z.string().regex(/^\d+$/),
       asset: z.string(),
       payTo: z.string(),
@@ -199,25 +221,34 @@ export function parsePaymentRequired(input: { headers?: Record<string, string | 
     const parsed = PaymentRequiredV2Schema.safeParse(decodeJsonHeader(header));
     if (parsed.success) {
       const v2 = parsed.data;
-      const accepts = v2.accepts.map((a) => ({
-        scheme: a.scheme,
-        network: a.network,
-        maxAmountRequired: a.amount,
-        amount: BigInt(a.amount),
-        asset: a.asset,
-        payTo: a.payTo,
-        resource: v2.resource.url,
-        description: v2.resource.description,
-        maxTimeoutSeconds: a.maxTimeoutSeconds,
-        ...(v2.resource.mimeType ? { mimeType: v2.resource.mimeType } : {}),
-        ...(a.extra ? { extra: a.extra } : {}),
-      }));
+      const accepts = v2.accepts.flatMap((a) => {
+        const network = a.network;
+        if (!isKnownNetwork(network)) return [];
+        return [
+          {
+            scheme: a.scheme,
+            network,
+            maxAmountRequired: a.amount,
+            amount: BigInt(a.amount),
+            asset: a.asset,
+            payTo: a.payTo,
+            resource: v2.resource.url,
+            description: v2.resource.description,
+            maxTimeoutSeconds: a.maxTimeoutSeconds,
+            ...(v2.resource.mimeType ? { mimeType: v2.resource.mimeType } : {}),
+            ...(a.extra ? { extra: a.extra } : {}),
+          },
+        ];
+      });
       return { version: 2, error: v2.error, accepts, ...(v2.extra ? { extra: v2.extra } : {}), ...priceOf(accepts, v2.extra) };
     }
   }
   const parsed = PaymentRequiredV1Schema.safeParse(input.body);
   if (!parsed.success) throw new FareboxError('INVALID_PAYMENT', 'not an x402 payment-required answer');
-  const accepts = parsed.data.accepts.map((a) => ({ ...a, amount: BigInt(a.maxAmountRequired) }) as PaymentRequirements & { amount: bigint });
+  const accepts = parsed.data.accepts.flatMap((a) => {
+    const network = a.network;
+    return isKnownNetwork(network) ? [{ ...a, network, amount: BigInt(a.maxAmountRequired) } as PaymentRequirements & { amount: bigint }] : [];
+  });
   const extra = parsed.data.extra;
   return { version: 1, error: parsed.data.error, accepts, ...(extra ? { extra } : {}), ...priceOf(accepts, extra) };
 }
@@ -307,11 +338,13 @@ export function decodePaymentResponse(value: string): PaymentResponse {
   return parsed.data;
 }
 
-function encodeJsonHeader(value: unknown): string {
+/** Base64 (standard, padded) of the UTF-8 JSON of `value`: every x402 header's encoding. */
+export function encodeJsonHeader(value: unknown): string {
   return base64Encode(utf8.encode(JSON.stringify(value)));
 }
 
-function decodeJsonHeader(value: string): unknown {
+/** The JSON value of an x402 header; undefined when it is not base64 JSON. */
+export function decodeJsonHeader(value: string): unknown {
   const bytes = base64Decode(value.trim());
   if (!bytes) return undefined;
   try {
