@@ -1,4 +1,12 @@
 import { defineProject, type UserWorkspaceConfig } from 'vitest/config';
+import { trustTestTls } from './packages/test-kit/src/tls.js';
+
+// One self-signed certificate for 127.0.0.1/localhost per test run (test-kit
+// testTls()), trusted by every worker and every process a test starts: vitest
+// loads this file in its main process before it forks the workers, and Node
+// reads NODE_EXTRA_CA_CERTS when a process starts. Stock Stellar clients
+// refuse plain http, so tests serve them the devnet over https with it.
+process.env.NODE_EXTRA_CA_CERTS = trustTestTls(process.env.NODE_EXTRA_CA_CERTS);
 
 /**
  * The per-package vitest project. Workspace packages resolve to their

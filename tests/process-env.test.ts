@@ -11,6 +11,8 @@ const ALLOWED: Record<string, string> = {
   'packages/client/src/direct.ts':
     'the caller SDK falls back to TRUSTLESS_WORK_API_KEY, TRUSTLESS_WORK_PLATFORM_ADDRESS and FAREBOX_URL (packages/client README)',
   'packages/client/src/discovery.ts': 'the caller SDK falls back to FAREBOX_DISCOVERY_URL (packages/client README)',
+  'packages/devnet/src/cli.ts': 'the farebox-devnet bin is a host: it reads FAREBOX_DEVNET_PASSPHRASE (docs/devnet.md) and passes it to startDevnet',
+  'packages/test-kit/src/tls.ts': "the private test kit finds the test run's certificate through NODE_EXTRA_CA_CERTS, which vitest.shared.ts sets",
   'packages/discovery/src/embedder.ts': 'createEmbedder() falls back to FAREBOX_MODEL_DIR (docs/search.md)',
 };
 

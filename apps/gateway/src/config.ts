@@ -78,7 +78,7 @@ export function loadConfig(env: Env, terminal = false): GatewayHostConfig {
 export function listenSettingsFromEnv(
   env: Env,
   options: StartGatewayOptions = {},
-): { host: string; port: number; baseUrl: string | undefined; network: string; devnetUrl: string | undefined; dataDir: string } {
+): { host: string; port: number; baseUrl: string | undefined; network: string; devnetUrl: string | undefined; dataDir: string; devnetPassphrase: string } {
   return {
     host: options.host ?? env.HOST ?? '127.0.0.1',
     port: options.port ?? (env.PORT ? Number(env.PORT) : 8787),
@@ -86,6 +86,13 @@ export function listenSettingsFromEnv(
     network: options.network ?? networkFromEnv(env).network ?? DEFAULT_NETWORK,
     devnetUrl: options.devnetUrl ?? (env.FAREBOX_DEVNET_URL || undefined),
     dataDir: options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox',
+    // The embedded devnet's passphrase, in the precedence the gateway's own network config uses (resolveNetwork).
+    devnetPassphrase:
+      options.stellar?.passphrase ||
+      text(env.STELLAR_NETWORK_PASSPHRASE) ||
+      options.stellar?.devnetPassphrase ||
+      text(env.FAREBOX_DEVNET_PASSPHRASE) ||
+      'local',
   };
 }
 
@@ -164,6 +171,7 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
       contractId: text(env.STELLAR_CONTRACT_ID),
       usdcIssuer: text(env.STELLAR_USDC_ISSUER),
       passphrase: text(env.STELLAR_NETWORK_PASSPHRASE),
+      devnetPassphrase: text(env.FAREBOX_DEVNET_PASSPHRASE),
       explorerUrl: text(env.STELLAR_EXPLORER_URL),
     }),
     settlement: defined({

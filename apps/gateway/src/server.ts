@@ -72,6 +72,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
     devnet = createDevnet({
       url: `${baseUrl}/devnet`,
       closeIntervalMs: options.devnetCloseIntervalMs ?? 1000,
+      passphrase: settings.devnetPassphrase,
       ...(options.devnetInMemory ? {} : { dataDir: join(dataDir, 'devnet') }),
     });
     const dn = devnet;

@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { Account, Asset, Keypair, Operation, TransactionBuilder } from '@stellar/stellar-sdk';
 import {
   DEFAULT_DEVNET_URL,
-  LOCAL_PASSPHRASE,
+  devnetPassphrase,
   LOCAL_REGISTRY_CONTRACT_ID,
   LOCAL_USDC_ISSUER,
   LOCAL_USDC_ISSUER_SECRET,
@@ -34,6 +35,12 @@ export interface DevnetOptions {
    * 60 s like the provider; `rateLimit: false` disables it for tests and benches).
    */
   escrow?: EscrowApiOptions;
+  /**
+   * The network passphrase: `local` (default, 'Standalone Network ; February 2017'),
+   * `testnet` (the devnet stands in for Stellar testnet: stock x402 `stellar:testnet`
+   * clients sign for it) or a literal passphrase. The USDC contract id follows it.
+   */
+  passphrase?: string;
 }
 
 export interface DevnetStats {
@@ -53,7 +60,7 @@ export interface DevnetCore {
   readonly rpcUrl: string;
   readonly horizonUrl: string;
   readonly friendbotUrl: string;
-  /** resolveNetwork({ network: 'local', devnetUrl: url }). */
+  /** resolveNetwork({ network: 'local', devnetUrl: url, passphrase }): x402Network is 'stellar:testnet' under the testnet passphrase. */
   readonly network: NetworkConfig;
   readonly handler: DevnetHandler;
   readonly chain: Chain;
@@ -129,14 +136,16 @@ function parseUsdcAmount(text: string): bigint | undefined {
 export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
   const basePath = (opts.basePath ?? '').replace(/\/+$/, '');
   let url = (opts.url ?? DEFAULT_DEVNET_URL).replace(/\/+$/, '');
-  let network = resolveNetwork({ network: 'local', devnetUrl: url, env: {} });
+  const passphrase = devnetPassphrase(opts.passphrase);
+  const resolve = () => resolveNetwork({ network: 'local', devnetUrl: url, passphrase, env: {} });
+  let network = resolve();
   const instant = opts.closeIntervalMs === 'instant';
   const interval = typeof opts.closeIntervalMs === 'number' ? Math.max(10, opts.closeIntervalMs) : 1000;
 
   const usdcAsset = new Asset('USDC', LOCAL_USDC_ISSUER);
-  const chain = new Chain({ passphrase: LOCAL_PASSPHRASE, usdc: usdcAsset });
+  const chain = new Chain({ passphrase: passphrase, usdc: usdcAsset });
   chain.registerContract(registryContract(LOCAL_REGISTRY_CONTRACT_ID));
-  chain.registerContract(stellarAssetContract(usdcAsset.contractId(LOCAL_PASSPHRASE), usdcAsset));
+  chain.registerContract(stellarAssetContract(usdcAsset.contractId(passphrase), usdcAsset));
 
   const dataDir = opts.dataDir ? new DataDir(opts.dataDir, chain) : undefined;
   if (!dataDir?.load()) {
@@ -173,7 +182,7 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
 
   async function submitSigned(kp: Keypair, build: (b: TransactionBuilder) => TransactionBuilder): Promise<TxRecord> {
     const acc = chain.accounts.get(kp.publicKey())!;
-    const tx = build(new TransactionBuilder(new Account(kp.publicKey(), acc.seq.toString()), { fee: '100', networkPassphrase: LOCAL_PASSPHRASE }))
+    const tx = build(new TransactionBuilder(new Account(kp.publicKey(), acc.seq.toString()), { fee: '100', networkPassphrase: passphrase }))
       .setTimeout(300)
       .build();
     tx.sign(kp);
@@ -334,7 +343,7 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     chain,
     setUrl(next) {
       url = next.replace(/\/+$/, '');
-      network = resolveNetwork({ network: 'local', devnetUrl: url, env: {} });
+      network = resolve();
     },
     registerContract: (c) => chain.registerContract(c),
     async mintUsdc(to, amount) {
@@ -373,17 +382,27 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
   return core;
 }
 
+/** A certificate and its private key (PEM) for serving the devnet over https. */
+export interface DevnetTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
 /**
- * Starts a devnet listening on HTTP (port 0 picks a free port).
+ * Starts a devnet listening on HTTP, or HTTPS with `tls` (port 0 picks a free port).
+ * Stock Stellar SDK clients (`AssembledTransaction.build`) refuse plain http RPC
+ * URLs: serve https to let them in.
  *
  * @example
  * const devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
  * const registry = createRegistryClient(devnet.network);
  */
-export async function startDevnet(opts: DevnetOptions & { port?: number; host?: string } = {}): Promise<Devnet> {
+export async function startDevnet(opts: DevnetOptions & { port?: number; host?: string; tls?: DevnetTls } = {}): Promise<Devnet> {
   const host = opts.host ?? '127.0.0.1';
   const core = createDevnet(opts);
-  const server: Server = createServer((req, res) => core.handler(req, res));
+  const server: Server = opts.tls
+    ? createTlsServer({ cert: opts.tls.cert, key: opts.tls.key }, (req, res) => core.handler(req, res))
+    : createServer((req, res) => core.handler(req, res));
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -392,7 +411,7 @@ export async function startDevnet(opts: DevnetOptions & { port?: number; host?: 
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 8000);
   const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  if (!opts.url) core.setUrl(`http://${publicHost}:${port}${(opts.basePath ?? '').replace(/\/+$/, '')}`);
+  if (!opts.url) core.setUrl(`${opts.tls ? 'https' : 'http'}://${publicHost}:${port}${(opts.basePath ?? '').replace(/\/+$/, '')}`);
   const closeCore = core.close.bind(core);
   const devnet: Devnet = {
     get url() {

@@ -2,6 +2,7 @@ export { StellarError } from './errors.js';
 export type { StellarErrorCode, ResultCodes } from './errors.js';
 export {
   resolveNetwork,
+  devnetPassphrase,
   LOCAL_USDC_ISSUER,
   LOCAL_USDC_ISSUER_SECRET,
   LOCAL_REGISTRY_CONTRACT_ID,

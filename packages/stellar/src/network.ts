@@ -27,6 +27,13 @@ export interface ResolveNetworkOptions {
   usdcIssuer?: string;
   explorerUrl?: string;
   devnetUrl?: string;
+  /**
+   * The local devnet's passphrase (`local` preset only; `STELLAR_NETWORK_PASSPHRASE`
+   * or `passphrase` still win): `local` (default), `testnet` (the devnet stands in
+   * for testnet, so `x402Network` is `stellar:testnet`) or a literal passphrase.
+   * Environment: `FAREBOX_DEVNET_PASSPHRASE`.
+   */
+  devnetPassphrase?: string;
   /** Environment to read fallbacks from (the host passes its own; none when omitted). */
   env?: Record<string, string | undefined>;
 }
@@ -45,6 +52,24 @@ export const LOCAL_USDC_ISSUER: string = issuerKeypair.publicKey();
 export const LOCAL_USDC_ISSUER_SECRET: string = issuerKeypair.secret();
 /** The registry contract id on the local devnet (deterministic). */
 export const LOCAL_REGISTRY_CONTRACT_ID: string = StrKey.encodeContract(hash(Buffer.from('farebox-devnet:registry-contract')));
+
+/**
+ * The passphrase a devnet runs under: `local` (or nothing) is the devnet's own,
+ * `testnet` the Stellar testnet's (so stock x402 clients for `stellar:testnet`
+ * sign for it), anything else a literal passphrase. The mainnet passphrase is
+ * refused: a devnet signature must never be valid on the public network.
+ *
+ * @example
+ * devnetPassphrase('testnet'); // 'Test SDF Network ; September 2015'
+ */
+export function devnetPassphrase(value: string | undefined): string {
+  const v = value?.trim() ?? '';
+  if (v === '' || v === 'local') return LOCAL_PASSPHRASE;
+  if (v === 'testnet') return TESTNET_PASSPHRASE;
+  if (v === MAINNET_PASSPHRASE || v === 'mainnet' || v === 'pubnet')
+    throw new ConfigError(['the devnet passphrase must not be the mainnet one (its signatures would be valid on the public network)']);
+  return v;
+}
 
 const TESTNET_USDC_ISSUER = 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5';
 const MAINNET_USDC_ISSUER = 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN';
@@ -113,7 +138,7 @@ function checkUrl(label: string, value: string, problems: string[]): void {
  * Resolves a network configuration. Precedence: option, then environment
  * (`STELLAR_NETWORK`, `STELLAR_CONTRACT_ID`, `STELLAR_RPC_URL`, `STELLAR_HORIZON_URL`,
  * `STELLAR_NETWORK_PASSPHRASE`, `STELLAR_USDC_ISSUER`, `STELLAR_FRIENDBOT_URL` (`none`: no
- * friendbot), `STELLAR_EXPLORER_URL`, `FAREBOX_DEVNET_URL`), then the preset. Throws `ConfigError` listing every problem.
+ * friendbot), `STELLAR_EXPLORER_URL`, `FAREBOX_DEVNET_URL`, `FAREBOX_DEVNET_PASSPHRASE` (local only)), then the preset. Throws `ConfigError` listing every problem.
  *
  * @example
  * const local = resolveNetwork({ network: 'local', devnetUrl: devnet.url });
@@ -146,7 +171,18 @@ export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig 
   }
   const usdcIssuer = nonEmpty(opts.usdcIssuer) ?? nonEmpty(env.STELLAR_USDC_ISSUER) ?? p.usdcIssuer;
   if (!StrKey.isValidEd25519PublicKey(usdcIssuer)) problems.push(`usdcIssuer must be a G... public key, got "${usdcIssuer}"`);
-  const passphrase = nonEmpty(opts.passphrase) ?? nonEmpty(env.STELLAR_NETWORK_PASSPHRASE) ?? p.passphrase;
+  let passphrase = nonEmpty(opts.passphrase) ?? nonEmpty(env.STELLAR_NETWORK_PASSPHRASE);
+  if (passphrase === undefined && name === 'local') {
+    try {
+      passphrase = devnetPassphrase(nonEmpty(opts.devnetPassphrase) ?? nonEmpty(env.FAREBOX_DEVNET_PASSPHRASE));
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      problems.push(...e.problems);
+    }
+  }
+  passphrase ??= p.passphrase;
+  // The devnet under the testnet passphrase stands in for testnet (x402's stellar:testnet).
+  const x402Network = name === 'local' && passphrase === TESTNET_PASSPHRASE ? 'stellar:testnet' : p.x402Network;
   const explorerBase = trimSlash(nonEmpty(opts.explorerUrl) ?? nonEmpty(env.STELLAR_EXPLORER_URL) ?? p.explorerBase);
   checkUrl('explorerUrl', explorerBase, problems);
 
@@ -159,7 +195,7 @@ export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig 
     rpcUrl,
     horizonUrl,
     usdc,
-    x402Network: p.x402Network,
+    x402Network,
     explorer: {
       tx: (h) => `${explorerBase}/tx/${encodeURIComponent(h)}`,
       account: (g) => `${explorerBase}/account/${encodeURIComponent(g)}`,

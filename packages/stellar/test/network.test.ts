@@ -37,6 +37,34 @@ describe('resolveNetwork', () => {
     expect(n.explorer.contract('CX')).toBe('http://127.0.0.1:9999/devnet/explorer/local/contract/CX');
   });
 
+  it('runs the local preset under the testnet passphrase as stellar:testnet, with the USDC contract of that passphrase', () => {
+    const viaOption = resolveNetwork({ network: 'local', devnetUrl: 'http://127.0.0.1:9999/devnet', devnetPassphrase: 'testnet', env: {} });
+    expect(viaOption.passphrase).toBe('Test SDF Network ; September 2015');
+    expect(viaOption.x402Network).toBe('stellar:testnet');
+    expect(viaOption.usdc.contractId).toBe(new Asset('USDC', LOCAL_USDC_ISSUER).contractId('Test SDF Network ; September 2015'));
+    expect(viaOption.registryContractId).toBe(LOCAL_REGISTRY_CONTRACT_ID);
+    const viaEnv = resolveNetwork({ network: 'local', env: { FAREBOX_DEVNET_PASSPHRASE: 'testnet' } });
+    expect(viaEnv.x402Network).toBe('stellar:testnet');
+    const viaStellarEnv = resolveNetwork({ network: 'local', env: { STELLAR_NETWORK_PASSPHRASE: 'Test SDF Network ; September 2015' } });
+    expect(viaStellarEnv.x402Network).toBe('stellar:testnet');
+    const literal = resolveNetwork({ network: 'local', env: { FAREBOX_DEVNET_PASSPHRASE: 'My Devnet ; 2026' } });
+    expect([literal.passphrase, literal.x402Network]).toEqual(['My Devnet ; 2026', 'stellar:local']);
+    expect(resolveNetwork({ network: 'local', env: { FAREBOX_DEVNET_PASSPHRASE: 'local' } }).passphrase).toBe('Standalone Network ; February 2017');
+    // Only the local preset reads the devnet's passphrase.
+    expect(resolveNetwork({ network: 'mainnet', env: { FAREBOX_DEVNET_PASSPHRASE: 'testnet' } }).passphrase).toBe(
+      'Public Global Stellar Network ; September 2015',
+    );
+  });
+
+  it('refuses the mainnet passphrase for the devnet', () => {
+    expect(() => resolveNetwork({ network: 'local', env: { FAREBOX_DEVNET_PASSPHRASE: 'Public Global Stellar Network ; September 2015' } })).toThrow(
+      'the devnet passphrase must not be the mainnet one (its signatures would be valid on the public network)',
+    );
+    expect(() => api.devnetPassphrase('mainnet')).toThrow(ConfigError);
+    expect(api.devnetPassphrase(undefined)).toBe('Standalone Network ; February 2017');
+    expect(api.devnetPassphrase('testnet')).toBe('Test SDF Network ; September 2015');
+  });
+
   it('takes options over environment over preset, and keeps instances independent', () => {
     const env = { STELLAR_NETWORK: 'mainnet', STELLAR_RPC_URL: 'https://rpc.example', STELLAR_CONTRACT_ID: LOCAL_REGISTRY_CONTRACT_ID };
     const main = resolveNetwork({ env });
@@ -94,6 +122,7 @@ describe('helpers', () => {
         "createCatalogMirror",
         "createRegistryClient",
         "decimalToUnits",
+        "devnetPassphrase",
         "keypairSigner",
         "opCodeName",
         "resolveNetwork",
