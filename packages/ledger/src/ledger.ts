@@ -4,6 +4,7 @@ import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate } from './migrate.js';
 import type { MigrateResult } from './migrate.js';
 import * as accounts from './accounts.js';
 import * as budgets from './budgets.js';
+import * as exactPayments from './exact-payments.js';
 import * as funding from './funding.js';
 import { HoldBook } from './holds.js';
 import * as idempotency from './idempotency.js';
@@ -21,6 +22,9 @@ import {
   type AdvanceData,
   type AdvanceResult,
   type AnalyticsPoint,
+  type ExactPayment,
+  type ExactPaymentInput,
+  type SponsoredFees,
   type VerifyMismatch,
   type WalletCredit,
   type ClaimResult,
@@ -421,6 +425,30 @@ export class Ledger {
     return walletPayments.pendingWalletPayments(this.db, limit);
   }
 
+  // ------------------------------------- x402 exact payments (exact-payments.ts)
+
+  /** Records a settled `exact` payment into the treasury as the service's earning, once per transaction hash. */
+  recordExactPayment(input: ExactPaymentInput): Promise<{ recorded: boolean; payment: ExactPayment }> {
+    return exactPayments.recordExactPayment(this.db, input);
+  }
+
+  exactPayment(txHash: string): Promise<ExactPayment | null> {
+    return exactPayments.getExactPayment(this.db, txHash);
+  }
+
+  /** Reserves sponsored fees for a payer's UTC day in one statement that never passes `bound`. */
+  reserveSponsoredFee(payer: string, day: string, amount: bigint, bound: bigint): Promise<{ reserved: boolean; total: bigint }> {
+    return exactPayments.reserveSponsoredFee(this.db, payer, day, amount, bound);
+  }
+
+  releaseSponsoredFee(payer: string, day: string, amount: bigint, options: { submitted: boolean }): Promise<SponsoredFees> {
+    return exactPayments.releaseSponsoredFee(this.db, payer, day, amount, options);
+  }
+
+  sponsoredFees(payer: string, day: string): Promise<SponsoredFees> {
+    return exactPayments.sponsoredFees(this.db, payer, day);
+  }
+
   // ----------------------------------------------------------------- verify
 
   /**
@@ -428,8 +456,9 @@ export class Ledger {
    * mismatch: account credits vs. the journal's sum, each hold's state vs. its
    * journal rows, posted holds vs. earnings, each settlement cycle's totals
    * vs. its earnings, each wallet-backed credit vs. its payment and its
-   * transaction's single claim, and conservation (sign-ups + top-ups =
-   * credits + held + gross earnings). What the chain holds is checked by the
+   * transaction's single claim, each x402 exact payment vs. its one earning,
+   * and conservation (sign-ups + top-ups = credits + held + gross earnings of
+   * posted calls). What the chain holds is checked by the
    * gateway's wallet-credit audit, which reads {@link walletCredits}.
    */
   verify(): Promise<VerifyReport> {

@@ -278,6 +278,36 @@ export interface WalletPaymentInput {
   budget?: Budget;
 }
 
+/** An x402 `exact` payment the platform's facilitator settled into the treasury (migration 0015), with its earning. */
+export interface ExactPayment {
+  /** The settled transaction (lower-case hex): one payment, and one earning, per transaction. */
+  txHash: string;
+  /** CAIP-2 network, e.g. `stellar:testnet`. */
+  network: string;
+  /** The token contract (`C...`). */
+  asset: string;
+  /** The address whose transfer it was. */
+  payer: string;
+  /** The treasury. */
+  payTo: string;
+  service: string;
+  publisherOwner: string;
+  /** What the transaction moved into the treasury (base units): the earning's gross. */
+  amount: bigint;
+  /** The network fee the facilitator paid (stroops). */
+  feeCharged: bigint;
+  earningId: string;
+  createdAt: Date;
+}
+
+export type ExactPaymentInput = Omit<ExactPayment, 'earningId' | 'createdAt'>;
+
+/** Network fees sponsored for one payer on one UTC day (stroops), and the settles they paid for. */
+export interface SponsoredFees {
+  total: bigint;
+  settles: number;
+}
+
 export interface AdvanceData {
   txHash?: string;
   explorerUrl?: string;
@@ -313,8 +343,12 @@ export interface WalletCredit {
 }
 
 export interface VerifyMismatch {
-  /** `wallet-credit`: a credit for a wallet payment that is not backed by exactly one claimed transaction (`id` is the transaction hash or the payment id). */
-  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'conservation';
+  /**
+   * `wallet-credit`: a credit for a wallet payment that is not backed by exactly one claimed transaction (`id` is the
+   * transaction hash or the payment id). `exact-payment`: an x402 `exact` payment without exactly its one earning
+   * (`id` is the transaction hash).
+   */
+  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'exact-payment' | 'conservation';
   id: string;
   expected: string;
   actual: string;
@@ -325,7 +359,7 @@ export interface VerifyReport {
   accounts: number;
   holds: number;
   mismatches: VerifyMismatch[];
-  /** Conservation: credited (sign-ups + top-ups) = credits + held + gross earnings. */
+  /** Conservation: credited (sign-ups + top-ups) = credits + held + gross earnings of posted calls (an exact payment's earning came from no credits). */
   totals: { credited: bigint; credits: bigint; held: bigint; earned: bigint };
 }
 

@@ -1,5 +1,6 @@
 import { PLATFORM_FEE_BPS } from '@farebox/protocol';
 import type { Database } from './db.js';
+import { verifyExactPayments } from './exact-payments.js';
 import { big, str, type Row } from './rows.js';
 import type { VerifyMismatch, VerifyReport } from './types.js';
 
@@ -54,7 +55,7 @@ export async function verify(db: Database): Promise<VerifyReport> {
      UNION ALL
      SELECT 'journal.hold_id', j.id::text, j.hold_id::text, NULL FROM journal j WHERE j.hold_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = j.hold_id AND h.account_id = j.account_id)
      UNION ALL
-     SELECT 'earnings.hold_id', e.id::text, e.hold_id::text, NULL FROM earnings e WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = e.hold_id AND h.account_id = e.payer_account_id)
+     SELECT 'earnings.hold_id', e.id::text, e.hold_id::text, NULL FROM earnings e WHERE e.hold_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.id = e.hold_id AND h.account_id = e.payer_account_id)
      UNION ALL
      SELECT 'earnings.cycle_id', e.id::text, e.cycle_id::text, (SELECT 'the cycle of ' || c.publisher_owner FROM settlement_cycles c WHERE c.id = e.cycle_id) FROM earnings e
      WHERE e.cycle_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM settlement_cycles c WHERE c.id = e.cycle_id AND c.publisher_owner = e.publisher_owner)
@@ -106,6 +107,7 @@ export async function verify(db: Database): Promise<VerifyReport> {
     });
   }
   mismatches.push(...(await verifyWalletCredits(db)));
+  mismatches.push(...(await verifyExactPayments(db)));
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,
@@ -113,7 +115,7 @@ export async function verify(db: Database): Promise<VerifyReport> {
        (SELECT COALESCE(sum(amount), 0) FROM journal WHERE kind IN ('signup', 'topup')) AS credited,
        (SELECT COALESCE(sum(balance), 0) FROM accounts) AS credits,
        (SELECT COALESCE(sum(amount), 0) FROM holds WHERE state = 'pending') AS held,
-       (SELECT COALESCE(sum(gross), 0) FROM earnings) AS earned`,
+       (SELECT COALESCE(sum(gross), 0) FROM earnings WHERE hold_id IS NOT NULL) AS earned`,
   );
   const t = totals.rows[0] as Row;
   const sums = { credited: big(t.credited), credits: big(t.credits), held: big(t.held), earned: big(t.earned) };

@@ -43,5 +43,6 @@ it('ships its migrations next to the code', async () => {
     '0012_instances.sql',
     '0013_credential_budgets.sql',
     '0014_wallet_payment_budgets.sql',
+    '0015_exact_payments.sql',
   ]);
 });
