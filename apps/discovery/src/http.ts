@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toUsd } from '@farebox/protocol';
-import type { SearchHit } from '@farebox/discovery';
+import { DiscoveryError, type SearchHit } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
+import { bazaarHandler } from './bazaar.js';
 import type { DiscoveryService } from './service.js';
 
 export interface DiscoveryHttpOptions {
@@ -11,6 +12,8 @@ export interface DiscoveryHttpOptions {
   trustProxy?: boolean;
   /** Clock for the rate-limit windows (tests). */
   now?: () => number;
+  /** The platform treasury (`FAREBOX_TREASURY_ADDRESS`): `payTo` of the `exact` offers in the x402 bazaar listing. */
+  treasury?: string;
 }
 
 /** Search results per request: 1 to 100, default 10. */
@@ -122,13 +125,15 @@ function clientIp(req: IncomingMessage, trustProxy: boolean): string {
 
 /**
  * The discovery HTTP API (docs/api.md, "Discovery backend"): `GET /search`,
- * `GET /agents`, `GET /agents/:service`, `GET /health`. No credential; CORS
+ * `GET /agents`, `GET /agents/:service`, `GET /health`, and the x402 bazaar's
+ * `GET /discovery/resources` and `GET /discovery/search`. No credential; CORS
  * open to every origin (read-only, no cookies); per-IP rate limit.
  */
 export function createDiscoveryHandler(service: DiscoveryService, options: DiscoveryHttpOptions = {}) {
   const perMinute = options.rateLimitPerMinute ?? 600;
   const limiter = perMinute > 0 ? new RateLimiter(perMinute, options.now ?? Date.now) : undefined;
   const trustProxy = options.trustProxy ?? false;
+  const bazaar = bazaarHandler(service, options.treasury);
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const path = url.pathname;
@@ -141,6 +146,8 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
       const wait = limiter.take(clientIp(req, trustProxy));
       if (wait > 0) throw new HttpError(429, `rate limit exceeded (${perMinute} requests per minute)`, { 'retry-after': String(wait) });
     }
+    if (path === '/discovery/resources') return send(res, 200, bazaar.list(url.searchParams));
+    if (path === '/discovery/search') return send(res, 200, await bazaar.search(url.searchParams));
     if (path === '/search') {
       const p = params(url, ['q', 'limit']);
       const q = p.get('q');
@@ -211,6 +218,7 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
         return;
       }
       if (err instanceof HttpError) return send(res, err.status, { error: err.message }, err.headers);
+      if (err instanceof DiscoveryError && err.code === 'INVALID_QUERY') return send(res, 400, { error: err.message });
       send(res, 500, { error: err instanceof Error ? err.message : String(err) });
     };
     if (method !== 'GET' && method !== 'HEAD') {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { StrKey } from '@stellar/stellar-sdk';
 import { ConfigError } from '@farebox/protocol';
 import { resolveNetwork, type NetworkName } from '@farebox/stellar';
 import type { SearchIndex } from '@farebox/discovery';
@@ -24,6 +25,8 @@ export interface DiscoveryConfig {
   snapshotIntervalMs: number;
   rateLimitPerMinute: number;
   trustProxy: boolean;
+  /** The platform treasury's G... address (`FAREBOX_TREASURY_ADDRESS`): `payTo` of the bazaar listing's `exact` offers. */
+  treasury?: string;
 }
 
 function intSetting(env: Record<string, string | undefined>, name: string, fallback: number, min: number, problems: string[]): number {
@@ -70,7 +73,10 @@ export function loadDiscoveryConfig(env: Record<string, string | undefined>): Di
     snapshotIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_SNAPSHOT_MS', 30_000, 0, problems),
     rateLimitPerMinute: intSetting(env, 'FAREBOX_DISCOVERY_RATE_LIMIT', 600, 0, problems),
     trustProxy: env.FAREBOX_TRUST_PROXY === '1' || env.FAREBOX_TRUST_PROXY === 'true',
+    ...(env.FAREBOX_TREASURY_ADDRESS ? { treasury: env.FAREBOX_TREASURY_ADDRESS } : {}),
   };
+  if (config.treasury !== undefined && !StrKey.isValidEd25519PublicKey(config.treasury))
+    problems.push(`FAREBOX_TREASURY_ADDRESS must be a G... public key, got ${JSON.stringify(config.treasury)}`);
   if (network === 'local' && !config.devnetUrl)
     problems.push('FAREBOX_DEVNET_URL required on the local network (the devnet to follow, e.g. http://127.0.0.1:8787/devnet)');
   if (problems.length) throw new ConfigError(problems);
@@ -122,6 +128,7 @@ export async function startDiscovery(options: StartDiscoveryOptions = {}): Promi
   const handler = createDiscoveryHandler(service, {
     rateLimitPerMinute: config.rateLimitPerMinute,
     trustProxy: config.trustProxy,
+    ...(config.treasury ? { treasury: config.treasury } : {}),
     ...(options.now ? { now: options.now } : {}),
   });
   const server = createServer(handler);
@@ -167,6 +174,7 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
     'snapshotIntervalMs',
     'rateLimitPerMinute',
     'trustProxy',
+    'treasury',
   ];
   return Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && keep.includes(k))) as Partial<T>;
 }

@@ -22,3 +22,27 @@ export { attachToCatalog } from './catalog.js';
 export type { CatalogAgentLike, CatalogChange, CatalogSource, CatalogAttachment } from './catalog.js';
 export { DiscoveryError } from './errors.js';
 export type { DiscoveryErrorCode } from './errors.js';
+export {
+  bazaarResource,
+  parseBazaarList,
+  parseBazaarSearch,
+  matchesBazaarFilters,
+  bazaarListPage,
+  bazaarSearchPage,
+  bazaarSearchWindow,
+  BAZAAR_LIST_LIMIT,
+  BAZAAR_SEARCH_LIMIT,
+} from './bazaar.js';
+export type {
+  BazaarAgent,
+  BazaarContext,
+  BazaarManifest,
+  BazaarOffer,
+  BazaarResource,
+  BazaarExtension,
+  BazaarFilters,
+  BazaarListParams,
+  BazaarSearchParams,
+  BazaarListPage,
+  BazaarSearchPage,
+} from './bazaar.js';

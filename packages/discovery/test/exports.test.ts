@@ -4,6 +4,8 @@ import * as discovery from '@farebox/discovery';
 it('exports exactly the documented public API', () => {
   expect(Object.keys(discovery).sort()).toEqual(
     [
+      'BAZAAR_LIST_LIMIT',
+      'BAZAAR_SEARCH_LIMIT',
       'Bm25Index',
       'DEFAULT_DIMS',
       'DEFAULT_HUB_URL',
@@ -13,6 +15,13 @@ it('exports exactly the documented public API', () => {
       'MAX_TOKEN_LENGTH',
       'NAME_WEIGHT',
       'attachToCatalog',
+      'bazaarListPage',
+      'bazaarResource',
+      'bazaarSearchPage',
+      'bazaarSearchWindow',
+      'matchesBazaarFilters',
+      'parseBazaarList',
+      'parseBazaarSearch',
       'createEmbedder',
       'createSearchIndex',
       'modelPath',
