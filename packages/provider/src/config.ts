@@ -15,6 +15,8 @@ import {
 } from '@farebox/protocol';
 import { resolveNetwork, type NetworkConfig, type RegistryClient } from '@farebox/stellar';
 import { parseBodyLimit } from './body-limit.js';
+import { checkUrl, isLoopback, label, nonEmpty, pick, type ProviderEnv } from './config-util.js';
+import { resolveDiscovery, resolveExact, type DiscoveryOptions, type ExactOptions, type ResolvedExact } from './exact-config.js';
 import { publicKeyFromSecret, readKeypairFile } from './keys.js';
 import type { EscrowVerifier, RegistryReader } from './ports.js';
 import type { ReplayStore } from './replay.js';
@@ -25,8 +27,8 @@ export type ProviderNetwork = 'testnet' | 'mainnet' | 'local';
 /** A price in USDC: a number (`0.01`) or a decimal string (`'0.01'`). */
 export type Price = number | string;
 
-/** Environment variables the provider reads (defaults to `process.env`). */
-export type ProviderEnv = Record<string, string | undefined>;
+export type { ProviderEnv } from './config-util.js';
+export type { DiscoveryOptions, ExactOptions, ResolvedExact } from './exact-config.js';
 
 /**
  * Options of {@link createProvider}. Precedence for every setting: this
@@ -57,8 +59,17 @@ export interface ProviderOptions {
   devnetUrl?: string;
   /** USDC issuer (`G...`) named in quotes. Env: `STELLAR_USDC_ISSUER`; preset on every network. */
   usdcIssuer?: string;
-  /** The platform whose signed calls are accepted. Env: `FAREBOX_PLATFORM_PUBLIC_KEY`. */
-  platform?: { publicKey?: string };
+  /**
+   * The platform: `publicKey`, whose signed calls are accepted (env `FAREBOX_PLATFORM_PUBLIC_KEY`),
+   * and `url`, the gateway whose facilitator (`<url>/x402`) settles `exact` payments by default (env `FAREBOX_URL`).
+   */
+  platform?: { publicKey?: string; url?: string };
+  /** The standard x402 `exact` payment (see {@link ExactOptions}); `false` turns it off. */
+  exact?: ExactOptions | false;
+  /** Input and output description for x402 catalogs (the `bazaar` extension of the 402 and `/manifest`). */
+  discovery?: DiscoveryOptions;
+  /** The local devnet's passphrase (`local`, `testnet` or a literal one; network `local` only). Env: `FAREBOX_DEVNET_PASSPHRASE`. */
+  devnetPassphrase?: string;
   /** Escrow provider. Env: `TRUSTLESS_WORK_API_KEY`, `TRUSTLESS_WORK_PLATFORM_ADDRESS`. */
   trustlessWork?: { apiKey?: string; platformAddress?: string; baseUrl?: string };
   /**
@@ -121,6 +132,12 @@ export interface ResolvedProviderConfig {
   /** Friendbot URL on local and testnet; none on mainnet. */
   friendbotUrl?: string;
   platformPublicKey?: string;
+  /** The platform's gateway URL (`platform.url`, `FAREBOX_URL`). */
+  platformUrl?: string;
+  /** The `exact` payment, when offered. */
+  exact?: ResolvedExact;
+  /** The x402 `bazaar` discovery extension, when `discovery` is configured. */
+  bazaar?: Record<string, unknown>;
   escrow: { enabled: boolean; platformAddress?: string; baseUrl?: string; servedStorePath?: string };
   discoveryUrl?: string;
   ownerWallet: string;
@@ -136,7 +153,7 @@ export interface ResolvedProviderConfig {
 
 /** Said at start, on /health and to paid requests when neither payment path is configured. */
 export const NO_PAYMENT_MESSAGE =
-  'no payment can be accepted yet: set platform.publicKey (FAREBOX_PLATFORM_PUBLIC_KEY) to accept platform-signed calls, or trustlessWork.apiKey (TRUSTLESS_WORK_API_KEY) to accept escrow payments; /manifest, registration and bootstrap() work meanwhile';
+  'no payment can be accepted yet: set platform.publicKey (FAREBOX_PLATFORM_PUBLIC_KEY) to accept platform-signed calls, or trustlessWork.apiKey (TRUSTLESS_WORK_API_KEY) to accept escrow payments, or platform.url (FAREBOX_URL) or exact.facilitatorUrl (FAREBOX_FACILITATOR_URL) on stellar:testnet or stellar:pubnet to accept exact payments; /manifest, registration and bootstrap() work meanwhile';
 
 const NETWORKS: readonly ProviderNetwork[] = ['testnet', 'mainnet', 'local'];
 
@@ -144,45 +161,6 @@ const NETWORKS: readonly ProviderNetwork[] = ['testnet', 'mainnet', 'local'];
 function defaultEscrowUrl(network: ProviderNetwork, stellar: NetworkConfig): string {
   if (network === 'local') return `${stellar.horizonUrl}/escrow`;
   return network === 'mainnet' ? 'https://api.trustlesswork.com' : 'https://dev.api.trustlesswork.com';
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const t = value.trim();
-  return t === '' ? undefined : t;
-}
-
-/** First defined of: option, each env var in order. */
-function pick(option: string | undefined, env: ProviderEnv, ...names: string[]): { value?: string; from?: string } {
-  if (nonEmpty(option) !== undefined) return { value: nonEmpty(option)!, from: 'option' };
-  for (const name of names) {
-    const v = nonEmpty(env[name]);
-    if (v !== undefined) return { value: v, from: name };
-  }
-  return {};
-}
-
-function label(option: string, from: string | undefined): string {
-  return from && from !== 'option' ? `${option} (from ${from})` : option;
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || hostname.startsWith('127.');
-}
-
-function checkUrl(value: string, name: string, problems: string[]): URL | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    problems.push(`${name} is not a valid URL: ${JSON.stringify(value)}`);
-    return undefined;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    problems.push(`${name} must be an http(s) URL: ${JSON.stringify(value)}`);
-    return undefined;
-  }
-  return url;
 }
 
 /**
@@ -266,6 +244,8 @@ export function resolveConfig(options: ProviderOptions): {
     const picked = pick(option, env, envName);
     if (picked.value !== undefined && checkUrl(picked.value, label(key, picked.from), problems)) chainOptions[key] = picked.value;
   }
+  const passphrasePick = pick(options.devnetPassphrase, env, 'FAREBOX_DEVNET_PASSPHRASE');
+  if (passphrasePick.value !== undefined) chainOptions.devnetPassphrase = passphrasePick.value;
   const issuerPick = pick(options.usdcIssuer, env, 'STELLAR_USDC_ISSUER');
   if (issuerPick.value !== undefined) {
     if (isValidStrKey('publicKey', issuerPick.value)) chainOptions.usdcIssuer = issuerPick.value;
@@ -297,12 +277,6 @@ export function resolveConfig(options: ProviderOptions): {
   if (escrowUrlPick.value !== undefined) checkUrl(escrowUrlPick.value, label('trustlessWork.baseUrl', escrowUrlPick.from), problems);
   if (options.servedStorePath !== undefined && (typeof options.servedStorePath !== 'string' || options.servedStorePath.trim() === '')) {
     problems.push('servedStorePath must be a file path');
-  }
-  const warnings: string[] = [];
-  if (platformPick.value === undefined && !escrowEnabled) {
-    // The spec: without an escrow API key the SDK starts with escrow disabled;
-    // registration and discovery still work. Say loudly that nothing can be paid.
-    warnings.push(NO_PAYMENT_MESSAGE);
   }
 
   const discoveryPick = pick(options.discoveryUrl, env, 'FAREBOX_DISCOVERY_URL', 'BACKEND_URL');
@@ -374,6 +348,22 @@ export function resolveConfig(options: ProviderOptions): {
     problems.push('escrowVerifier must implement claim, release and abandon');
   }
 
+  const platformUrlPick = pick(options.platform?.url, env, 'FAREBOX_URL');
+  if (platformUrlPick.value !== undefined) checkUrl(platformUrlPick.value, label('platform.url', platformUrlPick.from), problems);
+  const exact = resolveExact(
+    options.exact,
+    env,
+    { x402Network: stellar?.x402Network, usdcContractId: stellar?.usdc.contractId, platformUrl: platformUrlPick.value, keypairFile },
+    problems,
+  );
+  const bazaar = resolveDiscovery(options.discovery, problems);
+  const warnings: string[] = [];
+  if (platformPick.value === undefined && !escrowEnabled && !exact) {
+    // The spec: without an escrow API key the SDK starts with escrow disabled;
+    // registration and discovery still work. Say loudly that nothing can be paid.
+    warnings.push(NO_PAYMENT_MESSAGE);
+  }
+
   if (problems.length > 0 || !stellar) throw new ConfigError(problems);
   const contractId = stellar.registryContractId;
 
@@ -393,6 +383,9 @@ export function resolveConfig(options: ProviderOptions): {
     horizonUrl: stellar.horizonUrl,
     ...(stellar.friendbotUrl !== undefined ? { friendbotUrl: stellar.friendbotUrl } : {}),
     ...(platformPick.value !== undefined ? { platformPublicKey: platformPick.value } : {}),
+    ...(platformUrlPick.value !== undefined ? { platformUrl: platformUrlPick.value } : {}),
+    ...(exact ? { exact } : {}),
+    ...(bazaar ? { bazaar } : {}),
     escrow: {
       enabled: escrowEnabled,
       ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}),

@@ -7,8 +7,8 @@ import {
   buildPaymentRequired,
   encodePaymentResponse,
   formatAmount,
-  parseAmount,
   parsePaymentHeader,
+  paymentHeaderScheme,
   randomBytes,
   toUsd,
   verifyCallCertificate,
@@ -20,6 +20,9 @@ import { bootstrapOnChain, type BootstrapResult } from './bootstrap.js';
 import { NO_PAYMENT_MESSAGE, resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
 import { ProviderError } from './errors.js';
 import { defaultEscrowVerifier } from './escrow-default.js';
+import { exactCall } from './exact-call.js';
+import { parsePayload, pricePayload } from './payload.js';
+import { createExactPayments } from './exact.js';
 import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type ListeningProvider } from './http.js';
 import type { RegistryReader } from './ports.js';
 import { QuoteRateLimiter } from './rate-limit.js';
@@ -49,7 +52,7 @@ export interface PaidRequest {
 
 /** How the call being served was paid. */
 export interface CallContext {
-  paidWith: 'platform' | 'escrow';
+  paidWith: 'platform' | 'escrow' | 'exact';
   /** Amount paid, base units. */
   amount: bigint;
   /** This payload's price, base units. */
@@ -58,6 +61,10 @@ export interface CallContext {
   callId?: string;
   /** The escrow served (escrow payments). */
   escrowId?: string;
+  /** The settlement transaction, settled before the handler runs (exact payments). */
+  transaction?: string;
+  /** Who paid (escrow and exact payments). */
+  payer?: string;
   ip?: string;
 }
 
@@ -92,7 +99,6 @@ function isRegistryClient(registry: RegistryReader | RegistryClient | undefined)
   return typeof r?.register === 'function' && typeof r.update === 'function';
 }
 
-const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 const utf8Encoder = new TextEncoder();
 
 /**
@@ -131,7 +137,17 @@ export function createProvider(options: ProviderOptions): Provider {
       : undefined;
   const warn = options.onWarning ?? ((message: string) => console.warn(`farebox provider ${config.service}: ${message}`));
   for (const message of config.warnings) warn(message);
-  const noPayment = config.platformPublicKey === undefined && !config.escrow.enabled;
+  const noPayment = config.platformPublicKey === undefined && !config.escrow.enabled && !config.exact;
+  const exact = config.exact
+    ? createExactPayments({
+        exact: config.exact,
+        service: config.service,
+        network: config.x402Network,
+        ...(options.exact && options.exact.servedStore !== undefined ? { store: options.exact.servedStore } : {}),
+        now,
+        warn,
+      })
+    : undefined;
 
   function publicEndpoint(headers?: HeadersInput): string {
     if (config.endpoint) return config.endpoint;
@@ -145,10 +161,11 @@ export function createProvider(options: ProviderOptions): Provider {
   const noDirectPayment = `${config.service} takes no direct payment: it is paid through the gateway only`;
 
   /** How this service can be paid now: the manifest's `payments`, and the quote offers `escrow` exactly when it is listed. */
-  function payments(): Array<'platform' | 'escrow'> {
-    const out: Array<'platform' | 'escrow'> = [];
+  function payments(): Array<'platform' | 'escrow' | 'exact'> {
+    const out: Array<'platform' | 'escrow' | 'exact'> = [];
     if (config.platformPublicKey) out.push('platform');
     if (escrowServed) out.push('escrow');
+    if (exact) out.push('exact');
     return out;
   }
 
@@ -167,6 +184,7 @@ export function createProvider(options: ProviderOptions): Provider {
       ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
       ...(config.contractId ? { contractId: config.contractId } : {}),
       ...(endpoint ? { endpoint } : {}),
+      ...(config.bazaar ? { bazaar: config.bazaar } : {}),
     };
   }
 
@@ -175,7 +193,13 @@ export function createProvider(options: ProviderOptions): Provider {
    * is empty, the error says the service is paid through the gateway only, and
    * the price and `payments` sit in the top-level `extra` (the gateway reprices from it).
    */
-  function quote(price: bigint, headers: HeadersInput | undefined, error?: string): ProviderResponse {
+  async function quote(
+    price: bigint,
+    headers: HeadersInput | undefined,
+    error?: string,
+    more: { message?: string; header?: string } = {},
+  ): Promise<ProviderResponse> {
+    const exactOffer = await exact?.offer(price);
     const extra: Record<string, unknown> = {
       service: config.service,
       priceBaseUnits: price.toString(),
@@ -191,7 +215,7 @@ export function createProvider(options: ProviderOptions): Provider {
       ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
       ...(escrowServed ? { escrow: { platformAddress: config.escrow.platformAddress, platformFee: PLATFORM_FEE_PCT } } : {}),
     };
-    if (!escrowServed) error ??= noDirectPayment;
+    if (!escrowServed && !exactOffer) error ??= noDirectPayment;
     const { body, headers: quoteHeaders } = buildPaymentRequired({
       resource: publicEndpoint(headers),
       description: config.description || config.service,
@@ -201,39 +225,15 @@ export function createProvider(options: ProviderOptions): Provider {
       asset: config.asset,
       extra,
       escrow: escrowServed,
+      ...(exactOffer ? { exact: exactOffer } : {}),
+      ...(config.bazaar ? { extensions: { bazaar: config.bazaar } } : {}),
       ...(error !== undefined ? { error } : {}),
+      ...(more.message !== undefined ? { message: more.message } : {}),
     });
-    return respond(402, body, quoteHeaders);
+    return respond(402, body, more.header ? { ...quoteHeaders, [X402_HEADERS.paymentResponseV2]: more.header } : quoteHeaders);
   }
 
-  /** Price of a payload in base units, or the response to give when it cannot be priced. */
-  async function priceOf(payload: unknown): Promise<bigint | ProviderResponse> {
-    if (!priceFn) return config.pricePerCall;
-    let value: unknown;
-    try {
-      value = await priceFn(payload);
-    } catch (e) {
-      return fail(400, `could not price this payload: ${e instanceof Error ? e.message : String(e)}`);
-    }
-    let units: bigint;
-    try {
-      if (typeof value !== 'number' && typeof value !== 'string') throw new Error('not a number or a decimal string');
-      units = parseAmount(value);
-    } catch (e) {
-      return fail(500, `priceFn returned an invalid price ${JSON.stringify(value) ?? String(value)}: ${(e as Error).message}`);
-    }
-    return units > config.pricePerCall ? units : config.pricePerCall;
-  }
-
-  function parsePayload(raw: Uint8Array | undefined, body: unknown): { ok: true; payload: unknown } | { ok: false; response: ProviderResponse } {
-    if (!raw) return { ok: true, payload: body ?? null };
-    if (raw.length === 0) return { ok: true, payload: null };
-    try {
-      return { ok: true, payload: JSON.parse(utf8Decoder.decode(raw)) };
-    } catch {
-      return { ok: false, response: fail(400, 'invalid JSON body') };
-    }
-  }
+  const priceOf = (payload: unknown) => pricePayload(priceFn, config.pricePerCall, payload);
 
   async function checkRegistration(): Promise<string | null> {
     if (!registry) return null;
@@ -383,9 +383,24 @@ export function createProvider(options: ProviderOptions): Provider {
     if (raw && raw.length > config.bodyLimit) return fail(413, `request body too large (limit ${formatLimit(config.bodyLimit)})`);
     const certificate = readHeader(request.headers, CERTIFICATE_HEADER);
     if (certificate !== undefined) return signedCall(certificate, raw, request.body, request);
-    const xPayment = readHeader(request.headers, X402_HEADERS.payment);
-    if (xPayment !== undefined) return escrowCall(xPayment, 1, raw, request.body, request);
     const signature = readHeader(request.headers, X402_HEADERS.paymentSignature);
+    const xPayment = signature === undefined ? readHeader(request.headers, X402_HEADERS.payment) : undefined;
+    const paid = signature ?? xPayment;
+    if (paid !== undefined && paymentHeaderScheme(paid) === 'exact') {
+      const parsed = parsePayload(raw, request.body);
+      if (!parsed.ok) return parsed.response;
+      const price = await priceOf(parsed.payload);
+      if (typeof price !== 'bigint') return price;
+      return exactCall(
+        { config, exact, quote, checkRegistration, run, resource: publicEndpoint(request.headers) },
+        paid,
+        signature === undefined,
+        parsed.payload,
+        price,
+        request,
+      );
+    }
+    if (xPayment !== undefined) return escrowCall(xPayment, 1, raw, request.body, request);
     if (signature !== undefined) return escrowCall(signature, 2, raw, request.body, request);
 
     const wait = limiter.take(request.ip ?? 'unknown');

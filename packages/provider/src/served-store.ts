@@ -30,7 +30,7 @@ export interface ServedEscrowRecord {
 }
 
 /** The fields a status change may set. */
-export type ServedEscrowUpdate = Pick<ServedEscrowRecord, 'status'> & Partial<Pick<ServedEscrowRecord, 'releaseTx' | 'reason'>>;
+export type ServedEscrowUpdate = Pick<ServedEscrowRecord, 'status'> & Partial<Pick<ServedEscrowRecord, 'releaseTx' | 'reason' | 'payer'>>;
 
 /**
  * The durable record of escrows a provider has claimed, so that each escrow
@@ -54,6 +54,7 @@ function applyUpdate(record: ServedEscrowRecord, change: ServedEscrowUpdate, now
     updatedAt: now,
     ...(change.releaseTx !== undefined ? { releaseTx: change.releaseTx } : {}),
     ...(change.reason !== undefined ? { reason: change.reason } : {}),
+    ...(change.payer !== undefined ? { payer: change.payer } : {}),
   };
 }
 

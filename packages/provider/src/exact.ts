@@ -1,0 +1,202 @@
+// The standard x402 `exact` payment of a provider: the offer put in every 402,
+// and a payment's way to the handler: match the offer, verify with the
+// facilitator, record it once, settle it, all before the handler runs.
+import { createHash } from 'node:crypto';
+import {
+  EXACT_REASONS,
+  EXACT_SCHEME,
+  isValidStrKey,
+  matchExactPayment,
+  parseExactPaymentHeader,
+  type ExactPayment,
+  type ExactRequirements,
+} from '@farebox/protocol';
+import { HTTPFacilitatorClient, encodePaymentResponseHeader } from '@x402/core/http';
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import type { ResolvedExact } from './exact-config.js';
+import { FileServedEscrowStore, type ServedEscrowStore } from './served-store.js';
+
+/** What an exact payment came to before the handler: settled, or the answer to give instead. */
+export type ExactOutcome =
+  | { ok: true; key: string; amount: bigint; transaction: string; network: string; payer: string; header: string }
+  | {
+      ok: false;
+      /** 402: answer with a fresh quote carrying `reason`/`message` (and `header`, a failed settlement's PAYMENT-RESPONSE); else a plain error. */
+      status: 402 | 409 | 502 | 503;
+      reason?: string;
+      message: string;
+      header?: string;
+    };
+
+export interface ExactPayments {
+  /** The `exact` offer for a price, or undefined while the receiver is unknown (the platform's facilitator did not answer). */
+  offer(price: bigint): Promise<ExactRequirements | undefined>;
+  /** Checks, verifies, records and settles one payment of `price` for `resource`. */
+  pay(header: string, price: bigint, resource: string): Promise<ExactOutcome>;
+  /** Notes what became of a settled payment whose handler failed (for a refund by hand). */
+  handlerFailed(key: string, reason: string): Promise<void>;
+}
+
+const errorText = (e: unknown) => (e instanceof Error && e.message ? e.message : String(e));
+
+/** The key a payment is recorded under: the hash of the payer's signed transaction. */
+export function exactPaymentKey(payment: ExactPayment): string {
+  return `exact:${createHash('sha256').update(payment.payload.transaction).digest('hex')}`;
+}
+
+export function createExactPayments(options: {
+  exact: ResolvedExact;
+  service: string;
+  network: string;
+  store?: ServedEscrowStore;
+  now?: () => number;
+  warn: (message: string) => void;
+}): ExactPayments {
+  const { exact, service, network } = options;
+  const now = options.now ?? Date.now;
+  const store = options.store ?? new FileServedEscrowStore(exact.servedStorePath);
+  const facilitator = new HTTPFacilitatorClient({ url: exact.facilitatorUrl });
+  let learned: { payTo?: string; until: number } | undefined;
+
+  /** The platform's facilitator names the receiver (the treasury) at `GET /supported`, `farebox.payTo`: read once, retried after 10 s on failure. */
+  async function payTo(): Promise<string | undefined> {
+    if (exact.payTo) return exact.payTo;
+    if (learned && (learned.payTo !== undefined || learned.until > now())) return learned.payTo;
+    const url = `${exact.facilitatorUrl}/supported`;
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const body = (await res.json()) as { farebox?: { payTo?: unknown; network?: unknown } };
+      const named = body?.farebox?.payTo;
+      if (typeof named !== 'string' || !(isValidStrKey('publicKey', named) || isValidStrKey('contract', named))) {
+        throw new Error('the answer names no farebox.payTo');
+      }
+      if (body.farebox?.network !== undefined && body.farebox.network !== network) {
+        throw new Error(`the facilitator settles on ${String(body.farebox.network)}, this service runs on ${network}`);
+      }
+      learned = { payTo: named, until: Number.POSITIVE_INFINITY };
+    } catch (e) {
+      learned = { until: now() + 10_000 };
+      options.warn(`exact payments not offered yet: cannot learn payTo from the platform's facilitator ${url} (${errorText(e)})`);
+    }
+    return learned.payTo;
+  }
+
+  async function offer(price: bigint): Promise<ExactRequirements | undefined> {
+    const receiver = await payTo();
+    if (receiver === undefined) return undefined;
+    return {
+      scheme: EXACT_SCHEME,
+      network,
+      amount: price.toString(),
+      asset: exact.asset,
+      payTo: receiver,
+      maxTimeoutSeconds: exact.maxTimeoutSeconds,
+      extra: { areFeesSponsored: true, service },
+    };
+  }
+
+  async function pay(header: string, price: bigint, resource: string): Promise<ExactOutcome> {
+    let payment: ExactPayment;
+    try {
+      payment = parseExactPaymentHeader(header);
+    } catch (e) {
+      const [reason, ...rest] = errorText(e).split(': ');
+      return { ok: false, status: 402, reason: reason ?? EXACT_REASONS.malformed, message: rest.join(': ') };
+    }
+    const offered = await offer(price);
+    if (!offered) {
+      return { ok: false, status: 503, message: `exact payments cannot be taken right now: the facilitator ${exact.facilitatorUrl} did not name the receiver` };
+    }
+    const mismatch = matchExactPayment(payment, offered, resource);
+    if (mismatch) return { ok: false, status: 402, reason: mismatch.reason, message: mismatch.message };
+    const key = exactPaymentKey(payment);
+    const replay = {
+      ok: false as const,
+      status: 409 as const,
+      message: `this payment was already presented to ${service} (replay): pay again with a new authorization`,
+    };
+    if (await store.get(key)) return replay;
+
+    const requirements = offered as unknown as PaymentRequirements;
+    const payload = payment as unknown as PaymentPayload;
+    try {
+      const verdict = await facilitator.verify(payload, requirements);
+      if (!verdict.isValid) {
+        const reason = verdict.invalidReason ?? 'invalid_payload';
+        return { ok: false, status: 402, reason, message: verdict.invalidMessage ?? `the facilitator refused the payment: ${reason}` };
+      }
+    } catch (e) {
+      const reason = (e as { invalidReason?: string }).invalidReason;
+      if (reason) return { ok: false, status: 402, reason, message: `the facilitator refused the payment: ${reason}` };
+      return { ok: false, status: 502, message: `the facilitator ${exact.facilitatorUrl} could not verify the payment: ${errorText(e)}; nothing was paid` };
+    }
+
+    // Recorded before settling: a second presentation is refused even while this one settles.
+    const claimed = await store.claim({
+      escrowId: key,
+      service,
+      quoteId: EXACT_SCHEME,
+      amount: price.toString(),
+      payer: '',
+      status: 'serving',
+      claimedAt: now(),
+      updatedAt: now(),
+    });
+    if (!claimed) return replay;
+
+    let settled: SettleResponse;
+    try {
+      settled = await facilitator.settle(payload, requirements);
+    } catch (e) {
+      const failed = e as { errorReason?: string; transaction?: string; payer?: string };
+      if (!failed.errorReason) {
+        await store.update(key, { status: 'abandoned', reason: `settlement unknown: ${errorText(e)}` }).catch(() => undefined);
+        return {
+          ok: false,
+          status: 502,
+          message: `the facilitator ${exact.facilitatorUrl} did not answer the settlement (${errorText(e)}); if it went through, the chain shows a transfer from your account: ask ${service}'s owner, this payment is recorded`,
+        };
+      }
+      settled = {
+        success: false,
+        errorReason: failed.errorReason,
+        transaction: failed.transaction ?? '',
+        network: network as SettleResponse['network'],
+        ...(failed.payer ? { payer: failed.payer } : {}),
+      };
+    }
+    if (!settled.success) {
+      const reason = settled.errorReason ?? 'settlement_failed';
+      await store.update(key, { status: 'abandoned', reason }).catch(() => undefined);
+      return {
+        ok: false,
+        status: 402,
+        reason,
+        message: settled.errorMessage ?? `the facilitator could not settle the payment: ${reason}`,
+        header: encodePaymentResponseHeader(settled),
+      };
+    }
+    const payer = settled.payer ?? '';
+    await store.update(key, { status: 'released', releaseTx: settled.transaction, payer }).catch((e: unknown) => {
+      options.warn(`exact payment ${settled.transaction} settled but not marked in the served store: ${errorText(e)}`);
+    });
+    return {
+      ok: true,
+      key,
+      amount: price,
+      transaction: settled.transaction,
+      network: settled.network,
+      payer,
+      header: encodePaymentResponseHeader({ success: true, transaction: settled.transaction, network: settled.network, payer }),
+    };
+  }
+
+  return {
+    offer,
+    pay,
+    async handlerFailed(key, reason) {
+      await store.update(key, { status: 'released', reason: `the handler failed after settlement: ${reason}` }).catch(() => undefined);
+    },
+  };
+}
