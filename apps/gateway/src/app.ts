@@ -9,6 +9,7 @@ import { admit, requestAuthenticator } from './credentials.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
 import { approvalRoutes } from './approval-routes.js';
+import { bazaarRoutes } from './bazaar-routes.js';
 import { mountContractRoutes } from './contract-routes.js';
 import { mountOperations, notePrincipal, requestContext } from './observability.js';
 import { openApiDocument } from './openapi.js';
@@ -159,6 +160,8 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
 
   // Open endpoints.
   mountOperations(app, core);
+  // The x402 bazaar catalog, also under the facilitator's base /x402.
+  app.use(bazaarRoutes(core));
   // The OpenAPI 3.1 document of this API (generated from @farebox/contract's table), naming this gateway as its server.
   let openApi: Record<string, unknown> | undefined;
   app.get('/openapi.json', (_req, res) => {

@@ -91,15 +91,16 @@ export function bazaarExtension(value: unknown): BazaarExtension | undefined {
 /**
  * One service as an x402 resource. `accepts`: `exact` on `stellar:testnet` /
  * `stellar:pubnet` (USDC's contract, the price in base units, `payTo` the
- * treasury, fees sponsored), and `escrow` (paid to the owner) when the
- * service's manifest lists it, or, with no manifest read, when there is no
- * `exact` offer.
+ * treasury, fees sponsored) unless the service's manifest leaves it out of its
+ * `payments`, and `escrow` (paid to the owner) when the manifest lists it, or,
+ * with no manifest read, when there is no `exact` offer.
  */
 export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?: BazaarManifest): BazaarResource {
   const network = ctx.network.x402Network;
   const amount = agent.pricePerCall.toString();
   const accepts: BazaarOffer[] = [];
-  const exact = EXACT_NETWORKS.includes(network) && ctx.treasury !== undefined;
+  // A manifest that lists its payments says whether the service takes `exact`; without one, every service on testnet/pubnet does.
+  const exact = EXACT_NETWORKS.includes(network) && ctx.treasury !== undefined && (manifest?.payments ? manifest.payments.includes('exact') : true);
   if (exact) {
     accepts.push({
       scheme: 'exact',

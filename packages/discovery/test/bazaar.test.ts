@@ -44,7 +44,7 @@ describe('a service as an x402 bazaar resource', () => {
   });
 
   it("offers escrow beside exact when the service's manifest lists it, and carries its bazaar description", () => {
-    const r = bazaarResource(agent, testnet, { payments: ['platform', 'escrow'], dynamicPricing: true, bazaar });
+    const r = bazaarResource(agent, testnet, { payments: ['platform', 'escrow', 'exact'], dynamicPricing: true, bazaar });
     expect(r.accepts.map((a) => [a.scheme, a.payTo, a.asset])).toEqual([
       ['exact', TREASURY, USDC.contractId],
       ['escrow', OWNER, `USDC:${USDC.issuer}`],
@@ -55,8 +55,10 @@ describe('a service as an x402 bazaar resource', () => {
     expect(bazaarResource(agent, testnet, { payments: [], bazaar: { info: { input: { type: 'ftp' } } } })).not.toHaveProperty('extensions');
   });
 
-  it('without a treasury or off testnet/pubnet offers escrow only', () => {
+  it('without a treasury, off testnet/pubnet, or when the manifest leaves exact out, offers escrow only', () => {
     expect(bazaarResource(agent, { network: testnet.network }).accepts.map((a) => a.scheme)).toEqual(['escrow']);
+    expect(bazaarResource(agent, testnet, { payments: ['platform', 'escrow'] }).accepts.map((a) => a.scheme)).toEqual(['escrow']);
+    expect(bazaarResource(agent, testnet, { payments: ['platform'] }).accepts).toEqual([]);
     const local = bazaarResource(agent, { network: { x402Network: 'stellar:local', usdc: USDC }, treasury: TREASURY });
     expect(local.accepts).toEqual([
       expect.objectContaining({

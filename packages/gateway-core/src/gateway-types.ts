@@ -114,6 +114,8 @@ export interface GatewayCore {
   authenticateBearer(token: string): Promise<Principal | undefined>;
   readonly account: AccountService;
   readonly catalog: CatalogService;
+  /** The x402 bazaar catalog: every service as an x402 resource (services/bazaar.ts). */
+  readonly bazaar: import('./services/bazaar.js').BazaarService;
   readonly calls: CallService;
   /** The OAuth connections with their confirmation thresholds (oauth/confirmations.ts). */
   readonly oauthConnections: import('./oauth/confirmations.js').ConnectionsWithThresholds;

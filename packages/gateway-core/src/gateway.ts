@@ -24,6 +24,7 @@ import { startLiveness } from './runtime/liveness.js';
 import { createWalletCreditAudit } from './wallet-audit.js';
 import { createPayments } from './runtime/payments.js';
 import { createAccountService, createWalletReader } from './services/account.js';
+import { createBazaarService } from './services/bazaar.js';
 import { createCatalogService } from './services/catalog.js';
 import { createPlatformService } from './services/platform.js';
 import { createPublisherService } from './services/publisher.js';
@@ -171,6 +172,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     },
     account,
     catalog,
+    bazaar: createBazaarService({ ...infra, manifests, now }),
     calls: spending.wrapCalls(calls),
     spendingPolicy: (principal) => spending.view(principal),
     oauthConnections: withThresholds(oauth.connections, callConfirmations),

@@ -13,6 +13,7 @@ export { createApiHandlers } from './api/index.js';
 export type { ApiHandler, ApiHandlers, ApiInput, ApiOutput, MountedOperationId } from './api/index.js';
 export type { AccountService, MeView, TopupResult, WalletView } from './services/account.js';
 export type { CatalogService, RegisteredService } from './services/catalog.js';
+export type { BazaarService } from './services/bazaar.js';
 export type { AnalyticsDay, PublisherOverview, PublisherService, SettleResult } from './services/publisher.js';
 export type { DependencyReport, Health, PlatformKey, PlatformService, PlatformStats, Readiness } from './services/platform.js';
 export type { BalanceView, ServiceView, TransactionView, WalletStatus } from './views.js';

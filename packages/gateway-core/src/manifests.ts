@@ -37,9 +37,9 @@ export function createManifests(options: ManifestsOptions) {
   const ttlMs = options.ttlMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
   const dispatcher = guardedDispatcher(options.policy, { keepAliveTimeout: 5_000, connections: 16 });
-  const cache = new Map<string, { view: ManifestView; until: number }>();
+  const cache = new Map<string, { view: ManifestView; bazaar: unknown; until: number }>();
 
-  async function fetchManifest(url: string): Promise<Manifest> {
+  async function fetchManifest(url: string): Promise<{ manifest: Manifest; bazaar: unknown }> {
     let res;
     try {
       res = await request(url, {
@@ -75,36 +75,51 @@ export function createManifests(options: ManifestsOptions) {
     }
     const parsed = ManifestSchema.safeParse(json);
     if (!parsed.success) throw new GatewayError('UPSTREAM', 'service manifest unavailable: not a Farebox manifest');
-    return parsed.data;
+    // The x402 `bazaar` extension (input/output description), read for the bazaar catalog as the service wrote it.
+    return { manifest: parsed.data, bazaar: (json as { bazaar?: unknown }).bazaar };
+  }
+
+  const keyOf = (entry: { service: string; owner: string; endpoint: string }) => `${entry.endpoint}\u0000${entry.service}\u0000${entry.owner}`;
+
+  /** The view and the manifest's `bazaar` extension (undefined when it has none), fetched when not cached. */
+  async function details(entry: { service: string; owner: string; endpoint: string }): Promise<{ view: ManifestView; bazaar: unknown }> {
+    const key = keyOf(entry);
+    const hit = cache.get(key);
+    if (hit && hit.until > now()) return hit;
+    try {
+      await checkEndpoint(entry.endpoint, options.policy);
+    } catch (err) {
+      throw new GatewayError('UPSTREAM', `service manifest unavailable: ${(err as Error).message}`);
+    }
+    const url = manifestUrl(entry.endpoint);
+    const { manifest, bazaar } = await fetchManifest(url);
+    if (manifest.service !== entry.service || manifest.ownerWallet !== entry.owner) {
+      throw new GatewayError('UPSTREAM', 'service manifest unavailable: it does not match the registry record');
+    }
+    const view: ManifestView = {
+      service: entry.service,
+      pricing_note: manifest.pricingNote ?? null,
+      dynamic_pricing: manifest.dynamicPricing,
+      payments: manifest.payments,
+      manifest_url: url,
+      fetched_at: new Date(now()).toISOString(),
+    };
+    if (cache.size >= 1_000) cache.delete(cache.keys().next().value!);
+    const entryOut = { view, bazaar, until: now() + ttlMs };
+    cache.set(key, entryOut);
+    return entryOut;
   }
 
   return {
     /** The manifest view of a registered service (`service`, `owner` and `endpoint` from the registry). */
     async get(entry: { service: string; owner: string; endpoint: string }): Promise<ManifestView> {
-      const key = `${entry.endpoint}\u0000${entry.service}\u0000${entry.owner}`;
-      const hit = cache.get(key);
-      if (hit && hit.until > now()) return hit.view;
-      try {
-        await checkEndpoint(entry.endpoint, options.policy);
-      } catch (err) {
-        throw new GatewayError('UPSTREAM', `service manifest unavailable: ${(err as Error).message}`);
-      }
-      const url = manifestUrl(entry.endpoint);
-      const manifest = await fetchManifest(url);
-      if (manifest.service !== entry.service || manifest.ownerWallet !== entry.owner) {
-        throw new GatewayError('UPSTREAM', 'service manifest unavailable: it does not match the registry record');
-      }
-      const view: ManifestView = {
-        service: entry.service,
-        pricing_note: manifest.pricingNote ?? null,
-        dynamic_pricing: manifest.dynamicPricing,
-        payments: manifest.payments,
-        manifest_url: url,
-        fetched_at: new Date(now()).toISOString(),
-      };
-      if (cache.size >= 1_000) cache.delete(cache.keys().next().value!);
-      cache.set(key, { view, until: now() + ttlMs });
-      return view;
+      return (await details(entry)).view;
+    },
+    details,
+    /** What `details` would answer from the cache alone (nothing fetched). */
+    peek(entry: { service: string; owner: string; endpoint: string }): { view: ManifestView; bazaar: unknown } | undefined {
+      const hit = cache.get(keyOf(entry));
+      return hit && hit.until > now() ? hit : undefined;
     },
     async close() {
       await dispatcher.close();
