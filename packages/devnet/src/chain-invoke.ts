@@ -79,6 +79,8 @@ export function invoke(
           if (!recorded.includes(address)) recorded.push(address);
           return;
         }
+        // As the host: a matching entry that has expired or whose nonce was used fails with its own error.
+        let failure: HostError = new HostError('Auth', 'InvalidAction');
         for (const entry of opts.authEntries) {
           const f = entry.rootInvocation().function();
           if (f.switch().name !== 'sorobanAuthorizedFunctionTypeContractFn' || f.contractFn().toXDR('base64') !== rootB64) continue;
@@ -89,9 +91,12 @@ export function invoke(
           }
           const ac = creds.address();
           if (scAddressToString(ac.address()) !== address) continue;
-          if (checkAddressSignature(chain, entry, address, opts.ledger, view)) return;
+          const check = checkAddressSignature(chain, entry, address, opts.ledger, view);
+          if (check === 'ok') return;
+          if (check === 'expired') failure = new HostError('Auth', 'InvalidInput');
+          if (check === 'nonce') failure = new HostError('Auth', 'ExistingValue');
         }
-        throw new HostError('Auth', 'InvalidAction');
+        throw failure;
       },
       call: (target, callFn, callArgs) => {
         depth += 1;
@@ -112,13 +117,23 @@ export function invoke(
   return { retval, events, recordedAuth: recorded, readOnly, readWrite, deployed: [...deployed.values()] };
 }
 
-/** Whether an address credential is signed by that account's key, unexpired and unused; marks its nonce used in the view. */
-function checkAddressSignature(chain: Chain, entry: xdr.SorobanAuthorizationEntry, address: string, ledger: number, view: View): boolean {
-  if (!StrKey.isValidEd25519PublicKey(address) || !view.accounts.get(address)) return false;
+/**
+ * Whether an address credential is signed by that account's key ('ok'), expired (its
+ * signatureExpirationLedger is before this ledger), reuses a nonce, or is badly signed;
+ * 'ok' marks its nonce used in the view.
+ */
+function checkAddressSignature(
+  chain: Chain,
+  entry: xdr.SorobanAuthorizationEntry,
+  address: string,
+  ledger: number,
+  view: View,
+): 'ok' | 'expired' | 'nonce' | 'signature' {
+  if (!StrKey.isValidEd25519PublicKey(address) || !view.accounts.get(address)) return 'signature';
   const ac = entry.credentials().address();
   const nonceKey = `${address}:${toBig(ac.nonce())}`;
-  if (chain.nonces.has(nonceKey) || view.nonces.has(nonceKey)) return false;
-  if (ac.signatureExpirationLedger() < ledger) return false;
+  if (ac.signatureExpirationLedger() < ledger) return 'expired';
+  if (chain.nonces.has(nonceKey) || view.nonces.has(nonceKey)) return 'nonce';
   const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
     new xdr.HashIdPreimageSorobanAuthorization({
       networkId: chain.networkId,
@@ -129,7 +144,7 @@ function checkAddressSignature(chain: Chain, entry: xdr.SorobanAuthorizationEntr
   );
   const payload = sha256(preimage.toXDR());
   const sig = ac.signature();
-  if (sig.switch().name !== 'scvVec') return false;
+  if (sig.switch().name !== 'scvVec') return 'signature';
   const raw = StrKey.decodeEd25519PublicKey(address);
   for (const item of sig.vec() ?? []) {
     if (item.switch().name !== 'scvMap') continue;
@@ -140,10 +155,24 @@ function checkAddressSignature(chain: Chain, entry: xdr.SorobanAuthorizationEntr
     if (Buffer.compare(Buffer.from(pk.bytes()), raw) !== 0) continue;
     if (verifyEd25519(address, payload, s.bytes())) {
       view.nonces.add(nonceKey);
-      return true;
+      return 'ok';
     }
   }
-  return false;
+  return 'signature';
+}
+
+/** The instructions a simulated call declares (a token transfer uses a few hundred thousand). */
+const INSTRUCTIONS = 1_000_000;
+
+/**
+ * The devnet's resource fee schedule, in stroops: a model of testnet's (not metered):
+ * 2,500 for the declared instructions, 1,000 per entry read, 4,000 per entry written
+ * and 1,000 per contract event. A USDC transfer between two accounts (the contract
+ * instance read; both trustlines and the payer's nonce written; one event) costs
+ * 2,500 + 1,000 + 12,000 + 1,000 = 16,500 stroops.
+ */
+export function resourceFeeOf(reads: number, writes: number, events: number): bigint {
+  return 2_500n + 1_000n * BigInt(reads) + 4_000n * BigInt(writes) + 1_000n * BigInt(events);
 }
 
 /** simulateTransaction: runs the single contract call without committing anything. */
@@ -176,14 +205,19 @@ export function simulate(
   const source = op.sourceAccount() ? muxedToG(op.sourceAccount()!) : p.source;
   const view: View = { accounts: new Overlay(chain.accounts, cloneAccount), data: new Overlay(chain.data, (d) => ({ ...d })), nonces: new Set() };
   const call = hf.invokeContract();
+  // As Soroban RPC: without auth entries the host records the authorisations the call needs
+  // (the source may be any account, even the SDK's null account); with entries it enforces them
+  // (signatures, expiry, nonces) and the entries are kept as given.
+  const given = op.body().invokeHostFunctionOp().auth();
+  const authMode = given.length > 0 ? 'enforce' : 'record';
   let out: InvocationOutcome;
   try {
     out = chain.invoke(view, call, {
       source,
       ledger: chain.latest.seq + 1,
       timestamp: Math.max(now(), chain.latest.closeTime),
-      authMode: 'record',
-      authEntries: [],
+      authMode,
+      authEntries: given,
     });
   } catch (e) {
     if (e instanceof HostError)
@@ -197,26 +231,48 @@ export function simulate(
     function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(call),
     subInvocations: [],
   });
-  const auth = out.recordedAuth.map((addr) => {
-    if (addr === source)
-      return new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation: invocation });
-    const nonce = xdr.Int64.fromString(BigInt.asIntN(64, sha256(`${addr}:${Date.now()}:${Math.random()}`).readBigUInt64BE(0)).toString());
-    return new xdr.SorobanAuthorizationEntry({
-      credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
-        new xdr.SorobanAddressCredentials({ address: new Address(addr).toScAddress(), nonce, signatureExpirationLedger: 0, signature: xdr.ScVal.scvVoid() }),
-      ),
-      rootInvocation: invocation,
-    });
-  });
+  const auth =
+    authMode === 'enforce'
+      ? given
+      : out.recordedAuth.map((addr) => {
+          if (addr === source)
+            return new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation: invocation });
+          const nonce = xdr.Int64.fromString(BigInt.asIntN(64, sha256(`${addr}:${Date.now()}:${Math.random()}`).readBigUInt64BE(0)).toString());
+          return new xdr.SorobanAuthorizationEntry({
+            credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
+              new xdr.SorobanAddressCredentials({
+                address: new Address(addr).toScAddress(),
+                nonce,
+                signatureExpirationLedger: 0,
+                signature: xdr.ScVal.scvVoid(),
+              }),
+            ),
+            rootInvocation: invocation,
+          });
+        });
+  // Each address credential consumes its nonce: a temporary entry under the signer's address (read-write).
+  for (const entry of auth) {
+    if (entry.credentials().switch().name !== 'sorobanCredentialsAddress') continue;
+    const ac = entry.credentials().address();
+    const key = xdr.LedgerKey.contractData(
+      new xdr.LedgerKeyContractData({
+        contract: ac.address(),
+        key: xdr.ScVal.scvLedgerKeyNonce(new xdr.ScNonceKey({ nonce: ac.nonce() })),
+        durability: xdr.ContractDataDurability.temporary(),
+      }),
+    );
+    out.readWrite.set(key.toXDR('base64'), key);
+  }
+  const reads = out.readOnly.size;
   const writes = out.readWrite.size;
-  const resourceFee = 20_000n + 30_000n * BigInt(writes) + 1_000n * BigInt(out.events.length);
+  const resourceFee = resourceFeeOf(reads, writes, out.events.length);
   const transactionData = new xdr.SorobanTransactionData({
     ext: new xdr.SorobanTransactionDataExt(0),
     resources: new xdr.SorobanResources({
       footprint: new xdr.LedgerFootprint({ readOnly: [...out.readOnly.values()], readWrite: [...out.readWrite.values()] }),
-      instructions: 2_000_000,
-      diskReadBytes: 2_000 * (out.readOnly.size + writes),
-      writeBytes: 2_000 * writes,
+      instructions: INSTRUCTIONS,
+      diskReadBytes: 300 * (reads + writes),
+      writeBytes: 300 * writes,
     }),
     resourceFee: int64(resourceFee),
   });

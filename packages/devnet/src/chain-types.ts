@@ -28,6 +28,8 @@ export interface TxRecord {
   /** Contract ids and accounts this transaction touched, for the explorer. */
   touched: string[];
   returnValueXdr?: string;
+  /** Set on a fee-bump transaction: the account that paid the fee (the inner source's XLM does not move). */
+  feeSource?: string;
 }
 
 export interface EventRecord {
@@ -66,6 +68,8 @@ export interface Parsed {
   seq: bigint;
   signatures: xdr.DecoratedSignature[];
   soroban?: xdr.SorobanTransactionData;
+  /** A fee-bump envelope: `hash` is the outer hash, `hashBytes` the inner one (what the inner source signed). */
+  feeBump?: { feeSource: string; fee: bigint; hashBytes: Buffer; signatures: xdr.DecoratedSignature[] };
 }
 
 export class MalformedXdr extends Error {}

@@ -23,6 +23,22 @@ export function txResult(code: string, fee: bigint, opResults?: xdr.OperationRes
   return new xdr.TransactionResult({ feeCharged: int64(fee), result: opResults ? fn(opResults) : fn(), ext: new xdr.TransactionResultExt(0) });
 }
 
+/** A fee-bump transaction's result: the inner transaction's result paired with its hash. */
+export function feeBumpResult(ok: boolean, fee: bigint, innerHash: Buffer, opResults: xdr.OperationResult[]): xdr.TransactionResult {
+  const InnerRR = xdr.InnerTransactionResultResult as unknown as Rec<xdr.InnerTransactionResultResult>;
+  const inner = new xdr.InnerTransactionResult({
+    feeCharged: int64(0n),
+    result: InnerRR[ok ? 'txSuccess' : 'txFailed']!(opResults),
+    ext: new xdr.InnerTransactionResultExt(0),
+  });
+  const pair = new xdr.InnerTransactionResultPair({ transactionHash: innerHash, result: inner });
+  return new xdr.TransactionResult({
+    feeCharged: int64(fee),
+    result: TxRR[ok ? 'txFeeBumpInnerSuccess' : 'txFeeBumpInnerFailed']!(pair),
+    ext: new xdr.TransactionResultExt(0),
+  });
+}
+
 export function opResult(type: 'createAccount' | 'payment' | 'changeTrust' | 'invokeHostFunction', code: string, value?: unknown): xdr.OperationResult {
   const union = (xdr as unknown as Record<string, Rec<unknown>>)[`${type.charAt(0).toUpperCase()}${type.slice(1)}Result`]!;
   const inner = value === undefined ? union[code]!() : union[code]!(value);

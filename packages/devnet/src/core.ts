@@ -15,7 +15,7 @@ import {
   type TxRecord,
   type View,
 } from './chain-types.js';
-import { contractEvent, emptyMeta, iso, toid, txResult, ZERO32 } from './chain-xdr.js';
+import { contractEvent, emptyMeta, feeBumpResult, iso, toid, txResult, ZERO32 } from './chain-xdr.js';
 import type { DevnetContract } from './contracts.js';
 import { cloneAccount, Overlay, type AccountState, type DataEntry } from './state.js';
 import { hintOf, muxedToG, sha256, toBig, verifyEd25519 } from './xdrutil.js';
@@ -90,26 +90,54 @@ export class Chain {
     } catch {
       throw new MalformedXdr('invalid_xdr');
     }
-    if (env.switch().name !== 'envelopeTypeTx') throw new MalformedXdr('only v1 transaction envelopes are supported (no fee bumps)');
-    const tx = env.v1().tx();
-    const hashBytes = withHash ? sha256(Buffer.concat([this.networkId, Buffer.from([0, 0, 0, 2]), tx.toXDR()])) : ZERO32;
+    const kind = env.switch().name;
+    if (kind !== 'envelopeTypeTx' && kind !== 'envelopeTypeTxFeeBump') throw new MalformedXdr('only v1 and fee-bump transaction envelopes are supported');
+    const outer = kind === 'envelopeTypeTxFeeBump' ? env.feeBump() : undefined;
+    const v1 = outer ? outer.tx().innerTx().v1() : env.v1();
+    const tx = v1.tx();
+    const txHash = (type: number, body: Buffer) => (withHash ? sha256(Buffer.concat([this.networkId, Buffer.from([0, 0, 0, type]), body])) : ZERO32);
+    const hashBytes = txHash(2, tx.toXDR());
     const ext = tx.ext();
     const parsed: Parsed = {
       envB64,
       tx,
-      hash: hashBytes.toString('hex'),
+      hash: (outer ? txHash(5, outer.tx().toXDR()) : hashBytes).toString('hex'),
       hashBytes,
       source: muxedToG(tx.sourceAccount()),
       seq: toBig(tx.seqNum()),
-      signatures: env.v1().signatures(),
+      signatures: v1.signatures(),
     };
     if (ext.switch() === 1) parsed.soroban = ext.sorobanData();
+    if (outer) {
+      const fb = outer.tx();
+      parsed.feeBump = { feeSource: muxedToG(fb.feeSource()), fee: toBig(fb.fee()), hashBytes: txHash(5, fb.toXDR()), signatures: outer.signatures() };
+    }
     return parsed;
   }
 
   // ------------------------------------------------------------- validation
+  /** The inclusion fee (100 per operation, one more for a fee bump) plus the declared resource fee. */
   private minFee(p: Parsed): bigint {
-    return BASE_FEE * BigInt(Math.max(1, p.tx.operations().length)) + (p.soroban ? toBig(p.soroban.resourceFee()) : 0n);
+    const ops = BigInt(Math.max(1, p.tx.operations().length)) + (p.feeBump ? 1n : 0n);
+    return BASE_FEE * ops + (p.soroban ? toBig(p.soroban.resourceFee()) : 0n);
+  }
+
+  /** The fee bid: the outer fee of a fee bump, else the transaction's. */
+  private feeBid(p: Parsed): bigint {
+    return p.feeBump ? p.feeBump.fee : BigInt(p.tx.fee());
+  }
+
+  /** Whether `who` signed `hash` with its master key among `signatures` (marking the one used). */
+  private signed(who: string, hash: Buffer, signatures: xdr.DecoratedSignature[], used: Set<number>): boolean {
+    const hint = hintOf(who);
+    for (const [i, s] of signatures.entries()) {
+      if (used.has(i)) continue;
+      if (Buffer.compare(Buffer.from(s.hint()), hint) === 0 && verifyEd25519(who, hash, s.signature())) {
+        used.add(i);
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The checks stellar-core runs before accepting a transaction; returns a result code or null. */
@@ -131,8 +159,11 @@ export class Chain {
     const acc = this.accounts.get(p.source);
     if (!acc) return 'txNoAccount';
     if (p.seq !== acc.seq + BigInt(pendingAhead) + 1n) return 'txBadSeq';
-    if (BigInt(p.tx.fee()) < this.minFee(p)) return 'txInsufficientFee';
-    if (acc.balance < this.minFee(p)) return 'txInsufficientBalance';
+    if (this.feeBid(p) < this.minFee(p)) return 'txInsufficientFee';
+    const payer = p.feeBump ? this.accounts.get(p.feeBump.feeSource) : acc;
+    if (!payer) return 'txNoAccount';
+    if (payer.balance < this.minFee(p)) return 'txInsufficientBalance';
+    if (p.feeBump && !this.signed(p.feeBump.feeSource, p.feeBump.hashBytes, p.feeBump.signatures, new Set())) return 'txBadAuth';
     // Signatures: every needed account signs with its master key (weight 1, thresholds 0 -> at least 1).
     const needed = new Set<string>([p.source]);
     for (const op of ops) {
@@ -140,18 +171,7 @@ export class Chain {
       if (src) needed.add(muxedToG(src));
     }
     const used = new Set<number>();
-    for (const who of needed) {
-      const hint = hintOf(who);
-      let ok = false;
-      p.signatures.forEach((s, i) => {
-        if (ok || used.has(i)) return;
-        if (Buffer.compare(Buffer.from(s.hint()), hint) === 0 && verifyEd25519(who, p.hashBytes, s.signature())) {
-          ok = true;
-          used.add(i);
-        }
-      });
-      if (!ok) return 'txBadAuth';
-    }
+    for (const who of needed) if (!this.signed(who, p.hashBytes, p.signatures, used)) return 'txBadAuth';
     if (used.size !== p.signatures.length) return 'txBadAuthExtra';
     return null;
   }
@@ -229,8 +249,11 @@ export class Chain {
       );
     }
     const acc = this.accounts.get(p.source)!;
-    const fee = this.minFee(p) < BigInt(p.tx.fee()) ? this.minFee(p) : BigInt(p.tx.fee());
-    acc.balance -= fee;
+    const fee = this.minFee(p) < this.feeBid(p) ? this.minFee(p) : this.feeBid(p);
+    // A fee bump's fee source pays the fee; the inner source's sequence number advances.
+    const payer = p.feeBump ? this.accounts.get(p.feeBump.feeSource)! : acc;
+    payer.balance -= fee;
+    payer.lastModified = ledger;
     acc.seq = p.seq;
     acc.lastModified = ledger;
 
@@ -263,7 +286,7 @@ export class Chain {
       }
       for (const id of view.accounts.writes.keys()) touched.add(id);
     }
-    const result = txResult(ok ? 'txSuccess' : 'txFailed', fee, opResults);
+    const result = p.feeBump ? feeBumpResult(ok, fee, p.hashBytes, opResults) : txResult(ok ? 'txSuccess' : 'txFailed', fee, opResults);
     const meta = new xdr.TransactionMetaV4({
       ext: new xdr.ExtensionPoint(0),
       txChangesBefore: [],
@@ -307,6 +330,7 @@ export class Chain {
       touched: [...touched],
     };
     if (ok && returnValue) rec.returnValueXdr = returnValue.toXDR('base64');
+    if (p.feeBump) rec.feeSource = p.feeBump.feeSource;
     return this.record(rec, eventRecords);
   }
 

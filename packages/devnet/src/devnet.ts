@@ -21,7 +21,10 @@ import { createRpc } from './rpc.js';
 import { sha256 } from './xdrutil.js';
 
 export interface DevnetOptions {
-  /** Ledger close interval in ms (default 1000), or 'instant' to close a ledger per transaction. */
+  /**
+   * How soon a ledger closes once a transaction is pending, in ms (default 1000), or 'instant'
+   * to close a ledger per transaction. Empty ledgers close every 5 s, as on testnet.
+   */
   closeIntervalMs?: number | 'instant';
   /** Directory for persistence (state.json + txlog.jsonl); in memory when omitted. */
   dataDir?: string;
@@ -82,6 +85,8 @@ export interface Devnet extends DevnetCore {
   readonly port: number;
 }
 
+/** How often an empty ledger closes: testnet's pace. */
+const IDLE_LEDGER_MS = 5_000;
 const FRIENDBOT_STARTING_BALANCE = 10_000n * 10_000_000n;
 const friendbotKeypair = Keypair.fromRawEd25519Seed(sha256('farebox-devnet:friendbot'));
 const issuerKeypair = Keypair.fromSecret(LOCAL_USDC_ISSUER_SECRET);
@@ -153,14 +158,25 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     chain.createGenesisAccount(LOCAL_USDC_ISSUER, 10_000n * 10_000_000n);
     chain.closeLedger();
   }
+  let lastClose = Date.now();
   chain.onClose = (_ledger, txs) => {
+    lastClose = Date.now();
     if (!dataDir) return;
     dataDir.append(txs, (t) => chain.events.filter((e) => e.txHash === t.hash));
     if (txs.length) dataDir.scheduleSave();
   };
 
-  const timer = instant ? undefined : setInterval(() => chain.closeLedger(), interval);
-  timer?.unref();
+  // Ledgers with transactions close at the close interval (or at once with 'instant'); empty
+  // ledgers close at testnet's pace, one per 5 s, so that the ledger sequence advances as on
+  // testnet: a Soroban authorisation signed to expire ceil(N / 5) ledgers ahead (x402's exact
+  // client assumes 5 s per ledger) stays valid for about N seconds.
+  const timer = setInterval(
+    () => {
+      if (chain.pendingCount > 0 || Date.now() - lastClose >= IDLE_LEDGER_MS) chain.closeLedger();
+    },
+    instant ? IDLE_LEDGER_MS : Math.min(interval, IDLE_LEDGER_MS),
+  );
+  timer.unref();
 
   const awaitInclusion = (hash: string) => chain.waitFor(hash);
   const onSubmitted = () => {
@@ -374,7 +390,7 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     async close() {
       if (closed) return;
       closed = true;
-      if (timer) clearInterval(timer);
+      clearInterval(timer);
       if (chain.pendingCount) chain.closeLedger();
       dataDir?.saveNow();
     },

@@ -1,5 +1,6 @@
 import { xdr } from '@stellar/stellar-sdk';
 import { z } from 'zod';
+import { contractEvent } from './chain-xdr.js';
 import { MalformedXdr, PROTOCOL_VERSION, type Chain, type EventRecord } from './core.js';
 
 export class RpcFault extends Error {
@@ -127,7 +128,8 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
       return {
         transactionData: sim.transactionData.toXDR('base64'),
         minResourceFee: sim.resourceFee.toString(),
-        events: [],
+        // The contract events the call would emit (a token's `transfer`), as Soroban RPC returns them.
+        events: sim.events.map((e) => new xdr.DiagnosticEvent({ inSuccessfulContractCall: true, event: contractEvent(e) }).toXDR('base64')),
         results: [{ auth: sim.auth.map((a) => a.toXDR('base64')), xdr: sim.retval.toXDR('base64') }],
         latestLedger: chain.latest.seq,
       };
@@ -159,7 +161,7 @@ export function createRpc(chain: Chain, opts: { friendbotUrl: () => string; inst
         txHash: t.hash,
         ...retention(),
         applicationOrder: t.applicationOrder,
-        feeBump: false,
+        feeBump: t.feeSource !== undefined,
         envelopeXdr: t.envelopeXdr,
         resultXdr: t.resultXdr,
         resultMetaXdr: t.resultMetaXdr,
