@@ -1,12 +1,14 @@
 import { isValidStrKey } from '@farebox/protocol';
 import { createEscrowClient, type EscrowClient } from '@farebox/escrow';
 import { createRegistryClient, keypairSigner, resolveNetwork, type NetworkConfig, type NetworkName, type TxSigner } from '@farebox/stellar';
+import { contract, Keypair } from '@stellar/stellar-sdk';
 import { z } from 'zod';
 import { ClientError } from './errors.js';
 import { payAndCall } from './direct/call.js';
 import type { DirectContext } from './direct/context.js';
 import { openDispute, readDispute } from './direct/dispute.js';
 import { resolveTarget, verifyManifest } from './direct/endpoint.js';
+import type { AuthEntrySigner } from './direct/exact.js';
 import { createRequester, errorText } from './direct/http.js';
 import type { ClientOptions, FareboxClient, ServiceRegistry } from './direct/types.js';
 
@@ -32,7 +34,8 @@ const PlatformKeySchema = z.looseObject({ treasury: z.string() });
 
 /**
  * Creates a direct-path client: pays Farebox services from the caller's own
- * key through a single-use escrow (no platform in the middle).
+ * key, with the standard x402 `exact` scheme where offered (one USDC transfer,
+ * settled by the service's facilitator), else through a single-use escrow.
  *
  * @example
  * const client = createClient({ network: 'testnet', secret: process.env.STELLAR_SECRET, escrow: { apiKey }, platformAddress });
@@ -57,13 +60,23 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
     }
   }
   let signer: TxSigner | undefined = options.signer;
+  let authSigner: AuthEntrySigner | undefined;
   if (!signer && options.secret !== undefined) {
     try {
       signer = keypairSigner(options.secret);
+      if (network)
+        authSigner = {
+          address: signer.publicKey,
+          signAuthEntry: contract.basicNodeSigner(Keypair.fromSecret(options.secret), network.passphrase).signAuthEntry,
+        };
     } catch {
       problems.push('secret is not a valid S... secret seed');
     }
+  } else if (signer && typeof options.signer?.signAuthEntry === 'function') {
+    authSigner = { address: signer.publicKey, signAuthEntry: options.signer.signAuthEntry };
   }
+  if (options.exact !== undefined && typeof options.exact !== 'boolean') problems.push('exact must be a boolean');
+  if (options.exact === false) authSigner = undefined;
   const platformOption = options.platformAddress ?? env.TRUSTLESS_WORK_PLATFORM_ADDRESS;
   if (platformOption !== undefined && !isValidStrKey('publicKey', platformOption)) problems.push('platformAddress must be a G... public key');
   const gatewayUrl = options.gatewayUrl ?? env.FAREBOX_URL;
@@ -129,6 +142,7 @@ export function createClient(options: ClientOptions = {}): FareboxClient {
   const ctx: DirectContext = {
     net,
     signer,
+    authSigner,
     request,
     fetch: doFetch,
     timeoutMs,

@@ -47,7 +47,7 @@ describe('direct escrow calls', () => {
     expect(events.filter((e) => e.phase === 'done').map((e) => e.step)).toEqual(['quote', 'deploy', 'fund', 'call', 'settled']);
     expect(events.find((e) => e.step === 'fund' && e.phase === 'done')?.txHash).toMatch(/^[0-9a-f]{64}$/);
 
-    const escrow = await world.client(payer).getEscrow(out.escrowId);
+    const escrow = await world.client(payer).getEscrow(out.escrowId!);
     expect(escrow).toMatchObject({
       engagementId: out.quoteId,
       flags: { released: true, disputed: false, resolved: false },
@@ -59,7 +59,7 @@ describe('direct escrow calls', () => {
       },
     });
     const stored = JSON.parse(await readFile(service.servedStorePath, 'utf8')) as { escrows: Record<string, { status: string; releaseTx?: string }> };
-    expect(stored.escrows[out.escrowId]).toMatchObject({ status: 'released', releaseTx: out.releaseTx });
+    expect(stored.escrows[out.escrowId!]).toMatchObject({ status: 'released', releaseTx: out.releaseTx });
   });
 
   it('serves an escrow presented twice at the same time once', async () => {
@@ -371,8 +371,8 @@ describe('an explicit escrow verifier', () => {
     const out = await world.client(payer).call('dir-late', { n: 1 });
     expect(out.result).toEqual({ echo: { n: 1 } });
     expect(out.releaseTx).toBeUndefined();
-    expect(await world.client(payer).getEscrow(out.escrowId)).toMatchObject({ balance: 5_000_000n, flags: { released: false } });
-    const again = await post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: out.escrowId });
+    expect(await world.client(payer).getEscrow(out.escrowId!)).toMatchObject({ balance: 5_000_000n, flags: { released: false } });
+    const again = await post(service.endpoint, { n: 1 }, { [X402_HEADERS.payment]: out.escrowId! });
     expect(again.status).toBe(409);
 
     await accounts.ensureUsdcTrustline(owner);

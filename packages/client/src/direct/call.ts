@@ -1,8 +1,9 @@
-import { parseAmount } from '@farebox/protocol';
+import { EXACT_NETWORKS, parseAmount } from '@farebox/protocol';
 import { createEscrowPayer, EscrowPaymentError } from '@farebox/escrow';
 import { ClientError } from '../errors.js';
 import { requireSigner, type DirectContext } from './context.js';
 import { resolveTarget, verifyManifest } from './endpoint.js';
+import { exactOffer, payExact } from './exact.js';
 import { errorText } from './http.js';
 import type { CallOptions, DirectCallResult, ServiceTarget } from './types.js';
 
@@ -16,7 +17,9 @@ function parseMax(value: number | string): bigint {
 
 /**
  * `FareboxClient.call`: resolves the target in the registry (and checks its
- * `/manifest` when asked), then pays it with `@farebox/escrow`'s payer: quote,
+ * `/manifest` when asked), then pays it with `exact` when the service offers it
+ * on this network and the key can sign authorization entries; else with
+ * `@farebox/escrow`'s payer: quote,
  * open and fund a single-release escrow naming the service's registry owner,
  * call the service with `X-PAYMENT`, and read the release from its receipt.
  * The payer's errors come out as {@link ClientError}s with the same code,
@@ -34,6 +37,25 @@ export async function payAndCall<T>(ctx: DirectContext, target: ServiceTarget, p
   const maxCost = callOptions.maxCost !== undefined ? parseMax(callOptions.maxCost) : undefined;
   const resolved = await resolveTarget(target, ctx.registryApi);
   if (ctx.verifyEndpoint) await verifyManifest(ctx.request, resolved, callOptions.signal);
+  if (ctx.authSigner && callOptions.escrowId === undefined && (EXACT_NETWORKS as readonly string[]).includes(ctx.net.x402Network)) {
+    const quoteStart = Date.now();
+    const answer = await ctx.request(resolved.endpoint, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+      ...(callOptions.signal ? { signal: callOptions.signal } : {}),
+    });
+    const found = answer.status === 402 ? exactOffer(ctx.net, answer) : undefined;
+    if (found) {
+      const { maxCost: _given, ...rest } = callOptions;
+      return payExact<T>(ctx, ctx.authSigner, resolved, body, found, {
+        ...rest,
+        startedAt,
+        quoteMs: Date.now() - quoteStart,
+        ...(maxCost !== undefined ? { maxCost } : {}),
+      });
+    }
+  }
   const payer = createEscrowPayer({
     network: ctx.net,
     signer,
@@ -43,13 +65,14 @@ export async function payAndCall<T>(ctx: DirectContext, target: ServiceTarget, p
     fetch: ctx.fetch,
   });
   try {
-    return await payer.pay<T>(resolved, body, {
+    const paid = await payer.pay<T>(resolved, body, {
       startedAt,
       ...(maxCost !== undefined ? { maxCost } : {}),
       ...(callOptions.onProgress ? { onProgress: callOptions.onProgress } : {}),
       ...(callOptions.escrowId !== undefined ? { escrowId: callOptions.escrowId } : {}),
       ...(callOptions.signal ? { signal: callOptions.signal } : {}),
     });
+    return { ...paid, scheme: 'escrow' };
   } catch (err) {
     if (err instanceof EscrowPaymentError) throw new ClientError(err.code, err.message, { ...err.data }, { cause: err });
     throw err;

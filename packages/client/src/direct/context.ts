@@ -1,6 +1,7 @@
 import type { EscrowClient } from '@farebox/escrow';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import { ClientError } from '../errors.js';
+import type { AuthEntrySigner } from './exact.js';
 import type { Requester } from './http.js';
 import type { ServiceRegistry } from './types.js';
 
@@ -8,6 +9,8 @@ import type { ServiceRegistry } from './types.js';
 export interface DirectContext {
   net: NetworkConfig;
   signer: TxSigner | undefined;
+  /** Signs Soroban authorization entries (`exact` payments); undefined when the key cannot, or `exact` is off. */
+  authSigner: AuthEntrySigner | undefined;
   request: Requester;
   /** What the escrow payer sends its requests with (`ClientOptions.fetch`, `timeoutMs`). */
   fetch: typeof fetch;

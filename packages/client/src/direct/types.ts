@@ -1,5 +1,6 @@
-import type { Escrow, EscrowClient, DirectCallResult, ProgressEvent } from '@farebox/escrow';
+import type { DirectCallResult as EscrowCallResult, Escrow, EscrowClient, ProgressEvent } from '@farebox/escrow';
 import type { NetworkConfig, NetworkName, TxSigner } from '@farebox/stellar';
+import type { AuthEntrySigner } from './exact.js';
 
 /** The registry read the client needs (`createRegistryClient` from `@farebox/stellar` by default). */
 export interface ServiceRegistry {
@@ -9,7 +10,21 @@ export interface ServiceRegistry {
 /** A service to call: its registry name, or an endpoint with the name or the owner to check the quote against. */
 export type ServiceTarget = string | { service?: string; endpoint?: string; ownerWallet?: string };
 
-export type { DirectCallStep, ProgressEvent, TraceStep, DirectCallResult } from '@farebox/escrow';
+export type { DirectCallStep, ProgressEvent, TraceStep } from '@farebox/escrow';
+
+/** What a paid direct call returns, however it was paid. */
+export interface DirectCallResult<T = unknown> extends Omit<EscrowCallResult<T>, 'escrowId' | 'quoteId'> {
+  /** How it was paid: `exact` (one USDC transfer, settled by the service's facilitator) or `escrow`. */
+  scheme: 'exact' | 'escrow';
+  /** `escrow`: the escrow paid. */
+  escrowId?: string;
+  /** `escrow`: the quote it answered. */
+  quoteId?: string;
+  /** `exact`: the settlement transaction, read from the service's `PAYMENT-RESPONSE` (also in `releaseTx`). */
+  transaction?: string;
+  /** `exact`: who paid. */
+  payer?: string;
+}
 
 export interface CallOptions {
   onProgress?: (event: ProgressEvent) => void;
@@ -28,9 +43,15 @@ export interface ClientOptions {
   rpcUrl?: string;
   /** Registry contract id. */
   contractId?: string;
-  /** The payer's key: a secret seed, or a signer (wallet, KMS). */
+  /**
+   * The payer's key: a secret seed, or a signer (wallet, KMS). `exact` payments
+   * need the seed, or a signer that also has `signAuthEntry(preimageXdr, { networkPassphrase })`
+   * (as `contract.basicNodeSigner` gives); without one the client pays with `escrow`.
+   */
   secret?: string;
-  signer?: TxSigner;
+  signer?: TxSigner & { signAuthEntry?: AuthEntrySigner['signAuthEntry'] };
+  /** Pay with the standard x402 `exact` scheme when a service offers it on this network (default true); `escrow` otherwise. */
+  exact?: boolean;
   /**
    * The escrow provider: an `EscrowClient` of `@farebox/escrow`, or its options.
    * `baseUrl` defaults to Trustless Work's (dev API on testnet), or `<devnet>/escrow` on `local`.
@@ -72,9 +93,12 @@ export interface FareboxClient {
   /** The payer's public key, when a key is configured. */
   readonly payer: string | undefined;
   /**
-   * Pays a service directly: quote, open and fund a single-release escrow naming
-   * the service's registry owner, call the service with `X-PAYMENT`, and return
-   * its result once served (and released by the service).
+   * Pays a service directly. With `exact` offered on this network (and a key
+   * that can sign Soroban authorization entries): one signed USDC transfer sent
+   * in `PAYMENT-SIGNATURE`, settled by the service's facilitator before it
+   * serves. Otherwise: quote, open and fund a single-release escrow naming the
+   * service's registry owner, call the service with `X-PAYMENT`, and return its
+   * result once served (and released by the service).
    */
   call<T = unknown>(target: ServiceTarget, payload: unknown, options?: CallOptions): Promise<DirectCallResult<T>>;
   /**
