@@ -1,0 +1,204 @@
+// x402 `exact` on Stellar, end to end on a devnet standing in for testnet: our
+// client pays a stock x402 server and a @farebox/provider service through the
+// stock facilitator; payments that do not match the offer move nothing.
+import { readFile } from 'node:fs/promises';
+import { encodeExactPaymentHeader, X402_HEADERS, type ExactPayment } from '@farebox/protocol';
+import { contract, Keypair } from '@stellar/stellar-sdk';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from '@x402/core/server';
+import type { PaymentRequirements } from '@x402/core/types';
+import { ExactStellarScheme as ExactServer } from '@x402/stellar/exact/server';
+import { describe, expect, it } from 'vitest';
+import { signExactTransfer } from '../src/direct/exact.js';
+import { USDC, post, type Party } from './helpers.js';
+import { useExactWorld } from './exact-world.js';
+
+const world = useExactWorld();
+
+const discovery = {
+  input: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  output: { type: 'object', properties: { echo: { type: 'object' } } },
+  example: { input: { text: 'hi' }, output: { echo: { text: 'hi' } } },
+};
+
+/** The 402 of `endpoint` for `payload`: its exact offer and resource, as the PAYMENT-REQUIRED header carries them. */
+async function exactQuote(endpoint: string, payload: unknown) {
+  const res = await post(endpoint, payload);
+  expect(res.status).toBe(402);
+  const required = decodePaymentRequiredHeader(res.headers.get(X402_HEADERS.paymentRequired)!);
+  const offer = required.accepts.find((a) => a.scheme === 'exact')!;
+  return { required, offer };
+}
+
+/** A payment payload signed by `payer` for `transfer` (what the transaction moves), claiming `accepted`. */
+async function signedPayment(payer: Party, transfer: PaymentRequirements, accepted: PaymentRequirements, resource: ExactPayment['resource']): Promise<string> {
+  const signer = {
+    address: payer.publicKey,
+    signAuthEntry: contract.basicNodeSigner(Keypair.fromSecret(payer.secret), world.devnet.network.passphrase).signAuthEntry,
+  };
+  const transaction = await signExactTransfer(world.devnet.network, signer, transfer);
+  return encodeExactPaymentHeader({
+    x402Version: 2,
+    ...(resource ? { resource } : {}),
+    accepted: accepted as ExactPayment['accepted'],
+    payload: { transaction },
+  });
+}
+
+describe('exact on a devnet under the testnet passphrase', () => {
+  it('our client pays a stock x402 server (x402ResourceServer + ExactStellarScheme + the stock facilitator) and gets its answer', async () => {
+    const seller = await world.party();
+    const payer = await world.party(5n * USDC);
+    const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${world.platformUrl}/x402` })).register(
+      'stellar:testnet',
+      new ExactServer(),
+    );
+    const http = new x402HTTPResourceServer(resourceServer, {
+      'POST /weather': {
+        accepts: {
+          scheme: 'exact',
+          network: 'stellar:testnet',
+          payTo: seller.publicKey,
+          price: { amount: '1250000', asset: world.devnet.network.usdc.contractId },
+        },
+        description: 'weather',
+        mimeType: 'application/json',
+      },
+    });
+    await http.initialize();
+    const base = await world.serve(async (req, body) => {
+      const url = new URL(req.url ?? '/', 'http://stock.test');
+      const header = (name: string) => {
+        const v = req.headers[name.toLowerCase()];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      const adapter = {
+        getHeader: header,
+        getMethod: () => req.method ?? 'GET',
+        getPath: () => url.pathname,
+        getUrl: () => `http://${req.headers.host}${url.pathname}`,
+        getAcceptHeader: () => header('accept') ?? '',
+        getUserAgent: () => header('user-agent') ?? '',
+      };
+      const paymentHeader = header('payment-signature') ?? header('x-payment');
+      const context = { adapter, path: url.pathname, method: req.method ?? 'GET', ...(paymentHeader ? { paymentHeader } : {}) };
+      const outcome = await http.processHTTPRequest(context);
+      if (outcome.type === 'payment-error') return { status: outcome.response.status, headers: outcome.response.headers, body: outcome.response.body ?? {} };
+      if (outcome.type !== 'payment-verified') return { status: 500, body: { error: 'the route should be paid' } };
+      const settled = await http.processSettlement(outcome.paymentPayload, outcome.paymentRequirements, outcome.declaredExtensions, { request: context });
+      if (!settled.success) return { status: 402, headers: settled.headers, body: { error: settled.errorReason } };
+      return { status: 200, headers: settled.headers, body: { city: JSON.parse(body).city, forecast: 'sunny' } };
+    });
+
+    const before = [world.usdcOf(payer.publicKey), world.usdcOf(seller.publicKey)];
+    const out = await world.client(payer).call({ endpoint: `${base}/weather`, ownerWallet: seller.publicKey }, { city: 'Lyon' });
+    expect(out.scheme).toBe('exact');
+    expect(out.result).toEqual({ city: 'Lyon', forecast: 'sunny' });
+    expect(out.cost.baseUnits).toBe(1_250_000n);
+    expect(out.transaction).toMatch(/^[0-9a-f]{64}$/);
+    expect(out.payer).toBe(payer.publicKey);
+    expect([world.usdcOf(payer.publicKey), world.usdcOf(seller.publicKey)]).toEqual([before[0]! - 1_250_000n, before[1]! + 1_250_000n]);
+    expect(out.trace.steps.map((s) => [s.step, s.status])).toEqual([
+      ['quote', 'ok'],
+      ['call', 'ok'],
+      ['settled', 'ok'],
+    ]);
+  });
+
+  it('a @farebox/provider service offers exact (USDC contract, treasury payTo, fees sponsored, bazaar) and our client pays it: the payer down by the price, the treasury up by it', async () => {
+    const svc = await world.publish('ex-echo', '0.25', { discovery });
+    const payer = await world.party(5n * USDC);
+    const { required, offer } = await exactQuote(svc.endpoint, { text: 'hi' });
+    expect(offer).toEqual({
+      scheme: 'exact',
+      network: 'stellar:testnet',
+      amount: '2500000',
+      asset: world.devnet.network.usdc.contractId,
+      payTo: world.treasury.publicKey,
+      maxTimeoutSeconds: 60,
+      extra: { areFeesSponsored: true, service: 'ex-echo' },
+    });
+    expect(required.resource.url).toBe(svc.endpoint);
+    expect(required.extensions?.bazaar).toMatchObject({
+      info: { input: { type: 'http', method: 'POST', bodyType: 'json', body: { text: 'hi' } }, output: { example: { echo: { text: 'hi' } } } },
+    });
+    const manifest = (await (await fetch(`${svc.endpoint}manifest`)).json()) as { payments: string[]; bazaar: unknown };
+    expect(manifest.payments).toEqual(['exact']);
+    expect(manifest.bazaar).toEqual(required.extensions?.bazaar);
+
+    const before = [world.usdcOf(payer.publicKey), world.usdcOf(world.treasury.publicKey), world.usdcOf(svc.owner.publicKey)];
+    const out = await world.client(payer).call('ex-echo', { text: 'hi' });
+    expect(out).toMatchObject({ scheme: 'exact', result: { echo: { text: 'hi' } }, cost: { baseUnits: 2_500_000n }, payer: payer.publicKey });
+    expect(out.escrowId).toBeUndefined();
+    expect([world.usdcOf(payer.publicKey), world.usdcOf(world.treasury.publicKey), world.usdcOf(svc.owner.publicKey)]).toEqual([
+      before[0]! - 2_500_000n,
+      before[1]! + 2_500_000n,
+      before[2],
+    ]);
+    const stored = JSON.parse(await readFile(svc.servedStorePath, 'utf8')) as {
+      escrows: Record<string, { status: string; releaseTx?: string; payer: string }>;
+    };
+    expect(Object.values(stored.escrows)).toEqual([
+      expect.objectContaining({ status: 'released', releaseTx: out.transaction, payer: payer.publicKey, amount: '2500000' }),
+    ]);
+  });
+
+  it('refuses another amount, another payee, another network and a replayed payload with the reference reasons, moving nothing but the one good payment', async () => {
+    const svc = await world.publish('ex-refuse', '0.1');
+    const payer = await world.party(5n * USDC);
+    const stranger = await world.party();
+    const { required, offer } = await exactQuote(svc.endpoint, { n: 1 });
+    const balances = () => [world.usdcOf(payer.publicKey), world.usdcOf(world.treasury.publicKey), world.usdcOf(stranger.publicKey)];
+    const start = balances();
+    const send = (header: string) => post(svc.endpoint, { n: 1 }, { [X402_HEADERS.paymentSignature]: header });
+
+    const cases: Array<[string, PaymentRequirements, PaymentRequirements, string]> = [
+      ['claims less', { ...offer, amount: '999999' }, { ...offer, amount: '999999' }, 'invalid_exact_stellar_payload_wrong_amount'],
+      ['pays less than it claims', { ...offer, amount: '999999' }, offer, 'invalid_exact_stellar_payload_wrong_amount'],
+      ['pays another payee', { ...offer, payTo: stranger.publicKey }, { ...offer, payTo: stranger.publicKey }, 'invalid_exact_stellar_payload_wrong_recipient'],
+      ['another network', offer, { ...offer, network: 'stellar:pubnet' }, 'network_mismatch'],
+    ];
+    for (const [what, transfer, accepted, reason] of cases) {
+      const res = await send(await signedPayment(payer, transfer, accepted, required.resource));
+      expect([what, res.status, res.json?.error]).toEqual([what, 402, reason]);
+      expect(decodePaymentRequiredHeader(res.headers.get(X402_HEADERS.paymentRequired)!).error).toBe(reason);
+      expect(balances()).toEqual(start);
+    }
+
+    const good = await signedPayment(payer, offer, offer, required.resource);
+    const paid = await send(good);
+    expect(paid.status).toBe(200);
+    const receipt = decodePaymentResponseHeader(paid.headers.get(X402_HEADERS.paymentResponseV2)!);
+    expect(receipt).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey });
+    const after = balances();
+    expect(after).toEqual([start[0]! - 1_000_000n, start[1]! + 1_000_000n, start[2]]);
+
+    const replay = await send(good);
+    expect(replay.status).toBe(409);
+    expect(replay.json?.error).toBe('this payment was already presented to ex-refuse (replay): pay again with a new authorization');
+    expect(balances()).toEqual(after);
+  });
+
+  it('a handler failing after settlement answers 500 saying where the money went (the settlement transaction)', async () => {
+    const svc = await world.publish('ex-fails', '0.1', {}, () => {
+      throw new Error('the model is down');
+    });
+    const payer = await world.party(USDC);
+    const { required, offer } = await exactQuote(svc.endpoint, {});
+    const res = await post(svc.endpoint, {}, { [X402_HEADERS.paymentSignature]: await signedPayment(payer, offer, offer, required.resource) });
+    expect(res.status).toBe(500);
+    const receipt = decodePaymentResponseHeader(res.headers.get(X402_HEADERS.paymentResponseV2)!);
+    expect(res.json).toEqual({
+      error: 'the model is down',
+      payment: {
+        settled: true,
+        transaction: receipt.transaction,
+        network: 'stellar:testnet',
+        payer: payer.publicKey,
+        amount: '1000000',
+        refund: "the payment was settled before the service failed; it is recorded with its transaction: ask ex-fails's owner for a refund",
+      },
+    });
+    expect(world.usdcOf(payer.publicKey)).toBe(USDC - 1_000_000n);
+  });
+});
