@@ -11,6 +11,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+// The embedded devnet stands in for Stellar testnet (the gateway, the examples and their SDKs read this), so stock x402 clients pay `exact`.
+process.env.FAREBOX_DEVNET_PASSPHRASE ??= 'testnet';
 const port = Number(process.env.PORT ?? 8787);
 const dataDir = resolve(process.env.FAREBOX_DATA_DIR ?? join(root, '.farebox'));
 const base = process.env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`;
