@@ -55,6 +55,7 @@ export async function runDevnetKeypair(ctx: Context, path: string, opts: { usdc?
     network: 'local',
     devnetUrl: String(platform.horizonUrl),
     ...(typeof platform.registryContractId === 'string' ? { contractId: platform.registryContractId } : {}),
+    ...(typeof platform.passphrase === 'string' ? { passphrase: platform.passphrase } : {}),
     env: {},
   });
   const accounts = createAccounts(net);
