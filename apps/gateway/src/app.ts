@@ -13,6 +13,7 @@ import { bazaarRoutes } from './bazaar-routes.js';
 import { mountContractRoutes } from './contract-routes.js';
 import { mountOperations, notePrincipal, requestContext } from './observability.js';
 import { openApiDocument } from './openapi.js';
+import { x402Routes } from './x402-routes.js';
 
 export const SESSION_COOKIE = 'farebox_session';
 export const CSRF_COOKIE = 'farebox_csrf';
@@ -160,6 +161,8 @@ export function createApp(core: GatewayCore, options: AppOptions = {}): express.
 
   // Open endpoints.
   mountOperations(app, core);
+  // The platform's x402 facilitator: /x402/supported, /x402/verify, /x402/settle (x402-routes.ts).
+  app.use(x402Routes(core));
   // The x402 bazaar catalog, also under the facilitator's base /x402.
   app.use(bazaarRoutes(core));
   // The OpenAPI 3.1 document of this API (generated from @farebox/contract's table), naming this gateway as its server.

@@ -188,6 +188,15 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
       disputeInterval: env.FAREBOX_DISPUTE_INTERVAL,
     }),
     mcpAllowedOrigins: list(env.FAREBOX_MCP_ALLOWED_ORIGINS),
+    x402: defined({
+      facilitator: flag('FAREBOX_X402_FACILITATOR'),
+      feeAccountSecret: text(env.FAREBOX_X402_FEE_ACCOUNT_SECRET),
+      maxFeeStroops: text(env.FAREBOX_X402_MAX_FEE_STROOPS),
+      payerDailyFeeStroops: text(env.FAREBOX_X402_PAYER_DAILY_FEE_STROOPS),
+      dailyFeeStroops: text(env.FAREBOX_X402_DAILY_FEE_STROOPS),
+      ipPerMinute: text(env.FAREBOX_X402_IP_RATE_LIMIT),
+      payerPerMinute: text(env.FAREBOX_X402_PAYER_RATE_LIMIT),
+    }),
   };
   return { options: defined(options), problems, warnings: named.warnings };
 }
@@ -213,6 +222,7 @@ export function configFromEnv(env: Env, options: GatewayOptions = {}): GatewayCo
     stellar: { ...parsed.options.stellar, ...defined(options.stellar) },
     settlement: { ...parsed.options.settlement, ...defined(options.settlement) },
     operators: { ...parsed.options.operators, ...defined(options.operators) },
+    x402: { ...parsed.options.x402, ...defined(options.x402) },
     // An option naming the network wins without the deprecated variable's warning.
     warnings: [...(options.network === undefined ? parsed.warnings : []), ...(options.warnings ?? [])],
   };

@@ -6,6 +6,7 @@ import { LOG_LEVELS, type LogLevel } from './observability/log.js';
 import type { DependencyName } from './observability/dependencies.js';
 import { resolveOperatorConfig, type OperatorConfigOptions, type OperatorSettings } from './operator/index.js';
 import { resolveSettlementConfig, type SettlementConfigOptions, type SettlementSettings } from './settlement/config.js';
+import { resolveX402Config, type X402ConfigOptions, type X402Settings } from './x402/config.js';
 
 export type NetworkName = 'local' | 'testnet' | 'mainnet';
 
@@ -123,6 +124,8 @@ export interface GatewayOptions {
   operators?: OperatorConfigOptions;
   /** Origins allowed to call /mcp from a browser besides the gateway's own (`FAREBOX_MCP_ALLOWED_ORIGINS`, comma separated). */
   mcpAllowedOrigins?: string[];
+  /** The x402 facilitator (`FAREBOX_X402_*`: x402/config.ts, docs/operations.md). */
+  x402?: X402ConfigOptions;
   /** Settings that work but should change (a deprecated variable the host read); logged at start. */
   warnings?: readonly string[];
 }
@@ -165,6 +168,8 @@ export interface GatewayConfig {
   stellar: NetworkConfig;
   settlement: SettlementSettings;
   operators: OperatorSettings;
+  /** The x402 facilitator: on or off, its fee account, fee bounds and rate limits. */
+  x402: X402Settings;
   /** Origins allowed to call /mcp from a browser besides the gateway's own. */
   mcpAllowedOrigins: readonly string[];
   redisUrl: string | undefined;
@@ -293,9 +298,10 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const stellar = collect(() => resolveNetwork({ ...options.stellar, network: networkName, devnetUrl: publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet' }));
   const settlement = collect(() => resolveSettlementConfig(options.settlement ?? {}, networkName, publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet'));
   const operators = collect(() => resolveOperatorConfig(options.operators));
+  const x402 = collect(() => resolveX402Config(options.x402 ?? {}, networkName));
   const readyRequires = resolveReadyRequires(options, settlement?.escrowApiKey !== undefined, problems);
 
-  if (problems.length || !stellar || !settlement || !operators) throw new ConfigError(problems);
+  if (problems.length || !stellar || !settlement || !operators || !x402) throw new ConfigError(problems);
   return {
     warnings: options.warnings ?? [],
     logLevel,
@@ -333,6 +339,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     stellar,
     settlement,
     operators,
+    x402,
     mcpAllowedOrigins: (options.mcpAllowedOrigins ?? []).map((o) => o.trim()).filter(Boolean),
     redisUrl: options.redisUrl || undefined,
     discoveryUrl: options.discoveryUrl || undefined,

@@ -1,0 +1,213 @@
+import { TransactionBuilder } from '@stellar/stellar-sdk';
+import { HTTPFacilitatorClient } from '@x402/core/http';
+import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements } from '@x402/core/types';
+import { gatewayFacilitator, MemoryRateLimitStore } from '@farebox/gateway-core';
+import { splitFee } from '@farebox/protocol';
+import { TESTNET_PASSPHRASE } from '@farebox/stellar';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startX402Stack, type X402Stack } from './x402-kit.js';
+
+// The platform's x402 facilitator (issue 37, items 2 and 3): the stock @x402/core HTTPFacilitatorClient talks to
+// /x402 on a gateway whose devnet runs under the testnet passphrase; payloads come from the stock @x402/stellar client.
+
+const PRICE = 1_000_021n; // 0.1000021 USDC: 5 % is 50,001.05, so the split shows its rounding
+let s: X402Stack;
+let client: HTTPFacilitatorClient;
+let service: string;
+let owner: string;
+beforeAll(async () => {
+  // Two verifies and settles a payment: a payer may make 4 requests a minute here (the last test reaches it).
+  s = await startX402Stack({ x402: { payerPerMinute: 4 } });
+  client = new HTTPFacilitatorClient({ url: s.facilitatorUrl });
+  service = `weather-${process.pid % 100_000}`;
+  owner = await s.publish(service, PRICE);
+}, 60_000);
+afterAll(async () => {
+  await s?.close();
+});
+
+async function post(path: 'verify' | 'settle', payload: PaymentPayload, requirements: PaymentRequirements) {
+  const res = await fetch(`${s.facilitatorUrl}/${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
+}
+
+describe('GET /x402/supported', () => {
+  it('lists exact on stellar:testnet with sponsored fees, the treasury as signer, and Farebox’s payTo', async () => {
+    expect(await client.getSupported()).toEqual({
+      kinds: [{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true } }],
+      extensions: [],
+      signers: { 'stellar:*': [s.treasury] },
+    });
+    const raw = await (await fetch(`${s.facilitatorUrl}/supported`)).json();
+    expect(raw.farebox).toEqual({ payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId });
+  });
+});
+
+describe('an exact payment through the facilitator', () => {
+  it('verifies, then settles the price from payer to treasury exactly (the payer’s XLM untouched), records the earning once, and the next batch pays the owner 95 %', async () => {
+    const payer = await s.payer(5n * PRICE);
+    const req = s.requirements(service, PRICE);
+    const payload = await s.pay(payer, req);
+    const before = { payer: await s.balances(payer.publicKey()), treasury: await s.balances(s.treasury), owner: await s.balances(owner) };
+
+    expect(await client.verify(payload, req)).toEqual({ isValid: true, payer: payer.publicKey() });
+    // Verifying moves nothing.
+    expect(await s.balances(payer.publicKey())).toEqual(before.payer);
+
+    const settled = await client.settle(payload, req);
+    expect(settled).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey() });
+    expect(settled.transaction).toMatch(/^[0-9a-f]{64}$/);
+    expect(await s.balances(payer.publicKey())).toEqual({ usdc: before.payer.usdc - PRICE, xlm: before.payer.xlm });
+    expect((await s.balances(s.treasury)).usdc).toBe(before.treasury.usdc + PRICE);
+
+    // The earning: once, for the service's owner, with the amount the transaction moved.
+    const ledger = s.gw.core.ledger;
+    const recorded = await ledger.exactPayment(settled.transaction);
+    expect(recorded).toMatchObject({ amount: PRICE, service, publisherOwner: owner, payer: payer.publicKey(), payTo: s.treasury, network: 'stellar:testnet' });
+    const split = splitFee(PRICE);
+    expect(await ledger.publisherTotals(owner)).toMatchObject({ calls: 1, gross: PRICE, fee: split.fee, pending: split.net });
+
+    // Replayed: the same payload again settles nothing, moves nothing and records nothing.
+    const replay = await client.settle(payload, req);
+    expect(replay).toMatchObject({ success: false, transaction: '' });
+    expect(replay.errorReason).toMatch(/^invalid_exact_stellar_payload_/);
+    expect((await s.balances(payer.publicKey())).usdc).toBe(before.payer.usdc - PRICE);
+    expect(await ledger.publisherTotals(owner)).toMatchObject({ calls: 1, gross: PRICE });
+
+    // The next settlement batch: the escrow pays the owner 95 % (the fee rounded down once), the treasury keeps 5 %.
+    const engine = s.gw.core.settlement.engine!;
+    const cycle = (await engine.settleNow(owner))!;
+    expect(cycle).toMatchObject({ state: 'done', calls: 1, gross: PRICE, fee: 50_001n, net: 950_020n, funded: PRICE });
+    expect((await s.balances(owner)).usdc).toBe(before.owner.usdc + 950_020n);
+    expect((await s.balances(s.treasury)).usdc).toBe(before.treasury.usdc + 50_001n);
+    expect(await ledger.publisherTotals(owner)).toMatchObject({ calls: 1, gross: PRICE, fee: 50_001n, settled: 950_020n, pending: 0n });
+    expect((await ledger.verify()).mismatches).toEqual([]);
+  }, 60_000);
+
+  it('is refused before anything moves for a wrong amount, another payee, an unknown service or less than the price', async () => {
+    const payer = await s.payer(5n * PRICE);
+    const start = await s.balances(payer.publicKey());
+    const req = s.requirements(service, PRICE);
+    const payload = await s.pay(payer, req);
+    const cases: Array<[string, PaymentRequirements, string, string?]> = [
+      ['tampered amount', { ...req, amount: String(PRICE + 1n) }, 'invalid_exact_stellar_payload_wrong_amount'],
+      [
+        'another payee',
+        { ...req, payTo: owner },
+        'farebox_payee_not_treasury',
+        `payTo must be the platform treasury ${s.treasury}: this facilitator settles payments to Farebox services only`,
+      ],
+      [
+        'unknown service',
+        { ...req, extra: { areFeesSponsored: true, service: 'no-such-service' } },
+        'farebox_unknown_service',
+        'unknown service "no-such-service": extra.service must name a service in the catalog',
+      ],
+      ['no service', { ...req, extra: { areFeesSponsored: true } }, 'farebox_service_missing', 'extra.service must name the Farebox service being paid'],
+      [
+        'another asset',
+        { ...req, asset: 'CAS3J7GYLGXMF6TDJBBYYSE3HQ6BBSMLNUQ34T6TZMYMW2EVH34XOWMA' },
+        'farebox_wrong_asset',
+        `asset must be the USDC token contract ${req.asset}`,
+      ],
+    ];
+    for (const [what, requirements, reason, message] of cases) {
+      const verified = await post('verify', payload, requirements);
+      expect(verified, what).toMatchObject({
+        status: 200,
+        body: { isValid: false, invalidReason: reason, ...(message ? { invalidMessage: message, error: message } : {}) },
+      });
+      const settled = await post('settle', payload, requirements);
+      expect(settled, what).toMatchObject({ status: 200, body: { success: false, errorReason: reason, transaction: '', network: 'stellar:testnet' } });
+    }
+    // A payload paying someone else than the treasury (built for the owner), offered as the treasury's.
+    const elsewhere = await s.pay(payer, { ...req, payTo: owner });
+    expect(await client.verify(elsewhere, req)).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_stellar_payload_wrong_recipient' });
+    // Less than the service's price, even when payload and requirements agree.
+    const cheap = s.requirements(service, PRICE - 1n);
+    const cheapPayload = await s.pay(payer, cheap);
+    expect((await post('verify', cheapPayload, cheap)).body).toMatchObject({
+      isValid: false,
+      invalidReason: 'farebox_amount_below_price',
+      invalidMessage: `amount ${PRICE - 1n} is below the price of ${service} (${PRICE} base units)`,
+    });
+    // A malformed request: 400 in the same shape.
+    const bad = await fetch(`${s.facilitatorUrl}/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"x402Version":1}' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_payload',
+      error: 'x402Version must be 2 (exact on Stellar is x402 v2 only)',
+    });
+    // Nothing moved, nothing was recorded, no fee was counted.
+    expect(await s.balances(payer.publicKey())).toEqual(start);
+    expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: 1 });
+    expect(await s.gw.core.ledger.sponsoredFees(payer.publicKey(), new Date().toISOString().slice(0, 10))).toEqual({ total: 0n, settles: 0 });
+  }, 60_000);
+});
+
+describe('the bound on sponsored fees per payer and UTC day', () => {
+  it('refuses a settle once reached, with nothing moved, and counts exactly under racing settles', async () => {
+    const payer = await s.payer(10n * PRICE);
+    const req = s.requirements(service, PRICE);
+    const payloads = await Promise.all(Array.from({ length: 6 }, () => s.pay(payer, req)));
+    const fee = BigInt(TransactionBuilder.fromXDR(payloads[0]!.payload.transaction as string, TESTNET_PASSPHRASE).fee);
+    // Room for three settles today; the rate limits of this facilitator are out of the way.
+    const facilitator = gatewayFacilitator(s.gw.core, {
+      settings: {
+        payerDailyFeeStroops: 3n * fee,
+        rateLimits: { ip: { name: 'x402-ip-race', limit: 1000, windowMs: 60_000 }, payer: { name: 'x402-payer-race', limit: 1000, windowMs: 60_000 } },
+      },
+      rateLimits: new MemoryRateLimitStore(),
+    });
+    const before = { payer: await s.balances(payer.publicKey()), treasury: (await s.balances(s.treasury)).usdc };
+    const body = (p: PaymentPayload) => ({ x402Version: 2, paymentPayload: p, paymentRequirements: req });
+    const answers = await Promise.all(payloads.map((p) => facilitator.settle(body(p), '127.0.0.1')));
+    const won = answers.filter((a) => a.body.success === true);
+    const refused = answers.filter((a) => a.body.success !== true);
+    expect(won).toHaveLength(3);
+    const message = `payer ${payer.publicKey()} reached today's bound on sponsored network fees (${3n * fee} stroops per UTC day); try again after 00:00 UTC`;
+    for (const r of refused) {
+      expect(r).toMatchObject({
+        status: 429,
+        body: { success: false, errorReason: 'farebox_fee_bound_reached', errorMessage: message, error: message, transaction: '' },
+      });
+      expect(Number(r.headers?.['Retry-After'])).toBeGreaterThan(0);
+    }
+    const day = new Date().toISOString().slice(0, 10);
+    expect(await s.gw.core.ledger.sponsoredFees(payer.publicKey(), day)).toEqual({ total: 3n * fee, settles: 3 });
+    // Exactly three prices moved, the payer's XLM untouched; three earnings.
+    expect(await s.balances(payer.publicKey())).toEqual({ usdc: before.payer.usdc - 3n * PRICE, xlm: before.payer.xlm });
+    expect((await s.balances(s.treasury)).usdc).toBe(before.treasury + 3n * PRICE);
+    for (const w of won) expect(await s.gw.core.ledger.exactPayment(String(w.body.transaction))).toMatchObject({ amount: PRICE, feeCharged: fee });
+  }, 60_000);
+});
+
+describe('rate limits', () => {
+  it('answer 429 with Retry-After per payer over HTTP, and per IP', async () => {
+    const payer = await s.payer(PRICE);
+    const req = s.requirements(service, PRICE);
+    const payload = await s.pay(payer, req);
+    for (let i = 0; i < 4; i++) expect((await post('verify', payload, req)).body).toMatchObject({ isValid: true });
+    const limited = await post('verify', payload, req);
+    expect(limited).toMatchObject({ status: 429, body: { isValid: false, invalidReason: 'rate_limited', error: 'rate limit exceeded' } });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The stock client sees the refusal as the library's errors, with the reason.
+    await expect(client.verify(payload, req)).rejects.toMatchObject({ constructor: VerifyError, statusCode: 429, invalidReason: 'rate_limited' });
+    await expect(client.settle(payload, req)).rejects.toMatchObject({ constructor: SettleError, statusCode: 429, errorReason: 'rate_limited' });
+
+    const perIp = gatewayFacilitator(s.gw.core, {
+      settings: { rateLimits: { ip: { name: 'x402-ip-test', limit: 2, windowMs: 60_000 }, payer: { name: 'x402-payer-test', limit: 100, windowMs: 60_000 } } },
+      rateLimits: new MemoryRateLimitStore(),
+    });
+    const body = { x402Version: 2, paymentPayload: payload, paymentRequirements: req };
+    expect((await perIp.verify(body, '203.0.113.7')).status).toBe(200);
+    expect((await perIp.verify(body, '203.0.113.7')).status).toBe(200);
+    expect(await perIp.verify(body, '203.0.113.7')).toMatchObject({ status: 429, body: { invalidReason: 'rate_limited' } });
+    expect((await perIp.verify(body, '198.51.100.1')).status).toBe(200);
+  }, 60_000);
+});

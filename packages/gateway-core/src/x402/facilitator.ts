@@ -1,0 +1,303 @@
+import { x402Facilitator } from '@x402/core/facilitator';
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
+import { createEd25519Signer, type FacilitatorStellarSigner } from '@x402/stellar';
+import { ExactStellarScheme } from '@x402/stellar/exact/facilitator';
+import type { Ledger } from '@farebox/ledger';
+import type { NetworkConfig, TxSigner } from '@farebox/stellar';
+import { GatewayError } from '../errors.js';
+import { enforceRateLimit, type RateLimitStore } from '../security/rate-limit.js';
+import { KeyedMutex } from '../settlement/lock.js';
+import type { X402Settings } from './config.js';
+import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
+import { feesOf, payerOf, readSettledTransfer } from './transfer.js';
+
+/** Networks the stock `exact` Stellar scheme serves (its passphrases are hard-coded). */
+const EXACT_NETWORKS = ['stellar:testnet', 'stellar:pubnet'] as const;
+
+/** An answer of the facilitator's HTTP surface: status, JSON body (bigints none), extra headers. */
+export interface FacilitatorAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export interface CreateFacilitatorOptions {
+  ledger: Ledger;
+  network: NetworkConfig;
+  /** The platform treasury: every Farebox `exact` offer pays it, and it signs (and, without a fee account, pays for) each settlement. */
+  treasury: TxSigner;
+  settings: X402Settings;
+  /** A service of the catalog by name (its owner and registry price), or null. */
+  service(name: string): Promise<{ owner: string; pricePerCall: bigint } | null>;
+  rateLimits: RateLimitStore;
+  /** Problems after money moved (a payment the ledger could not record): logged with everything needed to record it by hand. */
+  log(message: string, err?: unknown): void;
+  /** Epoch ms (default `Date.now`): the UTC day sponsored fees count in. */
+  now?: () => number;
+}
+
+export type Facilitator = ReturnType<typeof createFacilitator>;
+
+/** A refusal of Farebox's own rules: verify's and settle's x402 shapes, and `error` for everyone else. */
+class Refusal extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+    readonly status = 200,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+function toSigner(signer: TxSigner, passphrase: string): FacilitatorStellarSigner {
+  return {
+    address: signer.publicKey,
+    signAuthEntry: async () => ({ signedAuthEntry: '', error: { code: -1, message: 'the facilitator signs no authorization entries' } }),
+    signTransaction: async (xdr, opts) => {
+      try {
+        return { signedTxXdr: await signer.signTransaction(xdr, opts?.networkPassphrase ?? passphrase), signerAddress: signer.publicKey };
+      } catch (err) {
+        return { signedTxXdr: '', error: { code: -1, message: err instanceof Error ? err.message : String(err) } };
+      }
+    },
+  };
+}
+
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const secondsToUtcMidnight = (ms: number) => Math.max(1, Math.ceil((Date.UTC(...ymd(ms)) + 86_400_000 - ms) / 1000));
+function ymd(ms: number): [number, number, number] {
+  const d = new Date(ms);
+  return [d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()];
+}
+
+/**
+ * The platform's x402 facilitator (`POST /x402/verify`, `POST /x402/settle`,
+ * `GET /x402/supported`): `@x402/core`'s `x402Facilitator` with
+ * `@x402/stellar`'s `exact` scheme on the gateway's network, the treasury
+ * signing (a fee account, when configured, pays the fees in a fee bump).
+ * Before the library sees a request, Farebox's rules: the payee is the
+ * treasury, the asset the network's USDC, `extra.service` a service of the
+ * catalog and the amount at least its price; rate limits per IP and payer; and
+ * a settle reserves its fee under the payer's and the facilitator's daily
+ * bounds (ledger, one statement each). A successful settle is recorded as the
+ * service's earning, once per transaction, with the amount the transaction
+ * moved into the treasury (read back from the network).
+ */
+export function createFacilitator(o: CreateFacilitatorOptions) {
+  const x402Network = o.network.x402Network as string;
+  const now = o.now ?? Date.now;
+  const passphrase = o.network.passphrase;
+  const off = !o.settings.enabled
+    ? 'the x402 facilitator is off on this gateway (FAREBOX_X402_FACILITATOR)'
+    : !(EXACT_NETWORKS as readonly string[]).includes(x402Network)
+      ? `the x402 facilitator serves stellar:testnet and stellar:pubnet; this gateway's network is ${x402Network}`
+      : undefined;
+  const feeBump = o.settings.feeAccountSecret ? createEd25519Signer(o.settings.feeAccountSecret, x402Network as never) : undefined;
+  if (feeBump && feeBump.address === o.treasury.publicKey) throw new GatewayError('INTERNAL', 'the x402 fee account must not be the treasury');
+  const facilitator = new x402Facilitator();
+  if (!off) {
+    const scheme = new ExactStellarScheme([toSigner(o.treasury, passphrase)], {
+      rpcConfig: { url: o.network.rpcUrl },
+      maxTransactionFeeStroops: Number(o.settings.maxFeeStroops),
+      ...(feeBump ? { feeBumpSigner: feeBump } : {}),
+    });
+    facilitator.register(x402Network as `${string}:${string}`, scheme);
+  }
+  // One settlement at a time per gateway: each takes the treasury's next sequence number.
+  const treasuryQueue = new KeyedMutex();
+
+  /** Farebox's rules on the requirements, before the library or the network sees anything. */
+  async function admit(r: FacilitatorRequest, ip: string): Promise<{ service: string; owner: string }> {
+    if (off) throw new Refusal('facilitator_unavailable', off, 503);
+    await limit(o.settings.rateLimits.ip, ip);
+    const req = r.paymentRequirements;
+    if (req.scheme !== 'exact' || r.paymentPayload.accepted.scheme !== 'exact')
+      throw new Refusal('unsupported_scheme', 'this facilitator settles the exact scheme only');
+    if (req.network !== x402Network) throw new Refusal('invalid_network', `this facilitator settles exact payments on ${x402Network} only`);
+    if (req.payTo !== o.treasury.publicKey)
+      throw new Refusal(
+        'farebox_payee_not_treasury',
+        `payTo must be the platform treasury ${o.treasury.publicKey}: this facilitator settles payments to Farebox services only`,
+      );
+    if (req.asset !== o.network.usdc.contractId) throw new Refusal('farebox_wrong_asset', `asset must be the USDC token contract ${o.network.usdc.contractId}`);
+    const name = req.extra?.service;
+    if (typeof name !== 'string' || name === '') throw new Refusal('farebox_service_missing', 'extra.service must name the Farebox service being paid');
+    const service = await o.service(name);
+    if (!service) throw new Refusal('farebox_unknown_service', `unknown service "${name}": extra.service must name a service in the catalog`);
+    if (BigInt(req.amount) < service.pricePerCall)
+      throw new Refusal('farebox_amount_below_price', `amount ${req.amount} is below the price of ${name} (${service.pricePerCall} base units)`);
+    const payer = payerOf(r.paymentPayload.payload.transaction, passphrase);
+    if (payer) await limit(o.settings.rateLimits.payer, payer);
+    return { service: name, owner: service.owner };
+  }
+
+  async function limit(rule: X402Settings['rateLimits']['ip'], subject: string): Promise<void> {
+    try {
+      await enforceRateLimit(o.rateLimits, rule, subject);
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'RATE_LIMITED') throw new Refusal('rate_limited', err.message, 429, err.headers);
+      throw err;
+    }
+  }
+
+  /** Reserves the most the settlement may cost under the payer's and the facilitator's bounds for today. */
+  async function reserve(payer: string, transactionXdr: string): Promise<{ day: string; amount: bigint; release(charged: bigint | null): Promise<void> }> {
+    const fees = feesOf(transactionXdr, passphrase);
+    const capped = fees ? (fees.fee < o.settings.maxFeeStroops ? fees.fee : o.settings.maxFeeStroops) : o.settings.maxFeeStroops;
+    // A fee bump pays the inclusion fee twice (inner and outer operation) plus the resource fee.
+    const amount = feeBump ? capped * 2n + (fees?.resourceFee ?? 0n) : capped;
+    const at = now();
+    const day = utcDay(at);
+    const retry = { 'Retry-After': String(secondsToUtcMidnight(at)) };
+    const mine = await o.ledger.reserveSponsoredFee(payer, day, amount, o.settings.payerDailyFeeStroops);
+    if (!mine.reserved) {
+      throw new Refusal(
+        'farebox_fee_bound_reached',
+        `payer ${payer} reached today's bound on sponsored network fees (${o.settings.payerDailyFeeStroops} stroops per UTC day); try again after 00:00 UTC`,
+        429,
+        retry,
+      );
+    }
+    const all = await o.ledger.reserveSponsoredFee('*', day, amount, o.settings.dailyFeeStroops);
+    if (!all.reserved) {
+      await o.ledger.releaseSponsoredFee(payer, day, amount, { submitted: false });
+      throw new Refusal(
+        'farebox_daily_fee_bound_reached',
+        `the facilitator reached today's bound on sponsored network fees (${o.settings.dailyFeeStroops} stroops per UTC day); try again after 00:00 UTC`,
+        429,
+        retry,
+      );
+    }
+    return {
+      day,
+      amount,
+      async release(charged) {
+        // Nothing sent: the whole reservation comes back. Sent: what the network did not charge.
+        const back = charged === null ? amount : amount > charged ? amount - charged : 0n;
+        if (back === 0n) return;
+        for (const who of [payer, '*']) await o.ledger.releaseSponsoredFee(who, day, back, { submitted: charged !== null });
+      },
+    };
+  }
+
+  async function answer<T extends Record<string, unknown>>(
+    run: () => Promise<FacilitatorAnswer>,
+    refused: (reason: string, message: string) => T,
+  ): Promise<FacilitatorAnswer> {
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof Refusal)
+        return { status: err.status, body: { ...refused(err.reason, err.message), error: err.message }, ...(err.headers ? { headers: err.headers } : {}) };
+      throw err;
+    }
+  }
+
+  const verifyRefusal = (reason: string, message: string, payer?: string) => ({
+    isValid: false,
+    invalidReason: reason,
+    invalidMessage: message,
+    ...(payer ? { payer } : {}),
+  });
+  const settleRefusal = (reason: string, message: string, payer?: string) => ({
+    success: false,
+    errorReason: reason,
+    errorMessage: message,
+    transaction: '',
+    network: x402Network,
+    ...(payer ? { payer } : {}),
+  });
+
+  async function settlePayment(r: FacilitatorRequest, ip: string): Promise<FacilitatorAnswer> {
+    const { service, owner } = await admit(r, ip);
+    const payload = r.paymentPayload as unknown as PaymentPayload;
+    const requirements = r.paymentRequirements as unknown as PaymentRequirements;
+    const transactionXdr = r.paymentPayload.payload.transaction;
+    const payer = payerOf(transactionXdr, passphrase);
+    if (!payer) return { status: 200, body: settleRefusal('invalid_exact_stellar_payload_malformed', 'the payload is not a signed transfer transaction') };
+    const fees = await reserve(payer, transactionXdr);
+    let result: SettleResponse;
+    try {
+      result = await treasuryQueue.run('treasury', async () => {
+        let out: SettleResponse | undefined;
+        // A submission refused at once (another process took the treasury's sequence number) is sent again.
+        for (let attempt = 0; attempt < 3; attempt++) {
+          out = await facilitator.settle(payload, requirements);
+          if (out.success || out.errorReason !== 'settle_exact_stellar_transaction_submission_failed') break;
+        }
+        return out!;
+      });
+    } catch (err) {
+      await fees.release(null);
+      return { status: 200, body: settleRefusal('unexpected_settle_error', err instanceof Error ? err.message : String(err), payer) };
+    }
+    if (!result.success) {
+      // Not sent (refused before submission): nothing was charged. Sent and failed: the fee it was charged stays counted.
+      await fees.release(result.transaction ? fees.amount : null);
+      return { status: 200, body: { ...result, network: x402Network } };
+    }
+    const hash = result.transaction;
+    let recorded = false;
+    try {
+      const moved = await readSettledTransfer(o.network, hash, { asset: requirements.asset, from: payer, to: o.treasury.publicKey });
+      await fees.release(moved.feeCharged);
+      if (moved.amount > 0n) {
+        await o.ledger.recordExactPayment({
+          txHash: hash,
+          network: x402Network,
+          asset: requirements.asset,
+          payer,
+          payTo: o.treasury.publicKey,
+          service,
+          publisherOwner: owner,
+          amount: moved.amount,
+          feeCharged: moved.feeCharged,
+        });
+        recorded = true;
+      }
+    } catch (err) {
+      o.log(
+        `x402 settlement ${hash} (${service} of ${owner}, payer ${payer}) moved money but its earning is not recorded: record it with ledger.recordExactPayment`,
+        err,
+      );
+    }
+    if (!recorded) o.log(`x402 settlement ${hash} (${service}, payer ${payer}): no transfer into the treasury found; nothing recorded`);
+    return { status: 200, body: { ...result } };
+  }
+
+  return {
+    /** Why verify and settle answer 503, or undefined when they serve. */
+    off,
+    /** `GET /x402/supported`: the standard answer and the treasury that Farebox offers name as `payTo`. */
+    supported(): Record<string, unknown> {
+      const standard = off ? { kinds: [], extensions: [], signers: {} } : facilitator.getSupported();
+      return { ...standard, farebox: { payTo: o.treasury.publicKey, network: x402Network, asset: o.network.usdc.contractId } };
+    },
+    /** `POST /x402/verify`: the library's answer after Farebox's rules; nothing moves. */
+    verify(body: unknown, ip: string): Promise<FacilitatorAnswer> {
+      return answer(async () => {
+        const r = parseFacilitatorRequest(body, (m) => new Refusal('invalid_payload', m, 400));
+        await admit(r, ip);
+        let result: VerifyResponse;
+        try {
+          result = await facilitator.verify(r.paymentPayload as unknown as PaymentPayload, r.paymentRequirements as unknown as PaymentRequirements);
+        } catch (err) {
+          return { status: 200, body: verifyRefusal('unexpected_verify_error', err instanceof Error ? err.message : String(err)) };
+        }
+        return { status: 200, body: { ...result } };
+      }, verifyRefusal);
+    },
+    /** `POST /x402/settle`: verify, reserve the fee, submit, record the earning. */
+    settle(body: unknown, ip: string): Promise<FacilitatorAnswer> {
+      return answer(
+        async () =>
+          settlePayment(
+            parseFacilitatorRequest(body, (m) => new Refusal('invalid_payload', m, 400)),
+            ip,
+          ),
+        settleRefusal,
+      );
+    },
+  };
+}
