@@ -6,6 +6,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HTTPFacilitatorClient } from '@x402/core/http';
 import { withBazaar } from '@x402/extensions/bazaar';
+import { createGatewayClient } from '@farebox/client';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { eventually } from '@farebox/test-kit';
 import { writeTinyModel } from '@farebox/test-kit/tiny-model';
@@ -101,8 +102,13 @@ describe('the x402 bazaar on the gateway', () => {
     });
     // The SDK service's manifest lists no direct payment here: listed with its price, no offer.
     expect(echo).toMatchObject({ description: 'test service echo', accepts: [], metadata: { price: '0.01', priceBaseUnits: '100000' } });
-    // The same listing at the gateway's root.
+    // The same listing at the gateway's root; both answers are the contract's (the typed client checks them).
     expect((await get('/discovery/resources')).body).toEqual(page);
+    const api = createGatewayClient({ baseUrl: h.url });
+    expect(await api.request('facilitatorBazaarResources', { query: { scheme: 'escrow' } })).toMatchObject({ items: [{ serviceName: 'skycast' }] });
+    expect(await api.request('bazaarSearch', { query: { query: 'weather' } })).toMatchObject({
+      resources: [{ serviceName: 'skycast', extensions: { bazaar } }],
+    });
   });
 
   it('pages and filters as the reference does', async () => {

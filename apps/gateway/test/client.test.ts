@@ -224,6 +224,10 @@ describe('the gateway REST client against a running gateway', () => {
       () => recording.request('login', { body: { email: 'a@b.c', password: 'p' } }),
       () => recording.request('logout'),
       () => recording.request('ready'),
+      () => recording.request('bazaarResources'),
+      () => recording.request('bazaarSearch', { query: { query: 'x' } }),
+      () => recording.request('facilitatorBazaarResources'),
+      () => recording.request('facilitatorBazaarSearch', { query: { query: 'x' } }),
     ];
     for (const c of calls) await expect(c()).rejects.toMatchObject({ status: 418, message: 'recorded' });
     const want = operationList.map((o) => `${o.method} ${o.path.replace(/:[A-Za-z]+/g, 'X')}`).sort();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { bazaarOperations } from './bazaar.js';
 import * as C from './connection-confirmations.js';
 import * as I from './inputs.js';
 import { OAUTH_SCOPES, type Auth, type OAuthScope, type Operation } from './operation.js';
@@ -30,10 +31,9 @@ const op = <const O extends Operation>(o: O): O => o;
  * the OpenAPI document are derived from it, and `@farebox/client` builds its
  * methods from it.
  *
- * Not in it: the OAuth authorization server (`/.well-known/*`, `/register`,
- * `/authorize`, `/token`, `/revoke`: form-encoded RFC 6749/7591/7009/8414
- * protocols), `/mcp` (JSON-RPC, MCP's own schema), `/metrics` (Prometheus
- * text on its own listener or behind a token), the dashboard's static files
+ * Not in it: the OAuth authorization server (`/.well-known/*`, `/register`, `/authorize`, `/token`,
+ * `/revoke`: form-encoded RFC 6749/7591/7009/8414 protocols), `/mcp` (JSON-RPC, MCP's own schema),
+ * `/metrics` (Prometheus text on its own listener or behind a token), the dashboard's static files
  * and the embedded devnet.
  */
 // biome-ignore format: a table, one operation per line where it fits; wrapped, it would be three times as long
@@ -325,6 +325,7 @@ export const operations = {
     errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
   }),
 
+  ...bazaarOperations,
   // ---- platform ----------------------------------------------------------------------
   platformStats: op({ id: 'platformStats', method: 'GET', path: '/v1/platform/stats', tag: 'platform', summary: 'Marketplace stats and platform revenue', auth: account(), input: {}, status: 200, output: S.PlatformStats, errors: AUTH_ERRORS }),
   platformKey: op({ id: 'platformKey', method: 'GET', path: '/v1/platform/key', tag: 'platform', summary: "The platform's public key and network (no credential)", auth: NONE, input: {}, status: 200, output: S.PlatformKey, errors: {} }),

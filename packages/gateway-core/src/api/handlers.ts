@@ -28,8 +28,9 @@ export interface ApiInput<K extends OperationId> {
 /** What an operation answers: its contract schema (the compiler checks every handler against it). */
 export type ApiOutput<K extends OperationId> = z.input<Operations[K]['output']>;
 
-/** The operations a host mounts from the table (sign-in pages, calls and readiness have HTTP-specific routes). */
-export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready'>;
+type Bazaar = 'bazaarResources' | 'bazaarSearch' | 'facilitatorBazaarResources' | 'facilitatorBazaarSearch';
+/** The operations a host mounts from the table (sign-in pages, calls, readiness and the x402 bazaar have HTTP-specific routes). */
+export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready' | Bazaar>;
 type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus';
 
 /** A handler: the caller (none for open operations) and the checked input in, a domain object out. */
