@@ -1,6 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { writeFileAtomicSync } from '@farebox/protocol/files';
 import { join } from 'node:path';
+import { LOCAL_PASSPHRASE, TESTNET_PASSPHRASE } from '@farebox/stellar';
 import type { Chain, EventRecord, TxRecord } from './core.js';
 import type { AccountState } from './state.js';
 
@@ -42,9 +43,18 @@ export class DataDir {
       accounts: StoredAccount[];
       data: Array<{ contractId: string; key: string; val: string; lastModified: number }>;
       nonces: string[];
+      passphrase?: string;
     };
     if (s.version !== 1) throw new Error(`unsupported devnet data version ${s.version} in ${this.statePath}`);
     const c = this.chain;
+    // Signatures, contract ids and the USDC contract depend on the passphrase: another network's data would not add up.
+    const stored = s.passphrase ?? LOCAL_PASSPHRASE;
+    if (stored !== c.passphrase) {
+      const name = stored === LOCAL_PASSPHRASE ? 'local' : stored === TESTNET_PASSPHRASE ? 'testnet' : stored;
+      throw new Error(
+        `the devnet data in ${this.dir} belongs to the network "${stored}", not "${c.passphrase}": start with FAREBOX_DEVNET_PASSPHRASE=${JSON.stringify(name)} (--passphrase) to keep it, or with another data directory`,
+      );
+    }
     c.latest = s.latest;
     c.genesis = s.genesis;
     c.accounts.clear();
@@ -97,7 +107,7 @@ export class DataDir {
       if (a.usdc) row.push([a.usdc.balance.toString(), a.usdc.limit.toString(), a.usdc.flags, a.usdc.lastModified]);
       return row;
     });
-    const state = { version: 1, latest: c.latest, genesis: c.genesis, accounts, data: [...c.data.values()], nonces: [...c.nonces] };
+    const state = { version: 1, passphrase: c.passphrase, latest: c.latest, genesis: c.genesis, accounts, data: [...c.data.values()], nonces: [...c.nonces] };
     // Atomic (a process crash leaves the old state or the new); not flushed to disk on every save.
     writeFileAtomicSync(this.statePath, JSON.stringify(state), { durable: false });
   }

@@ -3,7 +3,10 @@ import { Asset, rpc } from '@stellar/stellar-sdk';
 import { LOCAL_USDC_ISSUER, TESTNET_PASSPHRASE } from '@farebox/stellar';
 import { createDevnet, startDevnet, type Devnet } from '@farebox/devnet';
 import { httpsProxy, testTls } from '@farebox/test-kit';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 let devnet: Devnet;
 beforeAll(async () => {
@@ -38,6 +41,24 @@ describe('a devnet under the testnet passphrase, over https', () => {
     expect(local.network).toMatchObject({ passphrase: 'Standalone Network ; February 2017', x402Network: 'stellar:local' });
     const literal = createDevnet({ closeIntervalMs: 'instant', passphrase: 'Farebox Test ; 2026' });
     expect(literal.chain.passphrase).toBe('Farebox Test ; 2026');
+  });
+});
+
+describe('a data directory keeps its network', () => {
+  it('refuses to load data made under another passphrase, naming the one to use', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'farebox-devnet-passphrase-'));
+    try {
+      const local = createDevnet({ closeIntervalMs: 'instant', dataDir: dir });
+      await local.close();
+      expect(() => createDevnet({ closeIntervalMs: 'instant', dataDir: dir, passphrase: 'testnet' })).toThrow(
+        `the devnet data in ${dir} belongs to the network "Standalone Network ; February 2017", not "Test SDF Network ; September 2015": start with FAREBOX_DEVNET_PASSPHRASE="local" (--passphrase) to keep it, or with another data directory`,
+      );
+      const again = createDevnet({ closeIntervalMs: 'instant', dataDir: dir, passphrase: 'local' });
+      expect(again.stats().accounts).toBe(2);
+      await again.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
