@@ -57,6 +57,12 @@ describe('farebox against a running local stack', () => {
     expect(search.stdout).toMatch(/^SERVICE\s+PRICE/m);
     expect(search.stdout).toMatch(/^echo\s+0\.01 USDC/m);
     expect((json((await runFarebox(['search', '--json'], { env: e })).stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');
+    // --limit reaches the gateway: one service listed, and a bad limit is refused before any request.
+    await h.publish('echo-second', '0.01');
+    await eventually('two services listed', async () => (json((await runFarebox(['search', '--json'], { env: e })).stdout) as unknown[]).length >= 2);
+    expect(json((await runFarebox(['search', '--json', '--limit', '1'], { env: e })).stdout)).toHaveLength(1);
+    const badLimit = await runFarebox(['search', '--limit', 'ten'], { env: e });
+    expect([badLimit.code, badLimit.stderr]).toEqual([2, expect.stringContaining('--limit must be a whole number')]);
 
     const call = await runFarebox(['call', 'echo', '{"hello":"cli"}'], { env: e });
     expect(call.code).toBe(0);

@@ -143,8 +143,10 @@ export interface GatewayClient {
   call(service: string, payload: Record<string, unknown>, options?: GatewayCallOptions): Promise<GatewayCallResult>;
   transactions(options?: { limit?: number }): Promise<GatewayTransaction[]>;
   agents: {
-    list(): Promise<GatewayService[]>;
-    search(query: string): Promise<GatewayService[]>;
+    /** The whole catalog, or its first `limit` services. */
+    list(options?: { limit?: number }): Promise<GatewayService[]>;
+    /** Hybrid search, best first: 50 hits, or `limit`. */
+    search(query: string, options?: { limit?: number }): Promise<GatewayService[]>;
     /** What the service's own `/manifest` says about its price. */
     manifest(service: string): Promise<GatewayServiceManifest>;
     mine(): Promise<GatewayService[]>;
@@ -379,8 +381,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     call: (service, payload, opts = {}) => retrySafeCall(request, service, payload, opts, callRetryWaitMs),
     transactions: (opts = {}) => request('transactions', { query: { limit: int(opts.limit) } }),
     agents: {
-      list: () => request('listAgents'),
-      search: (q) => request('listAgents', { query: { q } }),
+      list: (opts = {}) => request('listAgents', { query: { limit: int(opts.limit) } }),
+      search: (q, opts = {}) => request('listAgents', { query: { q, limit: int(opts.limit) } }),
       manifest: (service) => request('agentManifest', { params: { service } }),
       mine: () => request('myAgents'),
       register: (input) =>

@@ -11,9 +11,11 @@ import { gatewayCall, priceOf, readKeypair, result, type CommandGroup, type Comm
 
 // `farebox search | call`: find services and pay them (from credits, or directly through an escrow).
 
-export async function runSearch(ctx: Context, query: string | undefined): Promise<CommandResult> {
+export async function runSearch(ctx: Context, query: string | undefined, o: { limit?: string } = {}): Promise<CommandResult> {
   const gw = await ctx.gateway();
-  const services = await gatewayCall(() => (query ? gw.agents.search(query) : gw.agents.list()));
+  if (o.limit !== undefined && !/^\d{1,4}$/.test(o.limit)) throw new CliError('USAGE', '--limit must be a whole number');
+  const limit = o.limit === undefined ? undefined : Number(o.limit);
+  const services = await gatewayCall(() => (query ? gw.agents.search(query, { limit }) : gw.agents.list({ limit })));
   return result(
     services,
     table(
@@ -154,8 +156,8 @@ export async function runDirectCall(
   const secret = await readKeypair(opts.keypair);
   const platform = await gatewayCall(() => ctx.anonymous().platform.key());
   const network = String(platform.network);
+  // Needed only when the service offers no x402 exact payment on this network (the client then pays through an escrow).
   const escrowKey = opts.escrowKey ?? ctx.settings.escrowApiKey ?? (network === 'local' ? 'farebox-cli' : undefined);
-  if (!escrowKey) throw new CliError('USAGE', 'a direct call needs an escrow API key: --escrow-key or TRUSTLESS_WORK_API_KEY');
   const client = (() => {
     try {
       return createClient({
@@ -163,9 +165,10 @@ export async function runDirectCall(
         ...(network === 'local' && typeof platform.horizonUrl === 'string' ? { devnetUrl: platform.horizonUrl } : {}),
         ...(typeof platform.registryContractId === 'string' ? { contractId: platform.registryContractId } : {}),
         secret,
-        escrow: { apiKey: escrowKey },
+        ...(escrowKey ? { escrow: { apiKey: escrowKey } } : {}),
         platformAddress: platform.treasury,
-        env: {},
+        // The gateway's devnet may stand in for testnet (its passphrase): exact payments then run on stellar:testnet.
+        env: network === 'local' && typeof platform.passphrase === 'string' ? { FAREBOX_DEVNET_PASSPHRASE: platform.passphrase } : {},
       });
     } catch (e) {
       throw new CliError('USAGE', (e as Error).message);
@@ -193,8 +196,9 @@ export async function runDirectCall(
     '',
     pairs([
       ['cost', `${r.cost.usdc} USDC (${usd(r.cost.usd)}) from ${client.payer}`],
+      ['paid with', r.scheme],
       ['escrow', r.escrowId],
-      ['release', r.releaseTx],
+      [r.scheme === 'exact' ? 'transaction' : 'release', r.releaseTx],
       ['explorer', r.explorerUrl],
     ]),
   ].join('\n');
@@ -208,9 +212,9 @@ export const catalogCommands: CommandGroup = {
       .command('search [query]')
       .description('search the catalog (free text, any language); without a query, list every service')
       .option('--discovery <url>', 'ask this discovery backend instead of the gateway (no account needed)')
-      .option('--limit <n>', 'with --discovery: at most this many results')
+      .option('--limit <n>', 'at most this many results')
       .action((query: string | undefined, o: { discovery?: string; limit?: string }) =>
-        act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query)))(),
+        act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query, o)))(),
       );
     program
       .command('call <service> [payload]')
@@ -218,9 +222,9 @@ export const catalogCommands: CommandGroup = {
       .option('-f, --file <path>', 'read the payload from a file (- for stdin)')
       .option('--max-cost <usd>', 'refuse to pay more than this')
       .option('--idempotency-key <key>', 'retry-safe key: a retry with it is charged once')
-      .option('--direct', 'pay directly from a local keypair through an on-chain escrow (not from credits)')
+      .option('--direct', 'pay directly from a local keypair (not from credits): x402 exact where the service offers it, else an on-chain escrow')
       .option('--keypair <path>', 'the payer keypair file for --direct (S... seed or JSON with "secret")')
-      .option('--escrow-key <key>', 'escrow provider API key for --direct (default TRUSTLESS_WORK_API_KEY)')
+      .option('--escrow-key <key>', 'escrow provider API key for --direct when it pays through an escrow (default TRUSTLESS_WORK_API_KEY)')
       .action(
         (
           service: string,
