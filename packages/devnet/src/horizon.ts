@@ -35,6 +35,7 @@ export function horizonTx(t: TxRecord, base: string) {
     successful: t.successful,
     created_at: new Date(t.createdAt * 1000).toISOString(),
     source_account: t.source,
+    fee_account: t.feeSource ?? t.source,
     fee_charged: t.feeCharged.toString(),
     envelope_xdr: t.envelopeXdr,
     result_xdr: t.resultXdr,
