@@ -11,9 +11,11 @@ import { gatewayCall, priceOf, readKeypair, result, type CommandGroup, type Comm
 
 // `farebox search | call`: find services and pay them (from credits, or directly through an escrow).
 
-export async function runSearch(ctx: Context, query: string | undefined): Promise<CommandResult> {
+export async function runSearch(ctx: Context, query: string | undefined, o: { limit?: string } = {}): Promise<CommandResult> {
   const gw = await ctx.gateway();
-  const services = await gatewayCall(() => (query ? gw.agents.search(query) : gw.agents.list()));
+  if (o.limit !== undefined && !/^\d{1,4}$/.test(o.limit)) throw new CliError('USAGE', '--limit must be a whole number');
+  const limit = o.limit === undefined ? undefined : Number(o.limit);
+  const services = await gatewayCall(() => (query ? gw.agents.search(query, { limit }) : gw.agents.list({ limit })));
   return result(
     services,
     table(
@@ -210,9 +212,9 @@ export const catalogCommands: CommandGroup = {
       .command('search [query]')
       .description('search the catalog (free text, any language); without a query, list every service')
       .option('--discovery <url>', 'ask this discovery backend instead of the gateway (no account needed)')
-      .option('--limit <n>', 'with --discovery: at most this many results')
+      .option('--limit <n>', 'at most this many results')
       .action((query: string | undefined, o: { discovery?: string; limit?: string }) =>
-        act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query)))(),
+        act((ctx) => (o.discovery !== undefined ? runDiscoverySearch(ctx, query, o.discovery, o) : runSearch(ctx, query, o)))(),
       );
     program
       .command('call <service> [payload]')
