@@ -32,8 +32,8 @@ export function feesOf(transactionXdr: string, passphrase: string): { fee: bigin
   try {
     const tx = TransactionBuilder.fromXDR(transactionXdr, passphrase);
     if (!('operations' in tx)) return undefined;
-    const env = tx.toEnvelope();
-    const data = env.switch().name === 'envelopeTypeTx' ? env.v1().tx().ext().value() : undefined;
+    const envelope = tx.toEnvelope();
+    const data = envelope.switch().name === 'envelopeTypeTx' ? envelope.v1().tx().ext().value() : undefined;
     const resourceFee = data instanceof xdr.SorobanTransactionData ? BigInt(data.resourceFee().toString()) : 0n;
     return { fee: BigInt(tx.fee), resourceFee };
   } catch {
