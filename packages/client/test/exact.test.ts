@@ -179,6 +179,33 @@ describe('exact on a devnet under the testnet passphrase', () => {
     expect(balances()).toEqual(after);
   });
 
+  it('takes the same v2 payload in X-PAYMENT (answering X-PAYMENT-RESPONSE too) and quotes dynamic prices per payload', async () => {
+    const svc = await world.publish('ex-dynamic', '0.1', { priceFn: (p) => ((p as { big?: boolean }).big ? '0.3' : '0.1') });
+    const payer = await world.party(5n * USDC);
+    const small = await exactQuote(svc.endpoint, { big: false });
+    const big = await exactQuote(svc.endpoint, { big: true });
+    expect([small.offer.amount, big.offer.amount]).toEqual(['1000000', '3000000']);
+    const before = world.usdcOf(payer.publicKey);
+    // Paid for the small payload, sent with the big one: this payload's price is not what was paid.
+    const cheap = await post(
+      svc.endpoint,
+      { big: true },
+      { [X402_HEADERS.payment]: await signedPayment(payer, small.offer, small.offer, small.required.resource) },
+    );
+    expect([cheap.status, cheap.json?.error, cheap.json?.message]).toEqual([
+      402,
+      'invalid_exact_stellar_payload_wrong_amount',
+      "the payment is for 1000000 base units, this payload's price is 3000000 base units",
+    ]);
+    expect(world.usdcOf(payer.publicKey)).toBe(before);
+    const paid = await post(svc.endpoint, { big: true }, { [X402_HEADERS.payment]: await signedPayment(payer, big.offer, big.offer, big.required.resource) });
+    expect(paid.status).toBe(200);
+    expect(paid.json).toEqual({ echo: { big: true } });
+    expect(paid.headers.get(X402_HEADERS.paymentResponse)).toBe(paid.headers.get(X402_HEADERS.paymentResponseV2));
+    expect(decodePaymentResponseHeader(paid.headers.get(X402_HEADERS.paymentResponse)!)).toMatchObject({ success: true, payer: payer.publicKey });
+    expect(world.usdcOf(payer.publicKey)).toBe(before - 3_000_000n);
+  });
+
   it('a handler failing after settlement answers 500 saying where the money went (the settlement transaction)', async () => {
     const svc = await world.publish('ex-fails', '0.1', {}, () => {
       throw new Error('the model is down');
