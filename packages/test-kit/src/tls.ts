@@ -38,6 +38,15 @@ function read(dir: string): TestTls {
  */
 export function createTestTls(): TestTls {
   const dir = mkdtempSync(join(tmpdir(), 'farebox-test-tls-'));
+  try {
+    runOpenssl(dir);
+  } catch (e) {
+    throw new Error(`making the test certificate needs the openssl command: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return read(dir);
+}
+
+function runOpenssl(dir: string): void {
   execFileSync(
     'openssl',
     [
@@ -61,7 +70,6 @@ export function createTestTls(): TestTls {
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  return read(dir);
 }
 
 /**
