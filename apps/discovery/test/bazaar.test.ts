@@ -93,7 +93,7 @@ describe('the x402 bazaar on the discovery backend', () => {
   it('pages with limit and offset and filters as the reference does', async () => {
     const client = withBazaar(new HTTPFacilitatorClient({ url: d.url }));
     const second = await client.extensions.discovery.listResources({ limit: 2, offset: 2 });
-    expect(second.items.map((r) => r.serviceName)).toEqual(['wordsmith']);
+    expect(second.items.map((r) => r.metadata?.service)).toEqual(['wordsmith']);
     expect(second.pagination).toEqual({ limit: 2, offset: 2, total: 3 });
     const names = async (query: string) => (await get(`/discovery/resources?${query}`)).body.items.map((r: { serviceName: string }) => r.serviceName);
     expect(await names(`payTo=${owners.ledgerly}`)).toEqual(['ledgerly']);
