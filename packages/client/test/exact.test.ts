@@ -3,7 +3,7 @@
 // stock facilitator; payments that do not match the offer move nothing.
 import { readFile } from 'node:fs/promises';
 import { encodeExactPaymentHeader, X402_HEADERS, type ExactPayment } from '@farebox/protocol';
-import { contract, Keypair } from '@stellar/stellar-sdk';
+import { contract, Keypair, type Transaction, TransactionBuilder } from '@stellar/stellar-sdk';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from '@x402/core/server';
 import type { PaymentRequirements } from '@x402/core/types';
@@ -138,9 +138,19 @@ describe('exact on a devnet under the testnet passphrase', () => {
     const stored = JSON.parse(await readFile(svc.servedStorePath, 'utf8')) as {
       escrows: Record<string, { status: string; releaseTx?: string; payer: string }>;
     };
-    expect(Object.values(stored.escrows)).toEqual([
-      expect.objectContaining({ status: 'released', releaseTx: out.transaction, payer: payer.publicKey, amount: '2500000' }),
+    expect(Object.entries(stored.escrows)).toEqual([
+      [
+        `exact:${payer.publicKey}:${Object.keys(stored.escrows)[0]!.split(':')[2]}`,
+        expect.objectContaining({
+          status: 'released',
+          releaseTx: out.transaction,
+          payer: payer.publicKey,
+          amount: '2500000',
+          quoteId: expect.stringMatching(/^exact:[0-9a-f]{64}$/),
+        }),
+      ],
     ]);
+    expect(Object.keys(stored.escrows)[0]).toMatch(/^exact:G[A-Z2-7]{55}:-?\d+$/);
   });
 
   it('refuses another amount, another payee, another network and a replayed payload with the reference reasons, moving nothing but the one good payment', async () => {
@@ -176,6 +186,16 @@ describe('exact on a devnet under the testnet passphrase', () => {
     const replay = await send(good);
     expect(replay.status).toBe(409);
     expect(replay.json?.error).toBe('this payment was already presented to ex-refuse (replay): pay again with a new authorization');
+    // The same signed authorization in another transaction (another fee, so another hash) is the same payment.
+    const payment = JSON.parse(Buffer.from(good, 'base64').toString('utf8')) as ExactPayment;
+    const original = TransactionBuilder.fromXDR(payment.payload.transaction, world.devnet.network.passphrase) as Transaction;
+    const rebuilt = TransactionBuilder.cloneFrom(original, {
+      fee: String(Number(original.fee) + 1),
+      sorobanData: original.toEnvelope().v1().tx().ext().sorobanData(),
+    }).build();
+    expect(rebuilt.hash().toString('hex')).not.toBe(original.hash().toString('hex'));
+    const again = await send(encodeExactPaymentHeader({ ...payment, payload: { transaction: rebuilt.toXDR() } }));
+    expect([again.status, again.json?.error]).toEqual([409, 'this payment was already presented to ex-refuse (replay): pay again with a new authorization']);
     expect(balances()).toEqual(after);
   });
 

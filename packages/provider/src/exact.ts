@@ -1,7 +1,6 @@
 // The standard x402 `exact` payment of a provider: the offer put in every 402,
 // and a payment's way to the handler: match the offer, verify with the
 // facilitator, record it once, settle it, all before the handler runs.
-import { createHash } from 'node:crypto';
 import {
   EXACT_REASONS,
   EXACT_SCHEME,
@@ -11,6 +10,7 @@ import {
   type ExactPayment,
   type ExactRequirements,
 } from '@farebox/protocol';
+import { Address, type Operation, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { ResolvedExact } from './exact-config.js';
@@ -39,15 +39,32 @@ export interface ExactPayments {
 
 const errorText = (e: unknown) => (e instanceof Error && e.message ? e.message : String(e));
 
-/** The key a payment is recorded under: the hash of the payer's signed transaction. */
-export function exactPaymentKey(payment: ExactPayment): string {
-  return `exact:${createHash('sha256').update(payment.payload.transaction).digest('hex')}`;
+/**
+ * What a payment is recorded under: its Soroban authorization (`exact:<payer>:<nonce>`,
+ * what the chain spends once, so a payment rebuilt around the same signed
+ * authorization is the same payment) and the payer's transaction hash.
+ * Undefined when the transaction does not parse.
+ */
+export function exactPaymentKey(payment: ExactPayment, passphrase: string): { key: string; txHash: string } | undefined {
+  try {
+    const tx = TransactionBuilder.fromXDR(payment.payload.transaction, passphrase);
+    if (!('operations' in tx) || tx.operations.length !== 1 || tx.operations[0]!.type !== 'invokeHostFunction') return undefined;
+    const op = tx.operations[0] as Operation.InvokeHostFunction;
+    const entry = (op.auth ?? []).find((a) => a.credentials().switch() === xdr.SorobanCredentialsType.sorobanCredentialsAddress());
+    if (!entry) return undefined;
+    const creds = entry.credentials().address();
+    return { key: `exact:${Address.fromScAddress(creds.address()).toString()}:${creds.nonce().toString()}`, txHash: tx.hash().toString('hex') };
+  } catch {
+    return undefined;
+  }
 }
 
 export function createExactPayments(options: {
   exact: ResolvedExact;
   service: string;
   network: string;
+  /** The network passphrase the payer's transaction is read under. */
+  passphrase: string;
   store?: ServedEscrowStore;
   now?: () => number;
   warn: (message: string) => void;
@@ -110,7 +127,11 @@ export function createExactPayments(options: {
     }
     const mismatch = matchExactPayment(payment, offered, resource);
     if (mismatch) return { ok: false, status: 402, reason: mismatch.reason, message: mismatch.message };
-    const key = exactPaymentKey(payment);
+    const id = exactPaymentKey(payment, options.passphrase);
+    if (!id) {
+      return { ok: false, status: 402, reason: EXACT_REASONS.malformed, message: 'the transaction is not one invokeHostFunction authorized by the payer' };
+    }
+    const { key } = id;
     const replay = {
       ok: false as const,
       status: 409 as const,
@@ -136,7 +157,7 @@ export function createExactPayments(options: {
     const claimed = await store.claim({
       escrowId: key,
       service,
-      quoteId: EXACT_SCHEME,
+      quoteId: `exact:${id.txHash}`,
       amount: price.toString(),
       payer: '',
       status: 'serving',

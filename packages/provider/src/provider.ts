@@ -143,6 +143,7 @@ export function createProvider(options: ProviderOptions): Provider {
         exact: config.exact,
         service: config.service,
         network: config.x402Network,
+        passphrase: stellar.passphrase,
         ...(options.exact && options.exact.servedStore !== undefined ? { store: options.exact.servedStore } : {}),
         now,
         warn,
