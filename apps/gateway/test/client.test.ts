@@ -10,6 +10,13 @@ import { operationList } from '@farebox/contract';
 import { ClientError, GatewayApiError, createGatewayClient, type GatewayClient } from '@farebox/client';
 
 const newSecret = () => encodeStrKey('secretSeed', randomBytes(32));
+/** A facilitator request (x402 v2) the recording client sends: its shape only matters. */
+const X402_REQ = { scheme: 'exact', network: 'stellar:testnet', asset: 'C', amount: '1', payTo: 'G', maxTimeoutSeconds: 60 };
+const X402_BODY = {
+  x402Version: 2 as const,
+  paymentPayload: { x402Version: 2 as const, accepted: X402_REQ, payload: { transaction: 'AAAA' } },
+  paymentRequirements: X402_REQ,
+};
 
 let gw: RunningGateway;
 let api: GatewayClient;
@@ -228,6 +235,9 @@ describe('the gateway REST client against a running gateway', () => {
       () => recording.request('bazaarSearch', { query: { query: 'x' } }),
       () => recording.request('facilitatorBazaarResources'),
       () => recording.request('facilitatorBazaarSearch', { query: { query: 'x' } }),
+      () => recording.request('x402Supported'),
+      () => recording.request('x402Verify', { body: X402_BODY }),
+      () => recording.request('x402Settle', { body: X402_BODY }),
     ];
     for (const c of calls) await expect(c()).rejects.toMatchObject({ status: 418, message: 'recorded' });
     const want = operationList.map((o) => `${o.method} ${o.path.replace(/:[A-Za-z]+/g, 'X')}`).sort();

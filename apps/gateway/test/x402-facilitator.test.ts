@@ -1,6 +1,7 @@
 import { TransactionBuilder } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/http';
 import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements } from '@x402/core/types';
+import { createGatewayClient } from '@farebox/client';
 import { gatewayFacilitator, MemoryRateLimitStore } from '@farebox/gateway-core';
 import { splitFee } from '@farebox/protocol';
 import { TESTNET_PASSPHRASE } from '@farebox/stellar';
@@ -42,8 +43,9 @@ describe('GET /x402/supported', () => {
       extensions: [],
       signers: { 'stellar:*': [s.treasury] },
     });
-    const raw = await (await fetch(`${s.facilitatorUrl}/supported`)).json();
-    expect(raw.farebox).toEqual({ payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId });
+    // Farebox's field, read through the typed client (the answer is checked against the contract's schema).
+    const supported = await createGatewayClient({ baseUrl: s.gw.url }).request('x402Supported');
+    expect(supported.farebox).toEqual({ payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId });
   });
 });
 

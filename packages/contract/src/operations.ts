@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { bazaarOperations } from './bazaar.js';
+import { facilitatorOperations } from './x402.js';
 import * as C from './connection-confirmations.js';
 import * as I from './inputs.js';
 import { OAUTH_SCOPES, type Auth, type OAuthScope, type Operation } from './operation.js';
@@ -326,6 +327,7 @@ export const operations = {
   }),
 
   ...bazaarOperations,
+  ...facilitatorOperations,
   // ---- platform ----------------------------------------------------------------------
   platformStats: op({ id: 'platformStats', method: 'GET', path: '/v1/platform/stats', tag: 'platform', summary: 'Marketplace stats and platform revenue', auth: account(), input: {}, status: 200, output: S.PlatformStats, errors: AUTH_ERRORS }),
   platformKey: op({ id: 'platformKey', method: 'GET', path: '/v1/platform/key', tag: 'platform', summary: "The platform's public key and network (no credential)", auth: NONE, input: {}, status: 200, output: S.PlatformKey, errors: {} }),

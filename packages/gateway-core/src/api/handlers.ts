@@ -29,8 +29,9 @@ export interface ApiInput<K extends OperationId> {
 export type ApiOutput<K extends OperationId> = z.input<Operations[K]['output']>;
 
 type Bazaar = 'bazaarResources' | 'bazaarSearch' | 'facilitatorBazaarResources' | 'facilitatorBazaarSearch';
-/** The operations a host mounts from the table (sign-in pages, calls, readiness and the x402 bazaar have HTTP-specific routes). */
-export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready' | Bazaar>;
+type Facilitator = 'x402Supported' | 'x402Verify' | 'x402Settle';
+/** The operations a host mounts from the table (sign-in pages, calls, readiness, the x402 bazaar and facilitator have HTTP-specific routes). */
+export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready' | Bazaar | Facilitator>;
 type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus';
 
 /** A handler: the caller (none for open operations) and the checked input in, a domain object out. */

@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import type { Auth, Operation } from './operation.js';
+
+/**
+ * The platform's x402 facilitator (docs/protocol.md, "The platform's x402
+ * facilitator"): the x402 v2 facilitator wire format that `@x402/core`'s
+ * `HTTPFacilitatorClient` speaks. The gateway answers these routes itself
+ * (apps/gateway `x402-routes.ts`): refusals carry the x402 shape and `error`.
+ */
+
+const Json = z.record(z.string(), z.unknown());
+
+export const X402Requirements = z
+  .object({
+    scheme: z.string(),
+    network: z.string(),
+    asset: z.string(),
+    amount: z.string().meta({ description: 'Base units, a decimal string.' }),
+    payTo: z.string(),
+    maxTimeoutSeconds: z.number().int(),
+    extra: Json.optional().meta({ description: 'Farebox offers carry `areFeesSponsored: true` and `service` (the service paid).' }),
+  })
+  .meta({ id: 'X402PaymentRequirements', description: 'x402 v2 PaymentRequirements (`exact` on Stellar).' });
+
+export const X402FacilitatorRequest = z
+  .object({
+    x402Version: z.literal(2),
+    paymentPayload: z
+      .object({
+        x402Version: z.literal(2),
+        accepted: X402Requirements,
+        payload: z.object({ transaction: z.string().meta({ description: 'The base64 XDR transaction envelope with the signed authorization entry.' }) }),
+        resource: Json.optional(),
+        extensions: Json.optional(),
+      })
+      .meta({ description: 'x402 v2 PaymentPayload.' }),
+    paymentRequirements: X402Requirements,
+  })
+  .meta({ id: 'X402FacilitatorRequest', description: 'The body of verify and settle.' });
+
+export const X402Supported = z
+  .object({
+    kinds: z.array(z.object({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), extra: Json.optional() })),
+    extensions: z.array(z.string()),
+    signers: z.record(z.string(), z.array(z.string())),
+    farebox: z
+      .object({ payTo: z.string(), network: z.string(), asset: z.string() })
+      .meta({ description: "Farebox's field: the treasury every Farebox `exact` offer pays, the network and the USDC contract." }),
+  })
+  .meta({ id: 'X402Supported', description: 'x402 SupportedResponse, plus `farebox`.' });
+
+export const X402Verify = z
+  .object({
+    isValid: z.boolean(),
+    invalidReason: z.string().optional(),
+    invalidMessage: z.string().optional(),
+    payer: z.string().optional(),
+    error: z.string().optional().meta({ description: 'The message of a refusal.' }),
+  })
+  .meta({ id: 'X402Verify', description: 'x402 VerifyResponse.' });
+
+export const X402Settle = z
+  .object({
+    success: z.boolean(),
+    errorReason: z.string().optional(),
+    errorMessage: z.string().optional(),
+    payer: z.string().optional(),
+    transaction: z.string().meta({ description: 'The settled transaction hash; empty when nothing was sent.' }),
+    network: z.string(),
+    error: z.string().optional().meta({ description: 'The message of a refusal.' }),
+  })
+  .meta({ id: 'X402Settle', description: 'x402 SettleResponse.' });
+
+const NONE: Auth = { kind: 'none' };
+const VERIFY_ERRORS = {
+  400: 'a malformed body (`invalidReason: invalid_payload`)',
+  429: 'rate limit exceeded per IP or payer (`rate_limited`, `Retry-After`)',
+  503: 'the facilitator is off on this gateway (`facilitator_unavailable`)',
+} as const;
+const SETTLE_ERRORS = {
+  ...VERIFY_ERRORS,
+  429: "rate limit exceeded (`rate_limited`), or the payer's or the facilitator's daily bound on sponsored fees reached (`farebox_fee_bound_reached`, `farebox_daily_fee_bound_reached`; `Retry-After` until 00:00 UTC)",
+} as const;
+const op = <const O extends Operation>(o: O): O => o;
+
+/** The facilitator's three routes, for the operation table. */
+// biome-ignore format: a table, one operation per line
+export const facilitatorOperations = {
+  x402Supported: op({ id: 'x402Supported', method: 'GET', path: '/x402/supported', tag: 'platform', summary: "The facilitator's payment kinds and signers, and the treasury Farebox offers pay (no credential)", auth: NONE, ipRateLimited: true, input: {}, status: 200, output: X402Supported, errors: { 429: 'rate limit exceeded (`Retry-After`)' } }),
+  x402Verify: op({ id: 'x402Verify', method: 'POST', path: '/x402/verify', tag: 'platform', summary: 'Verifies an x402 exact payment; nothing moves (no credential)', auth: NONE, input: { body: X402FacilitatorRequest }, status: 200, output: X402Verify, errors: VERIFY_ERRORS, errorBody: X402Verify }),
+  x402Settle: op({ id: 'x402Settle', method: 'POST', path: '/x402/settle', tag: 'platform', summary: "Settles an x402 exact payment into the treasury as the service's earning (no credential)", auth: NONE, input: { body: X402FacilitatorRequest }, status: 200, output: X402Settle, errors: SETTLE_ERRORS, errorBody: X402Settle }),
+} as const;
