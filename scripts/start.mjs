@@ -11,10 +11,25 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-// The embedded devnet stands in for Stellar testnet (the gateway, the examples and their SDKs read this), so stock x402 clients pay `exact`.
-process.env.FAREBOX_DEVNET_PASSPHRASE ??= 'testnet';
 const port = Number(process.env.PORT ?? 8787);
 const dataDir = resolve(process.env.FAREBOX_DATA_DIR ?? join(root, '.farebox'));
+// The embedded devnet stands in for Stellar testnet (the gateway, the examples and their SDKs read this), so stock x402
+// clients pay `exact`. A data folder made by an earlier start under the local passphrase keeps it (its accounts and
+// contracts belong to that network), and says how to get the testnet stand-in.
+if (process.env.FAREBOX_DEVNET_PASSPHRASE === undefined) {
+  let stored;
+  try {
+    stored = JSON.parse(readFileSync(join(dataDir, 'devnet', 'state.json'), 'utf8')).passphrase ?? 'Standalone Network ; February 2017';
+  } catch {
+    stored = undefined;
+  }
+  if (stored === 'Standalone Network ; February 2017') {
+    process.env.FAREBOX_DEVNET_PASSPHRASE = 'local';
+    console.log(
+      `devnet: ${dataDir} holds a devnet made under the local passphrase; it runs as it was, without x402 exact. For the testnet stand-in (exact), start with another FAREBOX_DATA_DIR or remove that folder.`,
+    );
+  } else process.env.FAREBOX_DEVNET_PASSPHRASE = 'testnet';
+}
 const base = process.env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`;
 const children = [];
 /** When a child last printed a line (the banner waits for a quiet moment, so it is the last block printed at start). */
