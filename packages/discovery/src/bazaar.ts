@@ -66,8 +66,8 @@ export interface BazaarExtension {
 
 /** Networks where `@x402/stellar`'s `exact` scheme works. */
 export const EXACT_NETWORKS: readonly string[] = ['stellar:testnet', 'stellar:pubnet'];
-/** Seconds a payment authorization may take, in every listed offer (the x402 default). */
-export const BAZAAR_TIMEOUT_SECONDS = 300;
+/** Seconds a payment may take, as `@farebox/provider` offers them by default: `exact` 60, `escrow` 300. */
+export const BAZAAR_TIMEOUT_SECONDS = { exact: 60, escrow: 300 } as const;
 /** `GET /discovery/resources`: `limit` 1 to 500, default 50 (the reference's catalog); `offset` 0 to 1 000 000. */
 export const BAZAAR_LIST_LIMIT = { min: 1, max: 500, default: 50 } as const;
 export const BAZAAR_MAX_OFFSET = 1_000_000;
@@ -108,7 +108,7 @@ export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?
       asset: ctx.network.usdc.contractId,
       amount,
       payTo: ctx.treasury!,
-      maxTimeoutSeconds: BAZAAR_TIMEOUT_SECONDS,
+      maxTimeoutSeconds: BAZAAR_TIMEOUT_SECONDS.exact,
       extra: { areFeesSponsored: true, service: agent.service },
     });
   }
@@ -120,7 +120,7 @@ export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?
       asset: `USDC:${ctx.network.usdc.issuer}`,
       amount,
       payTo: agent.owner,
-      maxTimeoutSeconds: BAZAAR_TIMEOUT_SECONDS,
+      maxTimeoutSeconds: BAZAAR_TIMEOUT_SECONDS.escrow,
       extra: { service: agent.service, ...(ctx.treasury ? { escrow: { platformAddress: ctx.treasury, platformFee: PLATFORM_FEE_PCT } } : {}) },
     });
   }

@@ -29,7 +29,7 @@ describe('a service as an x402 bazaar resource', () => {
         asset: USDC.contractId,
         amount: '12345',
         payTo: TREASURY,
-        maxTimeoutSeconds: 300,
+        maxTimeoutSeconds: 60,
         extra: { areFeesSponsored: true, service: 'skycast' },
       },
     ]);
