@@ -8,6 +8,10 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/
 import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from '@x402/core/server';
 import type { PaymentRequirements } from '@x402/core/types';
 import { ExactStellarScheme as ExactServer } from '@x402/stellar/exact/server';
+import { ExactStellarScheme as ExactClient } from '@x402/stellar/exact/client';
+import { createEd25519Signer } from '@x402/stellar';
+import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { httpsProxy } from '@farebox/test-kit';
 import { describe, expect, it } from 'vitest';
 import { signExactTransfer } from '../src/direct/exact.js';
 import { USDC, post, type Party } from './helpers.js';
@@ -151,6 +155,29 @@ describe('exact on a devnet under the testnet passphrase', () => {
       ],
     ]);
     expect(Object.keys(stored.escrows)[0]).toMatch(/^exact:G[A-Z2-7]{55}:-?\d+$/);
+  });
+
+  it("a stock @x402/fetch client with @x402/stellar's ExactStellarScheme, unmodified, pays a @farebox/provider service (its RPC over https)", async () => {
+    const svc = await world.publish('ex-stock', '0.2');
+    const payer = await world.party(5n * USDC);
+    // The stock client builds with AssembledTransaction, which refuses http: it reaches the devnet's RPC through a TLS proxy the run trusts.
+    const rpc = await httpsProxy(world.devnet.rpcUrl);
+    try {
+      const client = new x402Client().register('stellar:testnet', new ExactClient(createEd25519Signer(payer.secret, 'stellar:testnet'), { url: rpc.url }));
+      const pay = wrapFetchWithPayment(fetch, client);
+      const before = [world.usdcOf(payer.publicKey), world.usdcOf(world.treasury.publicKey)];
+      const res = await pay(svc.endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stock: true }) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ echo: { stock: true } });
+      expect(decodePaymentResponseHeader(res.headers.get(X402_HEADERS.paymentResponseV2)!)).toMatchObject({
+        success: true,
+        network: 'stellar:testnet',
+        payer: payer.publicKey,
+      });
+      expect([world.usdcOf(payer.publicKey), world.usdcOf(world.treasury.publicKey)]).toEqual([before[0]! - 2_000_000n, before[1]! + 2_000_000n]);
+    } finally {
+      await rpc.close();
+    }
   });
 
   it('refuses another amount, another payee, another network and a replayed payload with the reference reasons, moving nothing but the one good payment', async () => {
