@@ -182,6 +182,18 @@ describe('configFromEnv: real-money defaults', () => {
     expect([...c.operators.operators]).toEqual(['acct_abcdefgh1234']);
     expect(c.stellar.explorer.tx('abc')).toBe('https://explorer.example/tx/abc');
   });
+
+  it('reads the x402 facilitator settings (FAREBOX_X402_*), an option winning over its variable', () => {
+    const c = configFromEnv(
+      { ...LOCAL, FAREBOX_X402_FACILITATOR: 'false', FAREBOX_X402_PAYER_DAILY_FEE_STROOPS: '250000', FAREBOX_X402_PAYER_RATE_LIMIT: '9' },
+      { x402: { payerPerMinute: 12 } },
+    );
+    expect(c.x402).toMatchObject({ enabled: false, payerDailyFeeStroops: 250_000n, dailyFeeStroops: 100_000_000n, rateLimits: { payer: { limit: 12 } } });
+    expect(problems({ ...LOCAL, FAREBOX_X402_FACILITATOR: 'maybe', FAREBOX_X402_MAX_FEE_STROOPS: '-1' })).toEqual([
+      'FAREBOX_X402_FACILITATOR must be true or false',
+      'FAREBOX_X402_MAX_FEE_STROOPS must be a whole number of stroops >= 1',
+    ]);
+  });
 });
 
 describe('farebox-gateway and its one network variable', () => {

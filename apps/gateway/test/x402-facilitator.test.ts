@@ -1,4 +1,4 @@
-import { TransactionBuilder } from '@stellar/stellar-sdk';
+import { Keypair, TransactionBuilder } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/http';
 import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements } from '@x402/core/types';
 import { createGatewayClient } from '@farebox/client';
@@ -211,5 +211,55 @@ describe('rate limits', () => {
     expect((await perIp.verify(body, '203.0.113.7')).status).toBe(200);
     expect(await perIp.verify(body, '203.0.113.7')).toMatchObject({ status: 429, body: { invalidReason: 'rate_limited' } });
     expect((await perIp.verify(body, '198.51.100.1')).status).toBe(200);
+  }, 60_000);
+});
+
+describe('a dedicated fee account and the switch', () => {
+  const open = { ip: { name: 'x402-ip-fee', limit: 1000, windowMs: 60_000 }, payer: { name: 'x402-payer-fee', limit: 1000, windowMs: 60_000 } };
+
+  it('a fee account pays the fee in a fee bump: the treasury’s and the payer’s XLM untouched, the fee counted as charged', async () => {
+    const feeAccount = Keypair.random();
+    await s.gw.devnet!.friendbot(feeAccount.publicKey());
+    const facilitator = gatewayFacilitator(s.gw.core, {
+      settings: { feeAccountSecret: feeAccount.secret(), rateLimits: open },
+      rateLimits: new MemoryRateLimitStore(),
+    });
+    expect(facilitator.supported()).toMatchObject({ signers: { 'stellar:*': [s.treasury, feeAccount.publicKey()] } });
+    const payer = await s.payer(PRICE);
+    const req = s.requirements(service, PRICE);
+    const payload = await s.pay(payer, req);
+    const before = { payer: await s.balances(payer.publicKey()), treasury: await s.balances(s.treasury), fees: await s.balances(feeAccount.publicKey()) };
+    const settled = await facilitator.settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: req }, '127.0.0.1');
+    expect(settled).toMatchObject({ status: 200, body: { success: true, payer: payer.publicKey() } });
+    const recorded = (await s.gw.core.ledger.exactPayment(String(settled.body.transaction)))!;
+    expect(recorded).toMatchObject({ amount: PRICE, service });
+    expect(recorded.feeCharged).toBeGreaterThan(0n);
+    expect(await s.balances(feeAccount.publicKey())).toEqual({ usdc: 0n, xlm: before.fees.xlm - recorded.feeCharged });
+    expect(await s.balances(s.treasury)).toEqual({ usdc: before.treasury.usdc + PRICE, xlm: before.treasury.xlm });
+    expect(await s.balances(payer.publicKey())).toEqual({ usdc: 0n, xlm: before.payer.xlm });
+    const day = new Date().toISOString().slice(0, 10);
+    expect(await s.gw.core.ledger.sponsoredFees(payer.publicKey(), day)).toEqual({ total: recorded.feeCharged, settles: 1 });
+  }, 60_000);
+
+  it('off, it lists no kinds and verify and settle answer 503 with the reason', async () => {
+    const off = gatewayFacilitator(s.gw.core, { settings: { enabled: false } });
+    expect(off.supported()).toEqual({
+      kinds: [],
+      extensions: [],
+      signers: {},
+      farebox: { payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId },
+    });
+    // Refused before the payload is read: any well-formed request gets the answer.
+    const req = s.requirements(service, PRICE);
+    const body = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: req, payload: { transaction: 'AAAA' } }, paymentRequirements: req };
+    const message = 'the x402 facilitator is off on this gateway (FAREBOX_X402_FACILITATOR)';
+    expect(await off.verify(body, '127.0.0.1')).toEqual({
+      status: 503,
+      body: { isValid: false, invalidReason: 'facilitator_unavailable', invalidMessage: message, error: message },
+    });
+    expect(await off.settle(body, '127.0.0.1')).toMatchObject({
+      status: 503,
+      body: { success: false, errorReason: 'facilitator_unavailable', error: message },
+    });
   }, 60_000);
 });
