@@ -16,7 +16,7 @@ import { x402Facilitator } from '@x402/core/facilitator';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactFacilitator } from '@x402/stellar/exact/facilitator';
 import { afterAll, beforeAll } from 'vitest';
-import { createClient } from '../src/index.js';
+import { createClient, type ClientOptions } from '../src/index.js';
 import { newSecret, type Party } from './helpers.js';
 
 export interface ExactWorld {
@@ -26,7 +26,7 @@ export interface ExactWorld {
   platformUrl: string;
   party(usdc?: bigint): Promise<Party>;
   usdcOf(address: string): bigint;
-  client(payer: Party): ReturnType<typeof createClient>;
+  client(payer: Party, extra?: Partial<ClientOptions>): ReturnType<typeof createClient>;
   /** A registered `@farebox/provider` service taking exact payments through the loopback facilitator. */
   publish(
     name: string,
@@ -56,7 +56,7 @@ export function useExactWorld(): ExactWorld {
   const servers: Server[] = [];
   const closers: Array<() => Promise<void>> = [];
   beforeAll(async () => {
-    const devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant', passphrase: 'testnet' });
+    const devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant', passphrase: 'testnet', escrow: { rateLimit: false } });
     const accounts = createAccounts(devnet.network);
     const registry = createRegistryClient(devnet.network);
     async function party(usdc = 0n): Promise<Party> {
@@ -106,7 +106,15 @@ export function useExactWorld(): ExactWorld {
       party,
       serve,
       usdcOf: (address: string) => devnet.chain.accounts.get(address)?.usdc?.balance ?? 0n,
-      client: (payer: Party) => createClient({ network: devnet.network, secret: payer.secret, platformAddress: treasury.publicKey, env: {} }),
+      client: (payer: Party, extra: Partial<ClientOptions> = {}) =>
+        createClient({
+          network: devnet.network,
+          secret: payer.secret,
+          platformAddress: treasury.publicKey,
+          escrow: { apiKey: 'client-escrow-key', budget: { requests: 100_000, windowMs: 1000 } },
+          env: {},
+          ...extra,
+        }),
       async publish(name, price, extra = {}, handler = (payload) => ({ echo: payload })) {
         const owner = await party();
         const servedStorePath = join(await mkdtemp(join(tmpdir(), 'farebox-exact-')), 'served-exact-payments.json');

@@ -1,7 +1,9 @@
 // x402 `exact` on Stellar, end to end on a devnet standing in for testnet: our
 // client pays a stock x402 server and a @farebox/provider service through the
 // stock facilitator; payments that do not match the offer move nothing.
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { encodeExactPaymentHeader, X402_HEADERS, type ExactPayment } from '@farebox/protocol';
 import { contract, Keypair, type Transaction, TransactionBuilder } from '@stellar/stellar-sdk';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
@@ -178,6 +180,32 @@ describe('exact on a devnet under the testnet passphrase', () => {
     } finally {
       await rpc.close();
     }
+  });
+
+  it('prefers exact when a service offers exact and escrow, and pays escrow where exact is not offered (or turned off)', async () => {
+    const escrowed = (servedStorePath: string) => ({
+      trustlessWork: { apiKey: 'provider-escrow-key', platformAddress: world.treasury.publicKey, baseUrl: `${world.devnet.url}/escrow` },
+      servedStorePath,
+    });
+    const both = await world.publish('ex-both', '0.1', escrowed(join(await mkdtemp(join(tmpdir(), 'farebox-exact-')), 'served.json')));
+    const escrowOnly = await world.publish('ex-escrow', '0.1', {
+      exact: false,
+      ...escrowed(join(await mkdtemp(join(tmpdir(), 'farebox-exact-')), 'served.json')),
+    });
+    const payer = await world.party(5n * USDC);
+    const { required } = await exactQuote(both.endpoint, {});
+    expect(required.accepts.map((a) => [a.scheme, a.payTo])).toEqual([
+      ['exact', world.treasury.publicKey],
+      ['escrow', both.owner.publicKey],
+    ]);
+    expect(await world.client(payer).call('ex-both', { a: 1 })).toMatchObject({ scheme: 'exact', result: { echo: { a: 1 } } });
+    const unpaid = await post(escrowOnly.endpoint, {});
+    expect(decodePaymentRequiredHeader(unpaid.headers.get(X402_HEADERS.paymentRequired)!).accepts.map((a) => a.scheme)).toEqual(['escrow']);
+    const viaEscrow = await world.client(payer).call('ex-escrow', { b: 2 });
+    expect(viaEscrow).toMatchObject({ scheme: 'escrow', result: { echo: { b: 2 } }, escrowId: expect.stringMatching(/^C/) });
+    expect(viaEscrow.trace.steps.map((s) => s.step)).toEqual(['quote', 'deploy', 'fund', 'call', 'settled']);
+    const forced = await world.client(payer, { exact: false }).call('ex-both', { c: 3 });
+    expect(forced.scheme).toBe('escrow');
   });
 
   it('refuses another amount, another payee, another network and a replayed payload with the reference reasons, moving nothing but the one good payment', async () => {
