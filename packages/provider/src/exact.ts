@@ -83,13 +83,16 @@ export function createExactPayments(options: {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = (await res.json()) as { farebox?: { payTo?: unknown; network?: unknown } };
+      const body = (await res.json()) as { farebox?: { payTo?: unknown; network?: unknown; asset?: unknown } };
       const named = body?.farebox?.payTo;
       if (typeof named !== 'string' || !(isValidStrKey('publicKey', named) || isValidStrKey('contract', named))) {
         throw new Error('the answer names no farebox.payTo');
       }
       if (body.farebox?.network !== undefined && body.farebox.network !== network) {
         throw new Error(`the facilitator settles on ${String(body.farebox.network)}, this service runs on ${network}`);
+      }
+      if (body.farebox?.asset !== undefined && body.farebox.asset !== exact.asset) {
+        throw new Error(`the facilitator takes token ${String(body.farebox.asset)}, this service is priced in ${exact.asset}`);
       }
       learned = { payTo: named, until: Number.POSITIVE_INFINITY };
     } catch (e) {

@@ -216,7 +216,8 @@ export function createProvider(options: ProviderOptions): Provider {
       ...(config.platformPublicKey ? { platformPublicKey: config.platformPublicKey } : {}),
       ...(escrowServed ? { escrow: { platformAddress: config.escrow.platformAddress, platformFee: PLATFORM_FEE_PCT } } : {}),
     };
-    if (!escrowServed && !exactOffer) error ??= noDirectPayment;
+    if (!escrowServed && !exactOffer)
+      error ??= exact ? `${config.service} cannot take exact payments right now: its facilitator did not name the receiver; retry shortly` : noDirectPayment;
     const { body, headers: quoteHeaders } = buildPaymentRequired({
       resource: publicEndpoint(headers),
       description: config.description || config.service,
