@@ -27,10 +27,9 @@ const { LIST_LIMITS, listQuery: allQuery } = I;
 const op = <const O extends Operation>(o: O): O => o;
 
 /**
- * Every REST operation of the gateway: `/auth`, `/v1`, the operator API and
- * the platform routes. The gateway mounts this table, the OAuth scope rule and
- * the OpenAPI document are derived from it, and `@farebox/client` builds its
- * methods from it.
+ * Every REST operation of the gateway: `/auth`, `/v1`, the operator API, the platform routes and the x402
+ * routes (facilitator, bazaar). The gateway mounts this table (the x402 routes have their own), the OAuth
+ * scope rule and the OpenAPI document are derived from it, and `@farebox/client` builds its methods from it.
  *
  * Not in it: the OAuth authorization server (`/.well-known/*`, `/register`, `/authorize`, `/token`,
  * `/revoke`: form-encoded RFC 6749/7591/7009/8414 protocols), `/mcp` (JSON-RPC, MCP's own schema),
@@ -326,8 +325,7 @@ export const operations = {
     errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
   }),
 
-  ...bazaarOperations,
-  ...facilitatorOperations,
+  ...bazaarOperations, ...facilitatorOperations,
   // ---- platform ----------------------------------------------------------------------
   platformStats: op({ id: 'platformStats', method: 'GET', path: '/v1/platform/stats', tag: 'platform', summary: 'Marketplace stats and platform revenue', auth: account(), input: {}, status: 200, output: S.PlatformStats, errors: AUTH_ERRORS }),
   platformKey: op({ id: 'platformKey', method: 'GET', path: '/v1/platform/key', tag: 'platform', summary: "The platform's public key and network (no credential)", auth: NONE, input: {}, status: 200, output: S.PlatformKey, errors: {} }),
