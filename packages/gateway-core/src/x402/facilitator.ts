@@ -32,6 +32,8 @@ export interface CreateFacilitatorOptions {
   rateLimits: RateLimitStore;
   /** Problems after money moved (a payment the ledger could not record): logged with everything needed to record it by hand. */
   log(message: string, err?: unknown): void;
+  /** One line per settled payment (the gateway logs it at info, `event: "x402"`). */
+  note?(fields: Record<string, unknown>, message: string): void;
   /** Epoch ms (default `Date.now`): the UTC day sponsored fees count in. */
   now?: () => number;
 }
@@ -255,6 +257,10 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
           feeCharged: moved.feeCharged,
         });
         recorded = true;
+        o.note?.(
+          { txHash: hash, service, owner, payer, amount: moved.amount.toString(), feeCharged: moved.feeCharged.toString() },
+          `x402 payment settled: ${moved.amount} base units to ${service}`,
+        );
       }
     } catch (err) {
       o.log(

@@ -29,6 +29,7 @@ export function gatewayFacilitator(
     settings: { ...core.config.x402, ...options.settings },
     rateLimits: options.rateLimits ?? core.rateLimits,
     log: legacySink(core.logger, 'error'),
+    note: (fields, message) => core.logger.info({ event: 'x402', ...fields }, message),
     async service(name) {
       const agent = core.mirror.get(name) ?? (await core.registry.getAgent(name).catch(() => null));
       return agent ? { owner: agent.owner, pricePerCall: agent.pricePerCall } : null;
