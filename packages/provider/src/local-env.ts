@@ -17,7 +17,12 @@ export interface LocalEnvOptions {
   log?: (line: string) => void;
 }
 
-const PlatformKeyAnswer = z.object({ publicKey: PublicKeySchema, treasury: PublicKeySchema.optional() });
+const PlatformKeyAnswer = z.object({
+  publicKey: PublicKeySchema,
+  treasury: PublicKeySchema.optional(),
+  network: z.string().optional(),
+  passphrase: z.string().optional(),
+});
 
 /**
  * The environment of a service that runs next to a local gateway
@@ -32,6 +37,9 @@ const PlatformKeyAnswer = z.object({ publicKey: PublicKeySchema, treasury: Publi
  * - `FAREBOX_PLATFORM_PUBLIC_KEY` (and, when `TRUSTLESS_WORK_API_KEY` is set,
  *   `TRUSTLESS_WORK_PLATFORM_ADDRESS`): read from the gateway's
  *   `GET /v1/platform/key`, so the service accepts the calls it signs.
+ * - `FAREBOX_DEVNET_PASSPHRASE`: the passphrase the gateway's devnet runs
+ *   under (same answer), so the service signs for it and, under the testnet
+ *   passphrase, offers x402 `exact` through the gateway's facilitator.
  *
  * A gateway that does not answer is logged, not thrown: {@link createProvider}
  * then reports every setting still missing at once.
@@ -55,7 +63,7 @@ export async function prepareLocalEnv(given: ProviderEnv, options: LocalEnvOptio
   }
 
   const needsTreasury = !!env.TRUSTLESS_WORK_API_KEY && !env.TRUSTLESS_WORK_PLATFORM_ADDRESS;
-  if (!env.FAREBOX_PLATFORM_PUBLIC_KEY || needsTreasury) {
+  if (!env.FAREBOX_PLATFORM_PUBLIC_KEY || needsTreasury || !env.FAREBOX_DEVNET_PASSPHRASE) {
     const url = `${gateway}/v1/platform/key`;
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(options.timeoutMs ?? 3000) });
@@ -64,6 +72,7 @@ export async function prepareLocalEnv(given: ProviderEnv, options: LocalEnvOptio
       if (!answer.success) throw new Error('the answer has no valid publicKey');
       env.FAREBOX_PLATFORM_PUBLIC_KEY ||= answer.data.publicKey;
       if (needsTreasury && answer.data.treasury) env.TRUSTLESS_WORK_PLATFORM_ADDRESS = answer.data.treasury;
+      if (answer.data.network === 'local' && answer.data.passphrase) env.FAREBOX_DEVNET_PASSPHRASE ||= answer.data.passphrase;
     } catch (e) {
       log(`cannot read the platform key from ${url} (${(e as Error).message}): start the gateway or set FAREBOX_PLATFORM_PUBLIC_KEY`);
     }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ensureKeypairFile, prepareLocalEnv } from '../src/index.js';
+import { createProvider, ensureKeypairFile, prepareLocalEnv } from '../src/index.js';
 import { newSigner } from './helpers.js';
 
 // A gateway's one route the helper reads, on loopback.
@@ -55,9 +55,21 @@ it('keeps every variable already set and asks the gateway nothing when it has no
     FAREBOX_DEVNET_URL: 'http://127.0.0.1:9/devnet',
     AGENT_WALLET_SECRET: 'S-given',
     FAREBOX_PLATFORM_PUBLIC_KEY: platform,
+    FAREBOX_DEVNET_PASSPHRASE: 'local',
   };
   expect(await prepareLocalEnv(set, { log: () => {} })).toEqual(set);
   expect(requests).toBe(before);
+});
+
+it("reads the passphrase of the gateway's devnet, so a service next to a devnet standing in for testnet signs for it and offers exact", async () => {
+  answer = { status: 200, body: { publicKey: platform, treasury, network: 'local', passphrase: 'Test SDF Network ; September 2015' } };
+  const env = await prepareLocalEnv({ FAREBOX_URL: gateway, FAREBOX_PLATFORM_PUBLIC_KEY: platform }, { keypairPath: join(await tmp(), 'k'), log: () => {} });
+  expect(env.FAREBOX_DEVNET_PASSPHRASE).toBe('Test SDF Network ; September 2015');
+  const { config } = createProvider({ service: 'echo', pricePerCall: '0.01', network: 'local', onWarning: () => {}, env });
+  expect([config.x402Network, config.exact?.facilitatorUrl]).toEqual(['stellar:testnet', `${gateway}/x402`]);
+  // Another network's gateway names no devnet passphrase to use.
+  answer = { status: 200, body: { publicKey: platform, network: 'testnet', passphrase: 'Test SDF Network ; September 2015' } };
+  expect((await prepareLocalEnv({ FAREBOX_URL: gateway, KEYPAIR_PATH: 'unused' }, { log: () => {} })).FAREBOX_DEVNET_PASSPHRASE).toBeUndefined();
 });
 
 it('with an escrow API key, also reads the treasury the direct escrows must name', async () => {
