@@ -11,6 +11,7 @@ export type {
   TraceStep,
   DisputeResult,
 } from './direct.js';
+export type { AuthEntrySigner } from './direct/exact.js';
 export { createDiscoveryClient } from './discovery.js';
 export type { DiscoveryClient, DiscoveryClientOptions, DiscoveryService, DiscoveryHit, DiscoverySearchResult, DiscoveryPage } from './discovery.js';
 export { createGatewayClient } from './gateway.js';
