@@ -22,7 +22,13 @@ export interface Stack {
   request(path: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any }>;
   user(opts?: { topup?: number }): Promise<KitUser>;
   /** Publishes a provider-SDK service owned by its own keypair; it accepts platform-signed calls and escrow payments (the wallet path). */
-  publish(name: string, price: string, handler?: ServiceHandler, opts?: { escrow?: boolean }): Promise<{ owner: string; endpoint: string }>;
+  /** `devnetPassphrase: 'testnet'` on a devnet standing in for testnet: the service also offers x402 exact through the gateway's facilitator. */
+  publish(
+    name: string,
+    price: string,
+    handler?: ServiceHandler,
+    opts?: { escrow?: boolean; devnetPassphrase?: string },
+  ): Promise<{ owner: string; endpoint: string }>;
   /** Provisions a user's wallet (friendbot + trustline) and gives it `usdc` devnet USDC. */
   fundWallet(user: KitUser, usdc: bigint): Promise<void>;
   /** Runs a provider-SDK service owned by `ownerWallet` (not registered: the dashboard registers it). */
@@ -125,7 +131,8 @@ export async function startStack(
         description: `settlement test service ${name}`,
         network: 'local',
         devnetUrl: devnet.url,
-        platform: { publicKey: gw.core.platformPublicKey },
+        platform: { publicKey: gw.core.platformPublicKey, ...(opts.devnetPassphrase ? { url: gw.url } : {}) },
+        ...(opts.devnetPassphrase ? { devnetPassphrase: opts.devnetPassphrase } : {}),
         wallet: { secret: kp.secret() },
         // Without the escrow provider the service is paid through the gateway only (its 402 offers nothing direct).
         ...(opts.escrow === false ? {} : { trustlessWork: { apiKey: 'farebox-test', platformAddress: gw.core.treasuryAddress } }),

@@ -76,6 +76,12 @@ export interface PayOptions {
   onProgress?: (event: ProgressEvent) => void;
   /** Refuse a quote above this many base units (nothing is paid). */
   maxCost?: bigint;
+  /**
+   * Refuse, with `NO_DIRECT_PAYMENT` and before any escrow exists, a quote that also offers x402 `exact` into this
+   * address on the payer's network (the platform treasury): the gateway's wallet path pays such a service by moving
+   * the amount into credits instead, one transaction into the same treasury, refundable when the service fails.
+   */
+  declineExactTo?: string;
   /** Present an escrow that is already funded (e.g. after the call step failed in transit) instead of opening a new one. */
   escrowId?: string;
   signal?: AbortSignal;
@@ -235,7 +241,7 @@ async function payAndCall<T>(ctx: PayContext, resolved: PayTarget, body: string,
           },
         );
       }
-      return pickQuote(net, answer, resolved, maxCost);
+      return pickQuote(net, answer, resolved, maxCost, callOptions.declineExactTo);
     },
     (q) => ({ detail: { amount: q.amount.toString(), payTo: q.requirement.payTo, quoteId: q.quoteId } }),
   );

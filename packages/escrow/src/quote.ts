@@ -38,12 +38,25 @@ function noDirectPayment(net: NetworkConfig, quote: ParsedQuote, resolved: PayTa
 }
 
 /** The escrow offer of a 402 answer on this network, checked against the registry owner, the USDC asset and `maxCost`. */
-export function pickQuote(net: NetworkConfig, answer: { headers: Headers; json: unknown }, resolved: PayTarget, maxCost: bigint | undefined): Quote {
+export function pickQuote(
+  net: NetworkConfig,
+  answer: { headers: Headers; json: unknown },
+  resolved: PayTarget,
+  maxCost: bigint | undefined,
+  declineExactTo?: string,
+): Quote {
   let parsed;
   try {
     parsed = parsePaymentRequired({ headers: answer.headers, body: answer.json });
   } catch (e) {
     throw new EscrowPaymentError('QUOTE', `${resolved.endpoint} answered 402 without a readable x402 quote: ${errorText(e)}`);
+  }
+  if (declineExactTo !== undefined && parsed.accepts.some((a) => a.scheme === 'exact' && a.network === net.x402Network && a.payTo === declineExactTo)) {
+    const name = resolved.service ?? resolved.endpoint;
+    throw new EscrowPaymentError('NO_DIRECT_PAYMENT', `${name} is paid into the platform treasury (x402 exact): no escrow is opened; nothing was paid`, {
+      ...(resolved.service ? { service: resolved.service } : {}),
+      payments: ['exact'],
+    });
   }
   const requirement = parsed.accepts.find((a) => a.scheme === ESCROW_SCHEME && a.network === net.x402Network);
   if (!requirement) throw noDirectPayment(net, parsed, resolved);

@@ -154,7 +154,12 @@ export function createWalletPath(o: WalletPathOptions) {
     const directCall = async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await payer.pay({ service: svc.service, endpoint: svc.endpoint, owner: svc.owner }, body, { maxCost: walletUnits, onProgress });
+          return await payer.pay({ service: svc.service, endpoint: svc.endpoint, owner: svc.owner }, body, {
+            maxCost: walletUnits,
+            onProgress,
+            // A service paid into the treasury (x402 exact) is paid as its gateway calls are: the amount moves into credits.
+            declineExactTo: o.treasuryAddress,
+          });
         } catch (err) {
           if (attempt < 3 && refusedBeforeFunding(err, /tx_bad_seq/)) continue;
           throw err;
@@ -190,7 +195,8 @@ export function createWalletPath(o: WalletPathOptions) {
       };
     } catch (err) {
       if (err instanceof EscrowPaymentError && err.code === 'NO_DIRECT_PAYMENT') {
-        // The service is paid through the gateway only: nothing was paid; the wallet pays the shortfall into credits instead.
+        // The service is paid through the gateway only, or into the treasury (x402 exact): nothing was paid; the wallet
+        // pays the shortfall into credits instead (one transaction into the treasury; refunded as credits if the call fails).
         await o.ledger
           .resolveWalletPayment(record.id, { state: 'failed', error: `${svc.service} takes no direct payment: paid with credits instead` })
           .catch((e) => log('recording a failed wallet payment failed', e));
