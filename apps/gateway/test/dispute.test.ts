@@ -81,7 +81,7 @@ describe('disputes on direct escrows (automatic refund policy)', () => {
     const caller = await newCaller(s, 2n * USDC);
     const out = await caller.client.call('disp-ok', { q: 2 });
     expect(out.releaseTx).toBeDefined();
-    const err = await caller.client.dispute(out.escrowId).then(
+    const err = await caller.client.dispute(out.escrowId!).then(
       () => undefined,
       (e: unknown) => e as Error,
     );
