@@ -39,6 +39,15 @@ export interface ExactPayments {
 
 const errorText = (e: unknown) => (e instanceof Error && e.message ? e.message : String(e));
 
+/** `promise`, or an error once `ms` have passed (the facilitator client has no timeout of its own). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /**
  * What a payment is recorded under: its Soroban authorization (`exact:<payer>:<nonce>`,
  * what the chain spends once, so a payment rebuilt around the same signed
@@ -145,7 +154,7 @@ export function createExactPayments(options: {
     const requirements = offered as unknown as PaymentRequirements;
     const payload = payment as unknown as PaymentPayload;
     try {
-      const verdict = await facilitator.verify(payload, requirements);
+      const verdict = await within(facilitator.verify(payload, requirements), 30_000, 'the verification');
       if (!verdict.isValid) {
         const reason = verdict.invalidReason ?? 'invalid_payload';
         return { ok: false, status: 402, reason, message: verdict.invalidMessage ?? `the facilitator refused the payment: ${reason}` };
@@ -171,7 +180,8 @@ export function createExactPayments(options: {
 
     let settled: SettleResponse;
     try {
-      settled = await facilitator.settle(payload, requirements);
+      // The facilitator waits for the transaction (up to maxTimeoutSeconds): allow that and half a minute more.
+      settled = await within(facilitator.settle(payload, requirements), (exact.maxTimeoutSeconds + 30) * 1000, 'the settlement');
     } catch (e) {
       const failed = e as { errorReason?: string; transaction?: string; payer?: string };
       if (!failed.errorReason) {
