@@ -21,7 +21,8 @@ export function x402Routes(core: GatewayCore, options: { now?: () => number } = 
   const json = jsonBody({ limit: '64kb', strict: true });
   const send = (res: Response, answer: FacilitatorAnswer) => {
     for (const [k, v] of Object.entries(answer.headers ?? {})) res.setHeader(k, v);
-    if (answer.status === 429) res.locals.rateLimitRule = 'x402';
+    // The access log and farebox_rate_limited_total count refusals by rule.
+    if (answer.rule) res.locals.rateLimitRule = answer.rule;
     res.status(answer.status).json(answer.body);
   };
   const cors = (res: Response, methods: string) => {

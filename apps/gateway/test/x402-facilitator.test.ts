@@ -176,6 +176,7 @@ describe('the bound on sponsored fees per payer and UTC day', () => {
     for (const r of refused) {
       expect(r).toMatchObject({
         status: 429,
+        rule: 'x402-payer-fees',
         body: { success: false, errorReason: 'farebox_fee_bound_reached', errorMessage: message, error: message, transaction: '' },
       });
       expect(Number(r.headers?.['Retry-After'])).toBeGreaterThan(0);
@@ -209,7 +210,7 @@ describe('rate limits', () => {
     const body = { x402Version: 2, paymentPayload: payload, paymentRequirements: req };
     expect((await perIp.verify(body, '203.0.113.7')).status).toBe(200);
     expect((await perIp.verify(body, '203.0.113.7')).status).toBe(200);
-    expect(await perIp.verify(body, '203.0.113.7')).toMatchObject({ status: 429, body: { invalidReason: 'rate_limited' } });
+    expect(await perIp.verify(body, '203.0.113.7')).toMatchObject({ status: 429, rule: 'x402-ip-test', body: { invalidReason: 'rate_limited' } });
     expect((await perIp.verify(body, '198.51.100.1')).status).toBe(200);
   }, 60_000);
 });

@@ -19,6 +19,8 @@ export interface FacilitatorAnswer {
   status: number;
   body: Record<string, unknown>;
   headers?: Record<string, string>;
+  /** A 429's rule (`x402-ip`, `x402-payer`, `x402-payer-fees`, `x402-daily-fees`): the access log's and metrics' `rule`. */
+  rule?: string;
 }
 
 export interface CreateFacilitatorOptions {
@@ -47,6 +49,7 @@ class Refusal extends Error {
     message: string,
     readonly status = 200,
     readonly headers?: Record<string, string>,
+    readonly rule?: string,
   ) {
     super(message);
   }
@@ -138,7 +141,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     try {
       await enforceRateLimit(o.rateLimits, rule, subject);
     } catch (err) {
-      if (err instanceof GatewayError && err.code === 'RATE_LIMITED') throw new Refusal('rate_limited', err.message, 429, err.headers);
+      if (err instanceof GatewayError && err.code === 'RATE_LIMITED') throw new Refusal('rate_limited', err.message, 429, err.headers, rule.name);
       throw err;
     }
   }
@@ -159,6 +162,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
         `payer ${payer} reached today's bound on sponsored network fees (${o.settings.payerDailyFeeStroops} stroops per UTC day); try again after 00:00 UTC`,
         429,
         retry,
+        'x402-payer-fees',
       );
     }
     const all = await o.ledger.reserveSponsoredFee('*', day, amount, o.settings.dailyFeeStroops);
@@ -169,6 +173,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
         `the facilitator reached today's bound on sponsored network fees (${o.settings.dailyFeeStroops} stroops per UTC day); try again after 00:00 UTC`,
         429,
         retry,
+        'x402-daily-fees',
       );
     }
     return {
@@ -191,7 +196,12 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       return await run();
     } catch (err) {
       if (err instanceof Refusal)
-        return { status: err.status, body: { ...refused(err.reason, err.message), error: err.message }, ...(err.headers ? { headers: err.headers } : {}) };
+        return {
+          status: err.status,
+          body: { ...refused(err.reason, err.message), error: err.message },
+          ...(err.headers ? { headers: err.headers } : {}),
+          ...(err.rule ? { rule: err.rule } : {}),
+        };
       throw err;
     }
   }
