@@ -145,6 +145,19 @@ describe('an exact payment through the facilitator', () => {
       invalidReason: 'invalid_payload',
       error: 'x402Version must be 2 (exact on Stellar is x402 v2 only)',
     });
+    const missing = JSON.stringify({ x402Version: 2, paymentPayload: payload });
+    const unnamed = await fetch(`${s.facilitatorUrl}/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: missing });
+    expect({ status: unnamed.status, body: await unnamed.json() }).toEqual({
+      status: 400,
+      body: {
+        success: false,
+        errorReason: 'invalid_payload',
+        errorMessage: 'paymentRequirements required',
+        error: 'paymentRequirements required',
+        transaction: '',
+        network: 'stellar:testnet',
+      },
+    });
     // Nothing moved, nothing was recorded, no fee was counted.
     expect(await s.balances(payer.publicKey())).toEqual(start);
     expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: 1 });

@@ -38,5 +38,6 @@ export function parseFacilitatorRequest(body: unknown, refuse: (message: string)
   const issue = r.error.issues[0];
   const path = issue?.path.join('.') ?? '';
   const message = issue?.message ?? 'invalid request';
+  if (path && /received undefined$/.test(message)) throw refuse(`${path} required`);
   throw refuse(message.includes(path) || !path ? message : `${path}: ${message}`);
 }
