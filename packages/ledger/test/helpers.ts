@@ -39,14 +39,13 @@ export async function openTestLedger(): Promise<TestLedger> {
       },
     };
   }
-  const dataDir = await mkdtemp(join(tmpdir(), 'farebox-ledger-'));
-  const ledger = await openLedger({ dataDir, env: {} });
+  // In memory: nothing a test reads depends on the files, and a file-backed PGlite spends most of a test's time writing them.
+  const ledger = await openLedger({ dataDir: 'memory://', env: {} });
   return {
     ledger,
     backend: 'pglite',
     async dispose() {
       await ledger.close();
-      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }
