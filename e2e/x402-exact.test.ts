@@ -13,7 +13,7 @@ import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { splitFee } from '@farebox/protocol';
 import { createProvider } from '@farebox/provider';
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
-import { httpsProxy, testTls, type HttpsProxy } from '@farebox/test-kit';
+import { eventually, httpsProxy, testTls, type HttpsProxy } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'x402-stock-client.mjs');
@@ -47,8 +47,9 @@ beforeAll(async () => {
   proxy = await httpsProxy(gw.url);
   treasury = gw.core.treasuryAddress;
   chain = createAccounts(gw.core.network);
-  // The treasury's USDC trustline (an exact payment is a USDC transfer into it).
-  await gw.core.settlement.ensureTreasuryFunds(1n);
+  // The treasury's USDC trustline (an exact payment is a USDC transfer into it): the gateway sets it up itself as it starts
+  // (a second trustline transaction from the treasury meanwhile would race it for the sequence number: tx_bad_seq).
+  await eventually('the gateway set up the treasury’s USDC trustline', async () => (await chain.balances(treasury)).usdc !== null, { timeoutMs: 20_000 });
   const account = async (usdc = 0n) => {
     const kp = Keypair.random();
     await gw.devnet!.friendbot(kp.publicKey());

@@ -37,7 +37,7 @@ const { ExactStellarScheme } = await import('@x402/stellar/exact/client');
 const { createClient } = await import('@farebox/client');
 const { createProvider } = await import('@farebox/provider');
 const { createAccounts, createRegistryClient, keypairSigner } = await import('@farebox/stellar');
-const { httpsProxy } = await import('@farebox/test-kit');
+const { eventually, httpsProxy } = await import('@farebox/test-kit');
 const { startGateway } = await import('../src/index.js');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -82,7 +82,8 @@ async function run(closeIntervalMs: number | 'instant'): Promise<boolean> {
   const treasury = gw.core.treasuryAddress;
   const closers: Array<() => Promise<void>> = [];
   try {
-    await gw.core.settlement.ensureTreasuryFunds(1n);
+    // The gateway sets up the treasury's USDC trustline itself as it starts (another treasury transaction meanwhile would race it: tx_bad_seq).
+    await eventually('the treasury’s USDC trustline', async () => (await chain.balances(treasury)).usdc !== null, { timeoutMs: 20_000 });
     const account = async (usdc = 0n) => {
       const kp = Keypair.random();
       await devnet.friendbot(kp.publicKey());
