@@ -1,5 +1,6 @@
 import { splitFee } from '@farebox/protocol';
 import type { Database } from './db.js';
+import { intentNonce } from './exact-intents.js';
 import { big, date, invalid, positiveAmount, str, text, type Row } from './rows.js';
 import type { ExactPayment, ExactPaymentInput, SponsoredFees, VerifyMismatch } from './types.js';
 
@@ -37,7 +38,9 @@ function toExactPayment(r: Row): ExactPayment {
 /**
  * Records a settled payment and its earning in one statement, once per
  * transaction hash: a second record of the same hash (a retried settle)
- * writes nothing and returns the first (`recorded: false`).
+ * writes nothing and returns the first (`recorded: false`). With
+ * `intentNonce`, the same statement closes the payer's pending intent of that
+ * authorization (`settled`, with this transaction).
  */
 export async function recordExactPayment(db: Database, input: ExactPaymentInput): Promise<{ recorded: boolean; payment: ExactPayment }> {
   const txHash = text(input?.txHash, 'txHash', 128).toLowerCase();
@@ -50,9 +53,13 @@ export async function recordExactPayment(db: Database, input: ExactPaymentInput)
   const owner = text(input.publisherOwner, 'publisherOwner');
   const amount = positiveAmount(input.amount, 'amount');
   const charged = fee(input.feeCharged, 'feeCharged');
+  const nonce = input.intentNonce === undefined ? null : intentNonce(input.intentNonce);
   const split = splitFee(amount);
   const { rows } = await db.query(
-    `WITH p AS (
+    `WITH i AS (
+       UPDATE exact_intents SET state = 'settled', tx_hash = $1, error = NULL, resolved_at = now()
+        WHERE $12::text IS NOT NULL AND payer = $4 AND nonce = $12 AND state = 'pending' RETURNING 1
+     ), p AS (
        INSERT INTO exact_payments (tx_hash, network, asset, payer, pay_to, service, publisher_owner, amount, fee_charged)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bigint, $9::bigint) ON CONFLICT (tx_hash) DO NOTHING RETURNING *
      ), e AS (
@@ -60,7 +67,7 @@ export async function recordExactPayment(db: Database, input: ExactPaymentInput)
        SELECT tx_hash, publisher_owner, service, amount, $10::bigint, $11::bigint FROM p RETURNING id
      )
      SELECT p.*, e.id AS earning_id FROM p, e`,
-    [txHash, network, asset, payer, payTo, service, owner, amount.toString(), charged.toString(), split.fee.toString(), split.net.toString()],
+    [txHash, network, asset, payer, payTo, service, owner, amount.toString(), charged.toString(), split.fee.toString(), split.net.toString(), nonce],
   );
   if (rows[0]) return { recorded: true, payment: toExactPayment(rows[0]) };
   const existing = await getExactPayment(db, txHash);

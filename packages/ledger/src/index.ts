@@ -28,6 +28,8 @@ export type {
   ClaimResult,
   CycleState,
   Earning,
+  ExactIntent,
+  ExactIntentInput,
   ExactPayment,
   ExactPaymentInput,
   FundingBatch,

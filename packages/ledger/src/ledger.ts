@@ -4,6 +4,7 @@ import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate } from './migrate.js';
 import type { MigrateResult } from './migrate.js';
 import * as accounts from './accounts.js';
 import * as budgets from './budgets.js';
+import * as exactIntents from './exact-intents.js';
 import * as exactPayments from './exact-payments.js';
 import * as funding from './funding.js';
 import { HoldBook } from './holds.js';
@@ -22,6 +23,8 @@ import {
   type AdvanceData,
   type AdvanceResult,
   type AnalyticsPoint,
+  type ExactIntent,
+  type ExactIntentInput,
   type ExactPayment,
   type ExactPaymentInput,
   type SponsoredFees,
@@ -69,10 +72,8 @@ export class Ledger {
   private instance: string | null = null;
 
   /**
-   * `batch` (default on): key-less holds and exact posts that arrive while
-   * others are being written go together in one statement and one commit
-   * (group commit). Results are the same as one by one; `false` sends each
-   * alone.
+   * `batch` (default on): key-less holds and exact posts that arrive while others are being written go together in
+   * one statement and one commit (group commit). Results are the same as one by one; `false` sends each alone.
    */
   constructor(db: Database, options: LedgerOptions = {}) {
     this.db = db;
@@ -435,16 +436,20 @@ export class Ledger {
   exactPayment(txHash: string): Promise<ExactPayment | null> {
     return exactPayments.getExactPayment(this.db, txHash);
   }
-
+  /** Settlement intents (exact-intents.ts): written before a settlement moves anything, closed after, reconciled from the chain. */
+  readonly exactIntents = {
+    open: (input: ExactIntentInput) => exactIntents.openExactIntent(this.db, input),
+    get: (payer: string, nonce: string): Promise<ExactIntent | null> => exactIntents.getExactIntent(this.db, payer, nonce),
+    close: (payer: string, nonce: string, outcome: exactIntents.ExactIntentOutcome) => exactIntents.closeExactIntent(this.db, payer, nonce, outcome),
+    due: (options: exactIntents.DueExactIntents) => exactIntents.dueExactIntents(this.db, options),
+  };
   /** Reserves sponsored fees for a payer's UTC day in one statement that never passes `bound`. */
   reserveSponsoredFee(payer: string, day: string, amount: bigint, bound: bigint): Promise<{ reserved: boolean; total: bigint }> {
     return exactPayments.reserveSponsoredFee(this.db, payer, day, amount, bound);
   }
-
   releaseSponsoredFee(payer: string, day: string, amount: bigint, options: { submitted: boolean }): Promise<SponsoredFees> {
     return exactPayments.releaseSponsoredFee(this.db, payer, day, amount, options);
   }
-
   sponsoredFees(payer: string, day: string): Promise<SponsoredFees> {
     return exactPayments.sponsoredFees(this.db, payer, day);
   }
@@ -456,10 +461,9 @@ export class Ledger {
    * mismatch: account credits vs. the journal's sum, each hold's state vs. its
    * journal rows, posted holds vs. earnings, each settlement cycle's totals
    * vs. its earnings, each wallet-backed credit vs. its payment and its
-   * transaction's single claim, each x402 exact payment vs. its one earning,
-   * and conservation (sign-ups + top-ups = credits + held + gross earnings of
-   * posted calls). What the chain holds is checked by the
-   * gateway's wallet-credit audit, which reads {@link walletCredits}.
+   * transaction's single claim, each x402 exact payment vs. its one earning, each settlement intent still pending
+   * past its `resolveBy`, and conservation (sign-ups + top-ups = credits + held + gross earnings of posted calls).
+   * What the chain holds is checked by the gateway's wallet-credit audit, which reads {@link walletCredits}.
    */
   verify(): Promise<VerifyReport> {
     return verify.verify(this.db);

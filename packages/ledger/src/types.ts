@@ -300,7 +300,38 @@ export interface ExactPayment {
   createdAt: Date;
 }
 
-export type ExactPaymentInput = Omit<ExactPayment, 'earningId' | 'createdAt'>;
+export type ExactPaymentInput = Omit<ExactPayment, 'earningId' | 'createdAt'> & {
+  /** The nonce of the payer's authorization: the same statement closes its pending intent (`settled`, with this transaction). */
+  intentNonce?: string;
+};
+
+/** The intent of an x402 `exact` settlement, written before anything moves (migration 0016); one per (payer, nonce). */
+export interface ExactIntent {
+  payer: string;
+  /** The nonce of the payer's authorization (a signed 64-bit integer, as text). */
+  nonce: string;
+  /** The last ledger the authorization is valid in. */
+  expirationLedger: number;
+  /** The network's latest ledger when the intent was written: the transfer, if any, is in it or later. */
+  startLedger: number;
+  network: string;
+  asset: string;
+  payTo: string;
+  service: string;
+  publisherOwner: string;
+  /** The amount the authorization pays (base units). */
+  amount: bigint;
+  /** `pending` until resolved: `settled` (with `txHash`), `failed` (nothing moved; a later settle may open it again) or `never_settled` (expired unused). */
+  state: 'pending' | 'settled' | 'failed' | 'never_settled';
+  txHash: string | null;
+  error: string | null;
+  /** When the reconciler must have resolved it: `verify()` names an intent still pending after it. */
+  resolveBy: Date;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+export type ExactIntentInput = Omit<ExactIntent, 'state' | 'txHash' | 'error' | 'createdAt' | 'resolvedAt'>;
 
 /** Network fees sponsored for one payer on one UTC day (stroops), and the settles they paid for. */
 export interface SponsoredFees {
@@ -346,9 +377,10 @@ export interface VerifyMismatch {
   /**
    * `wallet-credit`: a credit for a wallet payment that is not backed by exactly one claimed transaction (`id` is the
    * transaction hash or the payment id). `exact-payment`: an x402 `exact` payment without exactly its one earning
-   * (`id` is the transaction hash).
+   * (`id` is the transaction hash); `exact-intent`: a settlement intent still pending past its `resolveBy` (`id` is
+   * `payer/nonce`).
    */
-  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'exact-payment' | 'conservation';
+  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'exact-payment' | 'exact-intent' | 'conservation';
   id: string;
   expected: string;
   actual: string;

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitFee } from '@farebox/protocol';
-import type { ExactPaymentInput } from '@farebox/ledger';
-import { accountId, openTestLedger, type TestLedger } from './helpers.js';
+import { migrateLedger, type ExactIntentInput, type ExactPaymentInput } from '@farebox/ledger';
+import { accountId, migrationsAfter, openLedgerAt, openTestLedger, type TestLedger } from './helpers.js';
 
 // x402 `exact` payments (migration 0015): recorded once per transaction as the service's earning, settled like a
 // posted call's; and the per-payer daily bound on sponsored fees, enforced in one statement.
@@ -128,5 +128,125 @@ describe('sponsored fees per payer and UTC day', () => {
     const results = await Promise.all(Array.from({ length: 40 }, () => ledger.reserveSponsoredFee(payer, '2026-11-26', 300n, 3_000n)));
     expect(results.filter((r) => r.reserved)).toHaveLength(10);
     expect(await ledger.sponsoredFees(payer, '2026-11-26')).toEqual({ total: 3_000n, settles: 10 });
+  });
+});
+
+const intent = (owner: string, over: Partial<ExactIntentInput> = {}): ExactIntentInput => ({
+  payer: `GPAYER${randomBytes(4).toString('hex')}`,
+  nonce: String(randomBytes(4).readUInt32BE()),
+  expirationLedger: 120,
+  startLedger: 100,
+  network: 'stellar:testnet',
+  asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA',
+  payTo: 'GTREASURY',
+  service: 'weather',
+  publisherOwner: owner,
+  amount: 500n,
+  resolveBy: new Date(Date.now() + 600_000),
+  ...over,
+});
+
+describe('a settlement intent (migration 0016)', () => {
+  it('is written once per payer and nonce, closed by the statement that records its payment, and stays settled', async () => {
+    const { ledger } = t;
+    const owner = accountId('owner');
+    const input = intent(owner);
+    const opened = await ledger.exactIntents.open(input);
+    expect(opened).toMatchObject({ opened: true, intent: { state: 'pending', amount: 500n, txHash: null, resolvedAt: null } });
+    // The same authorization again (a second settle while the first is under way): nothing written, the first answered.
+    expect(await ledger.exactIntents.open({ ...input, amount: 999n })).toMatchObject({ opened: false, intent: { state: 'pending', amount: 500n } });
+    const p = payment(owner, 500n, { payer: input.payer, intentNonce: input.nonce });
+    expect((await ledger.recordExactPayment(p)).recorded).toBe(true);
+    const settled = await ledger.exactIntents.get(input.payer, input.nonce);
+    expect(settled).toMatchObject({ state: 'settled', txHash: p.txHash });
+    expect(settled!.resolvedAt).toBeInstanceOf(Date);
+    // Final: it is neither failed nor opened again, and the payment is not recorded twice.
+    expect(await ledger.exactIntents.close(input.payer, input.nonce, { state: 'failed', error: 'x' })).toMatchObject({
+      resolved: false,
+      intent: { state: 'settled' },
+    });
+    expect(await ledger.exactIntents.open(input)).toMatchObject({ opened: false, intent: { state: 'settled', txHash: p.txHash } });
+    expect((await ledger.recordExactPayment({ ...p, txHash: p.txHash })).recorded).toBe(false);
+    await expect(ledger.db.query(`UPDATE exact_intents SET state = 'failed', tx_hash = NULL WHERE payer = $1`, [input.payer])).rejects.toThrow(
+      'exact_intents: a settled intent is final',
+    );
+    await expect(ledger.db.query('DELETE FROM exact_intents WHERE payer = $1', [input.payer])).rejects.toThrow('exact_intents are kept');
+    expect(await ledger.publisherTotals(owner)).toMatchObject({ calls: 1, gross: 500n });
+  });
+
+  it('closed as failed may be opened again; never settled is final; bad input is refused with nothing written', async () => {
+    const { ledger } = t;
+    const owner = accountId('owner');
+    const input = intent(owner);
+    await ledger.exactIntents.open(input);
+    expect(await ledger.exactIntents.close(input.payer, input.nonce, { state: 'failed', error: 'refused on chain' })).toMatchObject({
+      resolved: true,
+      intent: { state: 'failed', error: 'refused on chain' },
+    });
+    expect(await ledger.exactIntents.open({ ...input, startLedger: 110 })).toMatchObject({
+      opened: true,
+      intent: { state: 'pending', error: null, startLedger: 110, resolvedAt: null },
+    });
+    expect(await ledger.exactIntents.close(input.payer, input.nonce, { state: 'never_settled', error: 'expired' })).toMatchObject({
+      resolved: true,
+      intent: { state: 'never_settled' },
+    });
+    expect(await ledger.exactIntents.open(input)).toMatchObject({ opened: false, intent: { state: 'never_settled' } });
+    await expect(ledger.exactIntents.open(intent(owner, { nonce: '1.5' }))).rejects.toThrow('nonce must be a 64-bit integer as text');
+    await expect(ledger.exactIntents.open(intent(owner, { expirationLedger: 0 }))).rejects.toThrow('expirationLedger must be an integer from 1 to 4294967295');
+    await expect(ledger.exactIntents.open(intent(owner, { amount: 0n }))).rejects.toMatchObject({ code: 'INVALID_AMOUNT' });
+    const { rows } = await ledger.db.query('SELECT count(*)::int AS n FROM exact_intents WHERE publisher_owner = $1', [owner]);
+    expect(rows[0]).toEqual({ n: 1 });
+  });
+
+  it('pending ones are taken by one reconciler at a time, and verify() names one left past its resolve_by', async () => {
+    const { ledger } = t;
+    const owner = accountId('owner');
+    const late = intent(owner, { resolveBy: new Date(Date.now() - 1_000) });
+    await ledger.exactIntents.open(late);
+    const now = new Date(Date.now() + 60_000);
+    const options = { olderThan: now, now, leaseMs: 30_000 };
+    // Two reconcilers at once: each pending intent goes to one of them.
+    const [a, b] = await Promise.all([ledger.exactIntents.due(options), ledger.exactIntents.due(options)]);
+    const mine = (list: typeof a) => list.filter((i) => i.publisherOwner === owner);
+    expect(mine(a).length + mine(b).length).toBe(1);
+    // Within the lease nobody takes it again; after it, the next pass does.
+    expect(mine(await ledger.exactIntents.due(options))).toEqual([]);
+    const later = new Date(now.getTime() + 31_000);
+    expect(mine(await ledger.exactIntents.due({ ...options, now: later }))).toHaveLength(1);
+    // Newer than `olderThan`: not yet.
+    expect(mine(await ledger.exactIntents.due({ olderThan: new Date(Date.now() - 60_000), now: new Date(later.getTime() + 60_000), leaseMs: 1 }))).toEqual([]);
+    const report = await ledger.verify();
+    expect(report.mismatches.filter((m) => m.kind === 'exact-intent')).toEqual([
+      expect.objectContaining({
+        kind: 'exact-intent',
+        id: `${late.payer}/${late.nonce}`,
+        actual: expect.stringMatching(/^pending since .*: 500 for weather of /),
+      }),
+    ]);
+    await ledger.exactIntents.close(late.payer, late.nonce, { state: 'never_settled', error: 'expired' });
+    expect((await ledger.verify()).mismatches.filter((m) => m.kind === 'exact-intent')).toEqual([]);
+  });
+
+  it('arrives with an upgrade from schema 15 that keeps the payments recorded', async () => {
+    const { db, dispose } = await openLedgerAt(15);
+    try {
+      const tx = hash();
+      await db.query(
+        `INSERT INTO exact_payments (tx_hash, network, asset, payer, pay_to, service, publisher_owner, amount, fee_charged)
+         VALUES ($1, 'stellar:testnet', 'C', 'GP', 'GT', 'weather', 'GO', 7, 0)`,
+        [tx],
+      );
+      expect((await migrateLedger(db)).applied).toEqual(await migrationsAfter(15));
+      await db.query(
+        `INSERT INTO exact_intents (payer, nonce, expiration_ledger, start_ledger, network, asset, pay_to, service, publisher_owner, amount, resolve_by, state, tx_hash, resolved_at)
+         VALUES ('GP', '42', 10, 5, 'stellar:testnet', 'C', 'GT', 'weather', 'GO', 7, now(), 'settled', $1, now())`,
+        [tx],
+      );
+      const { rows } = await db.query('SELECT i.state, p.amount FROM exact_intents i JOIN exact_payments p USING (tx_hash)');
+      expect(rows).toEqual([{ state: 'settled', amount: '7' }]);
+    } finally {
+      await dispose();
+    }
   });
 });

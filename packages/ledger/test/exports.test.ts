@@ -44,5 +44,6 @@ it('ships its migrations next to the code', async () => {
     '0013_credential_budgets.sql',
     '0014_wallet_payment_budgets.sql',
     '0015_exact_payments.sql',
+    '0016_exact_intents.sql',
   ]);
 });
