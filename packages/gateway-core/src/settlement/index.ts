@@ -49,7 +49,17 @@ export function createSettlement(o: CreateSettlementOptions) {
     const b = await chain.balances(o.treasury.publicKey);
     if (b.usdc !== null && b.usdc >= amount) return;
     if (!b.exists) await chain.fund(o.treasury.publicKey);
-    if (b.usdc === null) await chain.ensureUsdcTrustline(o.treasury);
+    if (b.usdc === null) {
+      // The gateway sets the treasury up as it starts: a trustline sent meanwhile can lose the race for the treasury's
+      // sequence number (tx_bad_seq). The trustline that won is as good as this one.
+      await chain.ensureUsdcTrustline(o.treasury).catch(async (err: unknown) => {
+        for (let i = 0; i < 10; i++) {
+          if ((await chain.balances(o.treasury.publicKey)).usdc !== null) return;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        throw err;
+      });
+    }
     const want = amount > AUTOFUND_CHUNK ? amount : AUTOFUND_CHUNK;
     const usdc = `${want / 10_000_000n}.${(want % 10_000_000n).toString().padStart(7, '0')}`;
     const res = await fetch(`${o.network.friendbotUrl}?addr=${encodeURIComponent(o.treasury.publicKey)}&usdc=${usdc}`);
