@@ -55,6 +55,8 @@ export interface CliSettings {
    * allowed (`FAREBOX_ALLOW_LOOPBACK_ENDPOINTS=true`) unless it names them.
    */
   devStackEnv: Env;
+  /** `FAREBOX_DEVNET_PASSPHRASE` and whether the local stack runs the local network: `farebox dev` picks its devnet's passphrase from them. */
+  devnet: { passphrase: string | undefined; local: boolean };
 }
 
 /** The CLI's settings from an environment (README, "Configuration"). */
@@ -79,6 +81,7 @@ export function cliSettingsFromEnv(env: Env): CliSettings {
       // A missing search model downloads in the background where the network allows (docs/search.md); offline, keyword-only.
       FAREBOX_ALLOW_MODEL_DOWNLOAD: env.FAREBOX_ALLOW_MODEL_DOWNLOAD ?? 'true',
     },
+    devnet: { passphrase: env.FAREBOX_DEVNET_PASSPHRASE, local: (env.STELLAR_NETWORK || env.FAREBOX_NETWORK || 'local') === 'local' },
   };
 }
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import type { Context } from '../context.js';
@@ -40,6 +40,26 @@ export function devCommand(cwd: string, path: string): { command: string; args: 
   return undefined;
 }
 
+const LOCAL_PASSPHRASE = 'Standalone Network ; February 2017';
+
+/**
+ * The passphrase the local stack's devnet runs under, as `npm start` picks it: `testnet` (the devnet stands in for
+ * Stellar testnet, so stock x402 clients pay `exact`), unless FAREBOX_DEVNET_PASSPHRASE says otherwise or the data
+ * folder holds a devnet made under the local passphrase (its accounts and contracts belong to that network), which
+ * keeps `local`. Undefined off the local network.
+ */
+export function devnetPassphraseFor(devnet: { passphrase: string | undefined; local: boolean }, dataDir: string): string | undefined {
+  if (devnet.passphrase !== undefined) return devnet.passphrase;
+  if (!devnet.local) return undefined;
+  try {
+    const state = JSON.parse(readFileSync(join(dataDir, 'devnet', 'state.json'), 'utf8')) as { passphrase?: string };
+    if ((state.passphrase ?? LOCAL_PASSPHRASE) === LOCAL_PASSPHRASE) return 'local';
+  } catch {
+    // No devnet there yet: a fresh one.
+  }
+  return 'testnet';
+}
+
 /** Runs the local stack in the foreground until Ctrl-C; resolves with its exit code. */
 export async function runDev(ctx: Context, opts: { port?: string; cwd?: string }): Promise<number> {
   const found = devCommand(opts.cwd ?? process.cwd(), ctx.settings.path);
@@ -52,8 +72,12 @@ export async function runDev(ctx: Context, opts: { port?: string; cwd?: string }
   if (opts.port !== undefined && !/^\d{1,5}$/.test(opts.port)) throw new CliError('USAGE', '--port must be a port number');
   ctx.log(`Starting the local stack (${found.description})...`);
   // The CLI's environment with the local stack's defaults: the local network, loopback endpoints allowed (context.ts, devStackEnv).
+  // `npm start` picks its devnet's passphrase itself (scripts/start.mjs, its own data folder); the gateway binary gets it here.
+  const viaStartScript = found.args[0]?.endsWith('start.mjs') === true;
+  const passphrase = viaStartScript ? undefined : devnetPassphraseFor(ctx.settings.devnet, resolve(opts.cwd ?? process.cwd(), ctx.settings.dataDir));
   const env = {
     ...ctx.settings.devStackEnv,
+    ...(passphrase !== undefined ? { FAREBOX_DEVNET_PASSPHRASE: passphrase } : {}),
     ...(opts.port ? { PORT: opts.port } : {}),
   };
   const child = spawn(found.command, found.args, { stdio: 'inherit', env });
