@@ -4,7 +4,8 @@ import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements
 import { createGatewayClient } from '@farebox/client';
 import { gatewayFacilitator, MemoryRateLimitStore } from '@farebox/gateway-core';
 import { splitFee } from '@farebox/protocol';
-import { TESTNET_PASSPHRASE } from '@farebox/stellar';
+import { createAccounts, keypairSigner, TESTNET_PASSPHRASE } from '@farebox/stellar';
+import type { ExactIntent } from '@farebox/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startX402Stack, type X402Stack } from './x402-kit.js';
 
@@ -275,5 +276,106 @@ describe('a dedicated fee account and the switch', () => {
       status: 503,
       body: { success: false, errorReason: 'facilitator_unavailable', error: message },
     });
+  }, 60_000);
+});
+
+describe('the intent of a settlement, written before anything moves', () => {
+  const open = { ip: { name: 'x402-ip-intent', limit: 1000, windowMs: 60_000 }, payer: { name: 'x402-payer-intent', limit: 1000, windowMs: 60_000 } };
+  const intentOf = async (payer: string): Promise<ExactIntent> => {
+    const { rows } = await s.gw.core.ledger.db.query<{ nonce: string }>('SELECT nonce FROM exact_intents WHERE payer = $1', [payer]);
+    expect(rows).toHaveLength(1);
+    return (await s.gw.core.ledger.exactIntents.get(payer, rows[0]!.nonce))!;
+  };
+  const stopAt = (point: string) =>
+    gatewayFacilitator(s.gw.core, {
+      settings: { rateLimits: open },
+      rateLimits: new MemoryRateLimitStore(),
+      crashPoint: (name) => {
+        if (name === point) throw new Error(`stopped at ${point}`);
+      },
+    });
+
+  it('a settlement refused by the network leaves no earning and closes its intent as failed; the same authorization settles later', async () => {
+    const payer = await s.payer(PRICE);
+    const req = s.requirements(service, PRICE);
+    const payload = await s.pay(payer, req);
+    // The payer's USDC leaves before the settle: the network refuses the transfer, nothing moves.
+    await createAccounts(s.gw.core.network).payUsdc(keypairSigner(payer.secret()), owner, PRICE);
+    const totals = await s.gw.core.ledger.publisherTotals(owner);
+    const facilitator = gatewayFacilitator(s.gw.core, { settings: { rateLimits: open }, rateLimits: new MemoryRateLimitStore() });
+    const body = { x402Version: 2, paymentPayload: payload, paymentRequirements: req };
+    const refused = await facilitator.settle(body, '127.0.0.1');
+    expect(refused).toMatchObject({ status: 200, body: { success: false, transaction: '', errorReason: 'invalid_exact_stellar_payload_simulation_failed' } });
+    expect(await intentOf(payer.publicKey())).toMatchObject({
+      state: 'failed',
+      txHash: null,
+      amount: PRICE,
+      service,
+      error: 'invalid_exact_stellar_payload_simulation_failed',
+    });
+    expect(await s.gw.core.ledger.publisherTotals(owner)).toEqual(totals);
+    // Funded again, the same authorization settles: its intent opened again and closed with the transaction.
+    await s.gw.devnet!.friendbot(payer.publicKey(), PRICE);
+    const settled = await facilitator.settle(body, '127.0.0.1');
+    expect(settled).toMatchObject({ status: 200, body: { success: true } });
+    expect(await intentOf(payer.publicKey())).toMatchObject({ state: 'settled', txHash: settled.body.transaction, error: null });
+    expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: totals.calls + 1, gross: totals.gross + PRICE });
+  }, 60_000);
+
+  it('interrupted after the transfer, it is recorded once from the chain even by two reconcilers at once', async () => {
+    const payer = await s.payer(PRICE);
+    const req = s.requirements(service, PRICE);
+    const payload = await s.pay(payer, req);
+    const totals = await s.gw.core.ledger.publisherTotals(owner);
+    const treasury = (await s.balances(s.treasury)).usdc;
+    await expect(stopAt('x402:settled').settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: req }, '127.0.0.1')).rejects.toThrow(
+      'stopped at x402:settled',
+    );
+    // The money is in the treasury, nothing is recorded: the intent is pending.
+    expect((await s.balances(s.treasury)).usdc).toBe(treasury + PRICE);
+    const intent = await intentOf(payer.publicKey());
+    expect(intent).toMatchObject({ state: 'pending', amount: PRICE, service, publisherOwner: owner, payTo: s.treasury });
+    expect(await s.gw.core.ledger.publisherTotals(owner)).toEqual(totals);
+    // A settle of the same authorization meanwhile is refused without sending anything.
+    const again = await gatewayFacilitator(s.gw.core, { settings: { rateLimits: open }, rateLimits: new MemoryRateLimitStore() }).settle(
+      { x402Version: 2, paymentPayload: payload, paymentRequirements: req },
+      '127.0.0.1',
+    );
+    expect(again.body).toMatchObject({ success: false, errorReason: 'farebox_settlement_in_progress', transaction: '' });
+
+    const reconciler = s.gw.core.x402.reconciler;
+    const [a, b] = await Promise.all([reconciler.resolve(intent), reconciler.resolve(intent)]);
+    expect([a, b].map((r) => r.state)).toEqual(['settled', 'settled']);
+    expect([a, b].filter((r) => r.state === 'settled' && r.recorded)).toHaveLength(1);
+    const txHash = a.state === 'settled' ? a.txHash : '';
+    expect(txHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(await s.gw.core.ledger.exactPayment(txHash)).toMatchObject({ amount: PRICE, payer: payer.publicKey(), service, publisherOwner: owner });
+    expect(await intentOf(payer.publicKey())).toMatchObject({ state: 'settled', txHash });
+    expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: totals.calls + 1, gross: totals.gross + PRICE });
+    // Once more: nothing new.
+    expect(await reconciler.resolve(intent)).toMatchObject({ state: 'settled', txHash, recorded: false });
+    expect((await s.gw.core.ledger.verify()).mismatches).toEqual([]);
+  }, 60_000);
+
+  it('interrupted before anything was sent, it is closed as never settled once the authorization has expired', async () => {
+    const payer = await s.payer(PRICE);
+    // A short validity: the authorization expires a ledger or two later.
+    const req = s.requirements(service, PRICE, { maxTimeoutSeconds: 5 });
+    const payload = await s.pay(payer, req);
+    await expect(stopAt('x402:intent').settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: req }, '127.0.0.1')).rejects.toThrow(
+      'stopped at x402:intent',
+    );
+    const intent = await intentOf(payer.publicKey());
+    const reconciler = s.gw.core.x402.reconciler;
+    expect(await reconciler.resolve(intent)).toMatchObject({
+      state: 'pending',
+      reason: expect.stringMatching(/^no transfer yet; the authorization is valid until ledger/),
+    });
+    // Ledgers pass (each transaction closes one on this devnet).
+    for (let i = 0; i <= intent.expirationLedger - intent.startLedger; i++) await s.gw.devnet!.friendbot(Keypair.random().publicKey());
+    expect(await reconciler.resolve(intent)).toEqual({ state: 'never_settled', resolved: true });
+    expect(await intentOf(payer.publicKey())).toMatchObject({ state: 'never_settled', txHash: null });
+    expect((await s.balances(payer.publicKey())).usdc).toBe(PRICE);
+    expect((await s.gw.core.ledger.verify()).mismatches).toEqual([]);
   }, 60_000);
 });

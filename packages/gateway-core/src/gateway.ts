@@ -30,6 +30,7 @@ import { createPlatformService } from './services/platform.js';
 import { createPublisherService } from './services/publisher.js';
 import { createSettlement } from './settlement/index.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
+import { createX402Runtime } from './x402/index.js';
 
 export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from './gateway-types.js';
 
@@ -141,6 +142,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     now,
   });
   observeGateway(metrics, infra, networkLedger, now);
+  // Settlements of the x402 facilitator whose record was interrupted are recorded from the chain (x402/reconcile.ts).
+  const x402 = createX402Runtime({ ledger, network, logger, metrics, log, crashPoint, now });
   const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;
   let stopWatch: (() => void) | undefined;
@@ -179,6 +182,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     callConfirmations,
     publisher,
     platform,
+    x402,
 
     async start() {
       mirrorStarted ??= (async () => {
@@ -201,12 +205,14 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       settlement.start();
       operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
+      x402.reconciler.start();
     },
 
     async close() {
       stopWatch?.();
       dependencies.stop();
       jobs.stop();
+      x402.reconciler.stop();
       await provisioning.stop();
       await settlement.stop();
       await operator.stop();

@@ -104,6 +104,12 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
+    x402Reconciled: new Counter({
+      name: 'farebox_x402_reconciled_total',
+      help: 'x402 exact settlements whose record was interrupted, resolved from the chain by the reconciler, by result (settled, never_settled).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
 
     /**
      * Registers the gauges read at scrape time. A scrape reads the metrics in

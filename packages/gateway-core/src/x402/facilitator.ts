@@ -1,15 +1,24 @@
 import { x402Facilitator } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
+import { rpc } from '@stellar/stellar-sdk';
 import { createEd25519Signer, type FacilitatorStellarSigner } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/facilitator';
 import type { Ledger } from '@farebox/ledger';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
 import { enforceRateLimit, type RateLimitStore } from '../security/rate-limit.js';
+import { throughOutage } from '../runtime/outage-retry.js';
 import { KeyedMutex } from '../settlement/lock.js';
 import type { X402Settings } from './config.js';
 import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
-import { feesOf, payerOf, readSettledTransfer } from './transfer.js';
+import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
+import { authorizationOf, feesOf, payerOf, readSettledTransfer } from './transfer.js';
+
+/** A ledger's close time assumed when an authorization's expiry is turned into a time (testnet and pubnet close every 5 to 6 s). */
+const LEDGER_SECONDS = 6;
+/** Library answers after which nothing can have been submitted (anything else after a submission may still land). */
+const NOT_SUBMITTED =
+  /^(invalid_|unsupported_scheme|network_mismatch|unexpected_verify_error|settle_exact_stellar_(signer_selection|transaction_signing|fee_bump_signing|transaction_submission)_failed)/;
 
 /** Networks the stock `exact` Stellar scheme serves (its passphrases are hard-coded). */
 const EXACT_NETWORKS = ['stellar:testnet', 'stellar:pubnet'] as const;
@@ -32,8 +41,12 @@ export interface CreateFacilitatorOptions {
   /** A service of the catalog by name (its owner and registry price), or null. */
   service(name: string): Promise<{ owner: string; pricePerCall: bigint } | null>;
   rateLimits: RateLimitStore;
-  /** Problems after money moved (a payment the ledger could not record): logged with everything needed to record it by hand. */
+  /** Problems after money moved (a payment the ledger could not record yet: its intent stays pending for the reconciler). */
   log(message: string, err?: unknown): void;
+  /** Test hook of the crash tests: `x402:intent` (the intent written, nothing sent) and `x402:settled` (the transfer on chain, not yet recorded). */
+  crashPoint?: (name: string) => void;
+  /** How long a settle waits for the database to record a settled payment (default 15 s), then goes on in the background (default 10 min). */
+  outage?: { waitMs: number; keepTryingMs: number };
   /** One line per settled payment (the gateway logs it at info, `event: "x402"`). */
   note?(fields: Record<string, unknown>, message: string): void;
   /** Epoch ms (default `Date.now`): the UTC day sponsored fees count in. */
@@ -109,6 +122,8 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     });
     facilitator.register(x402Network as `${string}:${string}`, scheme);
   }
+  const chain = new rpc.Server(o.network.rpcUrl, { allowHttp: o.network.allowHttp });
+  const outage = o.outage ?? { waitMs: 15_000, keepTryingMs: 600_000 };
   // One settlement at a time per gateway: each takes the treasury's next sequence number.
   const treasuryQueue = new KeyedMutex();
 
@@ -227,8 +242,26 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     const requirements = r.paymentRequirements as unknown as PaymentRequirements;
     const transactionXdr = r.paymentPayload.payload.transaction;
     const payer = payerOf(transactionXdr, passphrase);
-    if (!payer) return { status: 200, body: settleRefusal('invalid_exact_stellar_payload_malformed', 'the payload is not a signed transfer transaction') };
+    const authorization = payer ? authorizationOf(transactionXdr, passphrase, payer) : undefined;
+    if (!payer || !authorization)
+      return { status: 200, body: settleRefusal('invalid_exact_stellar_payload_malformed', 'the payload is not a signed transfer transaction', payer) };
     const fees = await reserve(payer, transactionXdr);
+    // The intent, before anything moves: if the record below never happens, the reconciler finds the transfer.
+    let intent: Awaited<ReturnType<typeof openIntent>>;
+    try {
+      intent = await openIntent(payer, authorization, { service, owner, requirements });
+    } catch (err) {
+      await fees.release(null);
+      throw err;
+    }
+    o.crashPoint?.('x402:intent');
+    if (!intent.opened && intent.state === 'pending') {
+      await fees.release(null);
+      throw new Refusal(
+        'farebox_settlement_in_progress',
+        `this authorization (payer ${payer}, nonce ${authorization.nonce}) is already being settled; its outcome is recorded from the chain`,
+      );
+    }
     let result: SettleResponse;
     try {
       result = await treasuryQueue.run('treasury', async () => {
@@ -241,21 +274,23 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
         return out!;
       });
     } catch (err) {
+      // Whether it reached the network is unknown: the intent stays pending for the reconciler.
       await fees.release(null);
       return { status: 200, body: settleRefusal('unexpected_settle_error', err instanceof Error ? err.message : String(err), payer) };
     }
     if (!result.success) {
       // Not sent (refused before submission): nothing was charged. Sent and failed: the fee it was charged stays counted.
       await fees.release(result.transaction ? fees.amount : null);
+      if (intent.opened) await closeUnmoved(payer, authorization.nonce, result);
       return { status: 200, body: { ...result, network: x402Network } };
     }
+    o.crashPoint?.('x402:settled');
     const hash = result.transaction;
-    let recorded = false;
     try {
       const moved = await readSettledTransfer(o.network, hash, { asset: requirements.asset, from: payer, to: o.treasury.publicKey });
       await fees.release(moved.feeCharged);
       if (moved.amount > 0n) {
-        await o.ledger.recordExactPayment({
+        const input = {
           txHash: hash,
           network: x402Network,
           asset: requirements.asset,
@@ -265,21 +300,68 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
           publisherOwner: owner,
           amount: moved.amount,
           feeCharged: moved.feeCharged,
-        });
-        recorded = true;
+          intentNonce: authorization.nonce,
+        };
+        // A database outage is waited out (and then retried in the background), like a call's post; the reconciler is the last resort.
+        await throughOutage(() => o.ledger.recordExactPayment(input), `record of x402 payment ${hash}`, { ...outage, log: o.log });
         o.note?.(
           { txHash: hash, service, owner, payer, amount: moved.amount.toString(), feeCharged: moved.feeCharged.toString() },
           `x402 payment settled: ${moved.amount} base units to ${service}`,
         );
-      }
+      } else o.log(`x402 settlement ${hash} (${service}, payer ${payer}): no transfer into the treasury found; the reconciler decides`);
     } catch (err) {
       o.log(
-        `x402 settlement ${hash} (${service} of ${owner}, payer ${payer}) moved money but its earning is not recorded: record it with ledger.recordExactPayment`,
+        `x402 settlement ${hash} (${service} of ${owner}, payer ${payer}, nonce ${authorization.nonce}) moved money but is not recorded yet: its intent stays pending and the reconciler records it from the chain`,
         err,
       );
     }
-    if (!recorded) o.log(`x402 settlement ${hash} (${service}, payer ${payer}): no transfer into the treasury found; nothing recorded`);
     return { status: 200, body: { ...result } };
+  }
+
+  /** Writes the settlement's pending intent (or finds the one of an earlier attempt); `state` is the intent's now. */
+  async function openIntent(
+    payer: string,
+    authorization: { nonce: string; expirationLedger: number },
+    what: { service: string; owner: string; requirements: PaymentRequirements },
+  ): Promise<{ opened: boolean; state: string }> {
+    let startLedger: number;
+    try {
+      startLedger = (await chain.getLatestLedger()).sequence;
+    } catch (err) {
+      throw new Refusal('unexpected_settle_error', `the network's latest ledger could not be read: ${err instanceof Error ? err.message : String(err)}`, 502);
+    }
+    const ledgersLeft = Math.max(0, authorization.expirationLedger - startLedger + 1);
+    const allowance = EXACT_RECONCILE_GRACE_MS + 3 * EXACT_RECONCILE_INTERVAL_MS;
+    const { opened, intent } = await o.ledger.exactIntents.open({
+      payer,
+      nonce: authorization.nonce,
+      expirationLedger: authorization.expirationLedger,
+      startLedger,
+      network: x402Network,
+      asset: what.requirements.asset,
+      payTo: o.treasury.publicKey,
+      service: what.service,
+      publisherOwner: what.owner,
+      amount: BigInt(what.requirements.amount),
+      resolveBy: new Date(now() + ledgersLeft * LEDGER_SECONDS * 1000 + allowance),
+    });
+    return { opened, state: intent.state };
+  }
+
+  /** After a failed settlement: closed as failed when nothing can have moved; otherwise left pending for the reconciler. */
+  async function closeUnmoved(payer: string, nonce: string, result: SettleResponse): Promise<void> {
+    let unmoved = !result.transaction && NOT_SUBMITTED.test(result.errorReason ?? '');
+    if (result.transaction) {
+      const status = await chain.getTransaction(result.transaction).catch(() => undefined);
+      unmoved = status?.status === rpc.Api.GetTransactionStatus.FAILED;
+    }
+    if (!unmoved) return;
+    await o.ledger.exactIntents
+      .close(payer, nonce, {
+        state: 'failed',
+        error: `${result.errorReason ?? 'settle failed'}${result.transaction ? ` (transaction ${result.transaction} failed)` : ''}`,
+      })
+      .catch((err) => o.log(`x402 intent of payer ${payer}, nonce ${nonce} moved nothing but could not be closed; the reconciler closes it`, err));
   }
 
   return {

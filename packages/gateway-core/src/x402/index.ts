@@ -1,14 +1,18 @@
 import { walletSigner } from '@farebox/wallets';
 import type { GatewayCore } from '../gateway-types.js';
-import { legacySink } from '../observability/log.js';
+import { legacySink, type Logger } from '../observability/log.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { RateLimitStore } from '../security/rate-limit.js';
 import type { X402Settings } from './config.js';
 import { createFacilitator, type Facilitator } from './facilitator.js';
+import { createExactReconciler, type ExactReconciler, type ExactReconcilerOptions } from './reconcile.js';
 
 export { createFacilitator } from './facilitator.js';
 export type { CreateFacilitatorOptions, Facilitator, FacilitatorAnswer } from './facilitator.js';
 export { resolveX402Config } from './config.js';
 export type { X402ConfigOptions, X402Settings } from './config.js';
+export { createExactReconciler, EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
+export type { ExactReconciler, ExactReconcilerOptions, IntentResolution } from './reconcile.js';
 export { readSettledTransfer } from './transfer.js';
 export type { SettledTransfer } from './transfer.js';
 
@@ -16,11 +20,12 @@ export type { SettledTransfer } from './transfer.js';
  * The gateway's own facilitator (`/x402/*`): the treasury from its keystore,
  * the catalog mirror (the registry when the mirror has not seen a service
  * yet), its ledger, rate-limit store and `config.x402` settings (`settings`
- * and `rateLimits` replace them, e.g. for a second facilitator in a test).
+ * and `rateLimits` replace them, e.g. for a second facilitator in a test;
+ * `crashPoint` replaces the gateway's crash tests' hook).
  */
 export function gatewayFacilitator(
   core: GatewayCore,
-  options: { now?: () => number; settings?: Partial<X402Settings>; rateLimits?: RateLimitStore } = {},
+  options: { now?: () => number; settings?: Partial<X402Settings>; rateLimits?: RateLimitStore; crashPoint?: (name: string) => void } = {},
 ): Facilitator {
   return createFacilitator({
     ledger: core.ledger,
@@ -29,6 +34,7 @@ export function gatewayFacilitator(
     settings: { ...core.config.x402, ...options.settings },
     rateLimits: options.rateLimits ?? core.rateLimits,
     log: legacySink(core.logger, 'error'),
+    ...((options.crashPoint ?? core.x402.crashPoint) ? { crashPoint: options.crashPoint ?? core.x402.crashPoint } : {}),
     note: (fields, message) => core.logger.info({ event: 'x402', ...fields }, message),
     async service(name) {
       const agent = core.mirror.get(name) ?? (await core.registry.getAgent(name).catch(() => null));
@@ -36,4 +42,35 @@ export function gatewayFacilitator(
     },
     ...(options.now ? { now: options.now } : {}),
   });
+}
+
+/** The gateway's x402 parts that outlive a request: the reconciler of interrupted settlements and the crash tests' hook. */
+export interface X402Runtime {
+  /** Resolves settlement intents left pending (every gateway runs it at start and every minute). */
+  readonly reconciler: ExactReconciler;
+  /** The crash tests' hook (`x402:settled`), passed to the facilitators built on this gateway. */
+  readonly crashPoint: ((name: string) => void) | undefined;
+}
+
+/** Builds the gateway's {@link X402Runtime}: one warn line (`event: "x402-reconcile"`) and one count per resolution. */
+export function createX402Runtime(o: {
+  ledger: ExactReconcilerOptions['ledger'];
+  network: ExactReconcilerOptions['network'];
+  logger: Logger;
+  metrics: Metrics;
+  log: (message: string, err?: unknown) => void;
+  crashPoint?: ((name: string) => void) | undefined;
+  now?: () => number;
+}): X402Runtime {
+  return {
+    crashPoint: o.crashPoint,
+    reconciler: createExactReconciler({
+      ledger: o.ledger,
+      network: o.network,
+      note: (fields, message) => o.logger.warn({ event: 'x402-reconcile', ...fields }, message),
+      count: (result) => o.metrics.x402Reconciled.inc({ result }),
+      log: o.log,
+      ...(o.now ? { now: o.now } : {}),
+    }),
+  };
 }

@@ -1,4 +1,4 @@
-import { Address, StrKey, TransactionBuilder, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
+import { Address, FeeBumpTransaction, StrKey, TransactionBuilder, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
 import type { NetworkConfig } from '@farebox/stellar';
 
 /** What a settled transaction did, read back from the network: its token transfers and the fee it was charged. */
@@ -22,6 +22,36 @@ export function payerOf(transactionXdr: unknown, passphrase: string): string | u
     const from = op.func.invokeContract().args()[0];
     if (!from) return undefined;
     return Address.fromScVal(from).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The payer's authorization in a transfer transaction (a payload's, or one the
+ * network applied, fee bump or not): the nonce of the `from` address's
+ * authorization entry (a signed 64-bit integer, as text) and the last ledger
+ * it is valid in; undefined when there is none.
+ */
+export function authorizationOf(
+  transaction: string | xdr.TransactionEnvelope,
+  passphrase: string,
+  payer: string,
+): { nonce: string; expirationLedger: number } | undefined {
+  try {
+    const parsed = TransactionBuilder.fromXDR(transaction, passphrase);
+    const tx = parsed instanceof FeeBumpTransaction ? parsed.innerTransaction : parsed;
+    if (tx.operations.length !== 1) return undefined;
+    const op = tx.operations[0]!;
+    if (op.type !== 'invokeHostFunction') return undefined;
+    for (const entry of op.auth ?? []) {
+      const credentials = entry.credentials();
+      if (credentials.switch().name !== 'sorobanCredentialsAddress') continue;
+      const address = credentials.address();
+      if (Address.fromScAddress(address.address()).toString() !== payer) continue;
+      return { nonce: address.nonce().toString(), expirationLedger: address.signatureExpirationLedger() };
+    }
+    return undefined;
   } catch {
     return undefined;
   }
@@ -87,6 +117,11 @@ export async function readSettledTransfer(
     await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
   }
   if (!info || info.status !== rpc.Api.GetTransactionStatus.SUCCESS) throw new Error(`transaction ${hash} is ${info?.status ?? 'unknown'} on the network`);
+  return settledTransfer(info, expect);
+}
+
+/** What a successful transaction moved of `expect.asset` (from `expect.from` to `expect.to`) and its fee. */
+export function settledTransfer(info: rpc.Api.GetSuccessfulTransactionResponse, expect: { asset: string; from: string; to: string }): SettledTransfer {
   const transfers = contractEvents(info)
     .map((e) => transferOf(e, expect.asset))
     .filter((t): t is NonNullable<typeof t> => t !== null);
