@@ -5,7 +5,6 @@ import { createGatewayClient } from '@farebox/client';
 import { gatewayFacilitator, MemoryRateLimitStore } from '@farebox/gateway-core';
 import { splitFee } from '@farebox/protocol';
 import { createAccounts, keypairSigner, TESTNET_PASSPHRASE } from '@farebox/stellar';
-import type { ExactIntent } from '@farebox/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startX402Stack, type X402Stack } from './x402-kit.js';
 
@@ -281,7 +280,7 @@ describe('a dedicated fee account and the switch', () => {
 
 describe('the intent of a settlement, written before anything moves', () => {
   const open = { ip: { name: 'x402-ip-intent', limit: 1000, windowMs: 60_000 }, payer: { name: 'x402-payer-intent', limit: 1000, windowMs: 60_000 } };
-  const intentOf = async (payer: string): Promise<ExactIntent> => {
+  const intentOf = async (payer: string) => {
     const { rows } = await s.gw.core.ledger.db.query<{ nonce: string }>('SELECT nonce FROM exact_intents WHERE payer = $1', [payer]);
     expect(rows).toHaveLength(1);
     return (await s.gw.core.ledger.exactIntents.get(payer, rows[0]!.nonce))!;
