@@ -9,6 +9,8 @@ export const EXACT_RECONCILE_GRACE_MS = 120_000;
 export const EXACT_RECONCILE_INTERVAL_MS = 60_000;
 /** Pages of 100 events read per intent: more transfers than this from one payer to the treasury in its window leave it pending. */
 const MAX_PAGES = 20;
+/** Ledgers per `getEvents` range (an authorization valid for a day spans about 17,000). */
+const WINDOW_LEDGERS = 5_000;
 
 export interface ExactReconcilerOptions {
   ledger: Ledger;
@@ -47,8 +49,8 @@ export interface ExactReconciler {
  * between the submission and the record, a database outage, an answer that
  * never came). For each intent still pending after the grace it asks the
  * network's RPC for the token's `transfer` events from the payer to the
- * treasury since the intent's ledger (`getEvents`, which the devnet and the
- * real RPC both serve), and reads each one's transaction: the one carrying
+ * treasury in the ledgers from the intent's to the authorization's expiration
+ * (`getEvents`, which the devnet and the real RPC both serve), and reads each one's transaction: the one carrying
  * the payer's authorization with the intent's nonce is the payment (the
  * network accepts a nonce once), recorded once with its hash and the amount
  * it moved, in the statement that closes the intent. When the authorization's
@@ -64,7 +66,11 @@ export function createExactReconciler(o: ExactReconcilerOptions): ExactReconcile
   let timer: ReturnType<typeof setInterval> | undefined;
   let running: Promise<unknown> | undefined;
 
-  /** The transaction that used the intent's authorization, if the network has it; and how far the search went. */
+  /**
+   * The transaction that used the intent's authorization, if the network has it. Only ledgers from the intent's to
+   * the authorization's expiration can hold it: they are read in windows (`startLedger`/`endLedger`, then the cursor
+   * while a page is full), so `complete` means every one of them up to `latestLedger` was read.
+   */
   async function search(
     intent: ExactIntent,
   ): Promise<{ found?: rpc.Api.GetSuccessfulTransactionResponse & { hash: string }; latestLedger: number; complete: boolean }> {
@@ -74,24 +80,30 @@ export function createExactReconciler(o: ExactReconcilerOptions): ExactReconcile
     // A token's transfer has three topics, or four with the asset's name (SEP-41 and the asset contract since protocol 23).
     const filters: rpc.Api.EventFilter[] = [{ type: 'contract', contractIds: [intent.asset], topics: [head, [...head, '*']] }];
     const seen = new Set<string>();
-    let cursor: string | undefined;
-    let latestLedger = 0;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const r = await server.getEvents(cursor ? { cursor, filters, limit: 100 } : { startLedger: intent.startLedger, filters, limit: 100 });
-      latestLedger = r.latestLedger;
-      for (const event of r.events) {
-        if (seen.has(event.txHash)) continue;
-        seen.add(event.txHash);
-        const info = await server.getTransaction(event.txHash);
-        if (info.status !== rpc.Api.GetTransactionStatus.SUCCESS) continue;
-        if (authorizationOf(info.envelopeXdr, o.network.passphrase, intent.payer)?.nonce === intent.nonce) {
-          return { found: { ...info, hash: event.txHash }, latestLedger, complete: true };
+    const latestLedger = (await server.getLatestLedger()).sequence;
+    const last = Math.min(intent.expirationLedger, latestLedger);
+    let pages = 0;
+    for (let from = intent.startLedger; from <= last; from += WINDOW_LEDGERS) {
+      const endLedger = Math.min(from + WINDOW_LEDGERS, last + 1);
+      let cursor: string | undefined;
+      for (;;) {
+        if (++pages > MAX_PAGES) return { latestLedger, complete: false };
+        const r = await server.getEvents(cursor ? { cursor, filters, limit: 100 } : { startLedger: from, endLedger, filters, limit: 100 });
+        for (const event of r.events) {
+          if (event.ledger >= endLedger || seen.has(event.txHash)) continue;
+          seen.add(event.txHash);
+          const info = await server.getTransaction(event.txHash);
+          if (info.status !== rpc.Api.GetTransactionStatus.SUCCESS) continue;
+          if (authorizationOf(info.envelopeXdr, o.network.passphrase, intent.payer)?.nonce === intent.nonce) {
+            return { found: { ...info, hash: event.txHash }, latestLedger, complete: true };
+          }
         }
+        const beyond = r.events.some((e) => e.ledger >= endLedger);
+        if (r.events.length < 100 || beyond) break;
+        cursor = r.cursor;
       }
-      if (r.events.length < 100) return { latestLedger, complete: true };
-      cursor = r.cursor;
     }
-    return { latestLedger, complete: false };
+    return { latestLedger, complete: true };
   }
 
   async function resolve(intent: ExactIntent): Promise<IntentResolution> {
@@ -118,7 +130,7 @@ export function createExactReconciler(o: ExactReconcilerOptions): ExactReconcile
       return { state: 'pending', reason: `no transfer yet; the authorization is valid until ledger ${intent.expirationLedger} (now ${latestLedger})` };
     const { resolved } = await o.ledger.exactIntents.close(intent.payer, intent.nonce, {
       state: 'never_settled',
-      error: `the authorization expired at ledger ${intent.expirationLedger} with no transfer on chain (ledgers ${intent.startLedger} to ${latestLedger} read)`,
+      error: `the authorization expired at ledger ${intent.expirationLedger} with no transfer on chain (ledgers ${intent.startLedger} to ${intent.expirationLedger} read)`,
     });
     return { state: 'never_settled', resolved };
   }
