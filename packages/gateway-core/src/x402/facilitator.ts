@@ -288,7 +288,9 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     const hash = result.transaction;
     try {
       const moved = await readSettledTransfer(o.network, hash, { asset: requirements.asset, from: payer, to: o.treasury.publicKey });
-      await fees.release(moved.feeCharged);
+      // The earning first; the fee bound's reservation may stay a little high if the database is gone (it errs on the safe side).
+      const released = () =>
+        fees.release(moved.feeCharged).catch((err) => o.log(`x402 settlement ${hash}: the unused fee reservation was not given back`, err));
       if (moved.amount > 0n) {
         const input = {
           txHash: hash,
@@ -308,7 +310,11 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
           { txHash: hash, service, owner, payer, amount: moved.amount.toString(), feeCharged: moved.feeCharged.toString() },
           `x402 payment settled: ${moved.amount} base units to ${service}`,
         );
-      } else o.log(`x402 settlement ${hash} (${service}, payer ${payer}): no transfer into the treasury found; the reconciler decides`);
+        await released();
+      } else {
+        await released();
+        o.log(`x402 settlement ${hash} (${service}, payer ${payer}): no transfer into the treasury found; the reconciler decides`);
+      }
     } catch (err) {
       o.log(
         `x402 settlement ${hash} (${service} of ${owner}, payer ${payer}, nonce ${authorization.nonce}) moved money but is not recorded yet: its intent stays pending and the reconciler records it from the chain`,
