@@ -47,7 +47,8 @@ export interface CreateGatewayOptions extends GatewayOptions {
   /**
    * Test hook, for the crash tests only (their entry script passes it; the
    * gateway's own entry never does): called at each named point of a payment
-   * (`topup:signed`, `topup:submitted`, the settlement engine's points), where
+   * (`topup:signed`, `topup:submitted`, the settlement engine's points, the x402
+   * facilitator's `x402:intent` and `x402:settled`), where
    * a test stops the process.
    */
   crashPoint?: (name: string) => void;
