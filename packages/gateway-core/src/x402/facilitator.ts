@@ -254,7 +254,6 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       await fees.release(null);
       throw err;
     }
-    o.crashPoint?.('x402:intent');
     if (!intent.opened && intent.state === 'pending') {
       await fees.release(null);
       throw new Refusal(
@@ -262,6 +261,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
         `this authorization (payer ${payer}, nonce ${authorization.nonce}) is already being settled; its outcome is recorded from the chain`,
       );
     }
+    o.crashPoint?.('x402:intent');
     let result: SettleResponse;
     try {
       result = await treasuryQueue.run('treasury', async () => {
