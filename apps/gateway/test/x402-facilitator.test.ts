@@ -40,7 +40,8 @@ describe('GET /x402/supported', () => {
   it('lists exact on stellar:testnet with sponsored fees, the treasury as signer, and Farebox’s payTo', async () => {
     expect(await client.getSupported()).toEqual({
       kinds: [{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true } }],
-      extensions: [],
+      // The bazaar catalog beside it (/x402/discovery/resources).
+      extensions: ['bazaar'],
       signers: { 'stellar:*': [s.treasury] },
     });
     // Farebox's field, read through the typed client (the answer is checked against the contract's schema).
@@ -259,7 +260,7 @@ describe('a dedicated fee account and the switch', () => {
     const off = gatewayFacilitator(s.gw.core, { settings: { enabled: false } });
     expect(off.supported()).toEqual({
       kinds: [],
-      extensions: [],
+      extensions: ['bazaar'],
       signers: {},
       farebox: { payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId },
     });

@@ -23,6 +23,8 @@ export interface OutageRetryOptions {
   log: (message: string, err?: unknown) => void;
   /** Pauses between attempts (ms), the last one repeated. */
   pausesMs?: readonly number[];
+  /** What resolves the operation once the background gives up (default: the hold reaper, for posts and voids). */
+  resolvedBy?: string;
 }
 
 const PAUSES_MS = [100, 250, 500, 1000, 2000] as const;
@@ -66,7 +68,7 @@ async function inBackground<T>(op: () => Promise<T>, what: string, o: OutageRetr
       }
     }
   }
-  o.log(`${what} still waits for the database; the hold reaper resolves it`);
+  o.log(`${what} still waits for the database; ${o.resolvedBy ?? 'the hold reaper'} resolves it`);
 }
 
 /** The 503 of a post that could not be recorded in time: the service answered, the outcome is decided later (see {@link CHARGE_PENDING_MESSAGE}). */

@@ -305,7 +305,11 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
           intentNonce: authorization.nonce,
         };
         // A database outage is waited out (and then retried in the background), like a call's post; the reconciler is the last resort.
-        await throughOutage(() => o.ledger.recordExactPayment(input), `record of x402 payment ${hash}`, { ...outage, log: o.log });
+        await throughOutage(() => o.ledger.recordExactPayment(input), `record of x402 payment ${hash}`, {
+          ...outage,
+          log: o.log,
+          resolvedBy: 'the x402 reconciler (from the chain)',
+        });
         o.note?.(
           { txHash: hash, service, owner, payer, amount: moved.amount.toString(), feeCharged: moved.feeCharged.toString() },
           `x402 payment settled: ${moved.amount} base units to ${service}`,
@@ -375,7 +379,9 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     off,
     /** `GET /x402/supported`: the standard answer and the treasury that Farebox offers name as `payTo`. */
     supported(): Record<string, unknown> {
-      const standard = off ? { kinds: [], extensions: [], signers: {} } : facilitator.getSupported();
+      const library = off ? { kinds: [], extensions: [], signers: {} } : facilitator.getSupported();
+      // The bazaar catalog is served beside the facilitator (/x402/discovery/resources and /search).
+      const standard = { ...library, extensions: [...new Set([...library.extensions, 'bazaar'])] };
       return { ...standard, farebox: { payTo: o.treasury.publicKey, network: x402Network, asset: o.network.usdc.contractId } };
     },
     /** `POST /x402/verify`: the library's answer after Farebox's rules; nothing moves. */
