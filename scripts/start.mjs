@@ -258,8 +258,12 @@ ${green('  Farebox is running')}
   dashboard   ${base}/
   devnet      ${base}/devnet      (explorer: ${base}/devnet/explorer/local)
   MCP         ${base}/mcp         (stdio adapter: pnpm farebox-mcp)
-${process.env.FAREBOX_DEVNET_PASSPHRASE === 'testnet' ? `  x402        ${base}/x402        (facilitator; the examples also take x402 exact on stellar:testnet, this devnet)
-` : ''}  examples    ${examples.map((e) => `${e.name} http://127.0.0.1:${e.port}/`).join('   ')}
+${
+  process.env.FAREBOX_DEVNET_PASSPHRASE === 'testnet'
+    ? `  x402        ${base}/x402        (facilitator; the examples also take x402 exact on stellar:testnet, this devnet)
+`
+    : ''
+}  examples    ${examples.map((e) => `${e.name} http://127.0.0.1:${e.port}/`).join('   ')}
   search      ${searchLine(health.body)}
   demo login  ${bold(`${demo.email} / ${demo.password}`)}
   API key     ${bold(demo.apiKey)}
