@@ -151,9 +151,15 @@ describe('metrics', () => {
     const text = await (await scrape()).text();
     const exposed = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     const docs = await Promise.all(['operations.md', 'grafana-dashboard.json'].map((f) => readFile(new URL(`../../../docs/${f}`, import.meta.url), 'utf8')));
+    // The x402 facilitator's refusal reasons (the table rows of docs/protocol.md) are named like metrics but are not.
+    const protocol = await readFile(new URL('../../../docs/protocol.md', import.meta.url), 'utf8');
+    const reasons = new Set([...protocol.matchAll(/^\| `(farebox_[a-z0-9_]+)` \|/gm)].map((m) => m[1]!));
     const named = new Set(
-      docs.flatMap((d) => [...d.matchAll(/farebox_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))).filter((n) => n !== 'farebox_process_'),
+      docs
+        .flatMap((d) => [...d.matchAll(/farebox_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, '')))
+        .filter((n) => n !== 'farebox_process_' && !reasons.has(n)),
     );
+    expect(reasons.has('farebox_fee_bound_reached')).toBe(true);
     expect(named.size).toBeGreaterThan(20);
     expect([...named].filter((n) => !exposed.has(n))).toEqual([]);
     JSON.parse(docs[1]!);
