@@ -135,7 +135,12 @@ export async function startStack(
         ...(opts.devnetPassphrase ? { devnetPassphrase: opts.devnetPassphrase } : {}),
         wallet: { secret: kp.secret() },
         // Without the escrow provider the service is paid through the gateway only (its 402 offers nothing direct).
-        ...(opts.escrow === false ? {} : { trustlessWork: { apiKey: 'farebox-test', platformAddress: gw.core.treasuryAddress } }),
+        ...(opts.escrow === false
+          ? {}
+          : {
+              // The devnet's escrow API runs without its rate limit: the provider's client need not keep to the hosted 50 a minute.
+              trustlessWork: { apiKey: 'farebox-test', platformAddress: gw.core.treasuryAddress, budget: { requests: 100_000, windowMs: 1000 } },
+            }),
         servedStorePath: join(dataDir, `served-${name}.json`),
         registry,
         env: {},

@@ -71,7 +71,11 @@ export interface ProviderOptions {
   /** The local devnet's passphrase (`local`, `testnet` or a literal one; network `local` only). Env: `FAREBOX_DEVNET_PASSPHRASE`. */
   devnetPassphrase?: string;
   /** Escrow provider. Env: `TRUSTLESS_WORK_API_KEY`, `TRUSTLESS_WORK_PLATFORM_ADDRESS`. */
-  trustlessWork?: { apiKey?: string; platformAddress?: string; baseUrl?: string };
+  /**
+   * The escrow provider. `budget`: how many requests the provider's escrow client sends per window (default 50 a
+   * minute, the hosted API's limit; a devnet's escrow API without its rate limit takes more).
+   */
+  trustlessWork?: { apiKey?: string; platformAddress?: string; baseUrl?: string; budget?: { requests: number; windowMs: number } };
   /**
    * Where the default escrow verifier records served escrows (a durable JSON
    * file). Default `served-escrows.json` next to the keypair file, else
@@ -138,7 +142,7 @@ export interface ResolvedProviderConfig {
   exact?: ResolvedExact;
   /** The x402 `bazaar` discovery extension, when `discovery` is configured. */
   bazaar?: Record<string, unknown>;
-  escrow: { enabled: boolean; platformAddress?: string; baseUrl?: string; servedStorePath?: string };
+  escrow: { enabled: boolean; platformAddress?: string; baseUrl?: string; servedStorePath?: string; budget?: { requests: number; windowMs: number } };
   discoveryUrl?: string;
   ownerWallet: string;
   /** Whether a wallet secret is available (needed to register on-chain). */
@@ -390,6 +394,7 @@ export function resolveConfig(options: ProviderOptions): {
       enabled: escrowEnabled,
       ...(platformAddressPick.value !== undefined ? { platformAddress: platformAddressPick.value } : {}),
       ...(escrowEnabled ? { baseUrl: escrowUrlPick.value ?? defaultEscrowUrl(network, stellar) } : {}),
+      ...(options.trustlessWork?.budget ? { budget: options.trustlessWork.budget } : {}),
       ...(escrowEnabled
         ? { servedStorePath: nonEmpty(options.servedStorePath) ?? join(dirname(keypairFile ?? '.farebox/keypair'), 'served-escrows.json') }
         : {}),

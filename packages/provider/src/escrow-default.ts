@@ -20,7 +20,7 @@ export function defaultEscrowVerifier(
   const { escrow } = config;
   if (!escrow.enabled || !apiKey || !walletSecret || !escrow.baseUrl || !escrow.servedStorePath) return undefined;
   return createEscrowVerifier({
-    escrow: createEscrowClient({ baseUrl: escrow.baseUrl, apiKey, passphrase: stellar.passphrase }),
+    escrow: createEscrowClient({ baseUrl: escrow.baseUrl, apiKey, passphrase: stellar.passphrase, ...(escrow.budget ? { budget: escrow.budget } : {}) }),
     signer: keypairSigner(walletSecret),
     servedStore: new FileServedEscrowStore(escrow.servedStorePath),
     network: config.x402Network,
