@@ -17,7 +17,8 @@ const OPERATOR = `cli-ops${process.pid}@farebox.test`;
 /** The real `farebox` command (from source) in a subprocess. */
 async function farebox(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run('pnpm', ['exec', 'tsx', '--conditions', '@farebox/source', CLI, ...args], {
+    // node with tsx's loader: the same program as `pnpm exec tsx`, without pnpm's own start-up on every command.
+    const r = await run(process.execPath, ['--import', 'tsx', '--conditions', '@farebox/source', CLI, ...args], {
       cwd: join(here, '..'),
       env: { ...process.env, FAREBOX_CONFIG_DIR: await mkdtemp(join(tmpdir(), 'farebox-cli-')), ...env },
       timeout: 60_000,
