@@ -44,11 +44,14 @@ describe('faults under load: two gateways on their own PostgreSQL and Redis, 16 
     const r = await postgresFault(d, load, { outageMs: OUTAGE_MS, boundMs: 20_000 });
     print(r);
     // Calls under way at the kill may still end either way in its first second; after that, the outage's answer. A call
-    // whose service had answered waits out the outage to be charged (15 s), so when every caller is in such a call no
-    // answer at all may come in that window: the outage's 503s are then those of the calls that began at the kill.
+    // whose service had answered waits out the outage to be charged (15 s, answering 200 once the database is back), so
+    // when every caller is in such a call no answer comes during the outage at all (seen in CI: all 16 leases open at
+    // the end); db-outage.pg.test.ts shows the 503 of a call begun during an outage deterministically. Under load, every
+    // answer is a 200 or a 503 with Retry-After, and nothing else.
     const during = r.answers.filter((a) => a.t >= r.at + 1000 && a.t <= r.back);
-    expect(r.answers.filter((a) => a.t >= r.at && a.t <= r.back && a.status === 503 && a.retryAfter).length).toBeGreaterThan(0);
     expect(during.filter((a) => !(a.status === 503 && a.retryAfter)).map((a) => `${a.status}${a.retryAfter ? ' Retry-After' : ''}`)).toEqual([]);
+    expect(r.answers.filter((a) => !(a.status === 200 || (a.status === 503 && a.retryAfter))).map((a) => `${a.status}`)).toEqual([]);
+    expect(r.answers.length).toBeGreaterThan(0);
     expect(r.recoverMs).toBeDefined();
     expect(d.gateways.map((g) => g.process.child.exitCode)).toEqual([null, null]);
     expect(r.money.chargedRefused).toBe(0);
