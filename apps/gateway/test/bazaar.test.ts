@@ -80,7 +80,8 @@ describe('the x402 bazaar on the gateway', () => {
     expect(page.x402Version).toBe(2);
     expect(page.pagination).toEqual({ limit: 50, offset: 0, total: 2 });
     expect(names(page.items as never)).toEqual(['echo', 'skycast']);
-    const [echo, sky] = page.items as any[];
+    // The 2.9.0 DiscoveryResource type lacks the fields Farebox adds (description, metadata): read them as JSON.
+    const [echo, sky] = page.items as unknown as Array<Record<string, unknown>>;
     expect(sky).toMatchObject({
       resource: endpoint,
       type: 'http',

@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { bazaarListPage, bazaarResource, parseBazaarList, type BazaarContext } from '@farebox/discovery';
+import { encodeStrKey, randomBytes } from '@farebox/protocol';
 
 // What a stock x402 catalog client reads about one Farebox service (issue 37, item 6).
-const TREASURY = 'GCTREASURYXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX';
-const OWNER = 'GOWNERXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX';
-const USDC = { issuer: 'GISSUERXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX', contractId: 'CUSDCXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX' };
+// Well-formed keys, as the registry and the network config hold them.
+const account = () => encodeStrKey('publicKey', randomBytes(32));
+const TREASURY = account();
+const OWNER = account();
+const USDC = { issuer: account(), contractId: encodeStrKey('contract', randomBytes(32)) };
 const testnet: BazaarContext = { network: { x402Network: 'stellar:testnet', usdc: USDC }, treasury: TREASURY };
 const agent = {
   service: 'skycast',
