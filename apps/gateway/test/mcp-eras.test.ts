@@ -83,14 +83,24 @@ describe('/mcp serves protocol 2026-07-28 and the 2025 revisions at one URL (the
     await client.close();
   });
 
-  it('with the 2025-11-25 handshake (the v2 client without negotiation): the same tools and a paid call', async () => {
-    const { client } = await signedIn('legacy v2 client');
+  it('pinned to each 2025 revision (the initialize handshake): 2025-11-25 through the OAuth flow, then 2025-06-18 and 2025-03-26, the same tools and a paid call each', async () => {
+    // Legacy mode offers the first 2025 revision of supportedProtocolVersions at initialize; the server must answer it back.
+    const pinned = (version: string) => ({ versionNegotiation: { mode: 'legacy' as const }, supportedProtocolVersions: [version] });
+    const { client, provider } = await signedIn('legacy v2 client', pinned('2025-11-25'));
     expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
     expect(tools.every((t) => t.outputSchema && t.icons?.length && t.annotations)).toBe(true);
     await paidCall(client, 'legacy');
     await client.close();
+    for (const version of ['2025-06-18', '2025-03-26']) {
+      const older = new Client({ name: `client ${version}`, version: '1.0.0' }, pinned(version));
+      await older.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+      expect(older.getNegotiatedProtocolVersion(), version).toBe(version);
+      expect((await older.listTools()).tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+      await paidCall(older, version);
+      await older.close();
+    }
   });
 
   it('answers a token without agents:call calling call_agent with 403 insufficient_scope naming the scope, in both eras, and charges nothing', async () => {

@@ -67,6 +67,7 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     // The gateway trusts the test's certificate through its fetch's CA option (TLS checks stay on); loopback endpoints are allowed in tests.
     h = await startHarness('pglite', { oauth: { clientMetadataDocuments: { ca: tls.cert, timeoutMs: 2000 } } });
     alice = await h.user();
+    await h.publish('echo', { price: '0.01' });
     const doc = (path: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = { 'cache-control': 'max-age=300' }) => {
       served[path] = { body: JSON.stringify({ client_id: `${base}${path}`, client_name: 'Doc Client', redirect_uris: [REDIRECT], ...extra }), headers };
     };
@@ -83,7 +84,7 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     await new Promise<void>((resolve) => (docs ? docs.close(() => resolve()) : resolve()));
   });
 
-  it('advertises CIMD with the none method, and a strict client (oauth4webapi) authorizes, consents, redeems and lists the tools', async () => {
+  it('advertises CIMD with the none method, and a strict client (oauth4webapi) authorizes, consents, redeems, lists the tools and makes a paid call', async () => {
     const issuer = new URL(h.url);
     const insecure = { [oauth.allowInsecureRequests]: true };
     const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
@@ -98,7 +99,7 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
       client_id: client.client_id,
       redirect_uri: REDIRECT,
       response_type: 'code',
-      scope: 'agents:read account:read',
+      scope: 'agents:read agents:call account:read',
       state,
       code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
@@ -121,7 +122,7 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
       }),
     );
     expect(tokens.access_token).toMatch(/^fbo_at_/);
-    expect(tokens.scope).toBe('agents:read account:read');
+    expect(tokens.scope).toBe('agents:read agents:call account:read');
 
     const withToken: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
@@ -131,6 +132,11 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     const mcp = new Client({ name: 'cimd', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), { fetch: withToken }));
     expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['list_agents', 'call_agent', 'get_balance', 'get_transactions']);
+    const before = (await alice.api('/v1/balance')).body.balance_base_units as number;
+    const call = await mcp.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { via: 'cimd' } } });
+    expect(call.isError).toBeFalsy();
+    expect(call.structuredContent).toMatchObject({ service: 'echo', result: { echo: { via: 'cimd' } }, cost: { base_units: 100_000 }, paidWith: 'credit' });
+    expect((await alice.api('/v1/balance')).body.balance_base_units).toBe(before - 100_000);
     await mcp.close();
 
     // The user's connections name the app by its document.
