@@ -4,7 +4,7 @@ export * as schemas from './schemas.js';
 export * as inputs from './inputs.js';
 /** OAuth connections with their confirmation thresholds (the schemas of `/v1/oauth/connections`). */
 export * as connections from './connection-confirmations.js';
-export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META } from './mcp.js';
+export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META, IDEMPOTENCY_KEY_META } from './mcp.js';
 export type {
   FareboxApi,
   McpIcon,

@@ -221,6 +221,10 @@ export const ResolveDisputeBody = z
 
 const IDEMPOTENCY_KEY = 'invalid Idempotency-Key (1 to 255 characters)';
 
+/** The 409 of an operation that takes an `Idempotency-Key` (docs/api.md, "Idempotency"). */
+export const IDEMPOTENCY_CONFLICT =
+  'idempotency key reused with a different request; a request with this idempotency key is still in progress (`Retry-After`: the seconds until its lease ends, when a retry runs)';
+
 export const IdempotencyHeaders = z.object({
   'idempotency-key': z
     .string({ error: IDEMPOTENCY_KEY })

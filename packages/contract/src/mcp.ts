@@ -204,6 +204,14 @@ export const toolResult = (value: Record<string, unknown>): McpToolResult => ({
 export const TOOL_ERROR_META = 'farebox/error';
 
 /**
+ * Where a `tools/call` of `call_agent` carries its idempotency key (the
+ * request's `params._meta`, 1 to 255 characters): the `/mcp` counterpart of
+ * `POST /v1/call`'s `Idempotency-Key`. A retry under the same key is charged
+ * once and answers the first attempt's outcome (docs/api.md, "Idempotency").
+ */
+export const IDEMPOTENCY_KEY_META = 'farebox/idempotencyKey';
+
+/**
  * A tool error: the message as text, the details under `_meta["farebox/error"]`.
  * No `structuredContent`: it would have to match the tool's output schema, and
  * clients check it even on errors.

@@ -5,6 +5,7 @@ describe('public surface', () => {
   it('exports exactly these names', () => {
     expect(Object.keys(contract).sort()).toEqual([
       'DiscoveryApiError',
+      'IDEMPOTENCY_KEY_META',
       'MCP_INSTRUCTIONS',
       'MCP_TOOLS',
       'OAUTH_SCOPES',
