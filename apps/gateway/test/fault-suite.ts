@@ -27,6 +27,8 @@ export interface FaultResult {
   /** When the fault began (the kill) and ended (the dependency accepts connections again; the kill itself for a gateway). */
   at: number;
   back: number;
+  /** When the killed dependency was started again (its process launched; it accepts connections at `back`): the outage is `at` to here. */
+  restartAt: number;
   /** Every answer the callers saw from the kill until the gateways served again (and a second more). */
   answers: Answer[];
   /** The readiness answers of the live gateways during the outage (status and body), sampled. */
@@ -102,6 +104,7 @@ async function fault(
     const at = Date.now();
     await kill();
     const readiness: FaultResult['readiness'] = [];
+    let restartAt: number | undefined;
     if (bringBack) {
       // Readiness during the outage, twice a second.
       while (Date.now() - at < options.outageMs) {
@@ -112,9 +115,11 @@ async function fault(
         });
       }
       say(`${name}: starting it again`);
+      restartAt = Date.now();
       await bringBack();
     }
     const back = Date.now();
+    restartAt ??= back;
     let open = { holds: [] as string[], leases: [] as string[] };
     try {
       open = await unsettled(await db.get(), d, instances);
@@ -148,6 +153,7 @@ async function fault(
       name,
       at,
       back,
+      restartAt,
       answers,
       readiness,
       recoverMs,
