@@ -135,6 +135,21 @@ describe('farebox against a running local stack', () => {
     expect(refusal.error).toContain('spending limit reached: this API key may spend $0.01 per day (UTC)');
     const set = await runFarebox(['keys', 'set', created.id, '--limit', 'none', '--json'], { env: e });
     expect(json(set.stdout)).toMatchObject({ limit_usd: null, allowed_services: ['echo'], max_call_usd: 0.05 });
+    // The README's example (a comma-separated --allow), in human output: the whole policy as the gateway stored it.
+    const human = await runFarebox(['keys', 'create', 'ci-agent', '--limit', '5/day', '--allow', 'echo,word-count', '--max-call', '0.05'], { env: e });
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(
+      /spending policy: \$5 of \$5\/day left \(resets \d{4}-\d{2}-\d{2}T00:00:00\.000Z\); only echo, word-count; max \$0\.05 a call\./,
+    );
+    const listed = json((await runFarebox(['keys', 'list', '--json'], { env: e })).stdout).find((x: { name: string }) => x.name === 'ci-agent');
+    expect(listed).toMatchObject({
+      limit_usd: 5,
+      limit_period: 'day',
+      allowed_services: ['echo', 'word-count'],
+      max_call_usd: 0.05,
+      spent_usd: 0,
+      remaining_usd: 5,
+    });
     const bad = await runFarebox(['keys', 'create', 'x', '--limit', '5'], { env: e });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--limit must look like 5/day (periods: day, week, month, total), or none');

@@ -71,17 +71,25 @@ describe('spending policies on the Credentials page', () => {
       await create.getByLabel('Limit (USD)').fill('0.05');
       await create.getByLabel('Period').selectOption('day');
       await create.getByLabel('Only these services').fill('echo');
+      await create.getByLabel('Max per call (USD)').fill('0.02');
       await page.getByRole('button', { name: 'Create key' }).click();
-      await page.getByTestId('new-key').waitFor();
+      const key = (await page.getByTestId('new-key').textContent())!.trim();
       const row = page.getByRole('row').filter({ hasText: name });
       await row.getByText('$0.00 of $0.05 a day').waitFor();
-      await row.getByText('only echo').waitFor();
+      await row.getByText('only echo · at most $0.02 a call').waitFor();
       expect(await row.getByRole('meter').getAttribute('aria-valuemax')).toBe('0.05');
       await check(`/credentials with a new key at ${width} px`);
 
       // The key's policy as the API has it.
       const listed = (await user.api('/v1/api-keys')).body.find((k: { name: string }) => k.name === name);
-      expect(listed).toMatchObject({ limit_usd: 0.05, limit_period: 'day', allowed_services: ['echo'], remaining_usd: 0.05 });
+      expect(listed).toMatchObject({ limit_usd: 0.05, limit_period: 'day', allowed_services: ['echo'], max_call_usd: 0.02, remaining_usd: 0.05 });
+
+      // A call made with the key fills its bar: $0.01 of $0.05 this day.
+      expect((await user.api('/v1/call', { body: { service: 'echo', payload: {} }, headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      await page.reload();
+      await row.getByText('$0.01 of $0.05 a day').waitFor();
+      expect(await row.getByRole('meter').getAttribute('aria-valuenow')).toBe('0.01');
+      await check(`/credentials after a call at ${width} px`);
 
       await page.getByRole('button', { name: `Edit spending policy of ${name}` }).click();
       const editor = page.getByRole('form', { name: `Spending policy of ${name}` });
@@ -89,6 +97,7 @@ describe('spending policies on the Credentials page', () => {
       await editor.getByLabel('Period').selectOption('week');
       await check(`/credentials editing a key at ${width} px`);
       await editor.getByRole('button', { name: 'Save policy' }).click();
+      // A new period counts from zero (docs/api.md, "Spending policies"): the day's spending is not carried into the week.
       await row.getByText('$0.00 of $0.10 a week').waitFor();
       expect((await user.api('/v1/api-keys')).body.find((k: { name: string }) => k.name === name)).toMatchObject({ limit_usd: 0.1, limit_period: 'week' });
 

@@ -158,6 +158,49 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     expect((await a.core.ledger.verify()).ok).toBe(true);
   });
 
+  it("a key's policy narrowed on one gateway is followed by the other within moments, not after the cache time", async () => {
+    const [a, b] = gws as [RunningGateway, RunningGateway];
+    const signup = await fetch(`${a.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'narrow@example.com', password: 'narrow password' }),
+    });
+    const { csrf_token } = (await signup.json()) as { csrf_token: string };
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const write = (path: string, method: string, body: unknown) =>
+      fetch(`${a.url}${path}`, { method, headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token }, body: JSON.stringify(body) });
+    const { id, key } = (await (await write('/v1/api-keys', 'POST', { name: 'narrowed', limit_usd: 1, limit_period: 'day' })).json()) as {
+      id: string;
+      key: string;
+    };
+    const auth = { authorization: `Bearer ${key}` };
+    const call = () =>
+      fetch(`${b.url}/v1/call`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth },
+        body: JSON.stringify({ service: 'shared', payload: {} }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+    const policyOnB = async () =>
+      ((await (await fetch(`${b.url}/v1/me`, { headers: auth })).json()) as { credential: { policy: Record<string, unknown> } }).credential.policy;
+    // Gateway B has the key and its policy in its credential cache (60 s) now.
+    expect((await call()).status).toBe(200);
+    const balance = async () => ((await (await fetch(`${b.url}/v1/balance`, { headers: auth })).json()) as { balance_base_units: number }).balance_base_units;
+
+    // Lowered on A to what the key has spent: B refuses its next call (402), nothing charged.
+    expect((await write(`/v1/api-keys/${id}`, 'PATCH', { limit_usd: 0.1 })).status).toBe(200);
+    await eventually('gateway B sees the lowered limit', async () => (await policyOnB()).limit_usd === 0.1);
+    const before = await balance();
+    expect(await call()).toMatchObject({ status: 402, body: { limit_source: 'key', limit_usd: 0.1, remaining_usd: 0 } });
+    // Raised again and narrowed to another service on A: B refuses the call to 'shared' (403).
+    expect((await write(`/v1/api-keys/${id}`, 'PATCH', { limit_usd: 1, allowed_services: ['echo'] })).status).toBe(200);
+    await eventually('gateway B sees the allowed services', async () => JSON.stringify((await policyOnB()).allowed_services) === '["echo"]');
+    expect(await call()).toMatchObject({ status: 403, body: { error: 'this API key may not call shared (allowed: echo)', limit_source: 'key' } });
+    expect(await balance()).toBe(before);
+  });
+
   it('a publisher activated and a key revoked on one gateway are seen on the other within moments, not after the cache time', async () => {
     const [a, b] = gws as [RunningGateway, RunningGateway];
     const signup = await fetch(`${a.url}/auth/signup`, {

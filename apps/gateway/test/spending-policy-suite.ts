@@ -127,6 +127,19 @@ export function spendingPolicySuite(kind: DbKind) {
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ allowed_services: ['echo'], max_call_usd: 0.01 });
       expect((await k.call('echo')).status).toBe(200);
+      // Narrowed to word-count after a call with echo: the next echo call is refused at once, nothing charged.
+      const narrowed = await session(alice, `/v1/api-keys/${k.created.id}`, { method: 'PATCH', body: { allowed_services: ['word-count'] } });
+      expect(narrowed.body).toMatchObject({ allowed_services: ['word-count'], max_call_usd: 0.01 });
+      const afterNarrowing = await balance(alice);
+      const echoAgain = await k.call('echo');
+      expect(echoAgain.status).toBe(403);
+      expect(echoAgain.body).toMatchObject({
+        error: 'this API key may not call echo (allowed: word-count)',
+        limit_source: 'key',
+        allowed_services: ['word-count'],
+      });
+      expect(await balance(alice)).toBe(afterNarrowing);
+      expect((await k.call('word-count', { text: 'a b' })).status).toBe(200);
     });
 
     it('a refunded call gives its budget back; a lowered limit refuses the next call at once; a total limit has no reset', async () => {
@@ -188,6 +201,21 @@ export function spendingPolicySuite(kind: DbKind) {
       const over = await call('echo');
       expect(over.status).toBe(402);
       expect(over.body).toMatchObject({ limit_source: 'connection', limit_usd: 0.01, remaining_usd: 0 });
+      // The connection's token reads its own policy and what is left (GET /v1/me).
+      const me = await bob.api('/v1/me', { headers: { authorization: `Bearer ${tokens.access_token}` } });
+      expect(me.body.credential).toEqual({
+        via: 'oauth',
+        id: conn.id,
+        policy: {
+          limit_usd: 0.01,
+          limit_period: 'month',
+          allowed_services: ['echo'],
+          max_call_usd: null,
+          spent_usd: 0.01,
+          remaining_usd: 0,
+          resets_at: expect.stringMatching(/^\d{4}-\d{2}-01T00:00:00\.000Z$/),
+        },
+      });
       expect((await session(bob, '/v1/oauth/connections/conn_unknown', { method: 'PATCH', body: {} })).status).toBe(404);
     });
 
