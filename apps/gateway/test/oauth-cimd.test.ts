@@ -50,17 +50,21 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
   let alice: TestUser;
   let docs: Server;
   let base: string;
-  const served: Record<string, { body: string; headers?: Record<string, string>; status?: number }> = {};
+  let ca: string;
+  const served: Record<string, { body: string; headers?: Record<string, string>; status?: number; delayMs?: number }> = {};
   const fetches: Record<string, number> = {};
 
   beforeAll(async () => {
     const tls = selfSigned();
+    ca = tls.cert;
     docs = createServer(tls, (req, res) => {
       const path = req.url ?? '/';
       fetches[path] = (fetches[path] ?? 0) + 1;
       const doc = served[path];
       if (!doc) return void res.writeHead(404).end();
-      res.writeHead(doc.status ?? 200, { 'content-type': 'application/json', ...doc.headers }).end(doc.body);
+      const answer = () => void res.writeHead(doc.status ?? 200, { 'content-type': 'application/json', ...doc.headers }).end(doc.body);
+      if (doc.delayMs) setTimeout(answer, doc.delayMs);
+      else answer();
     });
     await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve));
     base = `https://127.0.0.1:${(docs.address() as AddressInfo).port}`;
@@ -77,6 +81,8 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     doc('/oauth/big.json', { padding: 'x'.repeat(6000) });
     served['/oauth/moved.json'] = { status: 302, body: '', headers: { location: `${base}/oauth/client.json` } };
     served['/oauth/not-json.json'] = { body: '<html>' };
+    // Answers after the gateway's time limit (2 s here).
+    served['/oauth/slow.json'] = { ...served['/oauth/client.json']!, delayMs: 3000 };
   }, 120_000);
 
   afterAll(async () => {
@@ -172,6 +178,7 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     expect(await open(`${base}/oauth/moved.json`)).toEqual({ status: 400, error: cannot('/oauth/moved.json', 'it answered with a redirect (not followed)') });
     expect(await open(`${base}/oauth/not-json.json`)).toEqual({ status: 400, error: cannot('/oauth/not-json.json', 'not JSON') });
     expect(await open(`${base}/oauth/missing.json`)).toEqual({ status: 400, error: cannot('/oauth/missing.json', 'it answered HTTP 404') });
+    expect(await open(`${base}/oauth/slow.json`)).toEqual({ status: 400, error: cannot('/oauth/slow.json', 'no answer within 2000 ms') });
     // Private addresses stay out of reach, as for service endpoints.
     expect(await open('https://10.1.2.3/client.json')).toEqual({
       status: 400,
@@ -183,6 +190,21 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
       status: 400,
       error: 'redirect_uri is not registered for this client',
     });
+  });
+
+  it('refuses a document on loopback where loopback endpoints are not allowed (production), as for service endpoints', async () => {
+    const strict = await startHarness('pglite', { allowLoopbackEndpoints: false, oauth: { clientMetadataDocuments: { ca: ca, timeoutMs: 2000 } } });
+    try {
+      const u = new URL(`${strict.url}/authorize`);
+      u.search = new URLSearchParams({ client_id: `${base}/oauth/client.json`, redirect_uri: REDIRECT, response_type: 'code', state: 's' }).toString();
+      const r = await fetch(u, { redirect: 'manual' });
+      expect(r.status).toBe(400);
+      expect(await r.text()).toContain(
+        `the client metadata document at ${base}/oauth/client.json cannot be used: endpoint resolves to a private or reserved address`,
+      );
+    } finally {
+      await strict.close();
+    }
   });
 
   it('limits authorization requests naming a document URL per IP (they make the gateway fetch), like /register', async () => {
