@@ -88,6 +88,30 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     await expect(stat(tokenPath)).rejects.toThrow(/ENOENT/);
   });
 
+  it("with an API key under a spending policy answers its refusals as tool errors carrying the policy's fields, nothing charged", async () => {
+    const made = await alice.api('/v1/api-keys', { body: { name: 'mcp-agent', limit_usd: 0.01, limit_period: 'day', allowed_services: ['echo'] } });
+    expect(made.status).toBe(201);
+    const a = await adapter({ FAREBOX_API_KEY: made.body.key, FAREBOX_TOKEN_PATH: join(dir, 'never-written-policy.json') });
+    const before = await credits(alice);
+    const notAllowed = await a.client.callTool({ name: 'call_agent', arguments: { service: 'pricey', payload: {} } });
+    expect(notAllowed.isError).toBe(true);
+    expect(text(notAllowed)).toMatch(/^this API key may not call pricey \(allowed: echo\) \(request id [0-9a-f-]{36}\)$/);
+    expect(errorMeta(notAllowed)).toMatchObject({ status: 403, limit_source: 'key', limit_usd: 0.01, remaining_usd: 0.01, allowed_services: ['echo'] });
+    expect((await a.client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: {} } })).isError).toBeFalsy();
+    const over = await a.client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: {} } });
+    expect(over.isError).toBe(true);
+    expect(text(over)).toMatch(/^spending limit reached: this API key may spend \$0\.01 per day \(UTC\); \$0 is left until /);
+    expect(errorMeta(over)).toMatchObject({
+      status: 402,
+      limit_source: 'key',
+      limit_usd: 0.01,
+      remaining_usd: 0,
+      resets_at: expect.stringMatching(/T00:00:00\.000Z$/),
+      callId: expect.any(String),
+    });
+    expect(await credits(alice)).toBe(before - 100_000);
+  });
+
   it("with a revoked API key answers every tool with the gateway's error instead of crashing", async () => {
     const bob = await h.user();
     const keys = (await bob.api('/v1/api-keys')).body as Array<{ id: string }>;

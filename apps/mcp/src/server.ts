@@ -32,6 +32,10 @@ type ToolResult = CallToolResult;
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+const SPENDING_FIELDS = ['limit_source', 'limit_usd', 'remaining_usd', 'resets_at', 'allowed_services', 'max_call_usd'];
+/** The machine-readable fields of a spending-policy refusal's body. */
+const spendingFields = (body: Record<string, unknown>) => Object.fromEntries(SPENDING_FIELDS.filter((k) => k in body).map((k) => [k, body[k]]));
+
 /**
  * API-key mode: the tools of `@farebox/client/mcp` run here over the REST
  * client (the remote `/mcp` takes OAuth tokens only). A refusal carries the
@@ -50,6 +54,8 @@ function registerRestTools(server: McpServer, config: AdapterConfig, api: Return
           // Every error answer of a paid call names it; a 500 is a call that failed and was refunded.
           ...(typeof body.callId === 'string' ? { callId: body.callId, ...(e.status === 500 ? { refunded: true } : {}) } : {}),
           ...(typeof e.data.idempotencyKey === 'string' ? { idempotencyKey: e.data.idempotencyKey } : {}),
+          // A refusal by the key's spending policy: its fields, as the gateway's /mcp tools give them (docs/api.md, "Spending policies").
+          ...(e.spendingLimit ? spendingFields(body) : {}),
         });
       }
       if (e instanceof ClientError && e.code === 'NETWORK') {
