@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer, ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
 import { serveStdio, type ServeStdioOptions, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
 import { PACKAGE_NAME, PACKAGE_VERSION, type AdapterConfig } from './config.js';
 import { ClientError, createGatewayClient, GatewayApiError } from '@farebox/client/gateway';
-import { MCP_INSTRUCTIONS, registerMcpTools, toolError } from '@farebox/client/mcp';
+import { IDEMPOTENCY_KEY_META, MCP_INSTRUCTIONS, registerMcpTools, TOOL_ERROR_META, toolError } from '@farebox/client/mcp';
 import { createOAuthSession, oauthFetch, type OAuthSession, type OAuthSessionOptions } from '@farebox/client/oauth';
 
 export interface AdapterOptions {
@@ -13,6 +15,11 @@ export interface AdapterOptions {
   fetch?: typeof fetch;
   /** OAuth timings (tests shorten them). */
   oauth?: Pick<OAuthSessionOptions, 'signInTimeoutMs' | 'refreshMarginMs' | 'lock'>;
+  /**
+   * OAuth mode: the longest wait, once, for a paid call the gateway says is
+   * still in progress under its key (its `retryAfterSeconds`), default 20 000 ms.
+   */
+  callRetryWaitMs?: number;
 }
 
 export interface Adapter {
@@ -91,12 +98,77 @@ function upstream(config: AdapterConfig, session: OAuthSession, doFetch: typeof 
   };
   return {
     connect,
+    /** Drops the connection (after a lost request): the next call connects afresh. */
+    reset() {
+      const c = connecting;
+      connecting = undefined;
+      void c?.then((client) => client.close()).catch(() => undefined);
+    },
     async close() {
       const c = connecting;
       connecting = undefined;
       await c?.then((client) => client.close()).catch(() => undefined);
     },
   };
+}
+
+type CallParams = Parameters<Client['callTool']>[0];
+
+/** The details of a tool error the gateway answered (`_meta["farebox/error"]`). */
+const errorDetails = (r: ToolResult) =>
+  r.isError ? ((r._meta as Record<string, unknown> | undefined)?.[TOOL_ERROR_META] as Record<string, unknown> | undefined) : undefined;
+
+/**
+ * OAuth mode's `tools/call`, forwarded to the gateway's `/mcp`. A paid call
+ * (`call_agent`) is retry-safe as `@farebox/client`'s: it carries an
+ * idempotency key (`_meta["farebox/idempotencyKey"]`, the client's own or a
+ * random UUID), is asked once more under it when the request failed without
+ * an answer (the connection lost), and an attempt the gateway says is still
+ * in progress under that key (CONFLICT with `retryAfterSeconds`) is waited
+ * for once (at most `maxWaitMs`). So the answer is the call's one outcome,
+ * charged once; when none comes, the error names the key.
+ */
+async function paidCallSafely(remote: ReturnType<typeof upstream>, params: CallParams, maxWaitMs: number): Promise<ToolResult> {
+  const given = params._meta?.[IDEMPOTENCY_KEY_META];
+  const key = params.name === 'call_agent' ? (typeof given === 'string' ? given : randomUUID()) : undefined;
+  const sent: CallParams = key === undefined ? params : { ...params, _meta: { ...params._meta, [IDEMPOTENCY_KEY_META]: key } };
+  const withKey = (r: ToolResult): ToolResult => {
+    const details = errorDetails(r);
+    return details && key !== undefined ? { ...r, _meta: { ...r._meta, [TOOL_ERROR_META]: { ...details, idempotencyKey: key } } } : r;
+  };
+  let resent = false;
+  let waited = false;
+  for (;;) {
+    let client: Client;
+    try {
+      client = await remote.connect();
+    } catch (e) {
+      return toolError(`Farebox: ${message(e)}`, key ? { idempotencyKey: key } : {}) as ToolResult;
+    }
+    let answer: ToolResult;
+    try {
+      answer = (await client.callTool(sent)) as ToolResult;
+    } catch (e) {
+      if (e instanceof ProtocolError) throw e;
+      if (key !== undefined && !resent) {
+        // Lost before an answer: the gateway may have run it. The same key asks for that outcome (charged once).
+        resent = true;
+        remote.reset();
+        continue;
+      }
+      const twice = key !== undefined ? ' (the call was asked twice without an answer: get_transactions shows whether it was charged)' : '';
+      return toolError(`Farebox: ${message(e)}${twice}`, key ? { idempotencyKey: key } : {}) as ToolResult;
+    }
+    const details = errorDetails(answer);
+    const retryAfter = Number(details?.retryAfterSeconds);
+    if (key !== undefined && resent && !waited && details?.code === 'CONFLICT' && retryAfter > 0 && /in progress/.test(String(details.error))) {
+      // The first attempt is still running: its outcome is the answer.
+      waited = true;
+      await sleep(Math.min(retryAfter * 1000, maxWaitMs));
+      continue;
+    }
+    return withKey(answer);
+  }
 }
 
 /**
@@ -151,20 +223,7 @@ export function createAdapter(options: AdapterOptions): Adapter {
         throw new ProtocolError(ProtocolErrorCode.InternalError, `Farebox: ${message(e)}`);
       }
     });
-    server.setRequestHandler('tools/call', async (request): Promise<ToolResult> => {
-      let client: Client;
-      try {
-        client = await remote.connect();
-      } catch (e) {
-        return toolError(`Farebox: ${message(e)}`) as ToolResult;
-      }
-      try {
-        return await client.callTool(request.params);
-      } catch (e) {
-        if (e instanceof ProtocolError) throw e;
-        return toolError(`Farebox: ${message(e)}`) as ToolResult;
-      }
-    });
+    server.setRequestHandler('tools/call', (request) => paidCallSafely(remote, request.params, options.callRetryWaitMs ?? 20_000));
     return server;
   };
   return {

@@ -1,7 +1,17 @@
 import { formatAmount } from '@farebox/protocol';
-import { registerMcpTools, toolError, type FareboxApi, type McpOtherResult, type McpToolHost, type McpToolResult, type ToolRegistry } from '@farebox/contract';
+import {
+  IDEMPOTENCY_KEY_META,
+  registerMcpTools,
+  toolError,
+  type FareboxApi,
+  type McpOtherResult,
+  type McpToolHost,
+  type McpToolResult,
+  type ToolRegistry,
+} from '@farebox/contract';
 import type { Principal, User } from '../auth/accounts.js';
-import type { CallAnswer } from '../calls.js';
+import { callIdOf, type CallAnswer } from '../calls.js';
+import { asDatabaseUnavailable } from '../db-errors.js';
 import { GatewayError } from '../errors.js';
 import type { CallConfirmations } from '../oauth/confirmations.js';
 import { requireScope } from '../oauth/scopes.js';
@@ -11,7 +21,7 @@ export { MCP_INSTRUCTIONS } from '@farebox/contract';
 /** What the MCP tools need from the gateway core (the core satisfies it). */
 export interface McpToolDeps {
   catalog: { list(q?: string): Promise<unknown[]> };
-  calls: { call(principal: Principal, body: unknown, opts?: { maxCost?: string }): Promise<CallAnswer> };
+  calls: { call(principal: Principal, body: unknown, opts?: { maxCost?: string; idempotencyKey?: string }): Promise<CallAnswer> };
   account: {
     balance(user: User): Promise<unknown>;
     transactions(user: User, limit: unknown): Promise<unknown[]>;
@@ -25,16 +35,25 @@ export interface McpToolDeps {
 /**
  * The Farebox API of one principal, in process: what the MCP tools of
  * `@farebox/contract` run over at the gateway's `/mcp`. `maxCost`: the most
- * a call may charge (what the user confirmed).
+ * a call may charge (what the user confirmed); `idempotencyKey`: the
+ * `tools/call`'s `_meta["farebox/idempotencyKey"]` (a retry under it is
+ * charged once, as `POST /v1/call`'s `Idempotency-Key`).
  */
-export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint): FareboxApi {
+export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint, idempotencyKey?: string): FareboxApi {
   return {
     agents: {
       list: () => deps.catalog.list(),
       search: (query) => deps.catalog.list(query),
     },
     async call(service, payload) {
-      const answer = await deps.calls.call(principal, { service, payload }, maxCost === undefined ? {} : { maxCost: formatAmount(maxCost) });
+      const answer = await deps.calls.call(
+        principal,
+        { service, payload },
+        {
+          ...(maxCost === undefined ? {} : { maxCost: formatAmount(maxCost) }),
+          ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+        },
+      );
       if (!answer.ok) throw new GatewayError('UPSTREAM', answer.value.error, { refunded: true, callId: answer.value.callId });
       return answer.value as Awaited<ReturnType<FareboxApi['call']>>;
     },
@@ -52,6 +71,8 @@ const usd = (units: bigint) => `$${formatAmount(units, { trim: true })}`;
 /** What the SDK's request context tells about the client (2026-07-28: the request's `_meta` envelope). */
 interface RequestContext {
   mcpReq?: {
+    /** The request's `_meta` (the envelope's reserved keys lifted out). */
+    _meta?: Record<string, unknown>;
     envelope?: Record<string, unknown>;
     inputResponses?: Record<string, unknown>;
     requestState?: () => unknown;
@@ -88,9 +109,10 @@ async function confirmedCall(
   args: Record<string, unknown>,
   ctx: RequestContext | undefined,
   run: (api?: FareboxApi) => Promise<McpToolResult>,
+  idempotencyKey: string | undefined,
 ): Promise<McpToolResult | McpOtherResult> {
   const service = String(args.service);
-  const over = (max: bigint | undefined) => run(mcpApi(deps, principal, max));
+  const over = (max: bigint | undefined) => run(mcpApi(deps, principal, max, idempotencyKey));
   // A confirmed call the service failed (refunded) gives its approval back for one retry.
   const confirmed = async (id: string, max: bigint) => {
     try {
@@ -157,18 +179,56 @@ async function confirmedCall(
   );
 }
 
+/** The `tools/call`'s idempotency key (`_meta["farebox/idempotencyKey"]`); a bad one is refused before anything runs. */
+function idempotencyKeyOf(ctx: RequestContext | undefined): string | undefined {
+  const key = ctx?.mcpReq?._meta?.[IDEMPOTENCY_KEY_META];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.length === 0 || key.length > 255)
+    throw new GatewayError('BAD_REQUEST', `invalid _meta["${IDEMPOTENCY_KEY_META}"] (1 to 255 characters)`);
+  return key;
+}
+
+/**
+ * A failure as the tool error `/mcp` answers: a lost database is the 503
+ * meaning ('database unavailable; nothing was charged, retry in a few
+ * seconds', `code` UNAVAILABLE, `retryAfterSeconds`), never a bare driver
+ * message; an attempt still in progress under the same key names its
+ * `retryAfterSeconds`; once the call had its id, `callId` is there.
+ */
+export function mcpToolError(thrown: unknown): McpToolResult | undefined {
+  const err = asDatabaseUnavailable(thrown) ?? thrown;
+  if (!(err instanceof GatewayError)) return undefined;
+  const callId = callIdOf(thrown);
+  const retryAfter = Number(err.headers?.['Retry-After']);
+  return toolError(err.message, {
+    code: err.code,
+    ...(err.data ?? {}),
+    ...(callId ? { callId } : {}),
+    ...(Number.isInteger(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
+  });
+}
+
 /**
  * How `/mcp` runs a tool for `principal`: the connection's scope is checked
  * first; a paid call above the connection's threshold is confirmed by the
- * user first; a gateway refusal becomes a tool error carrying its message and code.
+ * user first; `call_agent` runs under the request's idempotency key when it
+ * names one; a gateway refusal becomes a tool error carrying its message and code.
  */
 export function mcpToolHost(principal: Principal, deps?: McpToolDeps): McpToolHost {
   const c = deps?.callConfirmations;
+  const confirming = c && deps && principal.via === 'oauth' ? c : undefined;
   return {
     before: (tool) => requireScope(principal, tool.scope),
-    onError: (err) => (err instanceof GatewayError ? toolError(err.message, { code: err.code, ...(err.data ?? {}) }) : undefined),
-    ...(c && deps && principal.via === 'oauth'
-      ? { around: (tool, args, ctx, run) => (tool.name === 'call_agent' ? confirmedCall(c, deps, principal, args, ctx as RequestContext, run) : run()) }
+    onError: mcpToolError,
+    ...(deps
+      ? {
+          around: (tool, args, ctx, run) => {
+            if (tool.name !== 'call_agent') return run();
+            const key = idempotencyKeyOf(ctx as RequestContext);
+            if (confirming) return confirmedCall(confirming, deps, principal, args, ctx as RequestContext, run, key);
+            return key === undefined ? run() : run(mcpApi(deps, principal, undefined, key));
+          },
+        }
       : {}),
   };
 }
