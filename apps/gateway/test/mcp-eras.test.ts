@@ -103,6 +103,50 @@ describe('/mcp serves protocol 2026-07-28 and the 2025 revisions at one URL (the
     }
   });
 
+  it('answers each era as docs/oauth.md says: initialize echoes a revision it serves and counter-offers the newest otherwise; server/discover lists 2026-07-28; an unknown 2026-style version is 400 with the supported list', async () => {
+    const { tokens } = await (await rawClient(h.url)).authorize(alice);
+    const post = async (body: unknown, headers: Record<string, string> = {}) => {
+      const r = await fetch(mcpUrl, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${tokens.access_token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+        body: JSON.stringify(body),
+      });
+      const text = await r.text();
+      // A 2025 answer is one SSE event; a 2026 answer is JSON.
+      const json = r.headers.get('content-type')?.startsWith('text/event-stream') ? /^data: (.*)$/m.exec(text)![1]! : text;
+      return { status: r.status, session: r.headers.get('mcp-session-id'), body: JSON.parse(json) };
+    };
+    const initialize = (protocolVersion: string) =>
+      post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    // 2024-11-05 too: the SDK still serves it.
+    for (const version of ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']) {
+      const r = await initialize(version);
+      expect(r.status, version).toBe(200);
+      expect(r.body.result.protocolVersion, version).toBe(version);
+      expect(r.session, version).toBeNull();
+    }
+    expect((await initialize('2023-01-01')).body.result.protocolVersion).toBe('2025-11-25');
+    const meta = (v: string) => ({
+      'io.modelcontextprotocol/protocolVersion': v,
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    });
+    const discover = (v: string) =>
+      post({ jsonrpc: '2.0', id: 2, method: 'server/discover', params: { _meta: meta(v) } }, { 'mcp-protocol-version': v, 'mcp-method': 'server/discover' });
+    const modern = await discover('2026-07-28');
+    expect(modern.status).toBe(200);
+    expect(modern.body.result).toMatchObject({ supportedVersions: ['2026-07-28'], resultType: 'complete', capabilities: { tools: {} } });
+    expect(modern.body.result._meta['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'farebox', title: 'Farebox' });
+    const unknown = await discover('2099-01-01');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toMatchObject({ code: -32022, message: 'Unsupported protocol version: 2099-01-01', data: { supported: ['2026-07-28'] } });
+  });
+
   it('answers a token without agents:call calling call_agent with 403 insufficient_scope naming the scope, in both eras, and charges nothing', async () => {
     const c = await rawClient(h.url);
     const { tokens } = await c.authorize(alice, { scope: 'agents:read account:read' });
