@@ -17,10 +17,9 @@
  * vectorIndex 'hnsw' (when usearch loads) against the exact flat index; its
  * graph build takes over a minute at 100k on 2 cores (BENCH_HNSW=0 skips it).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { writeTinyModel } from '@farebox/test-kit/tiny-model';
 import {
   createEmbedder,
@@ -31,103 +30,15 @@ import {
   type SearchIndexOptions,
   type ServiceDocument,
 } from '../src/index.js';
+import { evaluate, type Figures, GROUPS, queries, services } from './relevance.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const N = Number(process.env['BENCH_SERVICES'] ?? 100_000);
 const DIMS = 384;
-
-interface Service {
-  id: string;
-  lang: string;
-  name: string;
-  description: string;
-}
-interface Query {
-  id: string;
-  lang: string;
-  query: string;
-  relevant: string[];
-  /** 'inflected': plain same-language queries with inflected, compound, partial or currency-code words; 'short': one or two words. */
-  group?: string;
-  /** Graded judgements (3 does what was asked, 2 closely related, 1 mentions it in passing); without them every `relevant` service has grade 1. */
-  grades?: Record<string, number>;
-}
-
-const services = (JSON.parse(readFileSync(join(here, 'relevance', 'services.json'), 'utf8')) as { services: Service[] }).services;
-const queries = (JSON.parse(readFileSync(join(here, 'relevance', 'queries.json'), 'utf8')) as { queries: Query[] }).queries;
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 const ms = (x: number) => `${x.toFixed(2)} ms`;
-
-/** nDCG@k with gains 2^grade - 1 (a service in `relevant` without a grade has grade 1). */
-function ndcgAt(ranked: string[], q: Query, k: number): number {
-  const grade = (id: string) => q.grades?.[id] ?? (q.relevant.includes(id) ? 1 : 0);
-  let dcg = 0;
-  ranked.slice(0, k).forEach((id, i) => {
-    dcg += (2 ** grade(id) - 1) / Math.log2(i + 2);
-  });
-  const gains = q.grades ? Object.values(q.grades) : q.relevant.map(() => 1);
-  const ideal = gains
-    .sort((a, b) => b - a)
-    .slice(0, k)
-    .reduce((sum, g, i) => sum + (2 ** g - 1) / Math.log2(i + 2), 0);
-  return ideal > 0 ? dcg / ideal : 0;
-}
-function recallAt(ranked: string[], relevant: Set<string>, k: number): number {
-  return ranked.slice(0, k).filter((id) => relevant.has(id)).length / Math.min(k, relevant.size);
-}
-
-/** Queries whose judged services include one in the query's own language (keyword search can find those). */
-const serviceLang = new Map(services.map((s) => [s.id, s.lang]));
-const sameLanguage = (q: Query) => q.relevant.some((id) => serviceLang.get(id) === q.lang);
-
-interface Figures {
-  ndcg: number;
-  recall: number;
-  hit3: number;
-  n: number;
-}
-type Group = 'all' | 'same' | 'original' | 'inflected' | 'short' | 'oneWord' | 'twoWords';
-const GROUPS: Array<[Group, string]> = [
-  ['all', 'all judged'],
-  ['same', 'same-language'],
-  ['original', 'original (q001-q072)'],
-  ['inflected', 'inflected (q075-q114)'],
-  ['short', 'one/two words (q115-q136)'],
-  ['oneWord', '  one word'],
-  ['twoWords', '  two words'],
-];
-
-function evaluate(index: SearchIndex, vectorsFor: Map<string, Float32Array> | null) {
-  const sums = Object.fromEntries(GROUPS.map(([g]) => [g, { ndcg: 0, recall: 0, hit3: 0, n: 0 }])) as Record<Group, Figures>;
-  let nonsenseHits = 0;
-  let nonsense = 0;
-  const misses: string[] = [];
-  for (const q of queries) {
-    const hits = index.searchWithVector(q.query, vectorsFor?.get(q.id) ?? null, { limit: 10 });
-    if (q.relevant.length === 0) {
-      nonsense++;
-      if (hits.length > 0) nonsenseHits++;
-      continue;
-    }
-    const rel = new Set(q.relevant);
-    const ranked = hits.map((h) => h.id);
-    const hit3 = ranked.slice(0, 3).some((id) => rel.has(id)) ? 1 : 0;
-    const groups = [sums.all, q.group === 'inflected' ? sums.inflected : q.group === 'short' ? sums.short : sums.original];
-    if (sameLanguage(q)) groups.push(sums.same);
-    if (q.group === 'short') groups.push(q.query.trim().split(/\s+/).length === 1 ? sums.oneWord : sums.twoWords);
-    for (const f of groups) {
-      f.ndcg += ndcgAt(ranked, q, 10);
-      f.recall += recallAt(ranked, rel, 5);
-      f.hit3 += hit3;
-      f.n++;
-    }
-    if (!hit3 && sameLanguage(q)) misses.push(`${q.id} "${q.query}"`);
-  }
-  return { sums, nonsenseHits, nonsense, misses };
-}
 
 /** One block of figures per index, side by side: the capped BM25' (before) and the knee (now). */
 function report(label: string, runs: Array<[string, ReturnType<typeof evaluate>]>) {
