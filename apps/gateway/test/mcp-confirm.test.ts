@@ -109,6 +109,12 @@ describe('call_agent above the connection threshold asks the user first', () => 
     );
     expect(calls.map((x) => x.service)).toEqual(['cheap', 'pricey']);
     expect(calls.reduce((sum, x) => sum + Math.abs(x.amount_base_units), 0)).toBe(before - (await credits()));
+    // The ledger: the REST history has the same calls (the refusals left none), and its journal verifies.
+    const rest = ((await alice.api('/v1/transactions')).body as Array<{ type: string; service: string; amount_base_units: number }>).filter(
+      (x) => x.type === 'call',
+    );
+    expect(rest.slice(0, 2)).toEqual(calls);
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
     await client.close();
   });
 
