@@ -57,6 +57,17 @@ export interface ReapDeadOptions {
   sole?: boolean;
   /** Holds voided per query (default 1,000; the pass goes on until none is left). */
   limit?: number;
+  /**
+   * Tells, for another instance whose last beat is older than `goneAfterMs`,
+   * that its process is known to be gone (the gateway: one on this host whose
+   * process id no longer runs, or a previous run under this very process's
+   * name): it is dead now, without waiting for `timeoutMs` or for this
+   * instance's steady run. So a process restarting after a crash gives back
+   * what its predecessor held at start.
+   */
+  gone?: (instance: { id: string; name: string }) => boolean;
+  /** How long the beats of an instance that `gone` may declare dead must have stopped (ms; default `timeoutMs`). */
+  goneAfterMs?: number;
 }
 
 /**
@@ -78,6 +89,21 @@ export async function reapDeadInstances(
   const timeoutMs = positiveInt(options?.timeoutMs, 'timeoutMs', 86_400_000);
   const limit = options.limit === undefined ? 1000 : positiveInt(options.limit, 'limit', 100_000);
   if (options.sole !== undefined && typeof options.sole !== 'boolean') invalid('sole must be a boolean', { field: 'sole' });
+  if (options.gone !== undefined && typeof options.gone !== 'function') invalid('gone must be a function', { field: 'gone' });
+  const goneAfterMs = options.goneAfterMs === undefined ? timeoutMs : positiveInt(options.goneAfterMs, 'goneAfterMs', 86_400_000);
+  if (options.gone) {
+    const { rows } = await db.query(`SELECT id, name FROM ledger_instances WHERE dead_at IS NULL AND id <> $1 AND beat_at < now() - ${interval('$2')}`, [
+      self,
+      goneAfterMs,
+    ]);
+    const gone = rows.map((r) => ({ id: str(r.id), name: str(r.name) })).filter((r) => options.gone!(r));
+    // The beat is asked again: an instance that beat meanwhile is alive.
+    if (gone.length > 0)
+      await db.query(`UPDATE ledger_instances SET dead_at = now() WHERE id = ANY($1::bigint[]) AND dead_at IS NULL AND beat_at < now() - ${interval('$2')}`, [
+        gone.map((r) => r.id),
+        goneAfterMs,
+      ]);
+  }
   await db.query(
     `UPDATE ledger_instances o SET dead_at = now()
       WHERE o.dead_at IS NULL AND o.id <> $1

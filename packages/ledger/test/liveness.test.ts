@@ -192,6 +192,40 @@ describe('instances sharing a database', () => {
     await restarted.leaveInstance();
   });
 
+  it('declares an instance its process knows to be gone (`gone`) dead at once, before its own beats are steady, once its beats stopped for goneAfterMs', async () => {
+    const crashed = await steadyInstance('host-a pid 41');
+    const elsewhere = await steadyInstance('host-b pid 41');
+    const id = accountId();
+    await crashed.openAccount(id);
+    // A call under a key in flight when the process died: its hold and its lease.
+    const call = keyedCall(crashed, id, 'k-crashed', new Promise(() => undefined));
+    await expect.poll(() => call.holdId()).toBeDefined();
+    const asked: string[] = [];
+    const gone = ({ name }: { id: string; name: string }) => {
+      asked.push(name);
+      return name.startsWith('host-a ');
+    };
+    // The restarted process: just joined (not steady), its predecessor's beats stopped 3 s ago.
+    const restarted = new Ledger(t.ledger.db);
+    await restarted.joinInstance('host-a pid 42');
+    await beatsAgo(crashed, 3);
+    // Beats younger than goneAfterMs are not asked about.
+    expect((await restarted.reapDeadInstances({ timeoutMs: TIMEOUT_MS, gone, goneAfterMs: 5_000 })).instances).toEqual([]);
+    expect(asked).toEqual([]);
+    const r = await restarted.reapDeadInstances({ timeoutMs: TIMEOUT_MS, gone, goneAfterMs: 2_000 });
+    expect(r).toEqual({ instances: [crashed.instanceId], voided: [call.holdId()], released: 1 });
+    expect(asked).toEqual(['host-a pid 41']);
+    // Another host's instance with stopped beats is left to the timeout.
+    await beatsAgo(elsewhere, 3);
+    expect((await restarted.reapDeadInstances({ timeoutMs: TIMEOUT_MS, gone, goneAfterMs: 2_000 })).instances).toEqual([]);
+    expect((await restarted.balance(id)).balance).toBe(SIGNUP_CREDIT);
+    expect((await restarted.verify()).mismatches).toEqual([]);
+    // The key's retry runs at once on the restarted process.
+    expect(await restarted.withIdempotency(id, 'k-crashed', hashRequest(body), async () => 'ran')).toEqual({ replayed: false, response: 'ran' });
+    await elsewhere.leaveInstance();
+    await restarted.leaveInstance();
+  });
+
   it("keeps a dead instance's lease while a wallet payment it may have sent is pending, but ends a top-up's own lease", async () => {
     const dead = await steadyInstance('wallet');
     const live = await steadyInstance('survivor');
