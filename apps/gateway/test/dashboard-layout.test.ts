@@ -215,6 +215,33 @@ describe('the dashboard with long names, at phone and desktop width', () => {
     await check('/credentials with the field filled');
   });
 
+  it('a call the service fails says in the page that the charge was refunded, with nothing spent, at both widths', async () => {
+    const DOWN = 'unreachableservicewithlongname32';
+    await h.registerRaw(DOWN, 'http://127.0.0.1:9/', '0.01');
+    const credits = async () => (await user.api('/v1/balance')).body.balance_base_units as number;
+    const before = await credits();
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 844 });
+      problems = [];
+      await page.goto(`/catalog/${DOWN}`);
+      await page.getByRole('heading', { level: 1, name: DOWN }).waitFor();
+      // Its /manifest cannot be read either: the page says so (and the browser logs that 500, a real failure).
+      await page.getByText("The service's own description of its price could not be read").waitFor();
+      await page.getByRole('button', { name: `Call ${DOWN}` }).click();
+      const alert = page.getByRole('alert').filter({ hasText: 'The call failed' });
+      await alert.waitFor({ timeout: 20_000 });
+      expect((await alert.innerText()).trim()).toBe(
+        'The call failed: service unreachable: connection refused (ECONNREFUSED); the 0.01 USD charge was refunded to your credits',
+      );
+      // The browser logged the two 500s it got (the manifest and the call); nothing else, and the page still fits.
+      const resource500 = 'console error: Failed to load resource: the server responded with a status of 500 (Internal Server Error)';
+      expect(problems).toEqual([resource500, resource500]);
+      problems = [];
+      await check(`/catalog/${DOWN} after a failed call`);
+    }
+    expect(await credits()).toBe(before);
+  });
+
   it('an operator: the Operator tab and the operator pages, at both widths', async () => {
     // A long address; its refused try before the grant is in the audit log under it.
     const signup = await fetch(`${h.url}/auth/signup`, {
