@@ -167,7 +167,7 @@ describe('metrics', () => {
 });
 
 describe('/health/ready', () => {
-  it('stays ready while the network’s RPC (and so the catalog) is gone, naming both degraded with their effects, and ok again once it is back', async () => {
+  it('stays ready while the network’s RPC and Horizon (and so the catalog) are gone, naming each degraded with its effect, and ok again once they are back', async () => {
     const ready = await fetch(`${s.url}/health/ready`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({
@@ -181,8 +181,9 @@ describe('/health/ready', () => {
     await rpcProxy.stop();
     // Once the mirror has found the RPC gone (a sync in flight at the stop may still have landed)...
     await eventually('the catalog mirror fails to reach the RPC', () => s.gw.core.mirror.status().failures > 0);
-    // ...the gateway's clock moves past the catalog's staleness (1 s) and the 2 s the network's latest ledger is kept.
-    clock.advance(2_100);
+    // ...the gateway's clock moves past the catalog's staleness (1 s), the 2 s the network's latest ledger is kept
+    // and the 10 s between two balance reads from Horizon.
+    clock.advance(10_100);
     const down = await fetch(`${s.url}/health/ready`);
     // Calls paid with credits need neither: the gateway stays in the load balancer's pool.
     expect(down.status).toBe(200);
@@ -197,9 +198,10 @@ describe('/health/ready', () => {
       ready: true,
       status: 'degraded',
       reasons: [],
-      checks: { database: 'ok', rpc: 'down', catalog: 'down' },
-      dependencies: { rpc: { state: 'down', required: false }, catalog: { state: 'down', required: false } },
+      checks: { database: 'ok', rpc: 'down', horizon: 'down', catalog: 'down' },
+      dependencies: { rpc: { state: 'down', required: false }, horizon: { state: 'down', required: false }, catalog: { state: 'down', required: false } },
     });
+    expect(body.dependencies.horizon.effect).toMatch(/^wallet balances, wallet set-up, paid top-ups and the wallet-credit audit wait and are retried/);
     expect(body.dependencies.catalog.reason).toMatch(/^last synced/);
     expect(body.dependencies.rpc.effect).toMatch(/calls paid with credits go on/);
     // /health stays the cheap answer.
@@ -207,6 +209,7 @@ describe('/health/ready', () => {
     const text = await (await scrape()).text();
     expect(value(text, 'farebox_dependency_up{dependency="rpc"}')).toBe(0);
     expect(value(text, 'farebox_dependency_transitions_total{dependency="rpc",to="down"}')).toBe(1);
+    expect(value(text, 'farebox_dependency_up{dependency="horizon"}')).toBe(0);
 
     await rpcProxy.start();
     await eventually(
@@ -214,15 +217,18 @@ describe('/health/ready', () => {
       async () => ((await (await fetch(`${s.url}/health/ready`)).json()) as { status: string }).status === 'ok',
       { timeoutMs: 20_000, intervalMs: 100 },
     );
-    // One warn line when the RPC went, one info line when it came back.
-    expect(
-      logged()
-        .filter((l) => l.event === 'dependency' && l.dependency === 'rpc')
-        .map((l) => [l.level, l.state]),
-    ).toEqual([
-      ['warn', 'down'],
-      ['info', 'up'],
-    ]);
+    // One warn line when each went, one info line when it came back.
+    for (const dependency of ['rpc', 'horizon'])
+      expect(
+        logged()
+          .filter((l) => l.event === 'dependency' && l.dependency === dependency)
+          .map((l) => [l.level, l.state]),
+        dependency,
+      ).toEqual([
+        ['warn', 'down'],
+        ['info', 'up'],
+      ]);
+    expect(value(await (await scrape()).text(), 'farebox_dependency_transitions_total{dependency="horizon",to="up"}')).toBe(1);
   }, 60_000);
 });
 
