@@ -19,8 +19,19 @@ export interface CallableService {
 
 /** The two-phase credit operations a call needs (implemented over @farebox/ledger). */
 export interface CreditsPort {
-  /** Places a hold; throws `GatewayError('INSUFFICIENT_BALANCE')` when credits do not cover it. */
-  hold(input: { accountId: string; amount: bigint; callId: string; service: string; idempotencyKey?: string; budget?: Budget }): Promise<{ holdId: string }>;
+  /**
+   * Places a hold; throws `GatewayError('INSUFFICIENT_BALANCE')` when credits do not cover it. `principal`: the
+   * credential making the call (its spending policy, if any, applies to the hold).
+   */
+  hold(input: {
+    accountId: string;
+    amount: bigint;
+    callId: string;
+    service: string;
+    idempotencyKey?: string;
+    budget?: Budget;
+    principal?: Principal;
+  }): Promise<{ holdId: string }>;
   /** Posts a hold: the call succeeded; the earning goes to `publisherOwner`. Returns the account's credits after. */
   post(holdId: string, input: { publisherOwner: string; service: string; gross: bigint }): Promise<{ balance: bigint; posted: boolean }>;
   /** Voids a hold: the money returns to credits. Returns the credits after. */

@@ -333,10 +333,13 @@ export function createCalls(options: CallsOptions) {
     let amount = svc.pricePerCall;
     ctx.amount = amount;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
+    // The hold of `amount` (as it is then) for the call's credential (its spending policy applies to the hold).
+    const holdOf = (id: string) =>
+      options.credits.hold({ accountId: principal.user.id, amount, callId: id, service, principal, ...(idempotencyKey ? { idempotencyKey } : {}) });
     const holdCredits = () =>
       timeline.step(
         'hold_credits',
-        () => options.credits.hold({ accountId: principal.user.id, amount, callId, service, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+        () => holdOf(callId),
         () => ({ amount: amount.toString() }),
       );
     const holding = holdCredits();
@@ -376,7 +379,7 @@ export function createCalls(options: CallsOptions) {
         ctx.amount = amount;
         ({ holdId } = await timeline.step(
           'hold_credits',
-          () => options.credits.hold({ accountId: principal.user.id, amount, callId: `${callId}.2`, service, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+          () => holdOf(`${callId}.2`),
           () => ({ amount: amount.toString(), repriced: true }),
         ));
         result = await timeline.step(

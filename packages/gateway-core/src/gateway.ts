@@ -176,7 +176,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     account,
     catalog,
     bazaar: createBazaarService({ ...infra, manifests, now }),
-    calls: spending.wrapCalls(calls),
+    calls,
     spendingPolicy: (principal) => spending.view(principal),
     oauthConnections: withThresholds(oauth.connections, callConfirmations),
     callConfirmations,

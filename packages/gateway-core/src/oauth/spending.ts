@@ -1,11 +1,8 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { LedgerError, type Budget, type BudgetUse, type Ledger } from '@farebox/ledger';
 import type { Principal } from '../auth/accounts.js';
 import { budgetExceeded, budgetFor, checkCall, policyView, type LimitSource, type PolicyView, type SpendingPolicy } from '../auth/policy.js';
-import type { CreditsPort, createCalls } from '../calls.js';
+import type { CreditsPort } from '../calls.js';
 import { systemClock } from '../clock.js';
-
-type Calls = ReturnType<typeof createCalls>;
 
 interface Spender {
   credentialId: string;
@@ -15,8 +12,8 @@ interface Spender {
 
 /**
  * Spending policies at call time (API keys and OAuth connections; docs/api.md,
- * "Spending policies"). A call made with a credential that has a policy runs
- * inside {@link run}: before its hold, the service must be allowed and the
+ * "Spending policies"). A call names its credential (the principal) to its
+ * hold and to the wallet path; with a policy, before its hold, the service must be allowed and the
  * price within the per-call maximum (403); its hold carries the credential's
  * budget for the period, reserved by the ledger in the hold's own statement
  * (402 when it does not fit; nothing is charged). Posts, refunds and the
@@ -26,7 +23,11 @@ interface Spender {
 export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>; now?: () => number }) {
   const { ledger } = options;
   const now = options.now ?? systemClock;
-  const context = new AsyncLocalStorage<Spender>();
+  // The credential is passed explicitly (no AsyncLocalStorage: on Node 20 an enabled one makes every promise of the process pay a hook).
+  const spenderOf = (principal: Principal | undefined): Spender | undefined =>
+    !principal?.policy || principal.via === 'session'
+      ? undefined
+      : { credentialId: principal.credentialId, source: principal.via === 'oauth' ? 'connection' : 'key', policy: principal.policy };
 
   async function use(s: Spender, at: number): Promise<BudgetUse | undefined> {
     const b = budgetFor(s.credentialId, s.policy, at);
@@ -42,35 +43,29 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
   const refusal = (s: Spender, err: unknown, amount: bigint, at: number) =>
     err instanceof LedgerError && err.code === 'BUDGET_EXCEEDED' ? budgetExceeded(s.source, s.policy, err.data, amount, at) : err;
 
-  function run<T>(principal: Principal, fn: () => Promise<T>): Promise<T> {
-    if (!principal.policy || principal.via === 'session') return fn();
-    return context.run({ credentialId: principal.credentialId, source: principal.via === 'oauth' ? 'connection' : 'key', policy: principal.policy }, fn);
-  }
-
   return {
-    /** Runs `fn` (a call) under the principal's spending policy, if it has one. */
-    run,
-
     /** The policy of the principal's credential and its budget now (`GET /v1/me`, MCP `get_balance`); null without one. */
     async view(principal: Principal): Promise<PolicyView | null> {
-      if (!principal.policy || principal.via === 'session') return null;
+      const s = spenderOf(principal);
+      if (!s) return null;
       const at = now();
-      const s: Spender = { credentialId: principal.credentialId, source: principal.via === 'oauth' ? 'connection' : 'key', policy: principal.policy };
-      return policyView(principal.policy, await use(s, at), at);
+      return policyView(s.policy, await use(s, at), at);
     },
 
     /**
      * Wraps the wallet path (paid on chain when credits fall short) so that,
-     * inside {@link run}, its amount counts against the same budget: the
+     * for a principal with a policy, its amount counts against the same budget: the
      * policy's checks first, a budget that cannot cover it refused before
      * anything moves, and the budget handed to the wallet path, whose payment
      * reserves it in the ledger when it is recorded and spends it or gives it
      * back when it is resolved (also by reconciliation after a crash). A retry
      * on credits (after a wallet top-up) reserves with its own hold.
      */
-    wrapWalletPath<I extends { amount: bigint; service: { service: string }; budget?: Budget }, R>(pay: (input: I) => Promise<R>): (input: I) => Promise<R> {
+    wrapWalletPath<I extends { principal: Principal; amount: bigint; service: { service: string }; budget?: Budget }, R>(
+      pay: (input: I) => Promise<R>,
+    ): (input: I) => Promise<R> {
       return async (input) => {
-        const s = context.getStore();
+        const s = spenderOf(input.principal);
         if (!s) return pay(input);
         const at = now();
         const budget = await admit(s, input.service.service, input.amount, at);
@@ -87,11 +82,11 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
       };
     },
 
-    /** Wraps the credits port so holds made inside {@link run} follow the policy and reserve against its budget. */
+    /** Wraps the credits port so a hold made for a principal with a policy follows it and reserves against its budget. */
     wrapCredits(credits: CreditsPort): CreditsPort {
       return {
         async hold(input) {
-          const s = context.getStore();
+          const s = spenderOf(input.principal);
           if (!s) return credits.hold(input);
           const at = now();
           // A call the policy allows takes no extra turn (the checks' refusals read the budget).
@@ -108,11 +103,6 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
         void: (holdId, reason) => credits.void(holdId, reason),
         idempotent: (accountId, key, hash, fn) => credits.idempotent(accountId, key, hash, fn),
       };
-    },
-
-    /** Wraps `calls` so every call made with a credential that has a policy runs under it. */
-    wrapCalls(calls: Calls): Calls {
-      return { ...calls, call: (principal, body, opts) => run(principal, () => calls.call(principal, body, opts)) };
     },
   };
 }
