@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserSignIn, startStack, type Stack, type StackUser } from './stack.js';
 import { eventually } from '@farebox/test-kit';
-import { ensureBuilt, farebox, runFarebox, start, startInProcess } from './cli.js';
+import { ensureBuilt, farebox, printedRoutes, runFarebox, start, startInProcess } from './cli.js';
 
 // The commands' behaviour, in process (runCli: the binary's body, the same
 // output and exit codes); the built binary for its entry point: a call whose
@@ -343,4 +343,11 @@ describe('the packed tarballs, installed like a user would', () => {
       await client.close();
     }
   }, 300_000);
+});
+
+// The CLI speaks CLI: every hint names the farebox command to run, never an HTTP route (issue 35).
+it('printed no HTTP route (GET /, POST /, ...) in any farebox output of this file', () => {
+  const { runs, offenders } = printedRoutes();
+  expect(runs).toBeGreaterThan(30);
+  expect(offenders).toEqual([]);
 });

@@ -12,9 +12,24 @@ export function ensureBuilt(): void {
   build(cli.packageDir, CLI_BIN);
 }
 
+/** Every output of `farebox` run through this module in the current test file (what `printedRoutes` reads). */
+const printed: Array<{ args: string[]; text: string }> = [];
+const record = (args: string[]) => (r: RunResult) => {
+  printed.push({ args, text: `${r.stdout}${r.stderr}` });
+  return r;
+};
+
+/** An HTTP route as a message would name it (`POST /v1/...`, `GET /...`). */
+export const HTTP_ROUTE = /\b(GET|POST|PUT|DELETE|PATCH) \//;
+
+/** The runs so far whose output names an HTTP route (the CLI names its own commands instead), and how many runs there were. */
+export function printedRoutes(): { runs: number; offenders: Array<{ args: string[]; text: string }> } {
+  return { runs: printed.length, offenders: printed.filter((p) => HTTP_ROUTE.test(p.text)) };
+}
+
 /** Runs `node <the farebox bin> ...args`. */
 export function farebox(args: string[], opts: { env: Record<string, string>; input?: string; cwd?: string }): Promise<RunResult> {
-  return start(process.execPath, [CLI_BIN, ...args], opts).done;
+  return start(process.execPath, [CLI_BIN, ...args], opts).done.then(record(args));
 }
 
 /**
@@ -27,11 +42,9 @@ export function startInProcess(args: string[], opts: { env: Record<string, strin
   let stdout = '';
   let stderr = '';
   const stdin = Object.assign(Readable.from(opts.input === undefined ? [] : [Buffer.from(opts.input)]), { isTTY: false });
-  const done = runCli(args, { env: opts.env, stdin, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) }).then((code) => ({
-    code,
-    stdout,
-    stderr,
-  }));
+  const done = runCli(args, { env: opts.env, stdin, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) })
+    .then((code) => ({ code, stdout, stderr }))
+    .then(record(args));
   return { stderr: () => stderr, done };
 }
 
