@@ -7,7 +7,8 @@
 // an API key (`sk_live_...`), the checkout's path (`/path/to/farebox`), a
 // port and a data folder; `~` is a fresh home folder.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -164,8 +165,14 @@ describe.concurrent('the documented commands, run as written', { timeout: 240_00
       'pnpm tarballs ~/farebox-tarballs @farebox/provider   # in the checkout',
       'mkdir -p ~/my-project && cd ~/my-project && npm i ~/farebox-tarballs/*.tgz',
     ]);
-    // The package READMEs give the same two commands, one per package.
-    for (const short of ['provider', 'client', 'sdk', 'protocol', 'contract', 'wallets', 'gateway-core', 'discovery', 'stellar', 'escrow'])
+    // The package READMEs give the same two commands, one per public package (the devnet's says it in a sentence).
+    const published = (await readdir(join(repo, 'packages'))).filter((d) => {
+      const manifest = join(repo, 'packages', d, 'package.json');
+      return existsSync(manifest) && !JSON.parse(readFileSync(manifest, 'utf8')).private;
+    });
+    expect(published).toEqual(expect.arrayContaining(['provider', 'client', 'ledger', 'devnet']));
+    expect(await readFile(join(repo, 'packages/devnet/README.md'), 'utf8')).toContain('`pnpm tarballs <folder> @farebox/devnet`');
+    for (const short of published.filter((d) => d !== 'devnet'))
       await docBlock(`packages/${short}/README.md`, [
         `pnpm tarballs ~/farebox-tarballs @farebox/${short}`,
         'npm i ~/farebox-tarballs/*.tgz',
