@@ -48,6 +48,15 @@ function problems(env: Record<string, string>, options: Parameters<typeof config
 }
 
 describe('configFromEnv: real-money defaults', () => {
+  it('the search model is never downloaded unless FAREBOX_ALLOW_MODEL_DOWNLOAD=true (npm start and farebox dev set it), and logs are JSON lines off a terminal', () => {
+    expect(configFromEnv(LOCAL).allowModelDownload).toBe(false);
+    expect(configFromEnv({ ...KEY }).allowModelDownload).toBe(false);
+    expect(configFromEnv({ ...LOCAL, FAREBOX_MODEL_DIR: '/models' })).toMatchObject({ modelDir: '/models', allowModelDownload: false });
+    expect(configFromEnv({ ...LOCAL, FAREBOX_ALLOW_MODEL_DOWNLOAD: 'yes' }).allowModelDownload).toBe(false);
+    expect(configFromEnv({ ...LOCAL, FAREBOX_ALLOW_MODEL_DOWNLOAD: 'true' }).allowModelDownload).toBe(true);
+    expect(loadConfig({}).log.pretty).toBe(false);
+  });
+
   it('local: free top-ups on, loopback endpoints off unless asked, 5 USD sign-up credit', () => {
     const c = configFromEnv(LOCAL);
     expect(c).toMatchObject({ network: 'local', freeTopups: true, allowLoopbackEndpoints: false, signupCredit: 50_000_000n });
