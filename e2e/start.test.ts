@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { eventually } from '@farebox/test-kit';
 import { writeTinyModel } from '@farebox/test-kit/tiny-model';
+import { CLI_BIN } from './cli.js';
 
 const repo = join(import.meta.dirname, '..');
 const MODEL_ID = 'Xenova/multilingual-e5-small';
@@ -170,3 +171,28 @@ it('npm start where the model cannot be fetched: one line above the banner says 
   expect(line).toMatch(/FAREBOX_MODEL_DIR/);
   expect(line).not.toMatch(/hybrid/);
 }, 240_000);
+
+it('farebox dev outside a checkout (the gateway binary) fetches the search model in the background too, and turns hybrid', async () => {
+  releaseWeights();
+  const cwd = await mkdtemp(join(tmpdir(), 'farebox-dev-project-'));
+  const port = await freePort();
+  const env: Record<string, string> = {
+    // farebox-gateway on the PATH, as an installed @farebox/gateway puts it.
+    PATH: `${join(repo, 'e2e', 'node_modules', '.bin')}:${process.env.PATH ?? ''}`,
+    HOME: cwd,
+    FAREBOX_MODEL_DIR: join(cwd, 'models'),
+    FAREBOX_MODEL_HUB_URL: hubUrl,
+  };
+  const child = spawn(process.execPath, [CLI_BIN, 'dev', '--port', String(port)], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d));
+  child.stderr!.on('data', (d: Buffer) => (out += d));
+  await eventually('search turns hybrid', () => /search is hybrid now/.test(out) || child.exitCode !== null, { timeoutMs: 120_000, intervalMs: 200 });
+  expect(child.exitCode, out).toBeNull();
+  expect(out).toMatch(/Starting the local stack \(\S*farebox-gateway\)/);
+  expect(out).toMatch(/downloading the embedding model/);
+  const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { search: { mode: string } };
+  expect(health.search.mode).toBe('hybrid');
+  await stopAll();
+}, 180_000);
