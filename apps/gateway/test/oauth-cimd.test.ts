@@ -6,8 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { startHarness, type Harness, type TestUser } from './harness.js';
+import { MemoryProvider } from './mcp-kit.js';
 import { consent } from './oauth-browser.js';
 
 /** A self-signed certificate for 127.0.0.1, made for this run (the gateway trusts it through its CA option, nothing else does). */
@@ -76,6 +77,8 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
       served[path] = { body: JSON.stringify({ client_id: `${base}${path}`, client_name: 'Doc Client', redirect_uris: [REDIRECT], ...extra }), headers };
     };
     doc('/oauth/client.json', { client_uri: 'https://doc-client.example', token_endpoint_auth_method: 'none' });
+    // The official v2 SDK client's own CIMD support (a host's provider names its document URL).
+    doc('/oauth/sdk-client.json', { client_name: 'SDK Doc Client', redirect_uris: [new MemoryProvider('x').redirectUrl] });
     doc('/oauth/other-id.json', { client_id: `${base}/oauth/client.json` });
     doc('/oauth/secret.json', { token_endpoint_auth_method: 'client_secret_basic' });
     doc('/oauth/big.json', { padding: 'x'.repeat(6000) });
@@ -148,6 +151,27 @@ describe('Client ID Metadata Documents: a client identified by an https URL, no 
     // The user's connections name the app by its document.
     const [conn] = (await alice.api('/v1/oauth/connections')).body;
     expect(conn).toMatchObject({ client_id: client.client_id, client_name: 'Doc Client' });
+  });
+
+  it('the official v2 SDK client with a clientMetadataUrl: no registration, its document URL is the client_id, consent, token, a paid call', async () => {
+    const url = `${base}/oauth/sdk-client.json`;
+    const provider = Object.assign(new MemoryProvider('SDK Doc Client'), { clientMetadataUrl: url });
+    const mcpUrl = new URL(`${h.url}/mcp`);
+    const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+    const pinned = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const;
+    await expect(new Client({ name: 'sdk-cimd', version: '1.0.0' }, pinned).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(provider.authorizationUrl!.searchParams.get('client_id')).toBe(url);
+    const { redirect, page } = await consent(h.url, provider.authorizationUrl!, alice);
+    expect(page.html).toContain('Connect <bdi>SDK Doc Client</bdi> to Farebox?');
+    await first.finishAuth(redirect.searchParams);
+    expect(provider.info?.client_id).toBe(url);
+    const client = new Client({ name: 'sdk-cimd', version: '1.0.0' }, pinned);
+    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    const before = (await alice.api('/v1/balance')).body.balance_base_units as number;
+    const call = await client.callTool({ name: 'call_agent', arguments: { service: 'echo', payload: { via: 'sdk-cimd' } } });
+    expect(call.structuredContent).toMatchObject({ result: { echo: { via: 'sdk-cimd' } }, cost: { base_units: 100_000 } });
+    expect((await alice.api('/v1/balance')).body.balance_base_units).toBe(before - 100_000);
+    await client.close();
   });
 
   it('refuses, on an error page that never redirects, a document that is not usable, and a redirect URI the document does not list', async () => {
