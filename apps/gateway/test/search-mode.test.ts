@@ -162,6 +162,13 @@ describe('a gateway whose model is missing fetches it in the background and turn
     // "weather forecast" in Spanish: no shared word with any description.
     const spanish = `/v1/agents?q=${encodeURIComponent('pronóstico del tiempo')}`;
     expect((await u.api('/health')).body.search).toMatchObject({ mode: 'keyword-only', reason: expect.stringMatching(/^embedding model is downloading/) });
+    // Readiness stays 200, naming the model degraded and what callers notice (issue 39).
+    const ready = await u.api('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({
+      status: 'degraded',
+      dependencies: { model: { state: 'down', required: false, effect: 'search is keyword-only (no semantic ranking)' } },
+    });
     expect((await u.api(spanish)).body).toEqual([]);
     const keyword = (await u.api('/v1/agents?q=weather')).body;
     expect(names(keyword)).toEqual(['weather-forecast', 'city-guide']);
@@ -181,6 +188,18 @@ describe('a gateway whose model is missing fetches it in the background and turn
     expect((await u.api('/v1/agents?q=weather')).body[0]).toMatchObject({ service: 'weather-forecast', search_mode: 'hybrid' });
     expect(await catalogSearchLine(h, u, 'pronóstico del tiempo')).toBe('Hybrid search: keywords (BM25) and meaning (multilingual embeddings).');
 
+    // Ready with the model up again: one warn line when it was found down, one info line now.
+    expect((await u.api('/health/ready')).body.dependencies.model).toMatchObject({ state: 'up', required: false });
+    expect(
+      h
+        .logs()
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.event === 'dependency' && l.dependency === 'model')
+        .map((l) => [l.level, l.state]),
+    ).toEqual([
+      ['warn', 'down'],
+      ['info', 'up'],
+    ]);
     const lines = h.logs().filter((l) => l.includes('"search_model"'));
     expect(lines.some((l) => l.includes('downloading the embedding model'))).toBe(true);
     expect(lines.some((l) => l.includes('% downloaded'))).toBe(true);
