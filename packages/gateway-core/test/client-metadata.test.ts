@@ -31,4 +31,15 @@ describe('Client ID Metadata Documents: the URL rules and the HTTP cache rules',
     expect(cacheLifetime(h({ expires: 'not a date' }), NOW, DAY)).toBe(0);
     expect(cacheLifetime(h({}), NOW, DAY)).toBe(0);
   });
+
+  it("counts the age a cache on the way reports, and reads Expires against the origin's Date", () => {
+    const h = (headers: Record<string, string>) => new Headers(headers);
+    expect(cacheLifetime(h({ 'cache-control': 'max-age=600', age: '250' }), NOW, DAY)).toBe(350_000);
+    expect(cacheLifetime(h({ 'cache-control': 'max-age=600', age: '900' }), NOW, DAY)).toBe(0);
+    expect(cacheLifetime(h({ 'cache-control': 'max-age=600', age: 'soon' }), NOW, DAY)).toBe(600_000);
+    // The origin's clock runs an hour behind ours: its Expires is still 2 minutes after its Date.
+    const originNow = NOW - 3_600_000;
+    expect(cacheLifetime(h({ date: new Date(originNow).toUTCString(), expires: new Date(originNow + 120_000).toUTCString() }), NOW, DAY)).toBe(120_000);
+    expect(cacheLifetime(h({ 'cache-control': 'max-age=60', expires: new Date(NOW + 3_600_000).toUTCString() }), NOW, DAY)).toBe(60_000);
+  });
 });

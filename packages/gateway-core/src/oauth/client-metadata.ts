@@ -69,18 +69,29 @@ const DocumentSchema = z.object({
   response_types: z.array(z.string()).optional(),
 });
 
-/** How long a response may be cached (RFC 9111 `Cache-Control` max-age / no-store / no-cache, or `Expires`), in ms; 0 for not at all. */
+/**
+ * How long a response may still be cached, in ms (RFC 9111 4.2: its freshness
+ * lifetime, `Cache-Control` max-age, or `Expires` less `Date`, minus its `Age`
+ * from caches on the way); 0 for not at all (`no-store`, `no-cache`, `private`,
+ * no freshness information). At most `maxMs`.
+ */
 export function cacheLifetime(headers: Headers, now: number, maxMs: number): number {
   const cc = (headers.get('cache-control') ?? '').toLowerCase();
   if (/(^|,)\s*(no-store|no-cache|private)\b/.test(cc)) return 0;
   const maxAge = /(?:^|,)\s*max-age\s*=\s*"?(\d+)"?/.exec(cc);
-  if (maxAge) return Math.min(Number(maxAge[1]) * 1000, maxMs);
-  const expires = headers.get('expires');
-  if (expires) {
-    const at = Date.parse(expires);
-    return Number.isNaN(at) ? 0 : Math.max(0, Math.min(at - now, maxMs));
+  let lifetime: number;
+  if (maxAge) lifetime = Number(maxAge[1]) * 1000;
+  else {
+    const expires = headers.get('expires');
+    const at = expires ? Date.parse(expires) : Number.NaN;
+    if (Number.isNaN(at)) return 0;
+    // Expires is read against the origin's own Date (clock skew), our clock without one.
+    const date = Date.parse(headers.get('date') ?? '');
+    lifetime = at - (Number.isNaN(date) ? now : date);
   }
-  return 0;
+  const ageHeader = headers.get('age')?.trim() ?? '';
+  const age = /^\d+$/.test(ageHeader) ? Number(ageHeader) * 1000 : 0;
+  return Math.max(0, Math.min(lifetime - age, maxMs));
 }
 
 export function createClientMetadataDocuments(o: {
