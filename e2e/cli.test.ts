@@ -271,6 +271,10 @@ describe('farebox against a running local stack', () => {
     const again = await runFarebox(['init', dir], { env: await env() });
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('is not empty');
+    // Its next steps say that npm install needs the registry, and the way that works until the packages are there.
+    const human = await runFarebox(['init', join(tmp, 'my-svc-2')], { env: await env() });
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain('until it is published there, make the scaffold\nwith `farebox init <dir> --tarballs`');
   });
 });
 

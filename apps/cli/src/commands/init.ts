@@ -106,7 +106,13 @@ async function scaffold(
     human: [
       `Created the paid service "${name}" (${price} USDC per call) in ${target}:`,
       ...written.map((f) => `  ${f}`),
-      ...(tarballs ? ['', `npm install takes ${[...tarballs.files.keys()].join(', ')} from ${TARBALLS_DIR}/ (packed from ${tarballs.source}).`] : []),
+      ...(tarballs
+        ? ['', `npm install takes ${[...tarballs.files.keys()].join(', ')} from ${TARBALLS_DIR}/ (packed from ${tarballs.source}).`]
+        : [
+            '',
+            'npm install takes @farebox/provider from the npm registry: until it is published there, make the scaffold',
+            'with `farebox init <dir> --tarballs` (from a Farebox checkout), which installs it from tarballs instead.',
+          ]),
       '',
       'Next:',
       `  cd ${relative(process.cwd(), target) || '.'}`,
