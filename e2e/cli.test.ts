@@ -56,6 +56,8 @@ describe('farebox against a running local stack', () => {
     const search = await runFarebox(['search', 'echo'], { env: e });
     expect(search.stdout).toMatch(/^SERVICE\s+PRICE/m);
     expect(search.stdout).toMatch(/^echo\s+0\.01 USDC/m);
+    // This stack has no embedding model: the CLI says the search was keyword-only (stderr, the table stays stdout).
+    expect(search.stderr).toMatch(/^\(keyword-only search: the gateway has no embedding model loaded/m);
     expect((json((await runFarebox(['search', '--json'], { env: e })).stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');
     // --limit reaches the gateway: one service listed, and a bad limit is refused before any request.
     await h.publish('echo-second', '0.01');

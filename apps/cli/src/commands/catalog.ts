@@ -16,6 +16,9 @@ export async function runSearch(ctx: Context, query: string | undefined, o: { li
   if (o.limit !== undefined && !/^\d{1,4}$/.test(o.limit)) throw new CliError('USAGE', '--limit must be a whole number');
   const limit = o.limit === undefined ? undefined : Number(o.limit);
   const services = await gatewayCall(() => (query ? gw.agents.search(query, { limit }) : gw.agents.list({ limit })));
+  // Which ranking served it (every hit says): never let a keyword-only answer pass for a search by meaning.
+  if (services[0]?.search_mode === 'keyword')
+    ctx.log('(keyword-only search: the gateway has no embedding model loaded, so a query finds services by their words, not in other languages)');
   return result(
     services,
     table(
