@@ -67,6 +67,17 @@ describe('a PostgreSQL outage', () => {
     const outage = answers.filter((a) => a.phase === 'down');
     // Other routes too: the balance, and readiness names the database.
     const balance = await u.api('/v1/balance');
+    // The remote MCP server and the OAuth token endpoint too (their credentials live in the database).
+    const mcp = await fetch(`${h.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer fbo_at_outage', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    const token = await fetch(`${h.url}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'fbo_rt_outage', client_id: 'outage' }).toString(),
+    });
     const ready = await fetch(`${h.url}/health/ready`);
     const readyBody = (await ready.json()) as { ready: boolean; status: string; dependencies: Record<string, { state: string; required: boolean }> };
 
@@ -85,6 +96,16 @@ describe('a PostgreSQL outage', () => {
     expect(answers.some((a) => a.status === 500)).toBe(false);
     expect(balance).toMatchObject({ status: 503, body: { error: DB_DOWN } });
     expect(balance.headers.get('retry-after')).toBe('5');
+    expect({ status: mcp.status, retryAfter: mcp.headers.get('retry-after'), body: await mcp.json() }).toEqual({
+      status: 503,
+      retryAfter: '5',
+      body: { jsonrpc: '2.0', error: { code: -32000, message: DB_DOWN }, id: null },
+    });
+    expect({ status: token.status, retryAfter: token.headers.get('retry-after'), text: await token.text() }).toMatchObject({
+      status: 503,
+      retryAfter: '5',
+      text: expect.stringContaining(DB_DOWN),
+    });
     expect(ready.status).toBe(503);
     expect(readyBody).toMatchObject({ ready: false, status: 'down', dependencies: { database: { state: 'down', required: true } } });
 
