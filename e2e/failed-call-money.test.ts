@@ -44,11 +44,16 @@ describe('a failed paid call says the charge was refunded, in every client', () 
 
   it('REST: the 500 says so in error, with the call id and the refund step', async () => {
     const before = await credits();
-    const r = await alice.api('/v1/call', { body: { service: 'down', payload: {} } });
-    expect(r.status).toBe(500);
-    expect(r.body.error).toBe(REFUNDED);
-    expect(r.body.callId).toEqual(expect.any(String));
-    expect(r.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const res = await fetch(`${h.url}/v1/call`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ service: 'down', payload: {} }),
+    });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { error: string; callId: string };
+    expect(body.error).toBe(REFUNDED);
+    expect(body.callId).toEqual(expect.any(String));
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(await credits()).toBe(before);
   });
 
