@@ -57,6 +57,21 @@ describe('dependency tracker', () => {
     expect(lines.slice(2).map((l) => l.msg)).toEqual(['rpc is down: fetch failed']);
   });
 
+  it('says nothing of a quiet down nor of its return (the search model says it), yet moves the metrics; a loud down after it is warned', async () => {
+    const { deps, lines, sample } = tracker();
+    deps.down('model', 'embedding model is downloading', { quiet: true });
+    deps.up('model');
+    expect(lines).toEqual([]);
+    expect(await sample('farebox_dependency_transitions_total{dependency="model",to="down"}')).toBe(1);
+    expect(await sample('farebox_dependency_transitions_total{dependency="model",to="up"}')).toBe(1);
+    deps.down('model', 'model failed to load');
+    deps.up('model');
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      ['warn', 'model is down: model failed to load'],
+      ['info', 'model is back (down 0.0 s)'],
+    ]);
+  });
+
   it('tells an unreachable server from one that answered with a refusal', async () => {
     const port = await closedPort();
     const refused = await fetch(`http://127.0.0.1:${port}/`).catch((e: unknown) => e);

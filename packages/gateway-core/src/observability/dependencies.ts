@@ -39,8 +39,13 @@ export interface DependencyTracker {
   watch(name: DependencyName): void;
   /** An answer came back: the dependency is usable. Cheap when it already was (hot paths call it). */
   up(name: DependencyName): void;
-  /** A connection-level failure: the dependency is not usable. */
-  down(name: DependencyName, reason: string): void;
+  /**
+   * A connection-level failure: the dependency is not usable. `quiet` moves the
+   * state and the metrics without the warn line (nor the info line when it is
+   * back), for a dependency whose own module says so in its words (the search
+   * model, never loaded: the index logs keyword-only, progress, hybrid now).
+   */
+  down(name: DependencyName, reason: string, options?: { quiet?: boolean }): void;
   /** The dependencies declared so far, with their state. */
   snapshot(): Partial<Record<DependencyName, DependencyStatus>>;
   state(name: DependencyName): DependencyState | undefined;
@@ -58,6 +63,8 @@ interface Entry {
   state: DependencyState;
   since: number | null;
   reason: string | undefined;
+  /** Went down quietly: its return is the owning module's news too. */
+  quiet?: boolean;
 }
 
 export function createDependencyTracker(options: DependencyTrackerOptions): DependencyTracker {
@@ -86,20 +93,25 @@ export function createDependencyTracker(options: DependencyTrackerOptions): Depe
       was.state = 'up';
       was.since = now();
       was.reason = undefined;
+      const quiet = was.quiet === true;
+      was.quiet = false;
       metrics?.dependencyUp.set({ dependency: name }, 1);
       // The first answer at start is no news; coming back after a failure is.
       if (previous !== 'down') return;
       metrics?.dependencyTransitions.inc({ dependency: name, to: 'up' });
+      if (quiet) return;
       logger.info({ event: 'dependency', dependency: name, state: 'up', downMs: downFor }, `${name} is back (down ${(downFor / 1000).toFixed(1)} s)`);
     },
-    down(name, reason) {
+    down(name, reason, options) {
       const e = entry(name);
       if (e.state === 'down' || stopped) return;
       e.state = 'down';
       e.since = now();
       e.reason = reason;
+      e.quiet = options?.quiet === true;
       metrics?.dependencyUp.set({ dependency: name }, 0);
       metrics?.dependencyTransitions.inc({ dependency: name, to: 'down' });
+      if (e.quiet) return;
       logger.warn({ event: 'dependency', dependency: name, state: 'down', reason }, `${name} is down: ${reason}`);
     },
     snapshot() {

@@ -108,7 +108,10 @@ export async function readiness(d: PlatformServiceDeps, now: Clock): Promise<Rea
       deps.up('model');
     } else {
       checks.model = 'down';
-      deps.down('model', s.reason ?? 'keyword-only');
+      // A model never loaded is the search index's own news: it logged one line saying search is
+      // keyword-only and how to get the model (or its download's progress). A model lost after
+      // serving hybrid is warned here.
+      deps.down('model', s.reason ?? 'keyword-only', { quiet: deps.state('model') !== 'up' });
     }
   }
 
