@@ -28,7 +28,11 @@ const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test
 const schema = `ledger_budget_bench_${process.pid}`;
 const app = schema;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
 
 /** CPU ms of the ledger's backends (their pids read from pg_stat_activity by application_name). */
 async function backendCpuMs(admin: pg.Client): Promise<number> {
