@@ -10,7 +10,7 @@
 // hub that cannot be reached leaves it keyword-only, saying how to get the model.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, symlink } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -178,9 +178,13 @@ it('farebox dev outside a checkout (the gateway binary) fetches the search model
   releaseWeights();
   const cwd = await mkdtemp(join(tmpdir(), 'farebox-dev-project-'));
   const port = await freePort();
+  // farebox-gateway on the PATH, as an installed @farebox/gateway puts it: the package's bin, linked here
+  // (pnpm links a workspace bin only when its target existed at install time, which a fresh clone's did not).
+  const bin = join(cwd, 'bin');
+  await mkdir(bin);
+  await symlink(join(repo, 'apps', 'gateway', 'dist', 'main.js'), join(bin, 'farebox-gateway'));
   const env: Record<string, string> = {
-    // farebox-gateway on the PATH, as an installed @farebox/gateway puts it.
-    PATH: `${join(repo, 'e2e', 'node_modules', '.bin')}:${process.env.PATH ?? ''}`,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
     HOME: cwd,
     FAREBOX_MODEL_DIR: join(cwd, 'models'),
     FAREBOX_MODEL_HUB_URL: hubUrl,
