@@ -93,6 +93,11 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
     expect(made.status).toBe(201);
     const a = await adapter({ FAREBOX_API_KEY: made.body.key, FAREBOX_TOKEN_PATH: join(dir, 'never-written-policy.json') });
     const before = await credits(alice);
+    // get_balance shows the key's own budget next to the account's money, as /mcp does for a connection.
+    expect(sc(await a.client.callTool({ name: 'get_balance', arguments: {} }))).toMatchObject({
+      balance_base_units: before,
+      spending_policy: { limit_usd: 0.01, limit_period: 'day', allowed_services: ['echo'], spent_usd: 0, remaining_usd: 0.01 },
+    });
     const notAllowed = await a.client.callTool({ name: 'call_agent', arguments: { service: 'pricey', payload: {} } });
     expect(notAllowed.isError).toBe(true);
     expect(text(notAllowed)).toMatch(/^this API key may not call pricey \(allowed: echo\) \(request id [0-9a-f-]{36}\)$/);
@@ -110,6 +115,7 @@ describe('farebox-mcp, the stdio adapter, as a subprocess driven by the official
       callId: expect.any(String),
     });
     expect(await credits(alice)).toBe(before - 100_000);
+    expect(sc(await a.client.callTool({ name: 'get_balance', arguments: {} }))).toMatchObject({ spending_policy: { spent_usd: 0.01, remaining_usd: 0 } });
   });
 
   it("with a revoked API key answers every tool with the gateway's error instead of crashing", async () => {

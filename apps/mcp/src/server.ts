@@ -49,7 +49,17 @@ const spendingFields = (body: Record<string, unknown>) => Object.fromEntries(SPE
  * gateway's message and the id of the request it answered.
  */
 function registerRestTools(server: McpServer, config: AdapterConfig, api: ReturnType<typeof createGatewayClient>): void {
-  registerMcpTools(server, api, {
+  const tools = {
+    ...api,
+    // The key's own budget next to the account's money, as the gateway's /mcp get_balance gives a connection's
+    // (GET /v1/me names the calling credential's policy; docs/api.md, "Spending policies").
+    async balance() {
+      const [balance, me] = await Promise.all([api.balance(), api.me()]);
+      const policy = me.credential?.policy;
+      return { ...balance, ...(policy ? { spending_policy: policy } : {}) };
+    },
+  };
+  registerMcpTools(server, tools, {
     onError(e) {
       if (e instanceof GatewayApiError) {
         const body = e.body && typeof e.body === 'object' && !Array.isArray(e.body) ? (e.body as Record<string, unknown>) : {};
