@@ -1,13 +1,10 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Keypair } from '@stellar/stellar-sdk';
 import { cliMessage } from '@farebox/cli';
-import { parseAmount } from '@farebox/protocol';
-import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runFarebox, type RunResult } from './cli.js';
-import { startStack, type Stack, type StackUser } from './stack.js';
+import { publishDownService, startStack, type Stack, type StackUser } from './stack.js';
 
 // What `farebox` prints when things go wrong, against a running local stack:
 // the command to run (never an HTTP route), what happened to the money, and
@@ -37,15 +34,7 @@ describe('farebox error messages', () => {
     alice = await h.user();
     tmp = await mkdtemp(join(tmpdir(), 'farebox-cli-errors-'));
     // A service whose endpoint refuses connections.
-    const kp = Keypair.random();
-    await h.gw.devnet!.friendbot(kp.publicKey());
-    await createRegistryClient(h.gw.core.network).register(keypairSigner(kp.secret()), {
-      service: 'down',
-      pricePerCall: parseAmount('0.001'),
-      endpoint: 'http://127.0.0.1:9/',
-      description: 'a service that is down',
-    });
-    await h.gw.core.mirror.syncOnce();
+    await publishDownService(h);
   }, 240_000);
 
   afterAll(async () => {

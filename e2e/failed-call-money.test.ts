@@ -1,12 +1,9 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Keypair } from '@stellar/stellar-sdk';
-import { parseAmount } from '@farebox/protocol';
-import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runFarebox } from './cli.js';
 import { ensureBuilt, type RunningAdapter, startAdapter } from './mcp-adapter.js';
-import { startStack, type Stack, type StackUser } from './stack.js';
+import { publishDownService, startStack, type Stack, type StackUser } from './stack.js';
 
 // Issue 35, item 5: a paid call the service fails says what happened to the
 // money, with the exact amount, wherever a newcomer makes it: REST, the stdio
@@ -26,15 +23,7 @@ describe('a failed paid call says the charge was refunded, in every client', () 
     h = await startStack();
     alice = await h.user();
     // A service whose endpoint refuses connections.
-    const kp = Keypair.random();
-    await h.gw.devnet!.friendbot(kp.publicKey());
-    await createRegistryClient(h.gw.core.network).register(keypairSigner(kp.secret()), {
-      service: 'down',
-      pricePerCall: parseAmount('0.001'),
-      endpoint: 'http://127.0.0.1:9/',
-      description: 'a service that is down',
-    });
-    await h.gw.core.mirror.syncOnce();
+    await publishDownService(h);
   }, 240_000);
 
   afterAll(async () => {

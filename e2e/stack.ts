@@ -31,6 +31,19 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+/** Registers `down`, 0.001 USD a call, whose endpoint refuses connections (every call fails and is refunded). */
+export async function publishDownService(h: Stack): Promise<void> {
+  const kp = Keypair.random();
+  await h.gw.devnet!.friendbot(kp.publicKey());
+  await createRegistryClient(h.gw.core.network).register(keypairSigner(kp.secret()), {
+    service: 'down',
+    pricePerCall: parseAmount('0.001'),
+    endpoint: 'http://127.0.0.1:9/',
+    description: 'a service that is down',
+  });
+  await h.gw.core.mirror.syncOnce();
+}
+
 let counter = 0;
 
 export async function startStack(): Promise<Stack> {

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { closedPort } from '@farebox/test-kit';
 import { openDatabase } from '@farebox/ledger';
 import { describe, expect, it } from 'vitest';
 import { createDependencyTracker, isUnreachable } from '../src/observability/dependencies.js';
@@ -18,15 +18,6 @@ function tracker() {
     return line === undefined ? undefined : Number(line.slice(series.length + 1));
   };
   return { deps, lines, sample, advance: (ms: number) => (t += ms) };
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 describe('dependency tracker', () => {

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { closedPort } from '@farebox/test-kit';
 import { openDatabase } from '@farebox/ledger';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../src/auth/accounts.js';
@@ -11,15 +11,6 @@ import { registerGatewayMcpTools, type McpToolDeps } from '../src/mcp/tools.js';
 // a tool error ('database unavailable; nothing was charged, retry in a few
 // seconds', code UNAVAILABLE, retryAfterSeconds), never the driver's bare
 // message; and a call_agent runs under the tools/call's idempotency key.
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 type Handler = (args: unknown, ctx: unknown) => Promise<{ isError?: boolean; content: Array<{ text: string }>; _meta?: Record<string, unknown> }>;
 
