@@ -335,7 +335,16 @@ export function createCalls(options: CallsOptions) {
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
     // The hold of `amount` (as it is then) for the call's credential (its spending policy applies to the hold).
     const holdOf = (id: string) =>
-      options.credits.hold({ accountId: principal.user.id, amount, callId: id, service, principal, ...(idempotencyKey ? { idempotencyKey } : {}) });
+      // One shape for every call's input (absent fields undefined; the spending policy sets `budget`).
+      options.credits.hold({
+        accountId: principal.user.id,
+        amount,
+        callId: id,
+        service,
+        principal,
+        idempotencyKey: idempotencyKey || undefined,
+        budget: undefined,
+      });
     const holdCredits = () =>
       timeline.step(
         'hold_credits',

@@ -84,20 +84,23 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
 
     /** Wraps the credits port so a hold made for a principal with a policy follows it and reserves against its budget. */
     wrapCredits(credits: CreditsPort): CreditsPort {
+      // No async frame of its own on the call path: the hold's promise, its refusal translated.
+      const holdUnder = (s: Spender, input: Parameters<CreditsPort['hold']>[0], budget: Budget | undefined, at: number) => {
+        if (budget) input.budget = budget;
+        return credits.hold(input).catch((err: unknown) => {
+          throw refusal(s, err, input.amount, at);
+        });
+      };
       return {
-        async hold(input) {
+        hold(input) {
           const s = spenderOf(input.principal);
           if (!s) return credits.hold(input);
           const at = now();
           // A call the policy allows takes no extra turn (the checks' refusals read the budget).
           const allowed =
             (!s.policy.allowedServices || s.policy.allowedServices.includes(input.service)) && (s.policy.maxCall === null || input.amount <= s.policy.maxCall);
-          const budget = allowed ? budgetFor(s.credentialId, s.policy, at) : await admit(s, input.service, input.amount, at);
-          try {
-            return await credits.hold(budget ? { ...input, budget } : input);
-          } catch (err) {
-            throw refusal(s, err, input.amount, at);
-          }
+          if (allowed) return holdUnder(s, input, budgetFor(s.credentialId, s.policy, at), at);
+          return admit(s, input.service, input.amount, at).then((budget) => holdUnder(s, input, budget, at));
         },
         post: (holdId, input) => credits.post(holdId, input),
         void: (holdId, reason) => credits.void(holdId, reason),

@@ -52,6 +52,7 @@ export function ledgerCredits(
   const retry = { waitMs: outage.waitMs, keepTryingMs: holdTimeoutMs, log: outage.log };
   const cap = outage.leaseRetryAfterMaxS;
   return {
+    // One shape of options for every hold (absent fields undefined): the ledger's hold stays monomorphic.
     hold: (i) =>
       translated(async () => ({
         holdId: (
@@ -59,8 +60,8 @@ export function ledgerCredits(
             callId: i.callId,
             service: i.service,
             timeoutMs: holdTimeoutMs,
-            ...(i.idempotencyKey ? { idempotencyKey: i.idempotencyKey } : {}),
-            ...(i.budget ? { budget: i.budget } : {}),
+            idempotencyKey: i.idempotencyKey || undefined,
+            budget: i.budget,
           })
         ).hold.id,
       })),
