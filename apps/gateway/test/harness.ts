@@ -1,6 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createProvider, type ProviderOptions, type ServiceHandler } from '@farebox/provider';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
@@ -43,9 +44,25 @@ export interface TestUser {
 
 let counter = 0;
 
+/** The PostgreSQL server of the `.pg` suites. */
+export const TEST_DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Drops a test's PostgreSQL schema (its tables, the gateway's and the ledger's), so runs leave nothing behind. */
+export async function dropTestSchema(schema: string, databaseUrl = TEST_DATABASE_URL): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
 export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<typeof startGateway>[0] = {}): Promise<Harness> {
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-gw-'));
   const schema = kind === 'postgres' ? `gw_test_${process.pid}_${Date.now()}_${counter++}` : undefined;
+  // A schema passed in (shared by two gateways, or kept across a restart) is its test's to drop.
+  const ownSchema = schema !== undefined && extra.databaseSchema === undefined;
   const logLines: string[] = [];
   const secrets = new Set<string>(['correct horse battery']);
   const gw = await startGateway({
@@ -64,7 +81,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
     env: {},
     // The access and call log, kept for the tests that read it (JSON lines).
     logger: createLogger({ level: 'info', destination: { write: (line: string) => void logLines.push(line) } }),
-    ...(kind === 'postgres' ? { databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', databaseSchema: schema } : {}),
+    ...(kind === 'postgres' ? { databaseUrl: TEST_DATABASE_URL, databaseSchema: schema } : {}),
     ...extra,
   });
   const registry = createRegistryClient(gw.core.network);
@@ -171,6 +188,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
     async close() {
       for (const c of closers) await c().catch(() => undefined);
       await gw.close();
+      if (ownSchema) await dropTestSchema(schema!);
     },
   };
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { eventually } from '@farebox/test-kit';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { startHarness } from './harness.js';
+import { dropTestSchema, startHarness } from './harness.js';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SIGNUP_CREDIT = 50_000_000n;
@@ -62,6 +62,7 @@ describe('a gateway on PostgreSQL restarted after a crash', () => {
     } finally {
       await h.close();
       await first.close().catch(() => undefined);
+      await dropTestSchema(databaseSchema);
     }
   }, 120_000);
 });

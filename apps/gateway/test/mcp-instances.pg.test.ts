@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startGateway, type RunningGateway } from '../src/index.js';
-import { startHarness, type Harness, type TestUser } from './harness.js';
+import { dropTestSchema, startHarness, type Harness, type TestUser } from './harness.js';
 import { rawClient } from './oauth-browser.js';
 
 // /mcp is stateless in both protocol eras: two gateways on one PostgreSQL behind one public address (as behind a
@@ -15,9 +15,9 @@ describe('/mcp on two gateways: each request of a client answered by either one'
   let a: Harness;
   let b: RunningGateway;
   let alice: TestUser;
+  const schema = `mcp_instances_${process.pid}_${Date.now()}`;
 
   beforeAll(async () => {
-    const schema = `mcp_instances_${process.pid}_${Date.now()}`;
     const env = { FAREBOX_KEYSTORE_KEY: randomBytes(32).toString('hex') };
     a = await startHarness('postgres', { databaseSchema: schema, env });
     b = await startGateway({
@@ -44,6 +44,7 @@ describe('/mcp on two gateways: each request of a client answered by either one'
   afterAll(async () => {
     await b?.close();
     await a?.close();
+    await dropTestSchema(schema);
   });
 
   const credits = async (): Promise<number> => (await alice.api('/v1/balance')).body.balance_base_units;

@@ -8,6 +8,7 @@ import { createProvider } from '@farebox/provider';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../src/index.js';
+import { dropTestSchema } from './harness.js';
 import { eventually } from '@farebox/test-kit';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -17,10 +18,10 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
   let devnet: Devnet;
   const gws: RunningGateway[] = [];
   let closeService: (() => Promise<void>) | undefined;
+  const schema = `scale_${process.pid}_${Date.now()}`;
 
   beforeAll(async () => {
     devnet = await startDevnet({ port: 0, closeIntervalMs: 'instant' });
-    const schema = `scale_${process.pid}_${Date.now()}`;
     const env = { FAREBOX_KEYSTORE_KEY: randomBytes(32).toString('hex'), FAREBOX_REDIS_URL: REDIS_URL };
     for (let i = 0; i < 2; i++) {
       gws.push(
@@ -70,6 +71,7 @@ describe('two gateways on one PostgreSQL, Redis and devnet', () => {
     await closeService?.();
     for (const gw of gws) await gw.close();
     await devnet?.close();
+    await dropTestSchema(schema, DATABASE_URL);
   });
 
   it('share one platform key and treasury', () => {

@@ -5,6 +5,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import type { Devnet } from '@farebox/devnet';
 import { splitFee } from '@farebox/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropTestSchema } from './harness.js';
 import { startDevnetForSettlement, startStack, type Stack } from './settlement-kit.js';
 
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -31,6 +32,7 @@ afterAll(async () => {
   await a?.close();
   await b?.close();
   await devnet?.close();
+  await dropTestSchema(schema, databaseUrl);
 });
 
 describe('two gateways settling on one PostgreSQL database', () => {

@@ -5,6 +5,7 @@ import { grantOperator } from '@farebox/gateway-core';
 import { parseAmount } from '@farebox/protocol';
 import { LOCAL_PASSPHRASE } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropTestSchema } from './harness.js';
 import { startDevnetForSettlement, startStack, type KitUser, type Stack } from './settlement-kit.js';
 
 const USDC = 10_000_000n;
@@ -48,11 +49,11 @@ const opArb = (gateways: number): fc.Arbitrary<Op> =>
 export function walletCreditsSuite(name: string, opts: { gateways: 1 | 2; database?: () => { databaseUrl: string; databaseSchema: string } }) {
   describe(name, () => {
     const stacks: Stack[] = [];
+    const db = opts.database?.();
     let service: string;
     beforeAll(async () => {
       const devnet = await startDevnetForSettlement();
       const env = { FAREBOX_FREE_TOPUPS: 'false', FAREBOX_KEYSTORE_KEY: randomBytes(32).toString('hex') };
-      const db = opts.database?.();
       for (let i = 0; i < opts.gateways; i++) stacks.push(await startStack({ devnet, env, ...(db ? { gateway: db } : {}) }));
       service = `wc-${randomBytes(3).toString('hex')}`;
       await stacks[0]!.publish(service, PRICE);
@@ -61,6 +62,7 @@ export function walletCreditsSuite(name: string, opts: { gateways: 1 | 2; databa
     afterAll(async () => {
       for (const s of stacks.reverse()) await s.close();
       await stacks[0]?.devnet.close();
+      if (db) await dropTestSchema(db.databaseSchema, db.databaseUrl);
     });
 
     /** USDC (base units) each wallet sent to the treasury in successful payments, read from the chain's own records. */
