@@ -333,18 +333,10 @@ export function createCalls(options: CallsOptions) {
     let amount = svc.pricePerCall;
     ctx.amount = amount;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
-    // The hold of `amount` (as it is then) for the call's credential (its spending policy applies to the hold).
+    // The hold of `amount` (as it is then) for the call's credential (its spending policy sets `budget`): one shape for every call.
+    const key = idempotencyKey || undefined;
     const holdOf = (id: string) =>
-      // One shape for every call's input (absent fields undefined; the spending policy sets `budget`).
-      options.credits.hold({
-        accountId: principal.user.id,
-        amount,
-        callId: id,
-        service,
-        principal,
-        idempotencyKey: idempotencyKey || undefined,
-        budget: undefined,
-      });
+      options.credits.hold({ accountId: principal.user.id, amount, callId: id, service, principal, idempotencyKey: key, budget: undefined });
     const holdCredits = () =>
       timeline.step(
         'hold_credits',
