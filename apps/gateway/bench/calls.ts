@@ -8,10 +8,10 @@
 //   BENCH_GATEWAY_MAIN=<another checkout>/apps/gateway/dist/main.js benches that
 //   build instead (before/after on the same machine, docs/performance.md).
 //   BENCH_COMPARE_MAIN=<another build's dist/main.js> runs that build beside
-//   this one and only compares throughput, in turns of DURATION_MS (ABBA order,
-//   ROUNDS * 2 turns each): on a shared machine whose speed drifts by a quarter
-//   from one minute to the next, interleaved turns see the same moments. Each
-//   build has its own database schema (or PGlite directory), accounts and keys.
+//   this one and only compares throughput, in ABBA turns (80 pairs of 500 ms):
+//   on a shared machine whose speed drifts by a quarter from one second to the
+//   next, interleaved turns see the same moments. Each build has its own
+//   database schema (or PGlite directory), accounts and keys.
 //   BENCH_KEY_POLICY=1 compares keys with a spending policy (a limit, an allowed
 //   service, a per-call maximum) with keys without one on the same accounts, in
 //   ABBA turns (80 pairs of 500 ms), and prints the ratio policy/none (target
@@ -33,6 +33,42 @@ import { createRegistryClient, keypairSigner, resolveNetwork } from '@farebox/st
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 6000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+// The paired modes (BENCH_KEY_POLICY, BENCH_COMPARE_MAIN): short turns, many of them (80 pairs of 500 ms
+// unless BENCH_DURATION_MS / BENCH_ROUNDS say otherwise). A pair's two turns see the same second of a
+// machine whose speed moves by a quarter from one second to the next: 10 pairs of 4 s gave one build
+// against an older one 0.885, 80 pairs of 500 ms 0.985 on the same machine minutes later.
+const PAIRED_TURN_MS = Number(process.env.BENCH_DURATION_MS ?? 500);
+const PAIRED_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
+
+/** The middle value, or the mean of the middle two for an even count. */
+function medianOf(xs: number[]): number {
+  const o = [...xs].sort((x, y) => x - y);
+  const m = Math.floor(o.length / 2);
+  return o.length % 2 === 1 ? o[m]! : (o[m - 1]! + o[m]!) / 2;
+}
+
+/**
+ * The median of paired ratios and how far it could move by chance: a 90 % bootstrap interval (2000
+ * resamples of the pairs, a fixed seed so a run prints one interval for its turns).
+ */
+function pairedSummary(pairs: number[]): { ratio: number; text: string } {
+  let seed = 0x2f6b_1a3d;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const resampled = Array.from({ length: 2000 }, () => medianOf(pairs.map(() => pairs[Math.floor(random() * pairs.length)]!))).sort((x, y) => x - y);
+  const ratio = medianOf(pairs);
+  return {
+    ratio,
+    text: `${ratio.toFixed(3)} median of ${pairs.length} paired turns (90 % interval ${resampled[100]!.toFixed(3)}-${resampled[1899]!.toFixed(3)}; pairs ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)})`,
+  };
+}
+
+/** The lowest and highest of a set of calls/s. */
+const spreadOf = (xs: number[]) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ACCOUNTS = 16;
 /** Database connections of the gateway (its default) and of the debit server alike. */
@@ -459,12 +495,7 @@ try {
   if (process.env.BENCH_KEY_POLICY === '1') {
     // Spending policies (docs/api.md): the same accounts, a second key each with a policy
     // (a daily limit it never reaches, the service allowed, a per-call maximum), in turns
-    // ABBA with the keys without one; the ratio is policy/none (target >= 0.95). Short turns, many
-    // of them (500 ms, 40 rounds: 80 pairs unless BENCH_DURATION_MS / BENCH_ROUNDS say otherwise):
-    // a pair's two turns see the same second of a machine whose speed moves by a quarter from
-    // one second to the next, and the median of 80 pairs moves by about a percent from run to run.
-    const turnMs = Number(process.env.BENCH_DURATION_MS ?? 500);
-    const rounds = Number(process.env.BENCH_ROUNDS ?? 40);
+    // ABBA with the keys without one (PAIRED_TURN_MS, PAIRED_ROUNDS); the ratio is policy/none (target >= 0.95).
     const policyKeys: string[] = [];
     for (const key of keys) {
       const k = await fetch(`${first}/v1/api-keys`, {
@@ -484,47 +515,28 @@ try {
     // holds and posts batch on each side.
     const xidNow = async () => (admin ? Number((await admin.query('SELECT pg_snapshot_xmax(pg_current_snapshot())::text::int8 AS x')).rows[0].x) : 0);
     const xacts = { none: 0, policy: 0 };
-    for (let turn = 0; turn < rounds * 4; turn++) {
+    for (let turn = 0; turn < PAIRED_ROUNDS * 4; turn++) {
       const withPolicy = [0, 1, 1, 0][turn % 4] === 1;
       const before = await cpuNow();
       const xid0 = await xidNow();
-      const r = await load(pools[0]!, '/v1/call', withPolicy ? byPolicyKey : byKey, callBody, CONCURRENCY, turnMs);
+      const r = await load(pools[0]!, '/v1/call', withPolicy ? byPolicyKey : byKey, callBody, CONCURRENCY, PAIRED_TURN_MS);
       addInto(cpu[withPolicy ? 'policy' : 'none'], cpuDelta(before, await cpuNow()));
       xacts[withPolicy ? 'policy' : 'none'] += (await xidNow()) - xid0;
       calls[withPolicy ? 'policy' : 'none'] += r.n;
       if (r.errors > 0) console.log(`  turn ${turn}: ${r.errors} errors`);
       (withPolicy ? turns.policy : turns.none).push(r.rps);
     }
-    // The middle value, or the mean of the middle two for an even count.
-    const median = (xs: number[]) => {
-      const o = [...xs].sort((x, y) => x - y);
-      const m = Math.floor(o.length / 2);
-      return o.length % 2 === 1 ? o[m]! : (o[m - 1]! + o[m]!) / 2;
-    };
     // Each turn with a policy against the turn beside it without one (ABBA: turns 2k and 2k+1 hold one of
-    // each), as BENCH_COMPARE_MAIN pairs two builds: the machine's drift from minute to minute cancels.
-    const pairs = Array.from({ length: turns.none.length }, (_, i) => turns.policy[i]! / turns.none[i]!);
-    const ratio = median(pairs);
-    const ofMedians = median(turns.policy) / median(turns.none);
-    // How far the median of the pairs could move by chance: a 90 % bootstrap interval (2000 resamples of the
-    // pairs, a fixed seed so a run prints one interval for its turns).
-    let seed = 0x2f6b_1a3d;
-    const random = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-    const resampled = Array.from({ length: 2000 }, () => median(pairs.map(() => pairs[Math.floor(random() * pairs.length)]!))).sort((x, y) => x - y);
-    const [low, high] = [resampled[100]!, resampled[1899]!];
-    const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
-    console.log(`keys without policy ${median(turns.none).toFixed(0)} calls/s median of ${turns.none.length} turns of ${turnMs} ms (${spread(turns.none)})`);
+    // each), as BENCH_COMPARE_MAIN pairs two builds: the machine's drift from second to second cancels.
+    const { ratio, text } = pairedSummary(Array.from({ length: turns.none.length }, (_, i) => turns.policy[i]! / turns.none[i]!));
+    const ofMedians = medianOf(turns.policy) / medianOf(turns.none);
     console.log(
-      `keys with policy    ${median(turns.policy).toFixed(0)} calls/s median of ${turns.policy.length} turns of ${turnMs} ms (${spread(turns.policy)})`,
+      `keys without policy ${medianOf(turns.none).toFixed(0)} calls/s median of ${turns.none.length} turns of ${PAIRED_TURN_MS} ms (${spreadOf(turns.none)})`,
     );
     console.log(
-      `  policy/none         ${ratio.toFixed(3)} median of ${pairs.length} paired turns (90 % interval ${low.toFixed(3)}-${high.toFixed(3)}; pairs ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)}); target >= 0.95: ${ratio >= 0.95 ? 'met' : 'not met'} (ratio of the medians ${ofMedians.toFixed(3)})`,
+      `keys with policy    ${medianOf(turns.policy).toFixed(0)} calls/s median of ${turns.policy.length} turns of ${PAIRED_TURN_MS} ms (${spreadOf(turns.policy)})`,
     );
+    console.log(`  policy/none         ${text}; target >= 0.95: ${ratio >= 0.95 ? 'met' : 'not met'} (ratio of the medians ${ofMedians.toFixed(3)})`);
     console.log(`  CPU ms per call without policy: ${cpuPerCall(cpu.none, calls.none)}`);
     console.log(`  CPU ms per call with policy:    ${cpuPerCall(cpu.policy, calls.policy)}`);
     if (admin)
@@ -555,25 +567,20 @@ try {
       },
     ];
     const cpuOf = (pid: number) => cpuByProcess([pid], undefined).get('gateway') ?? NaN;
-    for (let turn = 0; turn < ROUNDS * 4; turn++) {
+    for (let turn = 0; turn < PAIRED_ROUNDS * 4; turn++) {
       const b = builds[[0, 1, 1, 0][turn % 4]!]!;
       const before = cpuOf(b.pid);
-      b.runs.push(await load(b.pool, '/v1/call', b.byKey, callBody, CONCURRENCY, DURATION_MS));
+      b.runs.push(await load(b.pool, '/v1/call', b.byKey, callBody, CONCURRENCY, PAIRED_TURN_MS));
       b.cpu += cpuOf(b.pid) - before;
     }
-    const mid = (xs: number[]) =>
-      pct(
-        [...xs].sort((x, y) => x - y),
-        50,
-      );
     for (const b of builds) {
       const calls = b.runs.reduce((a, r) => a + r.n, 0);
+      const stolen = Math.max(...b.runs.map((r) => r.steal * 100));
       console.log(
-        `${b.name.padEnd(12)} ${mid(b.runs.map((r) => r.rps)).toFixed(0)} calls/s median of ${b.runs.length} turns (${b.runs.map((r) => r.rps.toFixed(0)).join(', ')}); p50 ${mid(b.runs.map((r) => r.p50)).toFixed(2)} ms; gateway CPU ${((b.cpu * 1000) / calls).toFixed(2)} ms per call; stolen ${b.runs.map((r) => `${(r.steal * 100).toFixed(0)}%`).join(', ')}`,
+        `${b.name.padEnd(12)} ${medianOf(b.runs.map((r) => r.rps)).toFixed(0)} calls/s median of ${b.runs.length} turns of ${PAIRED_TURN_MS} ms (${spreadOf(b.runs.map((r) => r.rps))}); p50 ${medianOf(b.runs.map((r) => r.p50)).toFixed(2)} ms; gateway CPU ${((b.cpu * 1000) / calls).toFixed(3)} ms per call; stolen at most ${stolen.toFixed(0)}%`,
       );
     }
-    const paired = builds[0]!.runs.map((r, i) => r.rps / builds[1]!.runs[i]!.rps);
-    console.log(`this/other  ${mid(paired).toFixed(3)} median of ${paired.length} paired turns (${paired.map((x) => x.toFixed(2)).join(', ')})`);
+    console.log(`this/other  ${pairedSummary(builds[0]!.runs.map((r, i) => r.rps / builds[1]!.runs[i]!.rps)).text}`);
     await other.close();
     await pools[0]!.close();
     await cleanUp();
