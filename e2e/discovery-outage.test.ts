@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnet, type Devnet } from '@farebox/devnet';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { createLogger } from '@farebox/gateway-core';
-import { startDiscovery, type RunningDiscovery } from '@farebox/discovery-service';
+import type { RunningDiscovery } from '@farebox/discovery-service';
 import { eventually } from '@farebox/test-kit';
+import { startReplica } from './discovery-replica.js';
 
 // A gateway searching through a discovery backend (FAREBOX_DISCOVERY_URL)
 // whose backend stops and comes back (issue 39, items 1 and 2): readiness
@@ -20,18 +21,8 @@ describe('the discovery backend goes away and comes back', () => {
   const lines: Array<Record<string, unknown>> = [];
   let dataDir: string;
   let port: number;
-  const start = () =>
-    startDiscovery({
-      port,
-      host: '127.0.0.1',
-      dataDir,
-      network: 'local',
-      devnetUrl: devnet.url,
-      env: {},
-      vectorIndex: 'flat',
-      pollIntervalMs: 50,
-      snapshotIntervalMs: 0,
-    });
+  // Restarted on the port it had (the gateway's FAREBOX_DISCOVERY_URL stays right).
+  const start = () => startReplica(devnet.url, dataDir, { port });
   type Ready = { status: string; dependencies: Record<string, { state: string; required: boolean; reason?: string; effect?: string }> };
   const ready = async () => {
     const res = await fetch(`${gateway.url}/health/ready`);

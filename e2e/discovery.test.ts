@@ -1,5 +1,4 @@
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +11,8 @@ import { createClient, createDiscoveryClient } from '@farebox/client';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { createLogger } from '@farebox/gateway-core';
 import { startDiscovery, type RunningDiscovery } from '@farebox/discovery-service';
-import { eventually } from '@farebox/test-kit';
+import { closedPort, eventually } from '@farebox/test-kit';
+import { startReplica } from './discovery-replica.js';
 
 const USDC = 10_000_000n;
 type Party = TxSigner & { secret: string };
@@ -36,32 +36,12 @@ async function party(usdc = 0n): Promise<Party> {
   return Object.assign(signer, { secret });
 }
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', () => ok()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((ok) => srv.close(() => ok()));
-  return port;
-}
-
-function replica(dataDir: string) {
-  return startDiscovery({
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    network: 'local',
-    devnetUrl: devnet.url,
-    env: {},
-    vectorIndex: 'flat',
-    pollIntervalMs: 50,
-    snapshotIntervalMs: 0,
-  });
-}
+const replica = (dataDir: string) => startReplica(devnet.url, dataDir);
 
 /** Runs a provider-SDK service on loopback and registers it on chain with the SDK's bootstrap(). */
 async function publish(service: string, description: string, owner?: Party) {
   const secret = owner?.secret ?? encodeStrKey('secretSeed', randomBytes(32));
-  const port = await freePort();
+  const port = await closedPort();
   const provider = createProvider({
     service,
     pricePerCall: '0.25',
@@ -205,18 +185,7 @@ describe('discovery replicas on the devnet', () => {
 
   it('never lists or finds a registry name that breaks the service-name policy (written to the contract directly), logs it once, counts it in /health, and goes on', async () => {
     const logged: string[] = [];
-    const replicaC = await startDiscovery({
-      port: 0,
-      host: '127.0.0.1',
-      dataDir: await mkdtemp(join(tmpdir(), 'farebox-disc-c-')),
-      network: 'local',
-      devnetUrl: devnet.url,
-      env: {},
-      vectorIndex: 'flat',
-      pollIntervalMs: 50,
-      snapshotIntervalMs: 0,
-      log: (m) => void logged.push(m),
-    });
+    const replicaC = await startReplica(devnet.url, await mkdtemp(join(tmpdir(), 'farebox-disc-c-')), { log: (m) => void logged.push(m) });
     closers.push(() => replicaC.close());
     const owner = await party();
     const deceptive = ['\u0435cho-rates', 'echo-rates\u200b', 'ECHO-RATES', 'echo-rates ', '\u202eohce', 'Qa Y!', 'echo_rates', 'a\u0000b'];

@@ -1,12 +1,12 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createProvider, type ProviderOptions, type ServiceHandler } from '@farebox/provider';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { parseAmount } from '@farebox/protocol';
 import { createLogger } from '@farebox/gateway-core';
+import { dropSchema } from '@farebox/test-kit/postgres';
 import { startGateway, type RunningGateway } from '../src/index.js';
 
 export type DbKind = 'pglite' | 'postgres';
@@ -48,15 +48,7 @@ let counter = 0;
 export const TEST_DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Drops a test's PostgreSQL schema (its tables, the gateway's and the ledger's), so runs leave nothing behind. */
-export async function dropTestSchema(schema: string, databaseUrl = TEST_DATABASE_URL): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
+export const dropTestSchema = (schema: string, databaseUrl = TEST_DATABASE_URL): Promise<void> => dropSchema(databaseUrl, schema);
 
 export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<typeof startGateway>[0] = {}): Promise<Harness> {
   const dataDir = await mkdtemp(join(tmpdir(), 'farebox-gw-'));

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate, openDatabase, openLedger, readMigrations } from '@farebox/ledger';
 import type { Database, Ledger } from '@farebox/ledger';
+import { dropSchema } from '@farebox/test-kit/postgres';
 
 export const onPostgres = process.env.LEDGER_TEST_BACKEND === 'postgres';
 export const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -29,13 +29,7 @@ export async function openTestLedger(): Promise<TestLedger> {
       backend: 'postgres',
       async dispose() {
         await ledger.close();
-        const client = new pg.Client({ connectionString: databaseUrl });
-        await client.connect();
-        try {
-          await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        } finally {
-          await client.end();
-        }
+        await dropSchema(databaseUrl, schema);
       },
     };
   }
@@ -66,12 +60,7 @@ export async function openLedgerAt(version: number): Promise<{ db: Database; dis
   const db = onPostgres ? await openDatabase({ url: databaseUrl, schema }) : await openDatabase({ dataDir: 'memory://', env: {} });
   const dispose = async () => {
     await db.close();
-    if (onPostgres) {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    }
+    if (onPostgres) await dropSchema(databaseUrl, schema);
     await rm(dir, { recursive: true, force: true });
   };
   try {
