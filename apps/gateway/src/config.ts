@@ -135,6 +135,7 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
     devnetUrl: env.FAREBOX_DEVNET_URL,
     callTimeoutMs: num(env.FAREBOX_CALL_TIMEOUT_MS),
     holdTimeoutMs: num(env.FAREBOX_HOLD_TIMEOUT_MS),
+    dbOutageWaitMs: num(env.FAREBOX_DB_OUTAGE_WAIT_MS),
     livenessIntervalMs: num(env.FAREBOX_LIVENESS_INTERVAL_MS),
     livenessTimeoutMs: num(env.FAREBOX_LIVENESS_TIMEOUT_MS),
     trustProxy: tp === undefined ? undefined : tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp,

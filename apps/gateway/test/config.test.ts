@@ -192,6 +192,13 @@ describe('configFromEnv: real-money defaults', () => {
     expect(c.stellar.explorer.tx('abc')).toBe('https://explorer.example/tx/abc');
   });
 
+  it('reads how long a charged call waits for an unreachable database (FAREBOX_DB_OUTAGE_WAIT_MS, 15 s by default; 0 answers at once)', () => {
+    expect(configFromEnv(LOCAL).dbOutageWaitMs).toBe(15_000);
+    expect(configFromEnv({ ...LOCAL, FAREBOX_DB_OUTAGE_WAIT_MS: '2500' }).dbOutageWaitMs).toBe(2_500);
+    expect(configFromEnv({ ...LOCAL, FAREBOX_DB_OUTAGE_WAIT_MS: '0' }).dbOutageWaitMs).toBe(0);
+    expect(problems({ ...LOCAL, FAREBOX_DB_OUTAGE_WAIT_MS: 'a while' })).toEqual(['dbOutageWaitMs must be an integer >= 0']);
+  });
+
   it('reads the x402 facilitator settings (FAREBOX_X402_*), an option winning over its variable', () => {
     const c = configFromEnv(
       { ...LOCAL, FAREBOX_X402_FACILITATOR: 'false', FAREBOX_X402_PAYER_DAILY_FEE_STROOPS: '250000', FAREBOX_X402_PAYER_RATE_LIMIT: '9' },

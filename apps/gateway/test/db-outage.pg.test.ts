@@ -150,3 +150,112 @@ describe('a PostgreSQL outage', () => {
     expect((await h.gw.core.ledger.verify()).ok).toBe(true);
   }, 60_000);
 });
+
+// An outage longer than a caller waits for its charge (FAREBOX_DB_OUTAGE_WAIT_MS, here 1.5 s): the caller learns the
+// charge is pending, the charge is recorded once when the database is back, and the same key then answers the call's
+// own result without calling the service again.
+const CHARGE_PENDING =
+  'database unavailable; the service answered, and its charge is recorded or refunded once the database is back: ask again with the same Idempotency-Key to learn which';
+
+describe('a PostgreSQL outage longer than a call waits for its charge', () => {
+  let pg: PgServer;
+  let h: Harness;
+  let served = 0;
+  let failing = 0;
+  beforeAll(async () => {
+    pg = await startPgServer();
+    h = await startHarness('postgres', { databaseUrl: pg.url, dbOutageWaitMs: 1_500 });
+    await h.publish('outage-long', {
+      price: '0.02',
+      handler: async (payload) => {
+        served++;
+        await new Promise((r) => setTimeout(r, 500));
+        await pg.kill();
+        setTimeout(() => void pg.start(), 4_000);
+        return { echo: payload };
+      },
+    });
+    // Fails after taking the database away: its refund waits for the database, then the call gives up.
+    await h.publish('outage-fail', {
+      price: '0.03',
+      handler: async () => {
+        failing++;
+        if (failing > 1) return { ok: true };
+        // Once the key's claim and the hold are on disk (they commit without waiting for the flush, which follows within 200 ms).
+        await new Promise((r) => setTimeout(r, 500));
+        await pg.kill();
+        setTimeout(() => void pg.start(), 4_000);
+        throw new Error('upstream broke');
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await h?.close();
+    await pg?.close();
+  });
+
+  it('frees the key of a call refused in the outage as soon as the database is back: a retry runs, not a 409 until the lease ends', async () => {
+    const u = await h.user();
+    expect((await u.api('/v1/topup', { body: { amount: 10 } })).status).toBe(200);
+    const before = (await u.api('/v1/balance')).body.balance_base_units as number;
+    const call = () => u.api('/v1/call', { body: { service: 'outage-fail', payload: {} }, headers: { 'idempotency-key': 'outage-fail-1' } });
+    const r = await call();
+    expect({ status: r.status, error: r.body.error }).toEqual({ status: 503, error: DB_DOWN });
+    const startedAt = Date.now();
+    let again = r;
+    const seen = new Set<number>();
+    await eventually(
+      'the same key runs again',
+      async () => {
+        again = await call();
+        seen.add(again.status);
+        return again.status !== 503 && again.status !== 409;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    // Well before the 60 s lease would have ended: the refund and the key's release were asked again once the database came back.
+    expect(Date.now() - startedAt).toBeLessThan(20_000);
+    expect({ status: again.status, result: again.body.result }).toEqual({ status: 200, result: { ok: true } });
+    expect(failing).toBe(2);
+    // The failed attempt was refunded, the retry charged once.
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before - 300_000);
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+  }, 60_000);
+
+  it('answers 503 saying the charge is pending, charges once when the database is back, and the same key then answers the result without calling the service again', async () => {
+    const u = await h.user();
+    expect((await u.api('/v1/topup', { body: { amount: 10 } })).status).toBe(200);
+    const before = (await u.api('/v1/balance')).body.balance_base_units as number;
+    const call = () => u.api('/v1/call', { body: { service: 'outage-long', payload: { n: 2 } }, headers: { 'idempotency-key': 'outage-long-1' } });
+    const r = await call();
+    expect({ status: r.status, error: r.body.error, retryAfter: r.headers.get('retry-after') }).toEqual({
+      status: 503,
+      error: CHARGE_PENDING,
+      retryAfter: '5',
+    });
+
+    // Asked again under the same key (503 while the database is gone, 409 while the charge is being recorded), until it answers.
+    const seen = new Set<number>();
+    let again = r;
+    await eventually(
+      'the same key answers the call',
+      async () => {
+        again = await call();
+        seen.add(again.status);
+        return again.status !== 503 && again.status !== 409;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ result: { echo: { n: 2 } }, cost: { base_units: 200_000 } });
+    expect([...seen].filter((s) => s !== 200 && s !== 503 && s !== 409)).toEqual([]);
+    // The service ran once; the account paid once; nothing is left held; the ledger is whole.
+    expect(served).toBe(1);
+    const { rows } = await h.gw.core.ledger.db.query<{ state: string }>(`SELECT state FROM holds WHERE account_id = $1`, [u.id]);
+    expect(rows.map((x) => x.state)).toEqual(['posted']);
+    expect((await u.api('/v1/balance')).body.balance_base_units).toBe(before - 200_000);
+    const replay = await call();
+    expect({ status: replay.status, callId: replay.body.callId }).toEqual({ status: 200, callId: again.body.callId });
+    expect((await h.gw.core.ledger.verify()).ok).toBe(true);
+  }, 60_000);
+});

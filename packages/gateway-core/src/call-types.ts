@@ -36,8 +36,17 @@ export interface CreditsPort {
   post(holdId: string, input: { publisherOwner: string; service: string; gross: bigint }): Promise<{ balance: bigint; posted: boolean }>;
   /** Voids a hold: the money returns to credits. Returns the credits after. */
   void(holdId: string, reason: string): Promise<{ balance: bigint }>;
-  /** Runs `fn` once per (account, key); a retry with the same request gets the first response back. */
-  idempotent(accountId: string, key: string, requestHash: string, fn: () => Promise<CallResponse>): Promise<CallResponse>;
+  /**
+   * Runs `fn` once per (account, key); a retry with the same request gets the first response back. When `fn`
+   * says its answer comes `later` (its charge waits for the database) and throws, the key stays claimed and
+   * that answer is stored under it (the ledger's `IdempotencyClaim`).
+   */
+  idempotent(
+    accountId: string,
+    key: string,
+    requestHash: string,
+    fn: (claim: { later(answer: Promise<CallResponse | undefined>): void }) => Promise<CallResponse>,
+  ): Promise<CallResponse>;
 }
 
 /** One step of a call's payment timeline. */

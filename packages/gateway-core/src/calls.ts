@@ -2,10 +2,11 @@ import { base64UrlEncode, CERTIFICATE_HEADER, costObject, formatAmount, parseAmo
 import { inputs } from '@farebox/contract';
 import type { Principal } from './auth/accounts.js';
 import { createCertificateIssuer } from './certificates.js';
-import type { CallableService, CallAnswer, CallFailureBody, CallResponse, CallResultBody, CallsOptions, CallSummary, TraceStep } from './call-types.js';
-import { systemClock, type Clock } from './clock.js';
+import { round, Timeline } from './call-timeline.js';
+import type { CallableService, CallAnswer, CallFailureBody, CallResponse, CallResultBody, CallsOptions, CallSummary } from './call-types.js';
+import { systemClock } from './clock.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
-import { isoTime } from './observability/iso-time.js';
+import { ChargePendingError } from './db-errors.js';
 import { checkEndpoint, guardedDispatcher } from './security/endpoint-guard.js';
 
 export type {
@@ -39,36 +40,7 @@ const FRESH_CERTIFICATE_MS = 5_000;
 /** `mode` values of a call result (documented in docs/api.md). */
 export const CALL_MODES = { platformSigned: 'platform-signed', walletEscrow: 'wallet-escrow' } as const;
 
-/** The trace steps of a credit call, in order (`void_hold` when a dynamic price re-holds; docs/api.md lists them). */
-export const CALL_STEPS = ['resolve_service', 'hold_credits', 'call_service', 'void_hold', 'post_payment', 'refund'] as const;
-export type CallStep = (typeof CALL_STEPS)[number];
-
-class Timeline {
-  readonly steps: TraceStep[] = [];
-  constructor(private readonly now: Clock) {}
-  async step<T>(name: CallStep, fn: () => Promise<T>, detail?: (value: T) => Record<string, unknown>): Promise<T> {
-    const started = this.now();
-    const t0 = performance.now();
-    try {
-      const value = await fn();
-      const step: TraceStep = { name, status: 'ok', startedAt: isoTime(started), durationMs: round(performance.now() - t0) };
-      if (detail) step.detail = detail(value);
-      this.steps.push(step);
-      return value;
-    } catch (err) {
-      this.steps.push({
-        name,
-        status: 'failed',
-        startedAt: isoTime(started),
-        durationMs: round(performance.now() - t0),
-        detail: { error: (err as Error).message },
-      });
-      throw err;
-    }
-  }
-}
-
-const round = (ms: number) => Math.round(ms * 100) / 100;
+export { CALL_STEPS, type CallStep } from './call-timeline.js';
 
 /**
  * The body of `POST /v1/call`, checked by the contract's schema (the one
@@ -86,6 +58,8 @@ function validateCallBody(body: unknown): { service: string; payload: Record<str
 interface ChargeContext {
   amount: bigint;
   wallet: boolean;
+  /** Told the call's answer when it comes only after the call returned (a charge that waited for the database). */
+  later: ((answer: Promise<CallAnswer | undefined>) => void) | undefined;
 }
 
 class UpstreamError extends Error {
@@ -273,10 +247,11 @@ export function createCalls(options: CallsOptions) {
     maxCost: bigint | undefined,
     idempotencyKey: string | undefined,
     requestId: string | undefined,
+    later?: ChargeContext['later'],
   ): Promise<CallAnswer> {
     const timeline = new Timeline(now);
     const callId = `call_${base64UrlEncode(randomBytes(12))}`;
-    const ctx: ChargeContext = { amount: 0n, wallet: false };
+    const ctx: ChargeContext = { amount: 0n, wallet: false, later };
     if (!options.onFinished) return charge(principal, service, payload, maxCost, idempotencyKey, requestId, timeline, callId, ctx).catch(withCallId(callId));
     const t0 = performance.now();
     // The summary is taken now and reported (log line, metrics) once the caller's answer is on its way.
@@ -399,11 +374,33 @@ export function createCalls(options: CallsOptions) {
       }
       throw err;
     }
-    const posted = await timeline.step(
-      'post_payment',
-      () => options.credits.post(holdId, { publisherOwner: svc.owner, service: svc.service, gross: amount }),
-      () => ({ amount: amount.toString(), payee: svc.owner }),
-    );
+    let posted: { balance: bigint };
+    try {
+      posted = await timeline.step(
+        'post_payment',
+        () => options.credits.post(holdId, { publisherOwner: svc.owner, service: svc.service, gross: amount }),
+        () => ({ amount: amount.toString(), payee: svc.owner }),
+      );
+    } catch (err) {
+      // The charge waits for the database (503, charge pending): once the post is recorded, the answer it would have
+      // had now is stored under the call's key; a hold not posted (the reaper refunded it) releases the key.
+      if (err instanceof ChargePendingError && ctx.later)
+        ctx.later(err.outcome.then((p) => (p?.posted ? paid(callId, holdId, svc, amount, p.balance, result, timeline) : undefined)));
+      throw err;
+    }
+    return paid(callId, holdId, svc, amount, posted.balance, result, timeline);
+  }
+
+  /** The 200 answer of a credit call whose hold was posted. */
+  async function paid(
+    callId: string,
+    holdId: string,
+    svc: CallableService,
+    amount: bigint,
+    balance: bigint,
+    result: { text: string; json: unknown },
+    timeline: Timeline,
+  ): Promise<CallAnswer> {
     let explorerUrl: string | undefined;
     if (options.afterPost) {
       const extra = await options.afterPost({ callId, holdId, service: svc, amount }).catch(() => undefined);
@@ -413,7 +410,7 @@ export function createCalls(options: CallsOptions) {
       cost: costObject(amount),
       paidWith: 'credit' as const,
       mode: CALL_MODES.platformSigned,
-      newBalance: costObject(posted.balance),
+      newBalance: costObject(balance),
       ...(explorerUrl ? { explorerUrl } : {}),
       callId,
       trace: { steps: timeline.steps },
@@ -438,8 +435,10 @@ export function createCalls(options: CallsOptions) {
       const requestHash = JSON.stringify([service, payload, opts.maxCost ?? null]);
       // The answer is stored as its JSON text; a replay gives back that text (and its value, read from it).
       let fresh: CallAnswer | undefined;
-      const stored = await options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, async () => {
-        fresh = await run(principal, service, payload, maxCost, opts.idempotencyKey, opts.requestId);
+      const stored = await options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, async (claim) => {
+        fresh = await run(principal, service, payload, maxCost, opts.idempotencyKey, opts.requestId, (answer) =>
+          claim.later(answer.then((a) => a && { status: a.status, body: a.json })),
+        );
         return { status: fresh.status, body: fresh.json };
       });
       return fresh !== undefined && fresh.json === stored.body ? fresh : answerFrom(stored);

@@ -46,6 +46,8 @@ export interface GatewayOptions {
   callTimeoutMs?: number;
   /** Holds older than this are voided by the reaper (`FAREBOX_HOLD_TIMEOUT_MS`, default 2 x call timeout + 30 s). */
   holdTimeoutMs?: number;
+  /** How long a caller whose service answered waits for an unreachable database to record the charge (`FAREBOX_DB_OUTAGE_WAIT_MS`, default 15 s; docs/api.md). */
+  dbOutageWaitMs?: number;
   /**
    * How often this gateway beats in the database it shares with other gateways, and checks theirs
    * (`FAREBOX_LIVENESS_INTERVAL_MS`, default 2,000).
@@ -143,6 +145,7 @@ export interface GatewayConfig {
   devnetUrl: string;
   callTimeoutMs: number;
   holdTimeoutMs: number;
+  dbOutageWaitMs: number;
   /** Beats and checks of the gateways sharing the database (see GatewayOptions). */
   liveness: { intervalMs: number; timeoutMs: number };
   secureCookies: boolean | undefined;
@@ -224,6 +227,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const callTimeoutMs = int(options.callTimeoutMs, 'callTimeoutMs', problems) ?? 30_000;
   const holdTimeoutMs = int(options.holdTimeoutMs, 'holdTimeoutMs', problems) ?? callTimeoutMs * 2 + 30_000;
   if (holdTimeoutMs <= callTimeoutMs) problems.push('holdTimeoutMs must exceed callTimeoutMs');
+  const dbOutageWaitMs = int(options.dbOutageWaitMs, 'dbOutageWaitMs', problems, 0) ?? 15_000;
   const livenessIntervalMs = int(options.livenessIntervalMs, 'livenessIntervalMs', problems, 50) ?? 2_000;
   const livenessTimeoutMs = int(options.livenessTimeoutMs, 'livenessTimeoutMs', problems) ?? Math.max(10_000, livenessIntervalMs * 2);
   if (livenessTimeoutMs < livenessIntervalMs * 2) problems.push('livenessTimeoutMs must be at least 2 x livenessIntervalMs');
@@ -325,6 +329,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     devnetUrl,
     callTimeoutMs,
     holdTimeoutMs,
+    dbOutageWaitMs,
     liveness: { intervalMs: livenessIntervalMs, timeoutMs: livenessTimeoutMs },
     secureCookies: options.secureCookies ?? (baseUrlText.startsWith('https:') ? true : undefined),
     trustProxy,

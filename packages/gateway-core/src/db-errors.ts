@@ -85,3 +85,29 @@ export function trackDatabase(db: Database, deps: DependencyTracker): Database {
   const tracked: Database = Object.create(db, { query: { value: query }, transaction: { value: transaction } });
   return tracked;
 }
+
+/** The answer of a call whose service answered but whose charge could not be recorded before the wait ran out (503, docs/api.md). */
+export const CHARGE_PENDING_MESSAGE =
+  'database unavailable; the service answered, and its charge is recorded or refunded once the database is back: ask again with the same Idempotency-Key to learn which';
+
+/**
+ * The 503 of a post that could not be recorded in time: the service answered,
+ * the outcome is decided later (see {@link CHARGE_PENDING_MESSAGE}). `outcome`
+ * is the post's result once the background recorded it (undefined: it did not;
+ * the hold reaper refunds the hold), so that the call's answer can be stored
+ * under its idempotency key then.
+ */
+export class ChargePendingError extends GatewayError {
+  constructor(
+    cause: unknown,
+    readonly outcome: Promise<{ balance: bigint; posted: boolean } | undefined>,
+  ) {
+    super(
+      'UNAVAILABLE',
+      CHARGE_PENDING_MESSAGE,
+      { dependency: 'database', retryAfterSeconds: DATABASE_RETRY_AFTER_S },
+      { 'Retry-After': String(DATABASE_RETRY_AFTER_S) },
+      { cause },
+    );
+  }
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ASYNC_COMMIT_CONDITION, type Database } from './db.js';
 import { LedgerError } from './errors.js';
 import { positiveInt, sleep, str, text } from './rows.js';
-import type { IdempotencyOptions, IdempotentResult } from './types.js';
+import type { IdempotencyClaim, IdempotencyOptions, IdempotentResult } from './types.js';
 
 // Stripe-style idempotency keys over the idempotency_keys table.
 
@@ -45,12 +45,40 @@ const CLAIM_SQL = [claimSql('', false), claimSql('', true)] as const;
  */
 const CLAIM_SQL_ASYNC = [claimSql(`\nWHERE ${ASYNC_COMMIT_CONDITION}`, false), claimSql(`\nWHERE ${ASYNC_COMMIT_CONDITION}`, true)] as const;
 
+// An attempt's end: its response stored, or its claim released (a retry runs anew). Both touch this attempt's claim only.
+const COMPLETE_SQL = `UPDATE idempotency_keys SET state = 'completed', response = $4, completed_at = now()
+       WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND attempt = $3`;
+const RELEASE_SQL = `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND attempt = $3`;
+
+/**
+ * The end of an attempt that could not be written when `fn` ended: an
+ * outcome that `fn` said comes later ({@link IdempotencyClaim}), stored under
+ * the claim when it resolves, or a release the database did not take (it was
+ * gone). The database has usually just come back then; a statement that
+ * still fails is asked again each second for `leaseMs`, after which the lease
+ * would have ended the claim anyway.
+ */
+async function settleLater<T>(db: Database, accountId: string, key: string, attempt: number, outcome: Promise<T | undefined>, leaseMs: number): Promise<void> {
+  const response = await outcome.catch(() => undefined);
+  const until = Date.now() + leaseMs;
+  for (;;) {
+    try {
+      if (response === undefined) await db.query(RELEASE_SQL, [accountId, key, attempt]);
+      else await db.query(COMPLETE_SQL, [accountId, key, attempt, JSON.stringify(response) ?? 'null']);
+      return;
+    } catch {
+      if (Date.now() >= until) return;
+      await new Promise((r) => setTimeout(r, 1_000).unref());
+    }
+  }
+}
+
 export async function withIdempotency<T>(
   db: Database,
   accountId: string,
   key: string,
   requestHash: string,
-  fn: () => Promise<T>,
+  fn: (claim: IdempotencyClaim<T>) => Promise<T>,
   options: IdempotencyOptions = {},
   instance: string | null = null,
 ): Promise<IdempotentResult<T>> {
@@ -93,18 +121,19 @@ export async function withIdempotency<T>(
       }
     }
     let response: T;
+    let later: Promise<T | undefined> | undefined;
     try {
-      response = await fn();
+      response = await fn({ later: (outcome) => void (later = outcome) });
     } catch (error) {
-      await db.query(`DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND attempt = $3`, [accountId, key, attempt]);
+      if (later !== undefined) void settleLater(db, accountId, key, attempt, later, leaseMs);
+      // A release the database does not take (it is gone) is asked again in the background, so a retry need not wait
+      // out the lease once the database is back; the caller learns fn's error, not the release's.
+      else
+        await db.query(RELEASE_SQL, [accountId, key, attempt]).catch(() => void settleLater(db, accountId, key, attempt, Promise.resolve(undefined), leaseMs));
       throw error;
     }
     const stored = JSON.stringify(response) ?? 'null';
-    const done = await db.query(
-      `UPDATE idempotency_keys SET state = 'completed', response = $4, completed_at = now()
-       WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND attempt = $3`,
-      [accountId, key, attempt, stored],
-    );
+    const done = await db.query(COMPLETE_SQL, [accountId, key, attempt, stored]);
     if (done.rowCount === 0) {
       // Our lease ran out and another attempt finished first: its response is the one on record.
       const { rows } = await db.query(`SELECT response FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'completed'`, [accountId, key]);

@@ -37,6 +37,7 @@ export type {
   HoldOptions,
   HoldResult,
   HoldState,
+  IdempotencyClaim,
   IdempotencyOptions,
   IdempotentResult,
   LedgerOptions,

@@ -36,6 +36,7 @@ import {
   type Hold,
   type HoldOptions,
   type HoldResult,
+  type IdempotencyClaim,
   type IdempotencyOptions,
   type IdempotentResult,
   type LedgerOptions,
@@ -180,17 +181,16 @@ export class Ledger {
    * (`replayed: true`); the same key with another request hash gives
    * `IDEMPOTENCY_MISMATCH`. A duplicate that arrives while the first is still
    * running gets `IDEMPOTENCY_IN_PROGRESS` at once (or after `waitMs`).
-   * If `fn` throws, no response is stored and the key is released, so a
-   * retry runs again; return error responses (such as a refunded 500) as
-   * values to have them stored. An attempt that crashed is taken over after
-   * `leaseMs`; pass the same key to {@link hold} inside `fn` so the takeover
-   * reuses the crashed attempt's hold instead of charging twice.
+   * If `fn` throws, no response is stored and the key is released, so a retry runs again (unless `fn`
+   * said its outcome comes `later`: {@link IdempotencyClaim}); return error responses (a refunded 500)
+   * as values to have them stored. An attempt that crashed is taken over after `leaseMs`; pass the same
+   * key to {@link hold} inside `fn` so the takeover reuses the crashed attempt's hold instead of charging twice.
    */
   withIdempotency<T>(
     accountId: string,
     key: string,
     requestHash: string,
-    fn: () => Promise<T>,
+    fn: (claim: IdempotencyClaim<T>) => Promise<T>,
     options: IdempotencyOptions = {},
   ): Promise<IdempotentResult<T>> {
     return idempotency.withIdempotency(this.db, accountId, key, requestHash, fn, options, this.instance);

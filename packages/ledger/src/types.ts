@@ -406,6 +406,20 @@ export interface IdempotencyOptions {
   waitMs?: number;
 }
 
+/** What `fn` of {@link Ledger.withIdempotency} may say of its own attempt. */
+export interface IdempotencyClaim<T> {
+  /**
+   * The attempt's outcome is known only later (its charge waits for the
+   * database to come back). When `fn` then throws, the key stays claimed
+   * instead of being released; once `outcome` resolves, its value is stored
+   * as the key's response (a retry gets it, `replayed`), or, when it resolves
+   * `undefined` or rejects, the key is released and a retry runs anew. Only
+   * this attempt's claim is touched: a retry that took the key over after
+   * the lease keeps it.
+   */
+  later(outcome: Promise<T | undefined>): void;
+}
+
 export interface IdempotentResult<T> {
   response: T;
   /** True when the stored response of an earlier attempt was returned and `fn` did not run. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '@farebox/test-kit';
 import { hashRequest, LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
 import type { Ledger } from '@farebox/ledger';
 import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
@@ -160,6 +161,48 @@ describe('withIdempotency', () => {
     await t.ledger.openAccount(id);
     await expect(t.ledger.withIdempotency(id, 'key-6', 'h', async () => Promise.reject(new Error('bad gateway config')))).rejects.toThrow('bad gateway config');
     expect(await t.ledger.withIdempotency(id, 'key-6', 'h', async () => 'second')).toEqual({ replayed: false, response: 'second' });
+  });
+
+  it('keeps the key of an attempt whose outcome comes later, and stores that outcome for the retry', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    let settle!: (r: { n: number } | undefined) => void;
+    const outcome = new Promise<{ n: number } | undefined>((r) => (settle = r));
+    await expect(
+      t.ledger.withIdempotency<{ n: number }>(id, 'key-later', 'h', async (claim) => {
+        claim.later(outcome);
+        throw new Error('charge pending');
+      }),
+    ).rejects.toThrow('charge pending');
+    // Until the outcome is known, a retry is told the key is in use, and does not run.
+    let ran = 0;
+    const retry = () => t.ledger.withIdempotency(id, 'key-later', 'h', async () => ({ n: ++ran }));
+    await expect(retry()).rejects.toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS' });
+    settle({ n: 7 });
+    await outcome;
+    await eventually('the outcome is stored', async () => (await retry().catch(() => undefined))?.replayed === true);
+    expect(await retry()).toEqual({ replayed: true, response: { n: 7 } });
+    expect(ran).toBe(0);
+  });
+
+  it('releases the key of an attempt whose later outcome is none, so a retry runs again', async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    const outcomes = [Promise.resolve(undefined), Promise.reject(new Error('gave up'))];
+    for (const [i, outcome] of outcomes.entries()) {
+      outcome.catch(() => undefined);
+      const key = `key-none-${i}`;
+      await expect(
+        t.ledger.withIdempotency(id, key, 'h', async (claim) => {
+          claim.later(outcome);
+          throw new Error('charge pending');
+        }),
+      ).rejects.toThrow('charge pending');
+      await eventually(
+        'the key is released',
+        async () => (await t.ledger.withIdempotency(id, key, 'h', async () => 'ran again').catch(() => undefined))?.response === 'ran again',
+      );
+    }
   });
 
   it('takes over an attempt that crashed after its hold, reusing that hold instead of charging twice', async () => {

@@ -1,5 +1,4 @@
-import { DATABASE_RETRY_AFTER_S, isDatabaseUnavailable } from '../db-errors.js';
-import { GatewayError } from '../errors.js';
+import { isDatabaseUnavailable } from '../db-errors.js';
 
 // A hold's post or void that meets a database outage is asked again, not
 // given up: both are idempotent in the ledger (a second post or void of a
@@ -9,10 +8,6 @@ import { GatewayError } from '../errors.js';
 // until the hold is resolved (or the reaper has resolved it), so the money a
 // lost statement left held comes back as soon as the database does, not when
 // the hold times out.
-
-/** The answer of a call whose service answered but whose charge could not be recorded before the wait ran out (503, docs/api.md). */
-export const CHARGE_PENDING_MESSAGE =
-  'database unavailable; the service answered, and its charge is recorded or refunded once the database is back: ask again with the same Idempotency-Key to learn which';
 
 export interface OutageRetryOptions {
   /** How long the caller waits for the database before the error is thrown (ms). */
@@ -34,9 +29,15 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref?.
  * Runs `op`; while it fails because the database cannot be reached, runs it
  * again (pauses of 0.1, 0.25, 0.5, 1 then 2 s) for up to `waitMs`. Any other
  * error is thrown at once. When the wait runs out, the last error is thrown
- * and the attempts go on in the background for `keepTryingMs`.
+ * and the attempts go on in the background for `keepTryingMs`; `background`
+ * is then given their outcome (`op`'s result, or undefined when they gave up).
  */
-export async function throughOutage<T>(op: () => Promise<T>, what: string, o: OutageRetryOptions): Promise<T> {
+export async function throughOutage<T>(
+  op: () => Promise<T>,
+  what: string,
+  o: OutageRetryOptions,
+  background?: (outcome: Promise<T | undefined>) => void,
+): Promise<T> {
   const pauses = o.pausesMs ?? PAUSES_MS;
   const started = Date.now();
   for (let attempt = 0; ; attempt++) {
@@ -46,7 +47,8 @@ export async function throughOutage<T>(op: () => Promise<T>, what: string, o: Ou
       if (!isDatabaseUnavailable(err)) throw err;
       const pause = pauses[Math.min(attempt, pauses.length - 1)]!;
       if (Date.now() - started + pause > o.waitMs) {
-        void inBackground(op, what, o, pauses);
+        const outcome = inBackground(op, what, o, pauses);
+        background?.(outcome);
         throw err;
       }
       await sleep(pause);
@@ -54,30 +56,19 @@ export async function throughOutage<T>(op: () => Promise<T>, what: string, o: Ou
   }
 }
 
-async function inBackground<T>(op: () => Promise<T>, what: string, o: OutageRetryOptions, pauses: readonly number[]): Promise<void> {
+async function inBackground<T>(op: () => Promise<T>, what: string, o: OutageRetryOptions, pauses: readonly number[]): Promise<T | undefined> {
   const until = Date.now() + o.keepTryingMs;
   while (Date.now() < until) {
     await sleep(pauses[pauses.length - 1]!);
     try {
-      await op();
-      return;
+      return await op();
     } catch (err) {
       if (!isDatabaseUnavailable(err)) {
         o.log(`${what} failed after the database came back`, err);
-        return;
+        return undefined;
       }
     }
   }
   o.log(`${what} still waits for the database; ${o.resolvedBy ?? 'the hold reaper'} resolves it`);
-}
-
-/** The 503 of a post that could not be recorded in time: the service answered, the outcome is decided later (see {@link CHARGE_PENDING_MESSAGE}). */
-export function chargePending(cause: unknown): GatewayError {
-  return new GatewayError(
-    'UNAVAILABLE',
-    CHARGE_PENDING_MESSAGE,
-    { dependency: 'database', retryAfterSeconds: DATABASE_RETRY_AFTER_S },
-    { 'Retry-After': String(DATABASE_RETRY_AFTER_S) },
-    { cause },
-  );
+  return undefined;
 }

@@ -3,7 +3,7 @@ import { LedgerError, type Ledger } from '@farebox/ledger';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config.js';
 import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from '../calls.js';
-import { databaseUnavailable, isDatabaseUnavailable } from '../db-errors.js';
+import { ChargePendingError, databaseUnavailable, isDatabaseUnavailable } from '../db-errors.js';
 import { GatewayError } from '../errors.js';
 import { translated } from '../ledger-errors.js';
 import type { SpendingLimits } from '../oauth/spending.js';
@@ -13,7 +13,7 @@ import type { Settlement } from '../settlement/index.js';
 import { createTopups, type Topups } from '../topups.js';
 import { createWalletPath, type WalletPath } from '../wallet-path.js';
 import type { Infrastructure } from './infrastructure.js';
-import { chargePending, throughOutage } from './outage-retry.js';
+import { throughOutage } from './outage-retry.js';
 
 /** How money moves for calls and top-ups: credits over the ledger, the wallet path, top-ups. */
 export interface Payments {
@@ -69,6 +69,7 @@ export function ledgerCredits(
       translated(async () => {
         let outage = false;
         let r: Awaited<ReturnType<Ledger['post']>> | null;
+        let later: Promise<typeof r | undefined> = Promise.resolve(undefined);
         try {
           r = await throughOutage(
             async () => {
@@ -84,10 +85,15 @@ export function ledgerCredits(
             },
             `post of hold ${holdId}`,
             retry,
+            (outcome) => void (later = outcome),
           );
         } catch (err) {
-          // The service answered; whether the post landed is not known yet.
-          throw isDatabaseUnavailable(err) ? chargePending(err) : err;
+          // The service answered; whether the post landed is not known yet: the background's outcome says, later.
+          if (!isDatabaseUnavailable(err)) throw err;
+          throw new ChargePendingError(
+            err,
+            later.then((p) => (p ? { balance: p.balance, posted: p.hold.state === 'posted' } : undefined)),
+          );
         }
         if (r === null) throw databaseUnavailable();
         return { balance: r.balance, posted: r.hold.state === 'posted' };
@@ -192,7 +198,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
   const calls = createCalls({
     credits: spending.wrapCredits(
       ledgerCredits(ledger, config.holdTimeoutMs, metrics, {
-        waitMs: 15_000,
+        waitMs: config.dbOutageWaitMs,
         log,
         leaseRetryAfterMaxS: Math.ceil((config.liveness.timeoutMs + 2 * config.liveness.intervalMs) / 1000),
       }),
