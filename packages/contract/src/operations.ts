@@ -174,7 +174,7 @@ export const operations = {
     input: { body: I.CreateApiKeyBody },
     status: 201,
     output: S.CreatedApiKey,
-    errors: { ...AUTH_ERRORS, 400: 'name required; name too long (max 64); invalid name: control character U+.... not allowed; ' + POLICY_ERRORS },
+    errors: { ...AUTH_ERRORS, 400: `name required; name too long (max 64); invalid name: control character U+.... not allowed; ${POLICY_ERRORS}` },
   }),
   updateApiKey: op({ id: 'updateApiKey', method: 'PATCH', path: '/v1/api-keys/:id', tag: 'credentials', summary: "Rename an API key or change its spending policy (applies to the key's next call)", auth: account(), input: { params: I.IdParams, body: I.UpdateApiKeyBody }, status: 200, output: S.ApiKey, errors: { ...AUTH_ERRORS, 400: POLICY_ERRORS, 404: 'api key not found' } }),
   revokeApiKey: op({
