@@ -88,8 +88,6 @@ export interface CallsOptions {
   maxPriceMultiple: number;
   /** Largest service response accepted, bytes (default 5 MiB). */
   maxResponseBytes?: number;
-  /** Hook after a successful post (settlement funding, explorer link). */
-  afterPost?: (input: { callId: string; holdId: string; service: CallableService; amount: bigint }) => Promise<{ explorerUrl?: string } | void>;
   /**
    * When credits do not cover the price: pay another way (the wallet path,
    * answering the call itself) or make credits cover it (`retry`: the hold is

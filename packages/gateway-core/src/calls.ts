@@ -385,33 +385,19 @@ export function createCalls(options: CallsOptions) {
       // The charge waits for the database (503, charge pending): once the post is recorded, the answer it would have
       // had now is stored under the call's key; a hold not posted (the reaper refunded it) releases the key.
       if (err instanceof ChargePendingError && ctx.later)
-        ctx.later(err.outcome.then((p) => (p?.posted ? paid(callId, holdId, svc, amount, p.balance, result, timeline) : undefined)));
+        ctx.later(err.outcome.then((p) => (p?.posted ? paid(callId, amount, p.balance, result, timeline) : undefined)));
       throw err;
     }
-    return paid(callId, holdId, svc, amount, posted.balance, result, timeline);
+    return paid(callId, amount, posted.balance, result, timeline);
   }
 
   /** The 200 answer of a credit call whose hold was posted. */
-  async function paid(
-    callId: string,
-    holdId: string,
-    svc: CallableService,
-    amount: bigint,
-    balance: bigint,
-    result: { text: string; json: unknown },
-    timeline: Timeline,
-  ): Promise<CallAnswer> {
-    let explorerUrl: string | undefined;
-    if (options.afterPost) {
-      const extra = await options.afterPost({ callId, holdId, service: svc, amount }).catch(() => undefined);
-      if (extra?.explorerUrl) explorerUrl = extra.explorerUrl;
-    }
+  function paid(callId: string, amount: bigint, balance: bigint, result: { text: string; json: unknown }, timeline: Timeline): CallAnswer {
     const rest = {
       cost: costObject(amount),
       paidWith: 'credit' as const,
       mode: CALL_MODES.platformSigned,
       newBalance: costObject(balance),
-      ...(explorerUrl ? { explorerUrl } : {}),
       callId,
       trace: { steps: timeline.steps },
     };
