@@ -133,7 +133,15 @@ export async function withIdempotency<T>(
       throw error;
     }
     const stored = JSON.stringify(response) ?? 'null';
-    const done = await db.query(COMPLETE_SQL, [accountId, key, attempt, stored]);
+    let done: { rowCount: number | null };
+    try {
+      done = await db.query(COMPLETE_SQL, [accountId, key, attempt, stored]);
+    } catch {
+      // fn ran (a call was charged): its response is the caller's even when the database went away before it was
+      // stored. It is stored once the database takes it; a retry meanwhile is told the key is still in progress.
+      void settleLater(db, accountId, key, attempt, Promise.resolve(response), leaseMs);
+      return { response, replayed: false };
+    }
     if (done.rowCount === 0) {
       // Our lease ran out and another attempt finished first: its response is the one on record.
       const { rows } = await db.query(`SELECT response FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'completed'`, [accountId, key]);

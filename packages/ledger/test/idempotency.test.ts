@@ -204,6 +204,34 @@ describe('withIdempotency', () => {
     }
   });
 
+  it("answers fn's response when the database refuses to store it, and stores it as soon as it can", async () => {
+    const id = accountId();
+    await t.ledger.openAccount(id);
+    // The first write of this key's answer fails, as a statement cut by a lost connection does (a sequence: it counts
+    // across the failed statement's rollback).
+    await t.ledger.db.query(`CREATE SEQUENCE idem_cut_seq`);
+    await t.ledger.db.query(`CREATE FUNCTION idem_cut_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.key = 'key-cut' AND NEW.state = 'completed' AND nextval('idem_cut_seq') = 1 THEN
+          RAISE EXCEPTION 'the connection was lost';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await t.ledger.db.query(`CREATE TRIGGER idem_cut BEFORE UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION idem_cut_once()`);
+    try {
+      let ran = 0;
+      const call = () => t.ledger.withIdempotency(id, 'key-cut', 'h', async () => ({ n: ++ran }));
+      expect(await call()).toEqual({ replayed: false, response: { n: 1 } });
+      // Stored in the background: a retry is told the key is in use until then (it does not run), then gets the first answer.
+      await eventually('the answer is stored', async () => (await call().catch(() => undefined))?.replayed === true, { timeoutMs: 5_000 });
+      expect(await call()).toEqual({ replayed: true, response: { n: 1 } });
+      expect(ran).toBe(1);
+    } finally {
+      await t.ledger.db.query(`DROP TRIGGER idem_cut ON idempotency_keys`);
+      await t.ledger.db.query(`DROP FUNCTION idem_cut_once(); DROP SEQUENCE idem_cut_seq`);
+    }
+  });
+
   it('takes over an attempt that crashed after its hold, reusing that hold instead of charging twice', async () => {
     const id = accountId();
     await t.ledger.openAccount(id);
