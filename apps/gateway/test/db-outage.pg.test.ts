@@ -10,6 +10,16 @@ import { startPgServer, type PgServer } from './pg-server-kit.js';
 
 const DB_DOWN = 'database unavailable; nothing was charged, retry in a few seconds';
 
+/**
+ * For a service's handler: takes the database away once the call's commits are on disk (PostgreSQL flushes a commit
+ * made without waiting within 200 ms), and brings it back `ms` later.
+ */
+async function outage(pg: PgServer, ms: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 500));
+  await pg.kill();
+  setTimeout(() => void pg.start(), ms);
+}
+
 describe('a PostgreSQL outage', () => {
   let pg: PgServer;
   let h: Harness;
@@ -17,14 +27,11 @@ describe('a PostgreSQL outage', () => {
     pg = await startPgServer();
     h = await startHarness('postgres', { databaseUrl: pg.url });
     await h.publish('outage-steady', { price: '0.01' });
-    // Its handler takes the database away while the call is at the service (once the hold's commit is on disk:
-    // PostgreSQL flushes a commit made without waiting within 200 ms), and brings it back 3 s later.
+    // Its handler takes the database away while the call is at the service, for 3 s.
     await h.publish('outage-mid', {
       price: '0.02',
       handler: async (payload) => {
-        await new Promise((r) => setTimeout(r, 500));
-        await pg.kill();
-        setTimeout(() => void pg.start(), 3_000);
+        await outage(pg, 3_000);
         return { echo: payload };
       },
     });
@@ -169,9 +176,7 @@ describe('a PostgreSQL outage longer than a call waits for its charge', () => {
       price: '0.02',
       handler: async (payload) => {
         served++;
-        await new Promise((r) => setTimeout(r, 500));
-        await pg.kill();
-        setTimeout(() => void pg.start(), 4_000);
+        await outage(pg, 4_000);
         return { echo: payload };
       },
     });
@@ -181,10 +186,8 @@ describe('a PostgreSQL outage longer than a call waits for its charge', () => {
       handler: async () => {
         failing++;
         if (failing > 1) return { ok: true };
-        // Once the key's claim and the hold are on disk (they commit without waiting for the flush, which follows within 200 ms).
-        await new Promise((r) => setTimeout(r, 500));
-        await pg.kill();
-        setTimeout(() => void pg.start(), 4_000);
+        // Once the key's claim and the hold are on disk.
+        await outage(pg, 4_000);
         throw new Error('upstream broke');
       },
     });

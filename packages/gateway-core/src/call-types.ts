@@ -1,5 +1,5 @@
 import type { Ed25519Signer } from '@farebox/protocol';
-import type { Budget } from '@farebox/ledger';
+import type { Budget, IdempotencyClaim } from '@farebox/ledger';
 import type { schemas } from '@farebox/contract';
 import type { z } from 'zod';
 import type { Principal } from './auth/accounts.js';
@@ -39,14 +39,9 @@ export interface CreditsPort {
   /**
    * Runs `fn` once per (account, key); a retry with the same request gets the first response back. When `fn`
    * says its answer comes `later` (its charge waits for the database) and throws, the key stays claimed and
-   * that answer is stored under it (the ledger's `IdempotencyClaim`).
+   * that answer is stored under it.
    */
-  idempotent(
-    accountId: string,
-    key: string,
-    requestHash: string,
-    fn: (claim: { later(answer: Promise<CallResponse | undefined>): void }) => Promise<CallResponse>,
-  ): Promise<CallResponse>;
+  idempotent(accountId: string, key: string, requestHash: string, fn: (claim: IdempotencyClaim<CallResponse>) => Promise<CallResponse>): Promise<CallResponse>;
 }
 
 /** One step of a call's payment timeline. */
