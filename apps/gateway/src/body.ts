@@ -238,7 +238,92 @@ export function parseJsonBytes(bytes: Buffer, strict: boolean): unknown {
   }
   const bad = mayHoldUnsafeText(buf) ? unsafeTextIn(value) : undefined;
   if (bad !== undefined) throw new BodyError(400, bad, 'entity.text.unsafe');
+  const inexact = inexactNumberIn(buf);
+  if (inexact !== undefined) throw new BodyError(400, inexactNumberMessage(inexact), 'entity.number.inexact');
   return value;
+}
+
+/** The 400 of a JSON number the gateway could not pass on as it was sent (docs/api.md, "Payloads arrive as sent"). */
+export const inexactNumberMessage = (token: string): string =>
+  `the number ${token.length > 40 ? `${token.slice(0, 40)}...` : token} cannot be carried exactly: JSON numbers must fit a 64-bit float ` +
+  '(no overflow, no -0, no whole number beyond 2^53, no more digits than it keeps); send it as a string';
+
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const MINUS = 0x2d;
+
+/**
+ * The first number of a JSON text (already parsed, so well-formed) that does
+ * not survive being read as a JavaScript number and written again: overflow
+ * (`1e400`), underflow (`1e-400`), `-0`, whole numbers beyond 2^53, more
+ * significant digits than a double keeps. Such a number would reach the
+ * service changed (the call's body is re-serialised and signed), so it is
+ * refused before anything is held. One pass over the bytes, strings skipped;
+ * a token of at most 15 characters without an exponent is exact without a look.
+ */
+export function inexactNumberIn(buf: Uint8Array): string | undefined {
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+      continue;
+    }
+    if (c === QUOTE) {
+      inString = true;
+      continue;
+    }
+    if (c !== MINUS && (c < DIGIT_0 || c > DIGIT_9)) continue;
+    let j = i + 1;
+    let plain = true;
+    for (; j < buf.length; j++) {
+      const d = buf[j]!;
+      if (d >= DIGIT_0 && d <= DIGIT_9) continue;
+      if (d === 0x2e) continue;
+      if (d === 0x65 || d === 0x45 || d === 0x2b || d === MINUS) {
+        plain = false;
+        continue;
+      }
+      break;
+    }
+    const negativeZero = c === MINUS && buf[i + 1] === DIGIT_0;
+    if (!plain || negativeZero || j - i > 15) {
+      const token = Buffer.from(buf.buffer, buf.byteOffset + i, j - i).toString('latin1');
+      if (!numberIsExact(token)) return token;
+    }
+    i = j - 1;
+  }
+  return undefined;
+}
+
+/** True when `token` (a JSON number) is the decimal its double writes back: finite, not -0, no digit lost. */
+function numberIsExact(token: string): boolean {
+  const n = Number(token);
+  if (!Number.isFinite(n) || Object.is(n, -0)) return false;
+  return decimalOf(token) === decimalOf(String(n));
+}
+
+/** A number's decimal value in one spelling: sign, significant digits, exponent (`-123e-2` for -1.230). */
+function decimalOf(text: string): string {
+  let t = text;
+  const sign = t[0] === '-' ? '-' : '';
+  if (sign) t = t.slice(1);
+  let exp = 0;
+  const e = t.search(/[eE]/);
+  if (e !== -1) {
+    exp = Number(t.slice(e + 1));
+    t = t.slice(0, e);
+  }
+  const dot = t.indexOf('.');
+  if (dot !== -1) {
+    exp -= t.length - dot - 1;
+    t = t.slice(0, dot) + t.slice(dot + 1);
+  }
+  t = t.replace(/^0+/, '');
+  if (t === '') return '0';
+  const kept = t.replace(/0+$/, '');
+  return `${sign}${kept}e${exp + t.length - kept.length}`;
 }
 
 /** `1048576`, `'64kb'`, `'1mb'`: a body limit in bytes. */

@@ -72,7 +72,12 @@ export function callRoute(core: GatewayCore, options: CallRouteOptions) {
       principal = await authenticate(req, ip);
       await admit(core, principal, 'POST', '/call');
       const body = await readCallBody(req);
-      const answer = await core.calls.call(principal, body, { idempotencyKey: idempotencyKey(req), maxCost: stringHeader(req, 'farebox-max-cost'), requestId });
+      const answer = await core.calls.call(principal, body, {
+        idempotencyKey: idempotencyKey(req),
+        maxCost: stringHeader(req, 'farebox-max-cost'),
+        approvalId: stringHeader(req, 'farebox-approval'),
+        requestId,
+      });
       send(res, answer.status, answer.json);
     } catch (thrown) {
       // A lost database is a 503 with Retry-After, never a 500 (docs/api.md "Errors").

@@ -40,11 +40,11 @@ export function requestAuthenticator(core: GatewayCore, browser: BrowserPolicy, 
 
 /**
  * What every authenticated `/v1` request passes once its principal is known:
- * the account's rate limit, the OAuth client's, then the OAuth scope of the
- * operation (`path` inside `/v1`, as `/call`).
+ * the account's rate limit, the OAuth client's, then whether the credential
+ * reaches the operation (the OAuth scope, the API key's kind) (`path` inside `/v1`, as `/call`).
  */
 export async function admit(core: GatewayCore, principal: Principal, method: string, path: string): Promise<void> {
   await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
   if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
-  core.checkOAuthAccess(principal, method, path);
+  core.checkAccess(principal, method, path);
 }

@@ -46,8 +46,8 @@ export function setSecurityHeaders(res: ServerResponse): void {
 export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse): { status: number; body: string; rateLimitRule: string | undefined } {
   for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
   const rule = err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string' ? err.data.rule : undefined;
-  // A spending policy's refusal carries its fields next to `error` (docs/api.md, "Spending policies").
-  const fields = err.data && 'limit_source' in err.data ? err.data : undefined;
+  // A spending policy's refusal, and one with a machine-readable `code`, carry their fields next to `error` (docs/api.md).
+  const fields = err.data && ('limit_source' in err.data || 'code' in err.data) ? err.data : undefined;
   return { status: HTTP_STATUS[err.code], body: JSON.stringify({ error: err.message, ...fields }), rateLimitRule: rule };
 }
 

@@ -238,7 +238,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     res: Response,
     principal: Principal,
     request: AuthorizationRequest,
-    opts: { error?: string; policy?: ConsentPolicyFields; confirmAbove?: string } = {},
+    opts: { error?: string; policy?: ConsentPolicyFields; confirmAbove?: string; appConfirms?: boolean } = {},
   ) {
     const p = opts.policy ?? { limit_usd: '', limit_period: 'day', allowed_services: '', max_call_usd: '' };
     const periods = [
@@ -284,7 +284,9 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
             <input id="max-call" name="max_call_usd" inputmode="decimal" placeholder="no maximum" value="${escapeHtml(p.max_call_usd)}">
             <label for="confirm">Ask me to confirm each call above (USD)</label>
             <input id="confirm" name="confirm_above_usd" inputmode="decimal" placeholder="never" value="${escapeHtml(opts.confirmAbove ?? '0.10')}">
-            <p class="muted">Above this price, and when a call would leave less than 10 % of the limit, the app asks you first (in the app, or with a link to approve that one call). 0: every paid call; empty: never by price.</p>
+            <p class="muted">Above this price, and when a call would leave less than 10 % of the limit, you approve the call first on a Farebox page the app opens or links to. 0: every paid call; empty: never by price.</p>
+            <label class="check"><input type="checkbox" name="confirm_by_app" value="on"${opts.appConfirms ? ' checked' : ''}> Let this app confirm calls for me</label>
+            <p class="muted">Ticked, the app itself answers these confirmations (in its own dialog): Farebox then takes the app's word that you agreed. Leave it unticked unless you trust the app to ask you.</p>
             ${opts.error ? `<p class="error">${escapeHtml(opts.error)}</p>` : ''}
             <div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
           </form>
@@ -313,10 +315,11 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       const principal = await session(req);
       if (!principal) return signInPage(res, req.originalUrl, check.request.client);
       const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
-      const { above } = await core.callConfirmations.forClient(principal.user.id, check.request.client.clientId);
+      const { above, appConfirms } = await core.callConfirmations.forClient(principal.user.id, check.request.client.clientId);
       consentPage(res, principal, check.request, {
         policy: policyFields(existing?.policy),
         confirmAbove: above === null ? '' : formatAmount(above, { trim: true }),
+        appConfirms,
       });
     })().catch(next);
   });
@@ -342,7 +345,11 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       if (input.decision !== 'allow') return res.redirect(303, oauth.deny(check.request));
       try {
         // The confirmation threshold is checked before anything is granted; absent from the form: the defaults.
-        const confirm = core.callConfirmations.parseSettings(input.confirm_above_usd === undefined ? {} : { confirm_above_usd: input.confirm_above_usd });
+        // An unticked checkbox sends nothing: the app confirms only when the owner ticked it on this page.
+        const confirm = core.callConfirmations.parseSettings({
+          ...(input.confirm_above_usd === undefined ? {} : { confirm_above_usd: input.confirm_above_usd }),
+          confirm_by_app: input.confirm_by_app === 'on',
+        });
         const location = await oauth.approve(principal.user, check.request, input);
         await core.callConfirmations.setForClient(principal.user.id, check.request.client.clientId, confirm);
         return res.redirect(303, location);
@@ -357,6 +364,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
               max_call_usd: formText(input.max_call_usd),
             },
             ...(typeof input.confirm_above_usd === 'string' ? { confirmAbove: input.confirm_above_usd } : {}),
+            appConfirms: input.confirm_by_app === 'on',
           });
         }
         throw err;

@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import { openApiPath, operationList, OAUTH_SCOPES, schemas, type Operation } from '@farebox/contract';
+import { CREDENTIAL_KINDS, credentialReaches, openApiPath, operationList, OAUTH_SCOPES, schemas, type Operation } from '@farebox/contract';
 
 const TAGS: Array<{ name: Operation['tag']; description: string }> = [
   { name: 'accounts', description: 'Sign-up, sign-in and sign-out (the session cookie of the dashboard).' },
@@ -58,6 +58,8 @@ export function openApiDocument(options: { serverUrl?: string; version?: string 
       summary: op.summary,
       tags: [op.tag],
       security: security(op),
+      // The credentials that reach the operation (docs/api.md, "Credentials and what each may do"): the contract's one rule.
+      'x-farebox-credentials': CREDENTIAL_KINDS.filter((k) => op.auth.kind !== 'none' && credentialReaches(op, k)),
       request: {
         ...(op.input.params ? { params: op.input.params } : {}),
         ...(op.input.query ? { query: op.input.query } : {}),

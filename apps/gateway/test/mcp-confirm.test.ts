@@ -9,6 +9,8 @@ import { rawClient } from './oauth-browser.js';
 // a dashboard link and the retry's approval_id. Nothing is charged until the user agrees.
 
 const MODERN = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const;
+/** The consent page's box: the owner lets the app confirm calls for them. */
+const APP_CONFIRMS = { confirm_by_app: 'on' };
 type Reply = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> };
 type ToolCall = Awaited<ReturnType<Client['callTool']>>;
 const meta = (r: ToolCall) => r._meta?.['farebox/error'] as Record<string, any> | undefined;
@@ -67,7 +69,8 @@ describe('call_agent above the connection threshold asks the user first', () => 
     client.callTool({ name: 'call_agent', arguments: { service: 'pricey', payload: { n: 1 }, ...extra } }) as Promise<ToolCall>;
 
   it('2026-07-28 with elicitation: accept charges once; decline and cancel charge nothing; the ledger and get_transactions agree', async () => {
-    const { client, asked, state } = await connect({ ...MODERN, capabilities: { elicitation: { form: {} } } }, { dailyLimitUsd: '5' });
+    // The owner lets this app confirm for them (the consent page's box): form-mode elicitation counts.
+    const { client, asked, state } = await connect({ ...MODERN, capabilities: { elicitation: { form: {} } } }, { dailyLimitUsd: '5', fields: APP_CONFIRMS });
     const before = await credits();
 
     state.reply = { action: 'decline' };
@@ -237,7 +240,7 @@ describe('call_agent above the connection threshold asks the user first', () => 
     await client.close();
 
     // Elicited and accepted, then failed: the model retries with the approval_id, without asking the user again.
-    const e = await connect({ ...MODERN, capabilities: { elicitation: { form: {} } } });
+    const e = await connect({ ...MODERN, capabilities: { elicitation: { form: {} } } }, { fields: APP_CONFIRMS });
     e.state.reply = { action: 'accept', content: { confirm: true } };
     failing = true;
     const elicited = (await e.client.callTool({ name: 'call_agent', arguments: { service: 'flaky', payload: {} } })) as ToolCall;
@@ -308,7 +311,7 @@ describe('call_agent above the connection threshold asks the user first', () => 
     // No threshold by price, a limit of $0.27: $0.25 would leave $0.02, under 10 % ($0.027).
     const { client, asked, state } = await connect(
       { ...MODERN, capabilities: { elicitation: { form: {} } } },
-      { dailyLimitUsd: '0.27', fields: { confirm_above_usd: '' } },
+      { dailyLimitUsd: '0.27', fields: { confirm_above_usd: '', ...APP_CONFIRMS } },
     );
     const before = await credits();
     state.reply = { action: 'decline' };

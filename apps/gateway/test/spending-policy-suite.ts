@@ -191,7 +191,8 @@ export function spendingPolicySuite(kind: DbKind) {
       expect(conn).toMatchObject({ limit_usd: 1, limit_period: 'day', daily_limit_usd: 1, allowed_services: null });
       const patched = await session(bob, `/v1/oauth/connections/${conn.id}`, {
         method: 'PATCH',
-        body: { limit_usd: 0.01, limit_period: 'month', allowed_services: ['echo'] },
+        // No confirmation asked (none by price, none as the limit runs low): this test is about the policy alone.
+        body: { limit_usd: 0.01, limit_period: 'month', allowed_services: ['echo'], confirm_above_usd: null, confirm_below_left_percent: 0 },
       });
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ limit_usd: 0.01, limit_period: 'month', daily_limit_usd: null, allowed_services: ['echo'], remaining_usd: 0.01 });

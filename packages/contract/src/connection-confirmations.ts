@@ -15,7 +15,7 @@ const unknownField = (iss: { code: string; keys?: string[] }) =>
 
 /** The refusals of bad threshold input (400), as the gateway words them. */
 export const THRESHOLD_ERRORS =
-  'confirm_above_usd must be a USD amount such as 0.10, or empty for no threshold; confirm_above_usd must be between 0 and 10000 USD; confirm_below_left_percent must be a whole number from 0 to 100';
+  'confirm_above_usd must be a USD amount such as 0.10, or empty for no threshold; confirm_above_usd must be between 0 and 10000 USD; confirm_below_left_percent must be a whole number from 0 to 100; confirm_by_app must be true or false';
 
 /** The threshold as a connection shows it. */
 export const ConfirmationThreshold = z.object({
@@ -27,6 +27,10 @@ export const ConfirmationThreshold = z.object({
     .number()
     .int()
     .meta({ description: 'A call_agent that would leave less than this percent of the spending limit asks the user first (0: never). Default 10.' }),
+  confirm_by_app: z.boolean().meta({
+    description:
+      "true: the owner lets the app confirm calls for them (MCP form-mode elicitation, answered by the app). false (default): the person confirms on the gateway's page.",
+  }),
 });
 
 /** The threshold fields of a connection's update (absent: kept). */
@@ -40,6 +44,10 @@ export const ConfirmationThresholdFields = {
     .union([z.number(), z.string()], { error: 'confirm_below_left_percent must be a whole number from 0 to 100' })
     .optional()
     .meta({ description: 'A whole number from 0 to 100: a call that would leave less than this percent of the limit asks first; 0: never.' }),
+  confirm_by_app: z
+    .boolean({ error: 'confirm_by_app must be true or false' })
+    .optional()
+    .meta({ description: 'true: the app may confirm calls for the owner (MCP form-mode elicitation); false: the person confirms on the gateway page.' }),
 };
 
 export const UpdateOAuthConnectionBody = z.strictObject({ ...SpendingPolicyFields, ...ConfirmationThresholdFields }, { error: unknownField }).meta({

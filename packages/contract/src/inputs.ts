@@ -187,8 +187,18 @@ export const SpendingPolicyBody = z.strictObject(SpendingPolicyFields, { error: 
 export type SpendingPolicyInput = z.output<typeof SpendingPolicyBody>;
 
 export const CreateApiKeyBody = z
-  .strictObject({ name: NameBody.shape.name, ...SpendingPolicyFields }, { error: unknownField })
-  .meta({ id: 'CreateApiKeyBody', description: "The key's name and, optionally, its spending policy." });
+  .strictObject(
+    {
+      name: NameBody.shape.name,
+      kind: z
+        .enum(['spend', 'manage'], { error: 'kind must be spend or manage' })
+        .optional()
+        .meta({ description: '`spend` or `manage`; default `spend` with a spending policy, else `manage`. A key with a policy is always a spend key.' }),
+      ...SpendingPolicyFields,
+    },
+    { error: unknownField },
+  )
+  .meta({ id: 'CreateApiKeyBody', description: "The key's name, its kind and, optionally, its spending policy." });
 
 export const UpdateApiKeyBody = z
   .strictObject({ name: NameBody.shape.name.optional(), ...SpendingPolicyFields }, { error: unknownField })
@@ -236,6 +246,13 @@ export const IdempotencyHeaders = z.object({
 
 export const CallHeaders = IdempotencyHeaders.extend({
   'farebox-max-cost': z.string().optional().meta({ description: 'The most this call may cost, in USD (a dynamic price above it is refused).' }),
+  'farebox-approval': z
+    .string()
+    .optional()
+    .meta({
+      description:
+        "OAuth tokens only: the approval_id of a `403 CONFIRMATION_REQUIRED` answer, once the person approved the call on the gateway's page (/approve/<id>).",
+    }),
 });
 
 export const ServiceParams = z.object({ service: z.string() });

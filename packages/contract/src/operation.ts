@@ -16,7 +16,32 @@ export type OAuthScope = keyof typeof OAUTH_SCOPES;
  *   an OAuth access token only when `oauthScope` is set, and only with that scope.
  * - `operator`: as `account` without OAuth, and the account must be an operator (403 otherwise, audited).
  */
-export type Auth = { kind: 'none' } | { kind: 'account'; oauthScope?: OAuthScope } | { kind: 'operator' };
+export type Auth = { kind: 'none' } | { kind: 'account'; oauthScope?: OAuthScope; spendKey?: true } | { kind: 'operator' };
+
+/**
+ * The kinds of credential (docs/api.md, "Credentials and what each may do"):
+ * - `session`: the dashboard's cookie (the signed-in owner);
+ * - `manage_key`: an API key without a spending policy created as such: everything the owner may do;
+ * - `spend_key`: an API key that may call, search and read its own balance, transactions and policy
+ *   (every key with a spending policy is one, always);
+ * - `oauth`: an OAuth access token: the operations whose `auth` names a scope, with that scope.
+ */
+export type CredentialKind = 'session' | 'manage_key' | 'spend_key' | 'oauth';
+export const CREDENTIAL_KINDS: readonly CredentialKind[] = ['session', 'manage_key', 'spend_key', 'oauth'];
+
+/**
+ * Whether a credential of `kind` reaches `op` (the one rule: the gateway's
+ * request path enforces it, the OpenAPI document shows it per operation as
+ * `x-farebox-credentials`). Operator operations also need an operator account;
+ * an OAuth token also needs the operation's scope.
+ */
+export function credentialReaches(op: Pick<Operation, 'auth'>, kind: CredentialKind): boolean {
+  const { auth } = op;
+  if (auth.kind === 'none') return true;
+  if (kind === 'session' || kind === 'manage_key') return true;
+  if (auth.kind === 'operator') return false;
+  return kind === 'spend_key' ? auth.spendKey === true : auth.oauthScope !== undefined;
+}
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

@@ -8,18 +8,21 @@ import * as S from './schemas.js';
 import { POLICY_ERRORS } from './spending.js';
 
 export { OAUTH_SCOPES };
-export type { Auth, HttpMethod, OAuthScope, Operation, OperationInput } from './operation.js';
+export { CREDENTIAL_KINDS, credentialReaches } from './operation.js';
+export type { Auth, CredentialKind, HttpMethod, OAuthScope, Operation, OperationInput } from './operation.js';
 
 const account = (oauthScope?: OAuthScope): Auth => (oauthScope ? { kind: 'account', oauthScope } : { kind: 'account' });
+/** What a spend key reaches too: calling, the catalog, its own balance, transactions and policy (`/v1/me`). */
+const spend = (oauthScope: OAuthScope): Auth => ({ kind: 'account', oauthScope, spendKey: true });
 const NONE: Auth = { kind: 'none' };
 const OPERATOR: Auth = { kind: 'operator' };
 
 const AUTH_ERRORS = {
   401: 'missing or invalid credential (`authentication required`, `invalid credential`, `session expired`)',
-  403: 'a cookie write without the CSRF token or from another origin, or an OAuth token without the scope',
+  403: 'a cookie write without the CSRF token or from another origin, an OAuth token without the scope, or a spend key on an operation it does not reach (`code` CREDENTIAL_KIND)',
   429: 'rate limit exceeded (`Retry-After`)',
 } as const;
-const OPERATOR_ERRORS = { ...AUTH_ERRORS, 403: 'not an operator (audited), or an OAuth token' } as const;
+const OPERATOR_ERRORS = { ...AUTH_ERRORS, 403: 'not an operator (audited), an OAuth token, or a spend key' } as const;
 const LIMIT = (name: string, min: number, max: number) => ({ 400: `invalid ${name} (must be ${min} <= n <= ${max})` });
 const { LIST_LIMITS, listQuery: allQuery } = I;
 
@@ -80,9 +83,9 @@ export const operations = {
   }),
 
   // ---- account -------------------------------------------------------------------
-  me: op({ id: 'me', method: 'GET', path: '/v1/me', tag: 'account', summary: 'The account and its balance', auth: account('account:read'), input: {}, status: 200, output: S.Account, errors: AUTH_ERRORS }),
-  balance: op({ id: 'balance', method: 'GET', path: '/v1/balance', tag: 'account', summary: 'Credits and wallet', auth: account('account:read'), input: {}, status: 200, output: S.Balance, errors: AUTH_ERRORS }),
-  wallet: op({ id: 'wallet', method: 'GET', path: '/v1/wallet', tag: 'account', summary: 'The on-chain wallet', auth: account('account:read'), input: {}, status: 200, output: S.Wallet, errors: AUTH_ERRORS }),
+  me: op({ id: 'me', method: 'GET', path: '/v1/me', tag: 'account', summary: 'The account and its balance', auth: spend('account:read'), input: {}, status: 200, output: S.Account, errors: AUTH_ERRORS }),
+  balance: op({ id: 'balance', method: 'GET', path: '/v1/balance', tag: 'account', summary: 'Credits and wallet', auth: spend('account:read'), input: {}, status: 200, output: S.Balance, errors: AUTH_ERRORS }),
+  wallet: op({ id: 'wallet', method: 'GET', path: '/v1/wallet', tag: 'account', summary: 'The on-chain wallet', auth: spend('account:read'), input: {}, status: 200, output: S.Wallet, errors: AUTH_ERRORS }),
   topup: op({
     id: 'topup',
     method: 'POST',
@@ -108,7 +111,7 @@ export const operations = {
     path: '/v1/transactions',
     tag: 'account',
     summary: 'Top-ups and calls, newest first',
-    auth: account('account:read'),
+    auth: spend('account:read'),
     input: { query: z.object({ limit: I.intQuery('limit', 1, 500, 50) }) },
     status: 200,
     output: z.array(S.Transaction),
@@ -122,7 +125,7 @@ export const operations = {
     path: '/v1/agents',
     tag: 'catalog',
     summary: 'The catalog; with `q`, hybrid search ordered by relevance',
-    auth: account('agents:read'),
+    auth: spend('agents:read'),
     input: { query: allQuery(LIST_LIMITS.agents, 'all, or 50 hits with q').extend({ q: z.string().optional().catch(undefined).meta({ type: 'string', description: 'free text, any language (at most 512 characters); anything but one string is ignored' } as Record<string, unknown>) }) },
     status: 200,
     output: z.array(S.Service),
@@ -134,7 +137,7 @@ export const operations = {
     path: '/v1/agents/:service/manifest',
     tag: 'catalog',
     summary: "A service's own pricing note, from its /manifest",
-    auth: account('agents:read'),
+    auth: spend('agents:read'),
     input: { params: I.ServiceParams },
     status: 200,
     output: S.ServiceManifest,
@@ -146,7 +149,7 @@ export const operations = {
     path: '/v1/call',
     tag: 'catalog',
     summary: 'Call a service, paid from credits (or the wallet)',
-    auth: account('agents:call'),
+    auth: spend('agents:call'),
     input: { body: I.CallBody, headers: I.CallHeaders },
     status: 200,
     output: S.CallResult,
@@ -154,7 +157,7 @@ export const operations = {
       ...AUTH_ERRORS,
       400: 'service required; invalid service name: ...; payload required; an unknown-field message; invalid <field>: control character U+.... not allowed (or unpaired surrogate); invalid Farebox-Max-Cost; price exceeds Farebox-Max-Cost',
       402: 'insufficient balance; or the spending limit of the key or connection is reached (SpendingRefusal)',
-      403: "the key's or connection's spending policy does not allow the service or the price (SpendingRefusal), or the token lacks agents:call",
+      403: "the key's or connection's spending policy does not allow the service or the price (SpendingRefusal); the token lacks agents:call; or the connection's owner must approve this call first (`code` CONFIRMATION_REQUIRED, `approval_url`, `approval_id`: send the call again with `Farebox-Approval` once approved)",
       404: 'service not found',
       409: I.IDEMPOTENCY_CONFLICT,
       500: 'the service failed (refunded): the reason, callId and trace', 503: 'database unavailable; nothing was charged, retry in a few seconds (`Retry-After`)',

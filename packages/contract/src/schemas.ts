@@ -34,7 +34,12 @@ function amountFields<P extends string>(prefix: P) {
 }
 
 /** Every error: one string field `error` (the spec's messages). */
-export const ErrorBody = z.object({ error: z.string() }).meta({ id: 'Error', description: 'Every error answer: `{ "error": message }`.' });
+export const ErrorBody = z
+  .object({
+    error: z.string(),
+    code: z.string().optional().meta({ description: 'On refusals programs branch on: `CREDENTIAL_KIND` (a spend key), `CONFIRMATION_REQUIRED`.' }),
+  })
+  .meta({ id: 'Error', description: 'Every error answer: `{ "error": message }`, with a machine-readable `code` on some refusals.' });
 
 /**
  * `ok`; `provisioning` while a new account's wallet is still being created on
@@ -190,18 +195,31 @@ export const CallError = ErrorBody.extend({
   trace: Trace.optional(),
   // A refusal by the key's or connection's spending policy (402, 403): nothing was charged.
   ...RefusalFields,
+  // A call the connection's owner must approve first (403 CONFIRMATION_REQUIRED): nothing was charged.
+  approval_id: z.string().optional(),
+  approval_url: z.string().optional(),
+  expires_at: Timestamp.optional(),
+  service: z.string().optional(),
+  price_usd: z.number().optional(),
 }).meta({
   id: 'CallError',
   description:
     'A failed call (refunded): the reason, and the call id and trace once the call started. A refusal by a spending policy (402, 403) adds limit_source, limit_usd, remaining_usd and resets_at (and allowed_services or max_call_usd); nothing was charged.',
 });
 
+/** What an API key may do (docs/api.md, "Credentials and what each may do"). */
+export const ApiKeyKind = z.enum(['spend', 'manage']).meta({
+  id: 'ApiKeyKind',
+  description:
+    '`spend`: may call, search and read its own balance, transactions and policy (every key with a spending policy is one); `manage`: may also manage keys, connections, top-ups and publishing, like the signed-in owner.',
+});
+
 export const ApiKey = z
-  .object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable(), ...SpendingPolicy.shape })
+  .object({ id: z.string(), name: z.string(), prefix: z.string(), kind: ApiKeyKind, created_at: Timestamp, last_used_at: Timestamp.nullable(), ...SpendingPolicy.shape })
   .meta({ id: 'ApiKey', description: 'An API key record (never the key).' });
 
 export const CreatedApiKey = z
-  .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), created_at: Timestamp, ...SpendingPolicy.shape })
+  .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), kind: ApiKeyKind, created_at: Timestamp, ...SpendingPolicy.shape })
   .meta({ id: 'CreatedApiKey', description: 'A new API key: `key` is shown this once.' });
 
 export const Revoked = z.object({ id: z.string(), revoked: z.boolean() }).meta({ id: 'Revoked' });

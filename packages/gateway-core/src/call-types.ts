@@ -100,6 +100,25 @@ export interface CallsOptions {
   onFinished?: (summary: CallSummary) => void;
   /** The gateway's clock (default `Date.now`): certificates' issue time and freshness, the trace's times, the endpoint checks' cache. */
   now?: Clock;
+  /**
+   * The confirmation an OAuth connection's call needs first (oauth/confirmations.ts `gate`): throws
+   * `403 CONFIRMATION_REQUIRED` with the approval link, or answers the highest price the call may charge.
+   */
+  gate?: (principal: Principal, service: string, approvalId: string | undefined) => Promise<{ ceiling?: bigint; failed?: () => Promise<unknown> }>;
+  /** A replayed answer is checked against the replaying credential's policy (its allowlist and per-call maximum). */
+  admitReplay?: (principal: Principal, service: string, amount: bigint) => Promise<void>;
+}
+
+/** The options of one call (`calls.call`). */
+export interface CallOptions {
+  idempotencyKey?: string;
+  /** `Farebox-Max-Cost`: the most the call may charge (USD). */
+  maxCost?: string;
+  requestId?: string;
+  /** `Farebox-Approval`: the approval the person gave on the gateway's page, for a call that needs confirming. */
+  approvalId?: string;
+  /** Set by `/mcp`'s `call_agent`, whose own flow confirmed the call (never from a request). */
+  confirmed?: boolean;
 }
 
 /** What a finished call reports for logs and metrics (no payload, no result). */

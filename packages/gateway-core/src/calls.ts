@@ -3,13 +3,17 @@ import { inputs } from '@farebox/contract';
 import type { Principal } from './auth/accounts.js';
 import { createCertificateIssuer } from './certificates.js';
 import { round, Timeline } from './call-timeline.js';
-import type { CallableService, CallAnswer, CallFailureBody, CallResponse, CallResultBody, CallsOptions, CallSummary } from './call-types.js';
+import type { CallableService, CallAnswer, CallFailureBody, CallOptions, CallResponse, CallResultBody, CallsOptions, CallSummary } from './call-types.js';
 import { systemClock } from './clock.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
 import { ChargePendingError } from './db-errors.js';
 import { checkEndpoint, guardedDispatcher } from './security/endpoint-guard.js';
+import { formatUsd, messageOf, networkReason, refundedToCredits } from './call-wording.js';
+
+export { refundedToCredits };
 
 export type {
+  CallOptions,
   CallableService,
   CreditsPort,
   TraceStep,
@@ -391,6 +395,24 @@ export function createCalls(options: CallsOptions) {
     return paid(callId, amount, posted.balance, result, timeline);
   }
 
+  /** A call through the confirmation gate: the price capped by what may be charged unconfirmed or was approved; a refund gives the approval back. */
+  async function gated(
+    gate: NonNullable<CallsOptions['gate']>,
+    principal: Principal,
+    service: string,
+    payload: Record<string, unknown>,
+    maxCost: bigint | undefined,
+    opts: CallOptions,
+    key: string | undefined,
+    later: ChargeContext['later'],
+  ): Promise<CallAnswer> {
+    const { ceiling, failed } = await gate(principal, service, opts.approvalId);
+    const cap = ceiling === undefined || (maxCost !== undefined && maxCost < ceiling) ? maxCost : ceiling;
+    const answer = await run(principal, service, payload, cap, key, opts.requestId, later);
+    if (!answer.ok && failed) await failed();
+    return answer;
+  }
+
   /** The 200 answer of a credit call whose hold was posted. */
   function paid(callId: string, amount: bigint, balance: bigint, result: { text: string; json: unknown }, timeline: Timeline): CallAnswer {
     const rest = {
@@ -407,7 +429,7 @@ export function createCalls(options: CallsOptions) {
 
   return {
     /** `POST /v1/call`. Validation errors throw before anything is charged; service failures answer 500 after the refund. */
-    async call(principal: Principal, body: unknown, opts: { idempotencyKey?: string; maxCost?: string; requestId?: string } = {}): Promise<CallAnswer> {
+    async call(principal: Principal, body: unknown, opts: CallOptions = {}): Promise<CallAnswer> {
       const { service, payload } = validateCallBody(body);
       let maxCost: bigint | undefined;
       if (opts.maxCost !== undefined) {
@@ -417,17 +439,23 @@ export function createCalls(options: CallsOptions) {
           throw new GatewayError('BAD_REQUEST', 'invalid Farebox-Max-Cost (a USD amount)');
         }
       }
-      if (!opts.idempotencyKey) return run(principal, service, payload, maxCost, undefined, opts.requestId);
+      // An OAuth connection's call the person must confirm first (every door but /mcp's own flow, which confirmed it).
+      const gate = options.gate && principal.via === 'oauth' && !opts.confirmed ? options.gate : undefined;
+      const attempt = (key: string | undefined, later?: ChargeContext['later']) =>
+        gate ? gated(gate, principal, service, payload, maxCost, opts, key, later) : run(principal, service, payload, maxCost, key, opts.requestId, later);
+      if (!opts.idempotencyKey) return attempt(undefined);
       const requestHash = JSON.stringify([service, payload, opts.maxCost ?? null]);
       // The answer is stored as its JSON text; a replay gives back that text (and its value, read from it).
       let fresh: CallAnswer | undefined;
       const stored = await options.credits.idempotent(principal.user.id, opts.idempotencyKey, requestHash, async (claim) => {
-        fresh = await run(principal, service, payload, maxCost, opts.idempotencyKey, opts.requestId, (answer) =>
-          claim.later(answer.then((a) => a && { status: a.status, body: a.json })),
-        );
+        fresh = await attempt(opts.idempotencyKey, (answer) => claim.later(answer.then((a) => a && { status: a.status, body: a.json })));
         return { status: fresh.status, body: fresh.json };
       });
-      return fresh !== undefined && fresh.json === stored.body ? fresh : answerFrom(stored);
+      if (fresh !== undefined && fresh.json === stored.body) return fresh;
+      // A replay obeys the credential that sends it: its allowlist and per-call maximum (docs/api.md, "Idempotent retries").
+      const replay = answerFrom(stored);
+      if (principal.policy && options.admitReplay) await options.admitReplay(principal, service, replay.ok ? BigInt(replay.value.cost.base_units) : 0n);
+      return replay;
     },
     async close() {
       await dispatcher.close();
@@ -452,31 +480,3 @@ const withCallId =
     if (err !== null && typeof err === 'object' && !(err instanceof GatewayError)) callIds.set(err, callId);
     throw err;
   };
-
-function messageOf(json: unknown): string {
-  if (json && typeof json === 'object' && typeof (json as { error?: unknown }).error === 'string')
-    return `: ${String((json as { error: string }).error).slice(0, 300)}`;
-  return '';
-}
-
-const formatUsd = (units: bigint) => formatAmount(units, { trim: true });
-
-/** The suffix of a failed call's `error` once its hold is voided (nothing for a free service): docs/api.md, "Calls". */
-export const refundedToCredits = (amount: bigint): string => (amount > 0n ? `; the ${formatUsd(amount)} USD charge was refunded to your credits` : '');
-
-/** Connection failures in words, with the system's code: `connection refused (ECONNREFUSED)`. */
-const NETWORK_REASONS: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  ENOTFOUND: 'host not found',
-  EAI_AGAIN: 'host name lookup failed',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ETIMEDOUT: 'connection timed out',
-  EPIPE: 'connection closed',
-  UND_ERR_SOCKET: 'connection closed',
-};
-function networkReason(code: string | undefined, message: string | undefined): string {
-  if (code && NETWORK_REASONS[code]) return `${NETWORK_REASONS[code]} (${code})`;
-  return code ?? message ?? 'connection failed';
-}

@@ -7,7 +7,7 @@ import type { CallAnswer } from './calls.js';
 import type { Clock } from './clock.js';
 import type { GatewayConfig, GatewayOptions } from './config.js';
 import type { OAuthOptions, OAuthServer } from './oauth/server.js';
-import type { checkOAuthAccess } from './oauth/scopes.js';
+import type { checkAccess } from './oauth/scopes.js';
 import type { Logger } from './observability/log.js';
 import type { Metrics } from './observability/metrics.js';
 import type { Operator } from './operator/index.js';
@@ -109,8 +109,8 @@ export interface GatewayCore {
   reapExpiredHolds(): Promise<{ voided: string[] }>;
   /** The OAuth authorization server (routes in apps/gateway). */
   readonly oauth: OAuthServer;
-  /** The /v1 access rule for OAuth tokens. */
-  checkOAuthAccess: typeof checkOAuthAccess;
+  /** The /v1 access rule: whether the credential (OAuth token, spend or manage key, session) reaches the operation. */
+  checkAccess: typeof checkAccess;
   /** The principal of an API key or an OAuth access token. */
   authenticateBearer(token: string): Promise<Principal | undefined>;
   readonly account: AccountService;

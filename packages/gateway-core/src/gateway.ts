@@ -9,7 +9,7 @@ import { safeEqual } from './auth/tokens.js';
 import type { CreateGatewayOptions, GatewayCore } from './gateway-types.js';
 import { toGatewayError } from './ledger-errors.js';
 import { createManifests } from './manifests.js';
-import { checkOAuthAccess } from './oauth/scopes.js';
+import { checkAccess } from './oauth/scopes.js';
 import { createOAuth } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
 import { budgetOfView, createCallConfirmations, withThresholds } from './oauth/confirmations.js';
@@ -95,7 +95,26 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
   const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
-  const { calls, topups, walletPath } = createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now });
+  // Paid calls an OAuth connection's owner confirms, on every door that pays (oauth/confirmations.ts).
+  const callConfirmations = createCallConfirmations({
+    db,
+    now,
+    origin: config.baseUrl,
+    price: async (name) => (mirror.get(name) ?? (await infra.registry.getAgent(name).catch(() => null)))?.pricePerCall,
+    budget: async (principal) => budgetOfView(await spending.view(principal)),
+  });
+  const { calls, topups, walletPath } = createPayments({
+    infra,
+    config,
+    settlement,
+    spending,
+    logger,
+    metrics,
+    log,
+    crashPoint,
+    now,
+    gate: (principal, service, approvalId) => callConfirmations.gate(principal, service, approvalId),
+  });
   const manifests = createManifests({ policy: infra.policy, now });
 
   // A new account's wallet is set up by a durable job that starts at sign-up.
@@ -123,13 +142,6 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const account = createAccountService({ ledger, network, treasuryAddress, topups, provisioning, wallet });
   const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning });
   const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), settlement });
-  const callConfirmations = createCallConfirmations({
-    db,
-    now,
-    origin: config.baseUrl,
-    price: async (name) => (mirror.get(name) ?? (await infra.registry.getAgent(name).catch(() => null)))?.pricePerCall,
-    budget: async (principal) => budgetOfView(await spending.view(principal)),
-  });
   const networkLedger = latestLedgerReader(infra, now);
   const platform = createPlatformService({
     ...infra,
@@ -169,7 +181,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     auditWalletCredits: () => jobs.auditWalletCredits(),
     reapExpiredHolds: () => jobs.reapExpiredHolds(),
     oauth,
-    checkOAuthAccess,
+    checkAccess,
     async authenticateBearer(token) {
       return (await accounts.fromApiKey(token)) ?? oauth.authenticate(token);
     },

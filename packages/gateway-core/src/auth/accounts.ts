@@ -17,7 +17,7 @@ export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 // Every authenticated request runs one of these: prepared once per connection.
 const API_KEY_LOOKUP = prepared(
   'gw_api_key_lookup',
-  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id, k.last_used_at,
+  `SELECT u.id, u.email, u.wallet_address, u.is_publisher, u.publisher_name, u.created_at, k.id AS key_id, k.kind AS key_kind, k.last_used_at,
           k.limit_units, k.limit_period, k.allowed_services, k.max_call_units
      FROM gw_api_keys k JOIN gw_users u ON u.id = k.user_id
     WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
@@ -52,7 +52,12 @@ export interface Principal {
   clientId?: string;
   /** The spending policy of the API key or OAuth connection, if it has one. */
   policy?: SpendingPolicy;
+  /** Set for API keys: `spend` (call, search, read its own) or `manage` (everything the owner may do). */
+  keyKind?: ApiKeyKind;
 }
+
+/** What an API key may do (docs/api.md, "Credentials and what each may do"). */
+export type ApiKeyKind = 'spend' | 'manage';
 
 type UserRow = {
   id: string;
@@ -92,6 +97,8 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   return r.data;
 }
 
+const KEY_WITH_POLICY = 'a key with a spending policy is a spend key: leave kind out or send kind "spend"';
+
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
 
 export interface AccountsOptions {
@@ -108,8 +115,8 @@ export interface AccountsOptions {
   budgets?: (of: Array<{ credential: string; period: string }>) => Promise<Map<string, BudgetUse>>;
 }
 
-type KeyRow = PolicyRow & { id: string; name: string; prefix: string; created_at: Date | string; last_used_at: Date | string | null };
-const KEY_COLUMNS = `id, name, prefix, created_at, last_used_at, ${POLICY_COLUMNS}`;
+type KeyRow = PolicyRow & { id: string; name: string; prefix: string; kind: ApiKeyKind; created_at: Date | string; last_used_at: Date | string | null };
+const KEY_COLUMNS = `id, name, prefix, kind, created_at, last_used_at, ${POLICY_COLUMNS}`;
 
 /** Sign-up, sign-in, sessions and API keys. */
 export function createAccounts({ db, wallets, credits, cache = new CredentialCache(), onSignup, now = systemClock, budgets }: AccountsOptions) {
@@ -143,6 +150,7 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         id: r.id,
         name: r.name,
         prefix: r.prefix,
+        kind: r.kind,
         created_at: new Date(r.created_at).toISOString(),
         last_used_at: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
         ...policyView(policy, b ? used.get(`${b.credential}\n${b.period}`) : undefined, at),
@@ -224,7 +232,10 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         return cached.principal;
       }
       const generation = cache.generation();
-      const { rows } = await db.query<UserRow & PolicyRow & { key_id: string; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [hash]);
+      const { rows } = await db.query<UserRow & PolicyRow & { key_id: string; key_kind: ApiKeyKind; last_used_at: Date | string | null }>(
+        API_KEY_LOOKUP,
+        [hash],
+      );
       const row = rows[0];
       if (!row) return undefined;
       let lastUsedAt = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;
@@ -233,21 +244,23 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         lastUsedAt = now();
       }
       const policy = policyFromRow(row);
-      const principal: Principal = { user: toUser(row), via: 'api_key', credentialId: row.key_id, ...(policy ? { policy } : {}) };
+      const principal: Principal = { user: toUser(row), via: 'api_key', credentialId: row.key_id, keyKind: row.key_kind, ...(policy ? { policy } : {}) };
       cache.set(hash, principal, row.key_id, lastUsedAt, generation);
       return principal;
     },
 
     async createApiKey(userId: string, input: unknown) {
-      const body = parse(inputs.CreateApiKeyBody, input);
-      const policy = parsePolicy(body);
+      const { kind: asked, ...fields } = parse(inputs.CreateApiKeyBody, input);
+      const policy = parsePolicy(fields);
+      if (policy && asked === 'manage') throw new GatewayError('BAD_REQUEST', KEY_WITH_POLICY);
+      const kind: ApiKeyKind = asked ?? (policy ? 'spend' : 'manage');
       const { key, prefix } = generateApiKey();
       const id = newId('key');
       const { rows } = await db.query<{ created_at: Date | string }>(
-        `INSERT INTO gw_api_keys (id, user_id, name, prefix, key_hash, ${POLICY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8::text[], $9::bigint) RETURNING created_at`,
-        [id, userId, body.name, prefix, hashToken(key), ...policyParams(policy)],
+        `INSERT INTO gw_api_keys (id, user_id, name, prefix, key_hash, kind, ${POLICY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::text[], $10::bigint) RETURNING created_at`,
+        [id, userId, fields.name, prefix, hashToken(key), kind, ...policyParams(policy)],
       );
-      return { id, name: body.name, key, prefix, created_at: new Date(rows[0]!.created_at).toISOString(), ...policyView(policy, undefined, now()) };
+      return { id, name: fields.name, key, prefix, kind, created_at: new Date(rows[0]!.created_at).toISOString(), ...policyView(policy, undefined, now()) };
     },
 
     async listApiKeys(userId: string) {
@@ -266,10 +279,12 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
       ]);
       if (!found[0]) throw new GatewayError('NOT_FOUND', 'api key not found');
       const policy = parsePolicy(body, policyFromRow(found[0]));
+      // A policy makes a key a spend key for good: removing it later does not give the key its management back.
       const { rows } = await db.query<KeyRow>(
-        `UPDATE gw_api_keys SET name = COALESCE($3, name), limit_units = $4::bigint, limit_period = $5, allowed_services = $6::text[], max_call_units = $7::bigint
+        `UPDATE gw_api_keys SET name = COALESCE($3, name), kind = CASE WHEN $8 THEN 'spend' ELSE kind END,
+                limit_units = $4::bigint, limit_period = $5, allowed_services = $6::text[], max_call_units = $7::bigint
           WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
-        [id, userId, body.name ?? null, ...policyParams(policy)],
+        [id, userId, body.name ?? null, ...policyParams(policy), policy !== undefined],
       );
       if (!rows[0]) throw new GatewayError('NOT_FOUND', 'api key not found');
       cache.invalidate({ keyId: id });

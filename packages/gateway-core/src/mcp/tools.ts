@@ -10,10 +10,13 @@ import {
   type ToolRegistry,
 } from '@farebox/contract';
 import type { Principal, User } from '../auth/accounts.js';
-import { callIdOf, type CallAnswer } from '../calls.js';
+import { callIdOf, type CallAnswer, type CallOptions } from '../calls.js';
 import { asDatabaseUnavailable } from '../db-errors.js';
 import { GatewayError } from '../errors.js';
-import type { CallConfirmations } from '../oauth/confirmations.js';
+import { budgetLeft, confirmationFields, type CallConfirmations } from '../oauth/confirmations.js';
+
+/** The `requestState` of a URL-mode elicitation: the approval the person decides on the gateway's page. */
+const URL_STATE = 'url:';
 import { requireScope } from '../oauth/scopes.js';
 
 export { MCP_INSTRUCTIONS } from '@farebox/contract';
@@ -21,7 +24,7 @@ export { MCP_INSTRUCTIONS } from '@farebox/contract';
 /** What the MCP tools need from the gateway core (the core satisfies it). */
 export interface McpToolDeps {
   catalog: { list(q?: string): Promise<unknown[]> };
-  calls: { call(principal: Principal, body: unknown, opts?: { maxCost?: string; idempotencyKey?: string }): Promise<CallAnswer> };
+  calls: { call(principal: Principal, body: unknown, opts?: Pick<CallOptions, 'maxCost' | 'idempotencyKey' | 'confirmed'>): Promise<CallAnswer> };
   account: {
     balance(user: User): Promise<unknown>;
     transactions(user: User, limit: unknown): Promise<unknown[]>;
@@ -37,9 +40,11 @@ export interface McpToolDeps {
  * `@farebox/contract` run over at the gateway's `/mcp`. `maxCost`: the most
  * a call may charge (what the user confirmed); `idempotencyKey`: the
  * `tools/call`'s `_meta["farebox/idempotencyKey"]` (a retry under it is
- * charged once, as `POST /v1/call`'s `Idempotency-Key`).
+ * charged once, as `POST /v1/call`'s `Idempotency-Key`); `confirmed`: this
+ * flow confirmed the call with the person (or needed not), so the call's own
+ * gate is not asked again.
  */
-export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint, idempotencyKey?: string): FareboxApi {
+export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint, idempotencyKey?: string, confirmed?: boolean): FareboxApi {
   return {
     agents: {
       list: () => deps.catalog.list(),
@@ -52,6 +57,7 @@ export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint
         {
           ...(maxCost === undefined ? {} : { maxCost: formatAmount(maxCost) }),
           ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+          ...(confirmed ? { confirmed } : {}),
         },
       );
       if (!answer.ok) throw new GatewayError('UPSTREAM', answer.value.error, { refunded: true, callId: answer.value.callId });
@@ -80,27 +86,32 @@ interface RequestContext {
 }
 
 /**
- * Whether the client can be asked in this request: MCP 2026-07-28 (an
+ * How the client can be asked in this request: MCP 2026-07-28 (an
  * `input_required` result, answered by the retried request) with the
- * elicitation capability (form mode) declared. The 2025 revisions at this
- * stateless `/mcp` cannot carry a request to the client: they get the link.
+ * elicitation capability declared, in form mode, URL mode or both. The 2025
+ * revisions at this stateless `/mcp` cannot carry a request to the client:
+ * they get the link.
  */
-function canElicit(ctx: RequestContext | undefined): boolean {
+function elicitModes(ctx: RequestContext | undefined): { form: boolean; url: boolean } {
   const envelope = ctx?.mcpReq?.envelope;
   const version = envelope?.['io.modelcontextprotocol/protocolVersion'];
-  if (typeof version !== 'string' || version < '2026') return false;
+  if (typeof version !== 'string' || version < '2026') return { form: false, url: false };
   const elicitation = (envelope?.['io.modelcontextprotocol/clientCapabilities'] as { elicitation?: { form?: unknown; url?: unknown } } | undefined)
     ?.elicitation;
+  if (elicitation === undefined) return { form: false, url: false };
   // `elicitation: {}` declares form mode (the 2025-06-18 shape).
-  return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
+  return { form: elicitation.form !== undefined || elicitation.url === undefined, url: elicitation.url !== undefined };
 }
 
 /**
  * `call_agent` for an OAuth connection: a call above the connection's
- * threshold runs only once the user confirmed it (oauth/confirmations.ts).
- * Asked through elicitation when the client can (an `input_required` result
- * whose `requestState` is the approval's id); otherwise a tool error naming
- * the dashboard link, and the retry with its `approval_id` runs it.
+ * threshold runs only once the person confirmed it (oauth/confirmations.ts),
+ * on the gateway's own page: through URL-mode elicitation when the client
+ * declares it (an `input_required` result whose `requestState` is the
+ * approval's id; the retry runs it once the page approved it), otherwise a
+ * tool error naming the link, and the retry with its `approval_id` runs it.
+ * Form-mode elicitation, which the client answers itself, counts only for a
+ * connection whose owner chose on the consent page that the app confirms for them.
  */
 async function confirmedCall(
   c: CallConfirmations,
@@ -112,7 +123,7 @@ async function confirmedCall(
   idempotencyKey: string | undefined,
 ): Promise<McpToolResult | McpOtherResult> {
   const service = String(args.service);
-  const over = (max: bigint | undefined) => run(mcpApi(deps, principal, max, idempotencyKey));
+  const over = (max: bigint | undefined) => run(mcpApi(deps, principal, max, idempotencyKey, true));
   // A confirmed call the service failed (refunded) gives its approval back for one retry.
   const confirmed = async (id: string, max: bigint) => {
     try {
@@ -131,7 +142,21 @@ async function confirmedCall(
   if (typeof args.approval_id === 'string') return confirmed(args.approval_id, await c.useApproved(principal, args.approval_id, service));
   const state = ctx?.mcpReq?.requestState?.();
   const answer = ctx?.mcpReq?.inputResponses?.confirm as { action?: unknown; content?: { confirm?: unknown } } | undefined;
-  if (typeof state === 'string' && answer) {
+  // The app answered a form for the person without the owner's leave: not a confirmation; the person is asked below.
+  const selfAnswered =
+    typeof state === 'string' && !state.startsWith(URL_STATE) && answer?.action === 'accept' && answer.content?.confirm === true && !(await c.appConfirms(principal));
+  if (typeof state === 'string' && answer && selfAnswered) await c.refuse(principal, state);
+  else if (typeof state === 'string' && answer) {
+    // URL mode: the person approved (or not) on the gateway's page; the client's answer only says the page was left.
+    if (state.startsWith(URL_STATE)) {
+      const id = state.slice(URL_STATE.length);
+      if (answer.action === 'accept') return confirmed(id, await c.useApproved(principal, id, service));
+      await c.refuse(principal, id);
+      return toolError(`the user ${answer.action === 'decline' ? 'declined' : 'cancelled'} the approval of ${service}: nothing was charged`, {
+        code: answer.action === 'decline' ? 'CONFIRMATION_DECLINED' : 'CONFIRMATION_CANCELLED',
+        service,
+      });
+    }
     if (answer.action === 'accept' && answer.content?.confirm === true) return confirmed(state, await c.useElicited(principal, state, service));
     await c.refuse(principal, state);
     const code = answer.action === 'accept' ? 'CONFIRMATION_NOT_GIVEN' : answer.action === 'decline' ? 'CONFIRMATION_DECLINED' : 'CONFIRMATION_CANCELLED';
@@ -141,8 +166,27 @@ async function confirmedCall(
   }
   const check = await c.check(principal, service);
   if (!check.needed) return over(check.ceiling);
-  const left = check.budget ? ` This app has ${usd(check.budget.remaining)} left of its ${usd(check.budget.limit)} limit (${check.budget.period}).` : '';
-  if (canElicit(ctx)) {
+  const left = budgetLeft(check.budget);
+  const modes = elicitModes(ctx);
+  if (modes.url) {
+    const approval = await c.open(principal, 'link', service, check.price);
+    return {
+      resultType: 'input_required',
+      inputRequests: {
+        confirm: {
+          method: 'elicitation/create',
+          params: {
+            mode: 'url',
+            message: `Approve paying ${usd(check.price)} from your Farebox credits to call ${service} (before ${approval.expiresAt}).${left}`,
+            url: approval.url,
+            elicitationId: approval.id,
+          },
+        },
+      },
+      requestState: `${URL_STATE}${approval.id}`,
+    };
+  }
+  if (modes.form && (await c.appConfirms(principal))) {
     const approval = await c.open(principal, 'elicitation', service, check.price);
     return {
       resultType: 'input_required',
@@ -167,15 +211,7 @@ async function confirmedCall(
   return toolError(
     `this call to ${service} costs ${usd(check.price)} and needs the user's approval: ask them to open ${approval.url} and approve it ` +
       `(before ${approval.expiresAt}), then call call_agent again with the same service and approval_id "${approval.id}". Nothing was charged.${left}`,
-    {
-      code: 'CONFIRMATION_REQUIRED',
-      approval_id: approval.id,
-      approval_url: approval.url,
-      expires_at: approval.expiresAt,
-      service,
-      price_usd: Number(formatAmount(check.price)),
-      ...(check.budget ? { remaining_usd: Number(formatAmount(check.budget.remaining)) } : {}),
-    },
+    confirmationFields(approval, service, check),
   );
 }
 

@@ -22,9 +22,11 @@ export interface ConfirmationSettings {
   above: bigint | null;
   /** A call that would leave less than this percent of the limit asks first (0: never). */
   belowLeftPct: number;
+  /** The owner lets the app confirm for them (MCP form-mode elicitation); else the person confirms on the gateway's page. */
+  appConfirms: boolean;
 }
 
-export const DEFAULT_CONFIRMATION: ConfirmationSettings = { above: parseAmount('0.10'), belowLeftPct: 10 };
+export const DEFAULT_CONFIRMATION: ConfirmationSettings = { above: parseAmount('0.10'), belowLeftPct: 10, appConfirms: false };
 /** How long an approval waits for the user (and, approved, for the retry). */
 export const APPROVAL_TTL_MS = 10 * 60_000;
 
@@ -47,6 +49,7 @@ export interface ConfirmationView {
   connection_id: string;
   confirm_above_usd: number | null;
   confirm_below_left_percent: number;
+  confirm_by_app: boolean;
 }
 
 export interface ApprovalView {
@@ -76,6 +79,33 @@ type ApprovalRow = {
 };
 
 const usd = (units: bigint) => `$${formatAmount(units, { trim: true })}`;
+
+/** What a gated call may charge (`ceiling`), and what gives its approval back when it fails. */
+export interface CallGate {
+  ceiling?: bigint;
+  failed?: () => Promise<boolean>;
+}
+
+/** The sentence on what is left of the limit, in a confirmation's messages. */
+export const budgetLeft = (budget: ConnectionBudget | null): string =>
+  budget ? ` This app has ${usd(budget.remaining)} left of its ${usd(budget.limit)} limit (${budget.period}).` : '';
+
+/** The machine-readable fields of a `CONFIRMATION_REQUIRED` refusal (REST body, MCP tool error). */
+export function confirmationFields(
+  approval: { id: string; url: string; expiresAt: string },
+  service: string,
+  check: { price: bigint; budget: ConnectionBudget | null },
+): Record<string, unknown> {
+  return {
+    code: 'CONFIRMATION_REQUIRED',
+    approval_id: approval.id,
+    approval_url: approval.url,
+    expires_at: approval.expiresAt,
+    service,
+    price_usd: toUsd(check.price),
+    ...(check.budget ? { remaining_usd: toUsd(check.budget.remaining) } : {}),
+  };
+}
 const isOAuth = (p: Principal) => p.via === 'oauth';
 
 /** The settings a body asks for (`confirm_above_usd`: USD or null; `confirm_below_left_percent`: 0 to 100); absent fields keep `base`'s. */
@@ -103,13 +133,29 @@ export function parseConfirmationSettings(body: unknown, base: ConfirmationSetti
     }
     pct = v;
   }
-  return { above, belowLeftPct: pct };
+  let appConfirms = base.appConfirms;
+  if (b.confirm_by_app !== undefined) {
+    const v = b.confirm_by_app;
+    // A form's checkbox sends `on`; JSON sends a boolean.
+    if (v === true || v === 'on' || v === 'true') appConfirms = true;
+    else if (v === false || v === 'false' || v === '') appConfirms = false;
+    else throw new GatewayError('BAD_REQUEST', 'confirm_by_app must be true or false');
+  }
+  return { above, belowLeftPct: pct, appConfirms };
 }
 
 const settingsView = (connectionId: string, s: ConfirmationSettings): ConfirmationView => ({
   connection_id: connectionId,
   confirm_above_usd: s.above === null ? null : toUsd(s.above),
   confirm_below_left_percent: s.belowLeftPct,
+  confirm_by_app: s.appConfirms,
+});
+
+type SettingsRow = { above_units: string | null; below_left_pct: number | null; app_confirms: boolean | null };
+const settingsOf = (r: SettingsRow): ConfirmationSettings => ({
+  above: r.above_units === null ? null : BigInt(r.above_units),
+  belowLeftPct: Number(r.below_left_pct),
+  appConfirms: r.app_confirms === true,
 });
 
 export function createCallConfirmations(options: {
@@ -127,19 +173,18 @@ export function createCallConfirmations(options: {
   const ttlMs = options.ttlMs ?? APPROVAL_TTL_MS;
 
   async function settings(connectionId: string): Promise<ConfirmationSettings> {
-    const { rows } = await db.query<{ above_units: string | null; below_left_pct: number }>(
-      'SELECT above_units, below_left_pct FROM gw_oauth_call_confirmations WHERE connection_id = $1',
-      [connectionId],
-    );
-    const r = rows[0];
-    return r ? { above: r.above_units === null ? null : BigInt(r.above_units), belowLeftPct: Number(r.below_left_pct) } : DEFAULT_CONFIRMATION;
+    const { rows } = await db.query<SettingsRow>('SELECT above_units, below_left_pct, app_confirms FROM gw_oauth_call_confirmations WHERE connection_id = $1', [
+      connectionId,
+    ]);
+    return rows[0] ? settingsOf(rows[0]) : DEFAULT_CONFIRMATION;
   }
 
   async function save(connectionId: string, s: ConfirmationSettings): Promise<void> {
     await db.query(
-      `INSERT INTO gw_oauth_call_confirmations (connection_id, above_units, below_left_pct) VALUES ($1, $2::bigint, $3)
-       ON CONFLICT (connection_id) DO UPDATE SET above_units = EXCLUDED.above_units, below_left_pct = EXCLUDED.below_left_pct, updated_at = now()`,
-      [connectionId, s.above?.toString() ?? null, s.belowLeftPct],
+      `INSERT INTO gw_oauth_call_confirmations (connection_id, above_units, below_left_pct, app_confirms) VALUES ($1, $2::bigint, $3, $4)
+       ON CONFLICT (connection_id) DO UPDATE SET above_units = EXCLUDED.above_units, below_left_pct = EXCLUDED.below_left_pct,
+         app_confirms = EXCLUDED.app_confirms, updated_at = now()`,
+      [connectionId, s.above?.toString() ?? null, s.belowLeftPct, s.appConfirms],
     );
   }
 
@@ -225,6 +270,9 @@ export function createCallConfirmations(options: {
       if (!isOAuth(principal)) return { needed: false };
       const price = await options.price(service);
       if (price === undefined || price === 0n) return { needed: false };
+      // A call the connection's policy refuses anyway (service, price) is refused without asking.
+      const p = principal.policy;
+      if (p && ((p.allowedServices && !p.allowedServices.includes(service)) || (p.maxCall !== null && price > p.maxCall))) return { needed: false };
       const s = await settings(principal.credentialId);
       const budget = s.belowLeftPct > 0 || s.above !== null ? await options.budget(principal) : null;
       // A call the limit refuses anyway is refused without asking.
@@ -236,6 +284,31 @@ export function createCallConfirmations(options: {
       if (byPrice || byLimit) return { needed: true, price, budget };
       const ceilings = [...(s.above !== null ? [s.above] : []), ...(budget && keep !== undefined ? [budget.remaining - keep] : [])];
       return ceilings.length ? { needed: false, ceiling: ceilings.reduce((a, b) => (a < b ? a : b)) } : { needed: false };
+    },
+
+    /**
+     * The confirmation of a call on any door but `/mcp`'s own flow (`POST
+     * /v1/call`, the wallet path behind it): with `approvalId` (the
+     * `Farebox-Approval` header), the approval the person gave on the
+     * gateway's page is used; else a call that needs confirming is refused
+     * with `403 CONFIRMATION_REQUIRED` and the link, nothing held. Answers
+     * the highest price the call may charge, and what gives the approval
+     * back when the service fails (refunded).
+     */
+    async gate(principal: Principal, service: string, approvalId: string | undefined): Promise<CallGate> {
+      if (approvalId !== undefined) {
+        const max = await use(principal, approvalId, service, 'link', 'approved');
+        return { ceiling: max, failed: () => this.reopen(principal, approvalId) };
+      }
+      const check = await this.check(principal, service);
+      if (!check.needed) return check.ceiling === undefined ? {} : { ceiling: check.ceiling };
+      const approval = await this.open(principal, 'link', service, check.price);
+      throw new GatewayError(
+        'FORBIDDEN',
+        `this call to ${service} costs ${usd(check.price)} and needs the user's approval: ask them to open ${approval.url} and approve it ` +
+          `(before ${approval.expiresAt}), then send the call again with the header Farebox-Approval: ${approval.id}. Nothing was charged.${budgetLeft(check.budget)}`,
+        confirmationFields(approval, service, check),
+      );
     },
 
     /** A new approval of one call (pending), bound to the principal's connection, `service` and `price`. */
@@ -305,19 +378,17 @@ export function createCallConfirmations(options: {
 
     /** The thresholds of the user's live connections (defaults where none was set). */
     async list(userId: string): Promise<ConfirmationView[]> {
-      const { rows } = await db.query<{ id: string; above_units: string | null; below_left_pct: number | null; has: boolean }>(
-        `SELECT c.id, f.above_units, f.below_left_pct, f.connection_id IS NOT NULL AS has
+      const { rows } = await db.query<SettingsRow & { id: string; has: boolean }>(
+        `SELECT c.id, f.above_units, f.below_left_pct, f.app_confirms, f.connection_id IS NOT NULL AS has
            FROM gw_oauth_connections c LEFT JOIN gw_oauth_call_confirmations f ON f.connection_id = c.id
           WHERE c.user_id = $1 AND c.revoked_at IS NULL ORDER BY c.created_at DESC, c.id`,
         [userId],
       );
-      return rows.map((r) =>
-        settingsView(
-          r.id,
-          r.has ? { above: r.above_units === null ? null : BigInt(r.above_units), belowLeftPct: Number(r.below_left_pct) } : DEFAULT_CONFIRMATION,
-        ),
-      );
+      return rows.map((r) => settingsView(r.id, r.has ? settingsOf(r) : DEFAULT_CONFIRMATION));
     },
+
+    /** Whether the owner lets the app confirm this connection's calls (form-mode elicitation). */
+    appConfirms: async (principal: Principal): Promise<boolean> => (await settings(principal.credentialId)).appConfirms,
 
     /** The threshold of one connection (defaults where none was set). */
     async get(connectionId: string): Promise<ConfirmationView> {
@@ -364,8 +435,12 @@ export interface ConnectionsWithThresholds {
   revoke(userId: string, id: string): Promise<{ id: string; revoked: true }>;
 }
 
-const THRESHOLD_FIELDS = ['confirm_above_usd', 'confirm_below_left_percent'] as const;
-const threshold = ({ confirm_above_usd, confirm_below_left_percent }: ConfirmationView) => ({ confirm_above_usd, confirm_below_left_percent });
+const THRESHOLD_FIELDS = ['confirm_above_usd', 'confirm_below_left_percent', 'confirm_by_app'] as const;
+const threshold = ({ confirm_above_usd, confirm_below_left_percent, confirm_by_app }: ConfirmationView) => ({
+  confirm_above_usd,
+  confirm_below_left_percent,
+  confirm_by_app,
+});
 
 /**
  * The OAuth connections' list and update with the thresholds: `PATCH

@@ -1,4 +1,4 @@
-import { findOperation, OAUTH_SCOPES, type OAuthScope } from '@farebox/contract';
+import { credentialReaches, findOperation, OAUTH_SCOPES, type CredentialKind, type OAuthScope } from '@farebox/contract';
 import type { Principal } from '../auth/accounts.js';
 import { GatewayError } from '../errors.js';
 
@@ -31,13 +31,33 @@ export function tokenScopes(granted: string, own: string | null): OAuthScope[] {
 }
 
 /**
- * Throws 403 unless an OAuth principal's scopes allow this /v1 request (`path`
- * relative to /v1). The rule is the contract's: an OAuth token may use exactly
- * the operations whose auth names a scope, with that scope.
+ * What the principal's credential is (the contract's kinds): the session, a
+ * manage or spend API key, an OAuth token.
  */
-export function checkOAuthAccess(principal: Principal, method: string, path: string): void {
-  if (principal.via !== 'oauth') return;
+export function credentialKindOf(principal: Principal): CredentialKind {
+  if (principal.via === 'api_key') return principal.keyKind === 'spend' ? 'spend_key' : 'manage_key';
+  return principal.via;
+}
+
+/** What a spend key may do, in the words of its refusals. */
+export const SPEND_KEY_REACH = 'call services, search the catalog and read its own balance, transactions and policy (GET /v1/me)';
+
+/**
+ * Throws 403 unless the principal's credential reaches this /v1 request
+ * (`path` relative to /v1): the contract's one rule (`credentialReaches`).
+ * An OAuth token may use exactly the operations whose auth names a scope,
+ * with that scope; a spend key exactly those its table marks; a request the
+ * table does not know is refused to both.
+ */
+export function checkAccess(principal: Principal, method: string, path: string): void {
+  if (principal.via === 'session' || (principal.via === 'api_key' && principal.keyKind !== 'spend')) return;
   const op = findOperation(method, `/v1${path}`);
+  if (principal.via === 'api_key') {
+    if (op && credentialReaches(op, 'spend_key')) return;
+    throw new GatewayError('FORBIDDEN', `this is a spend key: it may only ${SPEND_KEY_REACH}; use a manage key or the dashboard for this`, {
+      code: 'CREDENTIAL_KIND',
+    });
+  }
   const scope = op?.auth.kind === 'account' ? op.auth.oauthScope : undefined;
   if (!scope) throw new GatewayError('FORBIDDEN', 'not available with an OAuth access token (use the dashboard or an API key)');
   requireScope(principal, scope);

@@ -52,6 +52,12 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
       return policyView(s.policy, await use(s, at), at);
     },
 
+    /** A replayed answer of `amount` for `service` (an idempotent retry): the replaying credential's allowlist and per-call maximum apply. */
+    async admitReplay(principal: Principal, service: string, amount: bigint): Promise<void> {
+      const s = spenderOf(principal);
+      if (s) await checkCall(s.source, s.policy, service, amount, now(), () => use(s, now()));
+    },
+
     /**
      * Wraps the wallet path (paid on chain when credits fall short) so that,
      * for a principal with a policy, its amount counts against the same budget: the

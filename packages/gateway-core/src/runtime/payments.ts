@@ -2,7 +2,7 @@ import { isValidServiceName } from '@farebox/protocol';
 import { LedgerError, type Ledger } from '@farebox/ledger';
 import type { Clock } from '../clock.js';
 import type { GatewayConfig } from '../config.js';
-import { createCalls, type CallableService, type CallResponse, type CallSummary, type CreditsPort } from '../calls.js';
+import { createCalls, type CallableService, type CallResponse, type CallsOptions, type CallSummary, type CreditsPort } from '../calls.js';
 import { ChargePendingError, databaseUnavailable, isDatabaseUnavailable } from '../db-errors.js';
 import { GatewayError } from '../errors.js';
 import { translated } from '../ledger-errors.js';
@@ -34,6 +34,8 @@ export interface PaymentsDeps {
   crashPoint: ((name: string) => void) | undefined;
   /** The gateway's clock. */
   now: Clock;
+  /** The confirmation an OAuth connection's call needs first (oauth/confirmations.ts). */
+  gate?: CallsOptions['gate'];
 }
 
 /**
@@ -157,7 +159,7 @@ export function callFinishedReporter(logger: Logger, metrics: Metrics): (c: Call
   };
 }
 
-export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now }: PaymentsDeps): Payments {
+export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now, gate }: PaymentsDeps): Payments {
   const { ledger, wallets, network, treasuryAddress, chain, mirror, registry, policy } = infra;
   async function resolveService(name: string): Promise<CallableService | undefined> {
     // A registry name that breaks the name policy is never called, even when it is on chain.
@@ -210,6 +212,8 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     maxPriceMultiple: config.maxPriceMultiple,
     onFinished: callFinishedReporter(logger, metrics),
     now,
+    admitReplay: spending.admitReplay,
+    ...(gate ? { gate } : {}),
     ...(walletPath ? { onInsufficientCredits: spending.wrapWalletPath(walletPath.onInsufficientCredits) } : {}),
   });
   return { calls, topups, walletPath };
