@@ -170,6 +170,16 @@ describe('farebox against a running local stack', () => {
     expect(dead.code).toBe(1);
     expect(dead.stderr).toContain('invalid credential');
     expect(json((await runFarebox(['connections', '--json'], { env: e })).stdout)).toEqual([]);
+    // --spend-only: a key that may call and read its own, never manage keys (docs/api.md, "Credentials and what each may do").
+    const spendOnly = await runFarebox(['keys', 'create', 'reader', '--spend-only'], { env: e });
+    expect(spendOnly.stdout).toContain('a spend key: it may call, search and read its own balance, transactions and policy');
+    const reader = /^(sk_live_\S+)/.exec(spendOnly.stdout)![1]!;
+    expect(json((await runFarebox(['keys', 'list', '--json'], { env: e })).stdout).find((x: { name: string }) => x.name === 'reader')).toMatchObject({
+      kind: 'spend',
+    });
+    const escape = await runFarebox(['keys', 'create', 'escape', '--api-key', reader], { env: await env() });
+    expect(escape.code).toBe(1);
+    expect(escape.stderr).toContain('this is a spend key: it may only call services, search the catalog and read its own balance');
   });
 
   it('signs in through the browser (URL on stderr), uses the OAuth token, explains what needs an API key, and the connection can be revoked', async () => {

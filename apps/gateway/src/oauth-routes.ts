@@ -55,6 +55,7 @@ main{background:#fff;max-width:28rem;width:100%;margin:3rem 1rem;padding:2rem;bo
 h1{font-size:1.3rem;margin-top:0}ul{padding-left:1.2rem}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
 input,select{width:100%;box-sizing:border-box;padding:.55rem;border:1px solid #ccd;border-radius:6px;font:inherit;background:#fff}
 .pair{display:flex;gap:.6rem}.pair>*{flex:1;min-width:0}
+label.check{display:flex;gap:.5rem;align-items:center;font-weight:normal}label.check input{width:auto}
 .row{display:flex;gap:.6rem;margin-top:1.4rem}button{flex:1;padding:.65rem;border-radius:6px;border:1px solid #ccd;font:inherit;cursor:pointer;background:#fff}
 button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff}.muted{color:#667;font-size:.9rem}.error{color:#b91c1c}
 hr{border:0;border-top:1px solid #eee;margin:1.5rem 0}

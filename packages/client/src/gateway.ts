@@ -22,6 +22,8 @@ export type GatewayApiKey = z.output<typeof schemas.ApiKey>;
 export type GatewayCreatedApiKey = z.output<typeof schemas.CreatedApiKey>;
 /** A spending policy to set (`limit_usd` with `limit_period`, `allowed_services`, `max_call_usd`; null removes one). */
 export type GatewaySpendingPolicyInput = z.input<typeof inputs.SpendingPolicyBody>;
+/** What an API key may do: `spend` (call, search, read its own balance, transactions and policy) or `manage` (everything the owner may do). */
+export type GatewayApiKeyKind = z.output<typeof schemas.ApiKeyKind>;
 export type GatewayRevoked = z.output<typeof schemas.Revoked>;
 /** An app authorized through OAuth: its spending policy and its confirmation threshold (`confirm_above_usd`, `confirm_below_left_percent`). */
 export type GatewayOAuthConnection = z.output<typeof connections.OAuthConnection>;
@@ -156,8 +158,11 @@ export interface GatewayClient {
   };
   apiKeys: {
     list(): Promise<GatewayApiKey[]>;
-    /** The plain key is in the answer once. `policy`: its spending policy (docs/api.md, "Spending policies"). */
-    create(name: string, policy?: GatewaySpendingPolicyInput): Promise<GatewayCreatedApiKey>;
+    /**
+     * The plain key is in the answer once. `policy`: its spending policy (docs/api.md, "Spending policies") and
+     * its `kind`: `spend` (call, search, read its own) or `manage` (default without a policy; a key with one is a spend key).
+     */
+    create(name: string, policy?: GatewaySpendingPolicyInput & { kind?: GatewayApiKeyKind }): Promise<GatewayCreatedApiKey>;
     /** Renames the key or changes its policy (absent fields kept, null removes one); its next call follows it. */
     update(id: string, changes: GatewaySpendingPolicyInput & { name?: string }): Promise<GatewayApiKey>;
     revoke(id: string): Promise<GatewayRevoked>;

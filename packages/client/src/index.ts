@@ -33,6 +33,7 @@ export type {
   GatewayApiKey,
   GatewayCreatedApiKey,
   GatewaySpendingPolicyInput,
+  GatewayApiKeyKind,
   GatewayOAuthConnection,
   GatewayOAuthConnectionUpdate,
   GatewayPublisherOverview,

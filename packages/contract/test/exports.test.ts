@@ -4,6 +4,7 @@ import * as contract from '../src/index.js';
 describe('public surface', () => {
   it('exports exactly these names', () => {
     expect(Object.keys(contract).sort()).toEqual([
+      'CREDENTIAL_KINDS',
       'DiscoveryApiError',
       'IDEMPOTENCY_KEY_META',
       'MCP_INSTRUCTIONS',
@@ -12,6 +13,7 @@ describe('public surface', () => {
       'TOOL_ERROR_META',
       'connections',
       'createDiscoveryClient',
+      'credentialReaches',
       'discoveryAnswers',
       'findOperation',
       'inputs',

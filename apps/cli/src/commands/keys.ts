@@ -17,11 +17,12 @@ export async function runKeysList(ctx: Context): Promise<CommandResult> {
         id: k.id,
         name: k.name,
         prefix: k.prefix,
+        kind: k.kind,
         created: k.created_at,
         'last used': typeof k.last_used_at === 'string' ? k.last_used_at : '',
         policy: policyText(k),
       })),
-      ['id', 'name', 'prefix', 'created', 'last used', 'policy'],
+      ['id', 'name', 'prefix', 'kind', 'created', 'last used', 'policy'],
     ),
   );
 }
@@ -70,14 +71,20 @@ export function policyText(k: GatewayApiKey | GatewayCreatedApiKey): string {
   return parts.join('; ');
 }
 
-export async function runKeysCreate(ctx: Context, name: string, options: PolicyOptions = {}): Promise<CommandResult> {
+/** What each kind of key may do, in the CLI's words. */
+const KIND_TEXT = {
+  spend: 'a spend key: it may call, search and read its own balance, transactions and policy',
+  manage: 'a manage key: it may also manage keys, connections, top-ups and publishing',
+} as const;
+
+export async function runKeysCreate(ctx: Context, name: string, options: PolicyOptions & { spendOnly?: boolean } = {}): Promise<CommandResult> {
   const policy = policyFromOptions(options);
   const gw = await ctx.gateway();
-  const k = await gatewayCall(() => gw.apiKeys.create(name, policy));
+  const k = await gatewayCall(() => gw.apiKeys.create(name, { ...policy, ...(options.spendOnly ? { kind: 'spend' as const } : {}) }));
   const limits = policyText(k);
   return result(
     k,
-    `${k.key}\n\nCreated API key "${k.name}" (${k.id})${limits ? `, spending policy: ${limits}` : ''}. This is the only time the key is shown: store it now.`,
+    `${k.key}\n\nCreated API key "${k.name}" (${k.id}), ${KIND_TEXT[k.kind]}${limits ? `; spending policy: ${limits}` : ''}. This is the only time the key is shown: store it now.`,
   );
 }
 
@@ -107,9 +114,12 @@ export const keyCommands: CommandGroup = {
         .option('--limit <amount/period>', 'spending limit, e.g. 5/day (day, week, month in UTC, or total); none removes it')
         .option('--allow <services>', 'the only services it may call, comma-separated (all: every service)')
         .option('--max-call <usd>', 'the highest price of one call in USD; none removes it');
-    policyOptions(keys.command('create <name>').description('create a key (shown once), optionally with a spending policy')).action(
-      (name: string, o: PolicyOptions) => act((ctx) => runKeysCreate(ctx, name, o))(),
-    );
+    policyOptions(
+      keys
+        .command('create <name>')
+        .description('create a key (shown once), optionally with a spending policy (a key with one is a spend key)')
+        .option('--spend-only', 'a spend key: it may call, search and read its own balance, transactions and policy, never manage keys or money'),
+    ).action((name: string, o: PolicyOptions & { spendOnly?: boolean }) => act((ctx) => runKeysCreate(ctx, name, o))());
     policyOptions(keys.command('set <id>').description("change a key's name or spending policy (its next call follows it)"))
       .option('--name <name>', 'a new name')
       .action((id: string, o: PolicyOptions & { name?: string }) => act((ctx) => runKeysSet(ctx, id, o))());

@@ -27,6 +27,7 @@ function ApiKeys() {
   const [rowError, setRowError] = useState<string>();
   const [draft, setDraft] = useState(emptyDraft);
   const [editing, setEditing] = useState<string>();
+  const [spendOnly, setSpendOnly] = useState(false);
   const length = [...name.trim()].length;
   const over = length > KEY_NAME_MAX;
 
@@ -41,7 +42,9 @@ function ApiKeys() {
         ...(policy.limit_usd !== null ? { limit_usd: policy.limit_usd, limit_period: policy.limit_period } : {}),
         ...(policy.allowed_services !== null ? { allowed_services: policy.allowed_services } : {}),
         ...(policy.max_call_usd !== null ? { max_call_usd: policy.max_call_usd } : {}),
+        ...(spendOnly ? { kind: 'spend' as const } : {}),
       });
+      setSpendOnly(false);
       setCreated({ name: r.name, key: r.key });
       setName('');
       setDraft(emptyDraft());
@@ -91,6 +94,13 @@ function ApiKeys() {
           {over ? `${length} characters: at most ${KEY_NAME_MAX}` : `${length} / ${KEY_NAME_MAX} characters`}
         </p>
         <PolicyInputs id="new-key" draft={draft} onChange={setDraft} />
+        <label className="check">
+          <input type="checkbox" checked={spendOnly} onChange={(e) => setSpendOnly(e.target.checked)} data-testid="spend-only" /> Spend only
+        </label>
+        <p className="hint">
+          A spend key may call services, search and read its own balance, transactions and policy; it can never manage keys, connections, top-ups or
+          publishing. A key with any spending limit is always a spend key.
+        </p>
         <ErrorBox error={error} />
       </form>
       {created ? (
@@ -121,6 +131,7 @@ function ApiKeys() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Key</th>
+                <th scope="col">Kind</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Spending</th>
@@ -137,6 +148,9 @@ function ApiKeys() {
                   </td>
                   <td data-label="Key" className="nowrap">
                     <code>{k.prefix}…</code>
+                  </td>
+                  <td data-label="Kind" title={k.kind === 'spend' ? 'calls, search, its own balance and policy' : 'everything the account may do'}>
+                    {k.kind === 'spend' ? 'spend' : 'manage'}
                   </td>
                   <td data-label="Created">{formatDate(k.created_at)}</td>
                   <td data-label="Last used">{k.last_used_at ? formatDate(k.last_used_at) : <span className="muted">never</span>}</td>
