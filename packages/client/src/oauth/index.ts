@@ -3,7 +3,7 @@
 // process of the user, refresh under a file lock. Used by the stdio MCP
 // adapter and the CLI.
 export { createOAuthSession, openBrowser, oauthFetch } from './session.js';
-export type { OAuthSession, OAuthSessionOptions } from './session.js';
+export type { AccessTokenOptions, OAuthSession, OAuthSessionOptions } from './session.js';
 export { createTokenStore, writeFileAtomic } from './token-store.js';
 export type { TokenStore, StoredCredentials } from './token-store.js';
 export { withFileLock } from './lock.js';

@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { auth, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import {
+  auth,
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+} from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { OAuthClientError } from './errors.js';
@@ -27,14 +33,36 @@ export interface OAuthSessionOptions {
   lock?: { timeoutMs?: number; pollMs?: number };
 }
 
+/** What {@link OAuthSession.accessToken} is asked for after the server refused a request. */
+export interface AccessTokenOptions {
+  /** The access token the server just refused: it is refreshed (or a new sign-in follows if the refresh fails). */
+  rejected?: string;
+  /**
+   * The refusal's `WWW-Authenticate` header (a Bearer challenge, RFC 6750).
+   * Its `resource_metadata` is where the resource's metadata is read (RFC 9728)
+   * and its `scope` what a sign-in asks for (else the resource's
+   * `scopes_supported`). With `error="insufficient_scope"` (a `403`) the token
+   * lacks a scope: a refresh cannot widen a grant, so the user signs in again,
+   * asking for the scopes the token has and the challenged ones (step-up).
+   */
+  challenge?: string;
+}
+
 /** OAuth credentials of one gateway, shared by every process of the user through the token file. */
 export interface OAuthSession {
   /**
    * A usable access token: the stored one, else a refreshed one, else a new
-   * one from a browser sign-in. Pass the token the server just refused as
-   * `rejected` to force a refresh (or a new sign-in if the refresh fails).
+   * one from a browser sign-in. After a refusal, pass the refused token as
+   * `rejected` (and the refusal's `WWW-Authenticate` as `challenge`) to force
+   * a refresh or a new sign-in.
    */
-  accessToken(options?: { rejected?: string }): Promise<string>;
+  accessToken(options?: AccessTokenOptions): Promise<string>;
+  /**
+   * The stored access token (refreshed when it expired) without any sign-in:
+   * `undefined` when there is none, so the first request goes without and its
+   * `401` challenge says what to sign in for.
+   */
+  storedToken(): Promise<string | undefined>;
   /** Forgets the stored credentials (next use signs in again). */
   signOut(): Promise<void>;
   readonly store: TokenStore;
@@ -62,12 +90,18 @@ const page = (title: string, text: string) =>
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A loopback listener on 127.0.0.1 with a free port that receives the authorization response at `/callback`. */
+/**
+ * A loopback listener on 127.0.0.1 with a free port that receives the
+ * authorization response at `/callback`. `refusal` judges a response of this
+ * sign-in (its `state` matched) before anything else: the reason it is refused
+ * (shown in the browser, and the error), or undefined.
+ */
 async function startCallback(
   expectedState: string,
-): Promise<{ redirectUrl: string; code: Promise<{ code: string; iss: string | null }>; close(): Promise<void> }> {
-  let settle!: { resolve: (v: { code: string; iss: string | null }) => void; reject: (e: Error) => void };
-  const code = new Promise<{ code: string; iss: string | null }>((resolve, reject) => {
+  refusal: (params: URLSearchParams) => string | undefined,
+): Promise<{ redirectUrl: string; code: Promise<string>; close(): Promise<void> }> {
+  let settle!: { resolve: (v: string) => void; reject: (e: Error) => void };
+  const code = new Promise<string>((resolve, reject) => {
     settle = { resolve, reject };
   });
   code.catch(() => undefined);
@@ -83,6 +117,11 @@ async function startCallback(
     if (url.searchParams.get('state') !== expectedState)
       return html(400, page('Sign-in not recognised', 'This response does not belong to the sign-in in progress. Start again from your MCP client.'));
     done = true;
+    const refused = refusal(url.searchParams);
+    if (refused) {
+      html(400, page('Sign-in refused', `${escapeHtml(refused)}. Nothing was connected; you can close this tab.`));
+      return settle.reject(new OAuthClientError('SIGN_IN', refused));
+    }
     const error = url.searchParams.get('error');
     if (error) {
       const description = url.searchParams.get('error_description');
@@ -98,7 +137,7 @@ async function startCallback(
       return settle.reject(new OAuthClientError('SIGN_IN', 'the authorization response carries no code'));
     }
     html(200, page('Connected to Farebox', 'You are signed in. You can close this tab and return to your assistant.'));
-    settle.resolve({ code: value, iss: url.searchParams.get('iss') });
+    settle.resolve(value);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -116,6 +155,9 @@ async function startCallback(
   };
 }
 
+/** Client metadata with `application_type` (RFC 7591 / OpenID registration), which the SDK's type does not list; the SDK sends the object as it is. */
+type NativeClientMetadata = OAuthClientMetadata & { application_type: 'native' | 'web' };
+
 /**
  * The MCP SDK's {@link OAuthClientProvider} over the token file: what the SDK
  * saves is written through at once (the caller holds the lock); the PKCE
@@ -123,7 +165,8 @@ async function startCallback(
  */
 class FileProvider implements OAuthClientProvider {
   verifier = '';
-  authorizationUrl: URL | undefined;
+  /** The scope the authorization request asked for (what a token answer without `scope` was granted, RFC 6749 5.1). */
+  private askedScope: string | undefined;
   constructor(
     private state_: StoredCredentials,
     private readonly store: TokenStore,
@@ -131,18 +174,22 @@ class FileProvider implements OAuthClientProvider {
     private readonly clientName: string,
     private readonly expectedState: string,
     private readonly onRedirect: (url: URL) => void,
+    /** Step-up: the stored tokens are not offered for a refresh (it cannot widen the grant); a new authorization replaces them. */
+    private readonly ignoreStoredTokens: boolean,
   ) {}
 
   get credentials(): StoredCredentials {
     return this.state_;
   }
-  get clientMetadata(): OAuthClientMetadata {
+  get clientMetadata(): NativeClientMetadata {
     return {
       client_name: this.clientName,
       redirect_uris: [this.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
+      // A program on the user's machine with a loopback redirect (RFC 8252; MCP SEP-837).
+      application_type: 'native',
     };
   }
   state() {
@@ -156,12 +203,13 @@ class FileProvider implements OAuthClientProvider {
     await this.store.write(this.state_);
   }
   tokens() {
-    return this.state_.tokens as OAuthTokens | undefined;
+    return this.ignoreStoredTokens ? undefined : (this.state_.tokens as OAuthTokens | undefined);
   }
   async saveTokens(tokens: OAuthTokens) {
     const expiresAt = typeof tokens.expires_in === 'number' ? Date.now() + tokens.expires_in * 1000 : undefined;
+    const scope = tokens.scope ?? this.askedScope ?? this.state_.tokens?.scope;
     const { expires_at: _old, ...rest } = this.state_;
-    this.state_ = { ...rest, tokens, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) };
+    this.state_ = { ...rest, tokens: { ...tokens, ...(scope !== undefined ? { scope } : {}) }, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) };
     await this.store.write(this.state_);
   }
   discovery: OAuthDiscoveryState | undefined;
@@ -171,12 +219,8 @@ class FileProvider implements OAuthClientProvider {
   discoveryState() {
     return this.discovery;
   }
-  /** The authorization server's issuer, once discovered. */
-  get issuer(): string | undefined {
-    return this.discovery?.authorizationServerMetadata?.issuer ?? this.discovery?.authorizationServerUrl;
-  }
   redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
+    this.askedScope = url.searchParams.get('scope') ?? undefined;
     this.onRedirect(url);
   }
   saveCodeVerifier(v: string) {
@@ -199,14 +243,85 @@ class FileProvider implements OAuthClientProvider {
   }
 }
 
-function usable(c: StoredCredentials, rejected: string | undefined, marginMs: number): string | undefined {
+/** The auth-params of a Bearer challenge (`WWW-Authenticate: Bearer error="insufficient_scope", scope="a b"`, RFC 6750 3). */
+function bearerChallenge(header: string | null | undefined): Record<string, string> {
+  const params: Record<string, string> = {};
+  const bearer = /(?:^|,)\s*Bearer(?:\s+|$)/i.exec(header ?? '');
+  if (!header || !bearer) return params;
+  const rest = header.slice(bearer.index + bearer[0].length);
+  for (const m of rest.matchAll(/\s*([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))\s*(?:,|$)/gy)) {
+    params[m[1]!.toLowerCase()] ??= m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? '');
+  }
+  return params;
+}
+
+const scopesOf = (scope: string | undefined) => (scope ?? '').split(' ').filter(Boolean);
+
+/** What a renewal must give: a token other than `rejected`; with `stepUp`, one that carries every scope of `scope`. */
+interface Need {
+  rejected: string | undefined;
+  /** What a sign-in asks for (undefined: the resource's `scopes_supported`). */
+  scope: string | undefined;
+  stepUp: boolean;
+  resourceMetadataUrl: URL | undefined;
+}
+
+function usable(c: StoredCredentials, need: Pick<Need, 'rejected' | 'scope' | 'stepUp'>, marginMs: number): string | undefined {
   const token = c.tokens?.access_token;
-  if (!token || token === rejected) return undefined;
+  if (!token || token === need.rejected) return undefined;
   if (c.expires_at !== undefined && c.expires_at - marginMs <= Date.now()) return undefined;
+  if (need.stepUp) {
+    const has = new Set(scopesOf(c.tokens?.scope));
+    if (!scopesOf(need.scope).every((s) => has.has(s))) return undefined;
+  }
   return token;
 }
 
-const sameIssuer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+/**
+ * Discovery as the SDK's `auth()` does it (RFC 9728, then RFC 8414 / OpenID
+ * metadata of the first authorization server; without resource metadata, the
+ * MCP server's origin), with the check the SDK leaves out: the metadata's
+ * `issuer` must be the issuer identifier its well-known URL was built from,
+ * character for character (RFC 8414 section 3.3), else its endpoints are not used.
+ */
+async function discover(serverUrl: URL, resourceMetadataUrl: URL | undefined): Promise<OAuthDiscoveryState & { issuer: string }> {
+  let resourceMetadata: OAuthDiscoveryState['resourceMetadata'];
+  let advertised: string | undefined;
+  try {
+    resourceMetadata = await discoverOAuthProtectedResourceMetadata(serverUrl, resourceMetadataUrl ? { resourceMetadataUrl } : {});
+    advertised = resourceMetadata.authorization_servers?.[0];
+  } catch {
+    // No resource metadata (before MCP 2025-06-18): the MCP server's origin is the authorization server.
+  }
+  const issuer = advertised ?? serverUrl.origin;
+  const metadata = await discoverAuthorizationServerMetadata(issuer);
+  if (metadata && metadata.issuer !== issuer) {
+    throw new OAuthClientError(
+      'GATEWAY',
+      `the authorization server metadata of ${issuer} names another issuer, ${metadata.issuer} (RFC 8414 section 3.3 requires the issuer it was asked for): its endpoints are not used, sign-in refused`,
+    );
+  }
+  return {
+    issuer,
+    authorizationServerUrl: issuer,
+    ...(resourceMetadataUrl ? { resourceMetadataUrl: resourceMetadataUrl.href } : {}),
+    ...(resourceMetadata ? { resourceMetadata } : {}),
+    ...(metadata ? { authorizationServerMetadata: metadata } : {}),
+  };
+}
+
+/**
+ * RFC 9207: the reason an authorization response is refused, or undefined. A
+ * response must carry `iss` when the server's metadata advertises
+ * `authorization_response_iss_parameter_supported`, and an `iss` it carries
+ * must be the issuer exactly (simple string comparison: no trailing-slash or
+ * case folding), advertised or not.
+ */
+function issRefusal(iss: string | null, issuer: string, advertised: boolean): string | undefined {
+  if (iss === null) return advertised ? `the authorization response has no iss although ${issuer} advertises it (RFC 9207): sign-in refused` : undefined;
+  if (iss !== issuer) return `the authorization response names the issuer ${iss}, not ${issuer} (RFC 9207): sign-in refused`;
+  return undefined;
+}
 
 /**
  * OAuth for a local program: the token file is the source of truth and is re-read
@@ -224,33 +339,63 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
   const signInTimeoutMs = options.signInTimeoutMs ?? 10 * 60_000;
   const serverUrl = new URL(options.mcpUrl);
   // One refresh or sign-in at a time inside this process too (parallel tool calls).
-  let inflight: Promise<string> | undefined;
+  let inflight: Promise<string | undefined> | undefined;
 
-  async function renew(rejected: string | undefined): Promise<string> {
+  /** Refresh or (when `interactive`) sign in, under the lock; `undefined` when not interactive and a sign-in is needed. */
+  async function renew(need: Need, interactive: boolean): Promise<string | undefined> {
     return withFileLock(
       `${options.tokenPath}.lock`,
       async () => {
         // Another process may have refreshed or signed in while we waited.
         const current = await store.read(options.mcpUrl);
-        const fresh = usable(current, rejected, margin);
+        const fresh = usable(current, need, margin);
         if (fresh) return fresh;
+        if (!interactive && !current.tokens) return undefined;
         const state = randomBytes(16).toString('base64url');
-        const cb = await startCallback(state);
+        // Set once the authorization server is known: what its authorization response must say (RFC 9207).
+        let expected: { issuer: string; issAdvertised: boolean } | undefined;
+        const cb = await startCallback(state, (params) => (expected ? issRefusal(params.get('iss'), expected.issuer, expected.issAdvertised) : undefined));
         try {
           let redirectedTo: URL | undefined;
-          const provider = new FileProvider(current, store, cb.redirectUrl, options.clientName, state, (url) => {
-            redirectedTo = url;
-          });
-          const result = await auth(provider, { serverUrl });
+          const provider = new FileProvider(
+            current,
+            store,
+            cb.redirectUrl,
+            options.clientName,
+            state,
+            (url) => {
+              redirectedTo = url;
+            },
+            need.stepUp,
+          );
+          const discovery = await discover(serverUrl, need.resourceMetadataUrl);
+          provider.saveDiscoveryState(discovery);
+          expected = {
+            issuer: discovery.issuer,
+            issAdvertised:
+              (discovery.authorizationServerMetadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)
+                ?.authorization_response_iss_parameter_supported === true,
+          };
+          const authOptions = {
+            serverUrl,
+            ...(need.scope ? { scope: need.scope } : {}),
+            ...(need.resourceMetadataUrl ? { resourceMetadataUrl: need.resourceMetadataUrl } : {}),
+          };
+          const result = await auth(provider, authOptions);
           if (result === 'AUTHORIZED') {
-            const token = usable(provider.credentials, undefined, 0);
+            const token = usable(provider.credentials, { rejected: undefined, scope: undefined, stepUp: false }, 0);
             if (!token) throw new OAuthClientError('GATEWAY', 'the gateway answered the refresh without a usable access token');
             return token;
           }
+          if (!interactive) return undefined;
           const url = redirectedTo;
           if (!url) throw new OAuthClientError('GATEWAY', 'the OAuth flow asked for a sign-in without an authorization URL');
           log('');
-          log(`Farebox: sign in to connect ${options.clientName} to ${serverUrl.origin}. Open this address in a browser:`);
+          log(
+            need.stepUp
+              ? `Farebox: ${serverUrl.origin} asks for more access (${need.scope}) than ${options.clientName} was granted. Sign in again to allow it; open this address in a browser:`
+              : `Farebox: sign in to connect ${options.clientName} to ${serverUrl.origin}. Open this address in a browser:`,
+          );
           log(`  ${url.href}`);
           log('Waiting for the sign-in to finish...');
           if (options.openBrowser !== false) openBrowser(url.href);
@@ -261,14 +406,9 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
               signInTimeoutMs,
             );
           });
-          const response = await Promise.race([cb.code, timeout]).finally(() => clearTimeout(timer));
-          // RFC 9207: the response names the issuer we started with (mix-up defence).
-          const issuer = provider.issuer ?? url.origin;
-          if (response.iss !== null && !sameIssuer(response.iss, issuer)) {
-            throw new OAuthClientError('SIGN_IN', `the authorization response comes from ${response.iss}, not ${issuer}`);
-          }
-          await auth(provider, { serverUrl, authorizationCode: response.code });
-          const token = usable(provider.credentials, undefined, 0);
+          const code = await Promise.race([cb.code, timeout]).finally(() => clearTimeout(timer));
+          await auth(provider, { ...authOptions, authorizationCode: code });
+          const token = usable(provider.credentials, { rejected: undefined, scope: undefined, stepUp: false }, 0);
           if (!token) throw new OAuthClientError('GATEWAY', 'the gateway issued no usable access token');
           log('Farebox: signed in.');
           return token;
@@ -283,16 +423,49 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
     );
   }
 
+  /** The stored token if it meets `need`, else one renewal at a time in this process (a caller that arrives during one gets its outcome, then looks again). */
+  async function obtain(need: Need, interactive: boolean): Promise<string | undefined> {
+    for (;;) {
+      if (inflight) {
+        await inflight;
+        continue;
+      }
+      const current = await store.read(options.mcpUrl);
+      const token = usable(current, need, margin);
+      if (token) return token;
+      if (!interactive && !current.tokens) return undefined;
+      if (inflight) continue;
+      const run = renew(need, interactive).finally(() => {
+        inflight = undefined;
+      });
+      inflight = run;
+      return run;
+    }
+  }
+
   return {
     store,
     async accessToken(opts = {}) {
-      const current = await store.read(options.mcpUrl);
-      const token = usable(current, opts.rejected, margin);
-      if (token) return token;
-      inflight ??= renew(opts.rejected).finally(() => {
-        inflight = undefined;
-      });
-      return inflight;
+      const challenge = bearerChallenge(opts.challenge);
+      const stepUp = challenge.error === 'insufficient_scope';
+      let scope = challenge.scope || undefined;
+      if (stepUp) {
+        // Step-up: what the token has and what the server asks for (a union, so no earlier grant is lost).
+        const current = await store.read(options.mcpUrl);
+        scope = [...new Set([...scopesOf(current.tokens?.scope), ...scopesOf(scope)])].join(' ') || undefined;
+      }
+      let resourceMetadataUrl: URL | undefined;
+      try {
+        resourceMetadataUrl = challenge.resource_metadata ? new URL(challenge.resource_metadata) : undefined;
+      } catch {
+        resourceMetadataUrl = undefined;
+      }
+      const token = await obtain({ rejected: opts.rejected, scope, stepUp, resourceMetadataUrl }, true);
+      if (!token) throw new OAuthClientError('GATEWAY', 'the OAuth flow ended without an access token');
+      return token;
+    },
+    storedToken() {
+      return obtain({ rejected: undefined, scope: undefined, stepUp: false, resourceMetadataUrl: undefined }, false);
     },
     async signOut() {
       await withFileLock(`${options.tokenPath}.lock`, () => store.clear(), options.lock ?? {});
@@ -300,19 +473,39 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
   };
 }
 
-/** Bearer-authenticated fetch that renews the token once when the server refuses it (expired, revoked, refresh failed: sign in again). */
+/**
+ * Bearer-authenticated fetch over an {@link OAuthSession}. Without a stored
+ * token the request goes without one, and its `401` challenge says where the
+ * resource metadata is and which scope to sign in for. A `401` renews the token
+ * (refresh, else sign-in) and sends the request again, once; a `403` with
+ * `error="insufficient_scope"` signs in again for the current scopes and the
+ * challenged ones (step-up) and sends it again, once. A refusal after that is
+ * the answer.
+ */
 export function oauthFetch(session: OAuthSession, base: typeof fetch = fetch): FetchLike {
   return async (url, init = {}) => {
-    const send = (token: string) => {
+    const send = (token: string | undefined) => {
       const headers = new Headers(init.headers);
-      headers.set('authorization', `Bearer ${token}`);
+      if (token) headers.set('authorization', `Bearer ${token}`);
       if (!headers.has('x-request-id')) headers.set('x-request-id', randomUUID());
       return base(url, { ...init, headers });
     };
-    const token = await session.accessToken();
-    const res = await send(token);
-    if (res.status !== 401) return res;
-    await res.body?.cancel().catch(() => undefined);
-    return send(await session.accessToken({ rejected: token }));
+    let token = await session.storedToken();
+    let res = await send(token);
+    let renewed = false;
+    let steppedUp = false;
+    for (;;) {
+      const challenge = res.headers.get('www-authenticate') ?? undefined;
+      const insufficientScope = res.status === 403 && token !== undefined && bearerChallenge(challenge).error === 'insufficient_scope';
+      if ((res.status === 401 && !renewed) || (insufficientScope && !steppedUp)) {
+        if (res.status === 401) renewed = true;
+        else steppedUp = true;
+        await res.body?.cancel().catch(() => undefined);
+        token = await session.accessToken({ ...(token ? { rejected: token } : {}), ...(challenge ? { challenge } : {}) });
+        res = await send(token);
+        continue;
+      }
+      return res;
+    }
   };
 }
