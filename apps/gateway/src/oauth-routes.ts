@@ -349,6 +349,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         // An unticked checkbox sends nothing: the app confirms only when the owner ticked it on this page.
         const confirm = core.callConfirmations.parseSettings({
           ...(input.confirm_above_usd === undefined ? {} : { confirm_above_usd: input.confirm_above_usd }),
+          ...(input.confirm_below_left_percent === undefined ? {} : { confirm_below_left_percent: input.confirm_below_left_percent }),
           confirm_by_app: input.confirm_by_app === 'on',
         });
         const location = await oauth.approve(principal.user, check.request, input);

@@ -225,6 +225,8 @@ export function apiSuite(kind: DbKind) {
         id: created.body.id,
         name: 'ci',
         prefix: created.body.key.slice(0, 14),
+        // Without a policy or a kind asked for, a manage key (docs/api.md, "Credentials and what each may do").
+        kind: 'manage',
         created_at: expect.any(String),
         last_used_at: null,
         ...noPolicy,

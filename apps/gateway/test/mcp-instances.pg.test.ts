@@ -87,7 +87,8 @@ describe('/mcp on two gateways: each request of a client answered by either one'
   });
 
   it('an elicited confirmation asked by one gateway and answered to the other charges once', async () => {
-    const { tokens } = await (await rawClient(a.url)).authorize(alice);
+    // The owner lets the app confirm for them (form-mode elicitation counts only then).
+    const { tokens } = await (await rawClient(a.url)).authorize(alice, { fields: { confirm_by_app: 'on' } });
     const { doFetch, answered } = alternating(tokens.access_token);
     const client = new Client(
       { name: 'split confirm', version: '1.0.0' },

@@ -108,3 +108,6 @@ export async function rawClient(base: string, metadata: Record<string, unknown> 
 
   return { client, redirectUri, authorizeUrl, token, authorize };
 }
+
+/** Consent fields that ask the person about no call (none by price, none as the limit runs low): for tests about the limit alone. */
+export const NO_CONFIRMATIONS = { confirm_above_usd: '', confirm_below_left_percent: '0' } as const;

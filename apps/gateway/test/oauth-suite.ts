@@ -2,7 +2,7 @@ import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkResponses, recordResponses } from './contract-kit.js';
 import { startHarness, type DbKind, type Harness, type TestUser } from './harness.js';
-import { consent, pkce, rawClient } from './oauth-browser.js';
+import { consent, NO_CONFIRMATIONS, pkce, rawClient } from './oauth-browser.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -319,6 +319,7 @@ export function oauthSuite(kind: DbKind) {
           'client_name',
           'confirm_above_usd',
           'confirm_below_left_percent',
+          'confirm_by_app',
           'created_at',
           'daily_limit_base_units',
           'daily_limit_usd',
@@ -356,7 +357,7 @@ export function oauthSuite(kind: DbKind) {
     it('enforces the daily spending limit on every call of the connection, before anything is charged, also in parallel', async () => {
       const carol = await h.user();
       const c = await rawClient(h.url);
-      const { tokens } = await c.authorize(carol, { dailyLimitUsd: '0.015' });
+      const { tokens } = await c.authorize(carol, { dailyLimitUsd: '0.015', fields: NO_CONFIRMATIONS });
       const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
         carol.api(path, { ...init, headers: { authorization: `Bearer ${tokens.access_token}` } });
       const start = (await carol.api('/v1/balance')).body.balance_base_units as number;
@@ -403,7 +404,7 @@ export function oauthSuite(kind: DbKind) {
       // Parallel calls cannot pass the limit together: 0.03 allows exactly three calls of 0.01.
       const dave = await h.user();
       const d = await rawClient(h.url);
-      const { tokens: dt } = await d.authorize(dave, { dailyLimitUsd: '0.03' });
+      const { tokens: dt } = await d.authorize(dave, { dailyLimitUsd: '0.03', fields: NO_CONFIRMATIONS });
       const before = (await dave.api('/v1/balance')).body.balance_base_units as number;
       const results = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
@@ -424,7 +425,7 @@ export function oauthSuite(kind: DbKind) {
         },
       });
       const c = await rawClient(h.url);
-      const { tokens } = await c.authorize(erin, { dailyLimitUsd: '0.01' });
+      const { tokens } = await c.authorize(erin, { dailyLimitUsd: '0.01', fields: NO_CONFIRMATIONS });
       const call = (service: string) => erin.api('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${tokens.access_token}` } });
       expect((await call('broken')).status).toBe(500);
       expect((await erin.api('/v1/oauth/connections')).body[0].spent_today_usd).toBe(0);

@@ -2,7 +2,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { parseAmount, splitFee } from '@farebox/protocol';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawClient } from './oauth-browser.js';
+import { NO_CONFIRMATIONS, rawClient } from './oauth-browser.js';
 import type { TestUser } from './harness.js';
 import { startStack, type Stack } from './settlement-kit.js';
 import { eventually } from '@farebox/test-kit';
@@ -150,14 +150,14 @@ describe('the wallet path', () => {
     await s.fundWallet(user, 10_000_000n);
     const oauth = await rawClient(s.url);
     const asBrowser = { cookie: user.cookie } as TestUser;
-    const tight = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.25' });
+    const tight = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.25', fields: NO_CONFIRMATIONS });
     const refused = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${tight.tokens.access_token}` } });
     expect(refused.status).toBe(402);
     expect(refused.body).toMatchObject({ limit_source: 'connection', limit_usd: 0.25, remaining_usd: 0.25 });
     expect(refused.body.error).toMatch(/^spending limit reached: this connection may spend \$0\.25 per day \(UTC\)/);
     expect(await s.usdc(user.wallet)).toBe(10_000_000n);
     // A connection whose limit covers the price pays from the wallet, and the spend is counted.
-    const roomy = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.5' });
+    const roomy = await oauth.authorize(asBrowser, { dailyLimitUsd: '0.5', fields: NO_CONFIRMATIONS });
     const paid = await s.request('/v1/call', { body: { service, payload: {} }, headers: { authorization: `Bearer ${roomy.tokens.access_token}` } });
     expect(paid.status, JSON.stringify(paid.body)).toBe(200);
     expect(paid.body.paidWith).toBe('wallet');
