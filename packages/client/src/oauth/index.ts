@@ -2,7 +2,8 @@
 // sign-in with PKCE on a loopback redirect, the token file shared by every
 // process of the user, refresh under a file lock. Used by the stdio MCP
 // adapter and the CLI.
-export { createOAuthSession, openBrowser, oauthFetch } from './session.js';
+export { createOAuthSession, oauthFetch } from './session.js';
+export { openBrowser } from './callback.js';
 export type { AccessTokenOptions, OAuthSession, OAuthSessionOptions } from './session.js';
 export { createTokenStore, writeFileAtomic } from './token-store.js';
 export type { TokenStore, StoredCredentials } from './token-store.js';

@@ -1,16 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import {
-  auth,
-  discoverAuthorizationServerMetadata,
-  discoverOAuthProtectedResourceMetadata,
-  type OAuthClientProvider,
-  type OAuthDiscoveryState,
-} from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { openBrowser, startCallback } from './callback.js';
+import { bearerChallenge, discover, issRefusal, scopesOf } from './checks.js';
 import { OAuthClientError } from './errors.js';
 import { withFileLock } from './lock.js';
 import { createTokenStore, type StoredCredentials, type TokenStore } from './token-store.js';
@@ -66,93 +59,6 @@ export interface OAuthSession {
   /** Forgets the stored credentials (next use signs in again). */
   signOut(): Promise<void>;
   readonly store: TokenStore;
-}
-
-/** Opens `url` in the user's browser, best effort: never throws, never waits. */
-export function openBrowser(url: string): void {
-  const [cmd, args] =
-    process.platform === 'darwin'
-      ? ['open', [url]]
-      : process.platform === 'win32'
-        ? ['cmd', ['/c', 'start', '""', url.replace(/&/g, '^&')]]
-        : ['xdg-open', [url]];
-  try {
-    const child = spawn(cmd, args, { stdio: 'ignore', detached: true, windowsHide: true });
-    child.on('error', () => undefined);
-    child.unref();
-  } catch {
-    // no opener on this machine: the URL is on stderr
-  }
-}
-
-const page = (title: string, text: string) =>
-  `<!doctype html><meta charset="utf-8"><title>${title}</title><body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto"><h1>${title}</h1><p>${text}</p></body>`;
-
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/**
- * A loopback listener on 127.0.0.1 with a free port that receives the
- * authorization response at `/callback`. `refusal` judges a response of this
- * sign-in (its `state` matched) before anything else: the reason it is refused
- * (shown in the browser, and the error), or undefined.
- */
-async function startCallback(
-  expectedState: string,
-  refusal: (params: URLSearchParams) => string | undefined,
-): Promise<{ redirectUrl: string; code: Promise<string>; close(): Promise<void> }> {
-  let settle!: { resolve: (v: string) => void; reject: (e: Error) => void };
-  const code = new Promise<string>((resolve, reject) => {
-    settle = { resolve, reject };
-  });
-  code.catch(() => undefined);
-  let done = false;
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (url.pathname !== '/callback' || req.method !== 'GET') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    const html = (status: number, body: string) => res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(body);
-    if (done) return html(400, page('Already handled', 'This sign-in was already completed. You can close this tab.'));
-    if (url.searchParams.get('state') !== expectedState)
-      return html(400, page('Sign-in not recognised', 'This response does not belong to the sign-in in progress. Start again from your MCP client.'));
-    done = true;
-    const refused = refusal(url.searchParams);
-    if (refused) {
-      html(400, page('Sign-in refused', `${escapeHtml(refused)}. Nothing was connected; you can close this tab.`));
-      return settle.reject(new OAuthClientError('SIGN_IN', refused));
-    }
-    const error = url.searchParams.get('error');
-    if (error) {
-      const description = url.searchParams.get('error_description');
-      html(
-        200,
-        page('Not connected', `Farebox was not connected (${escapeHtml(error)}${description ? `: ${escapeHtml(description)}` : ''}). You can close this tab.`),
-      );
-      return settle.reject(new OAuthClientError('SIGN_IN', `sign-in refused: ${error}${description ? ` (${description})` : ''}`));
-    }
-    const value = url.searchParams.get('code');
-    if (!value) {
-      html(400, page('Sign-in failed', 'The response carries no authorization code.'));
-      return settle.reject(new OAuthClientError('SIGN_IN', 'the authorization response carries no code'));
-    }
-    html(200, page('Connected to Farebox', 'You are signed in. You can close this tab and return to your assistant.'));
-    settle.resolve(value);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  return {
-    redirectUrl: `http://127.0.0.1:${port}/callback`,
-    code,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections?.();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** Client metadata with `application_type` (RFC 7591 / OpenID registration), which the SDK's type does not list; the SDK sends the object as it is. */
@@ -243,20 +149,6 @@ class FileProvider implements OAuthClientProvider {
   }
 }
 
-/** The auth-params of a Bearer challenge (`WWW-Authenticate: Bearer error="insufficient_scope", scope="a b"`, RFC 6750 3). */
-function bearerChallenge(header: string | null | undefined): Record<string, string> {
-  const params: Record<string, string> = {};
-  const bearer = /(?:^|,)\s*Bearer(?:\s+|$)/i.exec(header ?? '');
-  if (!header || !bearer) return params;
-  const rest = header.slice(bearer.index + bearer[0].length);
-  for (const m of rest.matchAll(/\s*([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))\s*(?:,|$)/gy)) {
-    params[m[1]!.toLowerCase()] ??= m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? '');
-  }
-  return params;
-}
-
-const scopesOf = (scope: string | undefined) => (scope ?? '').split(' ').filter(Boolean);
-
 /** What a renewal must give: a token other than `rejected`; with `stepUp`, one that carries every scope of `scope`. */
 interface Need {
   rejected: string | undefined;
@@ -275,52 +167,6 @@ function usable(c: StoredCredentials, need: Pick<Need, 'rejected' | 'scope' | 's
     if (!scopesOf(need.scope).every((s) => has.has(s))) return undefined;
   }
   return token;
-}
-
-/**
- * Discovery as the SDK's `auth()` does it (RFC 9728, then RFC 8414 / OpenID
- * metadata of the first authorization server; without resource metadata, the
- * MCP server's origin), with the check the SDK leaves out: the metadata's
- * `issuer` must be the issuer identifier its well-known URL was built from,
- * character for character (RFC 8414 section 3.3), else its endpoints are not used.
- */
-async function discover(serverUrl: URL, resourceMetadataUrl: URL | undefined): Promise<OAuthDiscoveryState & { issuer: string }> {
-  let resourceMetadata: OAuthDiscoveryState['resourceMetadata'];
-  let advertised: string | undefined;
-  try {
-    resourceMetadata = await discoverOAuthProtectedResourceMetadata(serverUrl, resourceMetadataUrl ? { resourceMetadataUrl } : {});
-    advertised = resourceMetadata.authorization_servers?.[0];
-  } catch {
-    // No resource metadata (before MCP 2025-06-18): the MCP server's origin is the authorization server.
-  }
-  const issuer = advertised ?? serverUrl.origin;
-  const metadata = await discoverAuthorizationServerMetadata(issuer);
-  if (metadata && metadata.issuer !== issuer) {
-    throw new OAuthClientError(
-      'GATEWAY',
-      `the authorization server metadata of ${issuer} names another issuer, ${metadata.issuer} (RFC 8414 section 3.3 requires the issuer it was asked for): its endpoints are not used, sign-in refused`,
-    );
-  }
-  return {
-    issuer,
-    authorizationServerUrl: issuer,
-    ...(resourceMetadataUrl ? { resourceMetadataUrl: resourceMetadataUrl.href } : {}),
-    ...(resourceMetadata ? { resourceMetadata } : {}),
-    ...(metadata ? { authorizationServerMetadata: metadata } : {}),
-  };
-}
-
-/**
- * RFC 9207: the reason an authorization response is refused, or undefined. A
- * response must carry `iss` when the server's metadata advertises
- * `authorization_response_iss_parameter_supported`, and an `iss` it carries
- * must be the issuer exactly (simple string comparison: no trailing-slash or
- * case folding), advertised or not.
- */
-function issRefusal(iss: string | null, issuer: string, advertised: boolean): string | undefined {
-  if (iss === null) return advertised ? `the authorization response has no iss although ${issuer} advertises it (RFC 9207): sign-in refused` : undefined;
-  if (iss !== issuer) return `the authorization response names the issuer ${iss}, not ${issuer} (RFC 9207): sign-in refused`;
-  return undefined;
 }
 
 /**
