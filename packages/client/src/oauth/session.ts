@@ -239,7 +239,7 @@ export function createOAuthSession(options: OAuthSessionOptions): OAuthSession {
           log('');
           log(
             need.stepUp
-              ? `Farebox: ${serverUrl.origin} asks for more access (${need.scope}) than ${options.clientName} was granted. Sign in again to allow it; open this address in a browser:`
+              ? `Farebox: ${serverUrl.origin} asks for more access${need.scope ? ` (${need.scope})` : ''} than ${options.clientName} was granted. Sign in again to allow it; open this address in a browser:`
               : `Farebox: sign in to connect ${options.clientName} to ${serverUrl.origin}. Open this address in a browser:`,
           );
           log(`  ${url.href}`);
