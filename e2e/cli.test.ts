@@ -177,9 +177,9 @@ describe('farebox against a running local stack', () => {
     expect(json((await runFarebox(['keys', 'list', '--json'], { env: e })).stdout).find((x: { name: string }) => x.name === 'reader')).toMatchObject({
       kind: 'spend',
     });
-    const escape = await runFarebox(['keys', 'create', 'escape', '--api-key', reader], { env: await env() });
-    expect(escape.code).toBe(1);
-    expect(escape.stderr).toContain('this is a spend key: it may only call services, search the catalog and read its own balance');
+    const escaped = await runFarebox(['keys', 'create', 'escape', '--api-key', reader], { env: await env() });
+    expect(escaped.code).toBe(1);
+    expect(escaped.stderr).toContain('this is a spend key: it may only call services, search the catalog and read its own balance');
   });
 
   it('signs in through the browser (URL on stderr), uses the OAuth token, explains what needs an API key, and the connection can be revoked', async () => {

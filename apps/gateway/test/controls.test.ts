@@ -18,12 +18,10 @@ const meta = (r: ToolCall) => r._meta?.['farebox/error'] as Record<string, any> 
 
 describe('controls that bind', () => {
   let h: Harness;
-  let owner: TestUser;
   const seen: string[] = [];
 
   beforeAll(async () => {
     h = await startHarness('pglite');
-    owner = await h.user();
     await h.publish('echo', { price: '0.0001', handler: (p) => ({ echo: p }) });
     await h.publish('word-count', { price: '0.0001', handler: (p) => ({ words: String((p as { text?: string }).text ?? '').split(/\s+/).length }) });
     await h.publish('pricey', { price: '0.25', handler: (p) => ({ echo: p }) });
@@ -106,7 +104,11 @@ describe('controls that bind', () => {
     expect((await user.api('/v1/me')).body).toMatchObject({ is_publisher: false });
     expect((await user.api('/v1/api-keys')).status).toBe(200);
     // What a spend key may do, it does: its own policy on /v1/me, a call the policy allows; the policy still binds.
-    expect((await bearer(agent, '/v1/me')).body.credential).toMatchObject({ via: 'api_key', id: created.body.id, policy: { limit_usd: 0.01, allowed_services: ['echo'] } });
+    expect((await bearer(agent, '/v1/me')).body.credential).toMatchObject({
+      via: 'api_key',
+      id: created.body.id,
+      policy: { limit_usd: 0.01, allowed_services: ['echo'] },
+    });
     expect((await bearer(agent, '/v1/call', { body: { service: 'echo', payload: {} } })).status).toBe(200);
     expect(await bearer(agent, '/v1/call', { body: { service: 'word-count', payload: { text: 'a b' } } })).toMatchObject({
       status: 403,
@@ -166,8 +168,7 @@ describe('controls that bind', () => {
         walked++;
         const reaches = credentialReaches(op, kind);
         const refusedByKind =
-          r.status === 403 &&
-          (r.body?.code === 'CREDENTIAL_KIND' || r.body?.error === OAUTH_REFUSAL.error || r.body?.error === 'operator role required');
+          r.status === 403 && (r.body?.code === 'CREDENTIAL_KIND' || r.body?.error === OAUTH_REFUSAL.error || r.body?.error === 'operator role required');
         if (r.status === 401 || reaches === refusedByKind) rows.push(`${op.id} with ${kind}: ${r.status} ${JSON.stringify(r.body)} (table: ${reaches})`);
         if (!reaches && kind === 'spend_key') expect(r.body).toEqual(SPEND_REFUSAL);
       }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SpendingPolicyFields } from './inputs.js';
-import * as S from './schemas.js';
+import * as S from './all-schemas.js';
 
 /**
  * OAuth connections with the threshold of the calls their user confirms

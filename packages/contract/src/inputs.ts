@@ -246,13 +246,10 @@ export const IdempotencyHeaders = z.object({
 
 export const CallHeaders = IdempotencyHeaders.extend({
   'farebox-max-cost': z.string().optional().meta({ description: 'The most this call may cost, in USD (a dynamic price above it is refused).' }),
-  'farebox-approval': z
-    .string()
-    .optional()
-    .meta({
-      description:
-        "OAuth tokens only: the approval_id of a `403 CONFIRMATION_REQUIRED` answer, once the person approved the call on the gateway's page (/approve/<id>).",
-    }),
+  'farebox-approval': z.string().optional().meta({
+    description:
+      "OAuth tokens only: the approval_id of a `403 CONFIRMATION_REQUIRED` answer, once the person approved the call on the gateway's page (/approve/<id>).",
+  }),
 });
 
 export const ServiceParams = z.object({ service: z.string() });

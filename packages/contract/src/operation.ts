@@ -18,6 +18,13 @@ export type OAuthScope = keyof typeof OAUTH_SCOPES;
  */
 export type Auth = { kind: 'none' } | { kind: 'account'; oauthScope?: OAuthScope; spendKey?: true } | { kind: 'operator' };
 
+/** The `auth` of the table's operations: open, any credential of the account (an OAuth token with `oauthScope`), operators. */
+export const account = (oauthScope?: OAuthScope): Auth => (oauthScope ? { kind: 'account', oauthScope } : { kind: 'account' });
+/** What a spend key reaches too: calling, the catalog, its own balance, transactions and policy (`/v1/me`). */
+export const spend = (oauthScope: OAuthScope): Auth => ({ kind: 'account', oauthScope, spendKey: true });
+export const NONE: Auth = { kind: 'none' };
+export const OPERATOR: Auth = { kind: 'operator' };
+
 /**
  * The kinds of credential (docs/api.md, "Credentials and what each may do"):
  * - `session`: the dashboard's cookie (the signed-in owner);

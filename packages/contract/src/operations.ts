@@ -3,19 +3,13 @@ import { bazaarOperations } from './bazaar.js';
 import { facilitatorOperations } from './x402.js';
 import * as C from './connection-confirmations.js';
 import * as I from './inputs.js';
-import { OAUTH_SCOPES, type Auth, type OAuthScope, type Operation } from './operation.js';
-import * as S from './schemas.js';
+import { account, NONE, OAUTH_SCOPES, OPERATOR, spend, type Operation } from './operation.js';
+import * as S from './all-schemas.js';
 import { POLICY_ERRORS } from './spending.js';
 
 export { OAUTH_SCOPES };
 export { CREDENTIAL_KINDS, credentialReaches } from './operation.js';
 export type { Auth, CredentialKind, HttpMethod, OAuthScope, Operation, OperationInput } from './operation.js';
-
-const account = (oauthScope?: OAuthScope): Auth => (oauthScope ? { kind: 'account', oauthScope } : { kind: 'account' });
-/** What a spend key reaches too: calling, the catalog, its own balance, transactions and policy (`/v1/me`). */
-const spend = (oauthScope: OAuthScope): Auth => ({ kind: 'account', oauthScope, spendKey: true });
-const NONE: Auth = { kind: 'none' };
-const OPERATOR: Auth = { kind: 'operator' };
 
 const AUTH_ERRORS = {
   401: 'missing or invalid credential (`authentication required`, `invalid credential`, `session expired`)',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Address, amountFields, BaseUnits, Timestamp } from './schema-parts.js';
 import { RefusalFields, SpendingPolicy } from './spending.js';
 
 export { SpendingPolicy, SpendingRefusal } from './spending.js';
@@ -11,27 +12,7 @@ export { SpendingPolicy, SpendingRefusal } from './spending.js';
  * fields a newer gateway adds.
  */
 
-/** Base units (1 USDC = 10,000,000), as JSON numbers within 2^53. */
-export const BaseUnits = z.number().int();
-/** A timestamp, ISO 8601 in UTC. */
-const Timestamp = z.string().meta({ format: 'date-time' });
-/** A Stellar account address (`G...`). */
-const Address = z.string();
-
-/**
- * The five twins of an amount: `<p>_base_units` and the legacy `<p>_lamports`
- * and `<p>_sol` (the same base units, the spec's Versioning rule 2),
- * `<p>_asset_amount` (USDC) and `<p>_usd`.
- */
-function amountFields<P extends string>(prefix: P) {
-  return {
-    [`${prefix}_base_units`]: BaseUnits,
-    [`${prefix}_lamports`]: BaseUnits,
-    [`${prefix}_asset_amount`]: z.number(),
-    [`${prefix}_sol`]: BaseUnits,
-    [`${prefix}_usd`]: z.number(),
-  } as Record<`${P}_base_units` | `${P}_lamports` | `${P}_sol`, typeof BaseUnits> & Record<`${P}_asset_amount` | `${P}_usd`, z.ZodNumber>;
-}
+export { BaseUnits };
 
 /** Every error: one string field `error` (the spec's messages). */
 export const ErrorBody = z
@@ -215,11 +196,27 @@ export const ApiKeyKind = z.enum(['spend', 'manage']).meta({
 });
 
 export const ApiKey = z
-  .object({ id: z.string(), name: z.string(), prefix: z.string(), kind: ApiKeyKind, created_at: Timestamp, last_used_at: Timestamp.nullable(), ...SpendingPolicy.shape })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    kind: ApiKeyKind,
+    created_at: Timestamp,
+    last_used_at: Timestamp.nullable(),
+    ...SpendingPolicy.shape,
+  })
   .meta({ id: 'ApiKey', description: 'An API key record (never the key).' });
 
 export const CreatedApiKey = z
-  .object({ id: z.string(), name: z.string(), key: z.string().startsWith('sk_live_'), prefix: z.string(), kind: ApiKeyKind, created_at: Timestamp, ...SpendingPolicy.shape })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    key: z.string().startsWith('sk_live_'),
+    prefix: z.string(),
+    kind: ApiKeyKind,
+    created_at: Timestamp,
+    ...SpendingPolicy.shape,
+  })
   .meta({ id: 'CreatedApiKey', description: 'A new API key: `key` is shown this once.' });
 
 export const Revoked = z.object({ id: z.string(), revoked: z.boolean() }).meta({ id: 'Revoked' });
@@ -410,105 +407,3 @@ export const Readiness = z
   });
 
 export const LoggedOut = z.object({ ok: z.literal(true) }).meta({ id: 'LoggedOut' });
-
-const AddressAmount = z.object({ address: Address, base_units: BaseUnits });
-
-export const Dispute = z
-  .object({
-    escrow_id: z.string(),
-    state: z.enum(['open', 'resolved']),
-    served: z.boolean(),
-    reason: z.string(),
-    requested_by: Address,
-    receiver: Address,
-    engagement_id: z.string(),
-    ...amountFields('amount'),
-    funders: z.array(AddressAmount),
-    opened_at: Timestamp,
-    escrow_created_at: Timestamp.nullable(),
-    dispute_tx: z.string().nullable(),
-    dispute_explorer_url: z.string().nullable(),
-    resolution: z.enum(['refund', 'split']).nullable(),
-    distributions: z.array(AddressAmount).nullable(),
-    resolve_tx: z.string().nullable(),
-    resolve_explorer_url: z.string().nullable(),
-    resolved_by: z.string().nullable(),
-    resolved_at: Timestamp.nullable(),
-    error: z.string().nullable(),
-    escrow_explorer_url: z.string(),
-  })
-  .meta({ id: 'Dispute', description: 'A dispute on a direct escrow.' });
-
-/** An operator amount: exact base units as a string, USDC and USD. */
-export const Money = z.object({ base_units: z.string(), usdc: z.string(), usd: z.number() }).meta({ id: 'Money' });
-
-export const OperatorWhoami = z.object({ operator: z.boolean(), email: z.string() }).meta({ id: 'OperatorWhoami' });
-
-export const Treasury = z
-  .object({
-    address: Address,
-    explorer_url: z.string(),
-    network: z.string(),
-    /** `ok`, `not_created` (no account on chain yet) or `unavailable` (the network did not answer). */
-    status: z.string(),
-    balance: Money,
-    owed_to_publishers: Money,
-    to_fund: Money,
-    in_escrows: Money,
-    escrows_on_chain: Money.extend({ cycles: z.number().int(), unavailable: z.boolean() }),
-    surplus: Money,
-    covered: z.boolean(),
-    credits_outstanding: Money,
-    open_disputes: Money.extend({ count: z.number().int() }),
-    publishers: z.array(z.object({ owner: Address, calls: z.number().int(), owed: Money, to_fund: Money, in_escrow: Money })),
-    at: Timestamp,
-  })
-  .meta({ id: 'Treasury', description: "The treasury's on-chain balance against what it owes publishers." });
-
-export const Reconciliation = z
-  .object({
-    /** True when nothing below needs an operator. */
-    ok: z.boolean(),
-    /** Wallet-backed credits checked against the chain; `complete` is false when the network did not answer for some. */
-    wallet_credits: z.object({
-      checked: z.number().int(),
-      complete: z.boolean(),
-      problems: z.array(z.object({ tx_hash: z.string(), account_id: z.string(), payment_id: z.string(), amount: Money, problem: z.string() })),
-    }),
-    /** The ledger's own audit (balances, holds, earnings, cycles, wallet credits, conservation). */
-    ledger: z.object({ ok: z.boolean(), mismatches: z.array(z.object({ kind: z.string(), id: z.string(), expected: z.string(), actual: z.string() })) }),
-    /** The treasury's USDC against what it owes: credits outstanding (account balances) plus earnings still to fund. */
-    treasury: z.object({ balance: Money, owed: Money, covered: z.boolean(), status: z.string() }),
-    at: Timestamp,
-  })
-  .meta({
-    id: 'Reconciliation',
-    description: 'What backs the credits: each wallet-backed credit against its on-chain payment, the ledger audit, and the treasury.',
-  });
-
-export const OperatorSettlement = Settlement.extend({
-  publisher_owner: Address,
-  updated_at: Timestamp,
-  stalled: z.boolean(),
-  last_failure: z.object({ message: z.string(), at: Timestamp }).nullable(),
-}).meta({ id: 'OperatorSettlement' });
-
-export const SettlementRetry = z
-  .object({ id: z.string(), from: z.string(), state: z.string(), moved: z.boolean(), error: z.string().nullable(), settlement: Settlement })
-  .meta({ id: 'SettlementRetry' });
-
-export const Revenue = z
-  .object({ days: z.number().int(), total: Money, points: z.array(z.object({ day: z.string(), calls: z.number().int(), volume: Money, revenue: Money })) })
-  .meta({ id: 'Revenue', description: 'Platform fees per UTC day, oldest first.' });
-
-export const AuditEntry = z
-  .object({
-    id: z.string(),
-    at: Timestamp,
-    actor: z.string(),
-    action: z.string(),
-    target: z.string().nullable(),
-    outcome: z.enum(['ok', 'denied', 'failed']),
-    detail: z.record(z.string(), z.unknown()),
-  })
-  .meta({ id: 'AuditEntry' });

@@ -1,4 +1,4 @@
-import { base64UrlEncode, CERTIFICATE_HEADER, costObject, formatAmount, parseAmount, parsePaymentRequired, randomBytes } from '@farebox/protocol';
+import { base64UrlEncode, CERTIFICATE_HEADER, costObject, parseAmount, parsePaymentRequired, randomBytes } from '@farebox/protocol';
 import { inputs } from '@farebox/contract';
 import type { Principal } from './auth/accounts.js';
 import { createCertificateIssuer } from './certificates.js';

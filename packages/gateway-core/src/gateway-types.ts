@@ -3,7 +3,7 @@ import type { Database, Ledger } from '@farebox/ledger';
 import type { CatalogMirror, NetworkConfig, RegistryClient } from '@farebox/stellar';
 import type { LocalKeystore } from '@farebox/wallets';
 import type { Accounts, Principal } from './auth/accounts.js';
-import type { CallAnswer } from './calls.js';
+import type { CallAnswer, CallOptions } from './calls.js';
 import type { Clock } from './clock.js';
 import type { GatewayConfig, GatewayOptions } from './config.js';
 import type { OAuthOptions, OAuthServer } from './oauth/server.js';
@@ -62,12 +62,8 @@ export interface CreateGatewayOptions extends GatewayOptions {
   now?: Clock;
 }
 
-/** `POST /v1/call` options: the caller's idempotency key, cost ceiling and request id. */
-export interface CallOptions {
-  idempotencyKey?: string;
-  maxCost?: string;
-  requestId?: string;
-}
+/** `POST /v1/call` options: the caller's idempotency key, cost ceiling, approval and request id (call-types.ts). */
+export type { CallOptions };
 
 /** Platform-signed calls. */
 export interface CallService {

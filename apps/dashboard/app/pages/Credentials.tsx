@@ -98,8 +98,8 @@ function ApiKeys() {
           <input type="checkbox" checked={spendOnly} onChange={(e) => setSpendOnly(e.target.checked)} data-testid="spend-only" /> Spend only
         </label>
         <p className="hint">
-          A spend key may call services, search and read its own balance, transactions and policy; it can never manage keys, connections, top-ups or
-          publishing. A key with any spending limit is always a spend key.
+          A spend key may call services, search and read its own balance, transactions and policy; it can never manage keys, connections, top-ups or publishing.
+          A key with any spending limit is always a spend key.
         </p>
         <ErrorBox error={error} />
       </form>

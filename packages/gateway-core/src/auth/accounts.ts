@@ -232,10 +232,9 @@ export function createAccounts({ db, wallets, credits, cache = new CredentialCac
         return cached.principal;
       }
       const generation = cache.generation();
-      const { rows } = await db.query<UserRow & PolicyRow & { key_id: string; key_kind: ApiKeyKind; last_used_at: Date | string | null }>(
-        API_KEY_LOOKUP,
-        [hash],
-      );
+      const { rows } = await db.query<UserRow & PolicyRow & { key_id: string; key_kind: ApiKeyKind; last_used_at: Date | string | null }>(API_KEY_LOOKUP, [
+        hash,
+      ]);
       const row = rows[0];
       if (!row) return undefined;
       let lastUsedAt = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;

@@ -144,7 +144,11 @@ async function confirmedCall(
   const answer = ctx?.mcpReq?.inputResponses?.confirm as { action?: unknown; content?: { confirm?: unknown } } | undefined;
   // The app answered a form for the person without the owner's leave: not a confirmation; the person is asked below.
   const selfAnswered =
-    typeof state === 'string' && !state.startsWith(URL_STATE) && answer?.action === 'accept' && answer.content?.confirm === true && !(await c.appConfirms(principal));
+    typeof state === 'string' &&
+    !state.startsWith(URL_STATE) &&
+    answer?.action === 'accept' &&
+    answer.content?.confirm === true &&
+    !(await c.appConfirms(principal));
   if (typeof state === 'string' && answer && selfAnswered) await c.refuse(principal, state);
   else if (typeof state === 'string' && answer) {
     // URL mode: the person approved (or not) on the gateway's page; the client's answer only says the page was left.
