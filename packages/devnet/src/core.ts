@@ -29,6 +29,12 @@ export interface ChainOptions {
   usdc: Asset;
   /** Unix seconds source (tests may not override: ledgers follow the wall clock). */
   now?: () => number;
+  /**
+   * Accounts that a key other than their own master key signs for (account -> signer's G... key), as an
+   * account's extra signer does on Stellar: the devnet's USDC issuer under the testnet passphrase is
+   * testnet's issuer address, signed for by the devnet's own issuer key.
+   */
+  signers?: Record<string, string>;
 }
 
 /**
@@ -55,6 +61,7 @@ export class Chain {
   private pendingBySource = new Map<string, number>();
   private waiters = new Map<string, Array<(r: TxRecord) => void>>();
   private readonly now: () => number;
+  private readonly signers: Map<string, string>;
   private headerCache: { seq: number; header: string; meta: string } | undefined;
 
   constructor(opts: ChainOptions) {
@@ -63,6 +70,7 @@ export class Chain {
     this.usdc = opts.usdc;
     this.usdcIssuer = opts.usdc.getIssuer();
     this.now = opts.now ?? (() => Math.floor(Date.now() / 1000));
+    this.signers = new Map(Object.entries(opts.signers ?? {}));
     const t = this.now();
     this.genesis = { seq: 1, closeTime: t, hash: sha256('farebox-devnet:genesis').toString('hex'), prevHash: ZERO32.toString('hex') };
     this.latest = this.genesis;
@@ -127,12 +135,13 @@ export class Chain {
     return p.feeBump ? p.feeBump.fee : BigInt(p.tx.fee());
   }
 
-  /** Whether `who` signed `hash` with its master key among `signatures` (marking the one used). */
+  /** Whether `who` signed `hash` (with its master key, or its signer's key) among `signatures` (marking the one used). */
   private signed(who: string, hash: Buffer, signatures: xdr.DecoratedSignature[], used: Set<number>): boolean {
-    const hint = hintOf(who);
+    const key = this.signers.get(who) ?? who;
+    const hint = hintOf(key);
     for (const [i, s] of signatures.entries()) {
       if (used.has(i)) continue;
-      if (Buffer.compare(Buffer.from(s.hint()), hint) === 0 && verifyEd25519(who, hash, s.signature())) {
+      if (Buffer.compare(Buffer.from(s.hint()), hint) === 0 && verifyEd25519(key, hash, s.signature())) {
         used.add(i);
         return true;
       }

@@ -147,15 +147,22 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
   const instant = opts.closeIntervalMs === 'instant';
   const interval = typeof opts.closeIntervalMs === 'number' ? Math.max(10, opts.closeIntervalMs) : 1000;
 
-  const usdcAsset = new Asset('USDC', LOCAL_USDC_ISSUER);
-  const chain = new Chain({ passphrase: passphrase, usdc: usdcAsset });
+  // USDC's issuer is the network's (testnet's under the testnet passphrase, so the token is testnet's contract);
+  // the devnet signs its mints with its own issuer key, the issuer account's signer.
+  const usdcIssuer = network.usdc.issuer;
+  const usdcAsset = new Asset('USDC', usdcIssuer);
+  const chain = new Chain({
+    passphrase: passphrase,
+    usdc: usdcAsset,
+    ...(usdcIssuer === LOCAL_USDC_ISSUER ? {} : { signers: { [usdcIssuer]: LOCAL_USDC_ISSUER } }),
+  });
   chain.registerContract(registryContract(LOCAL_REGISTRY_CONTRACT_ID));
   chain.registerContract(stellarAssetContract(usdcAsset.contractId(passphrase), usdcAsset));
 
   const dataDir = opts.dataDir ? new DataDir(opts.dataDir, chain) : undefined;
   if (!dataDir?.load()) {
     chain.createGenesisAccount(friendbotKeypair.publicKey(), 100_000_000_000n * 10_000_000n);
-    chain.createGenesisAccount(LOCAL_USDC_ISSUER, 10_000n * 10_000_000n);
+    chain.createGenesisAccount(usdcIssuer, 10_000n * 10_000_000n);
     chain.closeLedger();
   }
   let lastClose = Date.now();
@@ -196,9 +203,10 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
   });
   const horizon = createHorizon(chain, { baseUrl: () => url, awaitInclusion, onSubmitted });
 
-  async function submitSigned(kp: Keypair, build: (b: TransactionBuilder) => TransactionBuilder): Promise<TxRecord> {
-    const acc = chain.accounts.get(kp.publicKey())!;
-    const tx = build(new TransactionBuilder(new Account(kp.publicKey(), acc.seq.toString()), { fee: '100', networkPassphrase: passphrase }))
+  /** A transaction of `source` (default: the key's own account; the USDC issuer's is signed by the devnet's issuer key). */
+  async function submitSigned(kp: Keypair, build: (b: TransactionBuilder) => TransactionBuilder, source = kp.publicKey()): Promise<TxRecord> {
+    const acc = chain.accounts.get(source)!;
+    const tx = build(new TransactionBuilder(new Account(source, acc.seq.toString()), { fee: '100', networkPassphrase: passphrase }))
       .setTimeout(300)
       .build();
     tx.sign(kp);
@@ -228,8 +236,10 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
           horizon.problem(400, 'Bad Request', `op_no_trust: ${addr} has no USDC trustline; add one (changeTrust) before asking for USDC`),
         );
       }
-      const pay = await submitSigned(issuerKeypair, (b) =>
-        b.addOperation(Operation.payment({ destination: addr, asset: usdcAsset, amount: unitsToDecimal(usdc) })),
+      const pay = await submitSigned(
+        issuerKeypair,
+        (b) => b.addOperation(Operation.payment({ destination: addr, asset: usdcAsset, amount: unitsToDecimal(usdc) })),
+        usdcIssuer,
       );
       if (!pay.successful) throw new FriendbotError(failedReply(pay));
       return pay;
@@ -365,8 +375,10 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     async mintUsdc(to, amount) {
       if (typeof amount !== 'bigint' || amount <= 0n) throw new Error('amount must be a positive bigint of base units');
       try {
-        const rec = await submitSigned(issuerKeypair, (b) =>
-          b.addOperation(Operation.payment({ destination: to, asset: usdcAsset, amount: unitsToDecimal(amount) })),
+        const rec = await submitSigned(
+          issuerKeypair,
+          (b) => b.addOperation(Operation.payment({ destination: to, asset: usdcAsset, amount: unitsToDecimal(amount) })),
+          usdcIssuer,
         );
         if (!rec.successful) throw new Error(`minting USDC failed: ${rec.resultCodes.transaction} (${rec.resultCodes.operations.join(', ')})`);
         return rec.hash;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Asset, rpc } from '@stellar/stellar-sdk';
-import { LOCAL_USDC_ISSUER, TESTNET_PASSPHRASE } from '@farebox/stellar';
+import { rpc } from '@stellar/stellar-sdk';
+import { TESTNET_PASSPHRASE, TESTNET_USDC_ISSUER } from '@farebox/stellar';
 import { createDevnet, startDevnet, type Devnet } from '@farebox/devnet';
 import { httpsProxy, testTls } from '@farebox/test-kit';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,10 +17,11 @@ afterAll(async () => {
 });
 
 describe('a devnet under the testnet passphrase, over https', () => {
-  it('reports the testnet passphrase and x402 network, with the USDC contract of that passphrase', async () => {
+  it("reports the testnet passphrase and x402 network, with testnet's own USDC contract (what stock x402 clients allow)", async () => {
     expect(devnet.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(devnet.network).toMatchObject({ passphrase: TESTNET_PASSPHRASE, x402Network: 'stellar:testnet' });
-    expect(devnet.network.usdc.contractId).toBe(new Asset('USDC', LOCAL_USDC_ISSUER).contractId(TESTNET_PASSPHRASE));
+    // Circle's testnet USDC: the contract id every testnet wallet and x402 client knows.
+    expect(devnet.network.usdc).toMatchObject({ issuer: TESTNET_USDC_ISSUER, contractId: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA' });
     // A stock rpc.Server without allowHttp reaches it (the run trusts the test certificate).
     const server = new rpc.Server(devnet.rpcUrl);
     expect((await server.getNetwork()).passphrase).toBe(TESTNET_PASSPHRASE);

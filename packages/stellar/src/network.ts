@@ -71,7 +71,8 @@ export function devnetPassphrase(value: string | undefined): string {
   return v;
 }
 
-const TESTNET_USDC_ISSUER = 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5';
+/** Circle's USDC issuer on the Stellar testnet; also the devnet's under the testnet passphrase. */
+export const TESTNET_USDC_ISSUER = 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5';
 const MAINNET_USDC_ISSUER = 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN';
 
 interface Preset {
@@ -169,8 +170,6 @@ export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig 
   if (registryContractId !== undefined && !StrKey.isValidContract(registryContractId)) {
     problems.push(`contractId must be a C... contract id, got "${registryContractId}"`);
   }
-  const usdcIssuer = nonEmpty(opts.usdcIssuer) ?? nonEmpty(env.STELLAR_USDC_ISSUER) ?? p.usdcIssuer;
-  if (!StrKey.isValidEd25519PublicKey(usdcIssuer)) problems.push(`usdcIssuer must be a G... public key, got "${usdcIssuer}"`);
   let passphrase = nonEmpty(opts.passphrase) ?? nonEmpty(env.STELLAR_NETWORK_PASSPHRASE);
   if (passphrase === undefined && name === 'local') {
     try {
@@ -181,8 +180,13 @@ export function resolveNetwork(opts: ResolveNetworkOptions = {}): NetworkConfig 
     }
   }
   passphrase ??= p.passphrase;
+  // The devnet under the testnet passphrase issues USDC under testnet's issuer, so its token is testnet's
+  // contract (what stock x402 clients allow by default); the devnet mints with a signer of its own.
+  const standsInForTestnet = name === 'local' && passphrase === TESTNET_PASSPHRASE;
+  const usdcIssuer = nonEmpty(opts.usdcIssuer) ?? nonEmpty(env.STELLAR_USDC_ISSUER) ?? (standsInForTestnet ? TESTNET_USDC_ISSUER : p.usdcIssuer);
+  if (!StrKey.isValidEd25519PublicKey(usdcIssuer)) problems.push(`usdcIssuer must be a G... public key, got "${usdcIssuer}"`);
   // The devnet under the testnet passphrase stands in for testnet (x402's stellar:testnet).
-  const x402Network = name === 'local' && passphrase === TESTNET_PASSPHRASE ? 'stellar:testnet' : p.x402Network;
+  const x402Network = standsInForTestnet ? 'stellar:testnet' : p.x402Network;
   const explorerBase = trimSlash(nonEmpty(opts.explorerUrl) ?? nonEmpty(env.STELLAR_EXPLORER_URL) ?? p.explorerBase);
   checkUrl('explorerUrl', explorerBase, problems);
 

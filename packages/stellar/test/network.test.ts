@@ -2,7 +2,7 @@ import { Asset } from '@stellar/stellar-sdk';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@farebox/protocol';
 import * as api from '@farebox/stellar';
-import { LOCAL_REGISTRY_CONTRACT_ID, LOCAL_USDC_ISSUER, resolveNetwork, unitsToDecimal, decimalToUnits, opCodeName, txCodeName } from '@farebox/stellar';
+import { LOCAL_REGISTRY_CONTRACT_ID, LOCAL_USDC_ISSUER, resolveNetwork, TESTNET_USDC_ISSUER, unitsToDecimal, decimalToUnits, opCodeName, txCodeName } from '@farebox/stellar';
 
 describe('resolveNetwork', () => {
   it('defaults to testnet with the public endpoints and the testnet USDC contract', () => {
@@ -37,11 +37,11 @@ describe('resolveNetwork', () => {
     expect(n.explorer.contract('CX')).toBe('http://127.0.0.1:9999/devnet/explorer/local/contract/CX');
   });
 
-  it('runs the local preset under the testnet passphrase as stellar:testnet, with the USDC contract of that passphrase', () => {
+  it("runs the local preset under the testnet passphrase as stellar:testnet, with testnet's USDC issuer and contract", () => {
     const viaOption = resolveNetwork({ network: 'local', devnetUrl: 'http://127.0.0.1:9999/devnet', devnetPassphrase: 'testnet', env: {} });
     expect(viaOption.passphrase).toBe('Test SDF Network ; September 2015');
     expect(viaOption.x402Network).toBe('stellar:testnet');
-    expect(viaOption.usdc.contractId).toBe(new Asset('USDC', LOCAL_USDC_ISSUER).contractId('Test SDF Network ; September 2015'));
+    expect(viaOption.usdc).toEqual({ code: 'USDC', issuer: TESTNET_USDC_ISSUER, contractId: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA' });
     expect(viaOption.registryContractId).toBe(LOCAL_REGISTRY_CONTRACT_ID);
     const viaEnv = resolveNetwork({ network: 'local', env: { FAREBOX_DEVNET_PASSPHRASE: 'testnet' } });
     expect(viaEnv.x402Network).toBe('stellar:testnet');
@@ -118,6 +118,7 @@ describe('helpers', () => {
         "REGISTRY_LIMITS",
         "StellarError",
         "TESTNET_PASSPHRASE",
+        "TESTNET_USDC_ISSUER",
         "createAccounts",
         "createCatalogMirror",
         "createRegistryClient",
