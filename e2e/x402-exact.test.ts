@@ -145,6 +145,8 @@ describe('a stock @x402/fetch + @x402/stellar client pays a @farebox/provider se
   let paid: { paymentSignature: string; transaction: string };
 
   it('gets its answer; the payer’s USDC falls by the price, the treasury’s rises by it, fees sponsored, the earning recorded once', async () => {
+    // The offer names testnet's own USDC contract: the client's spend controls allow it as they would on testnet.
+    expect((await send(undefined, {})).required?.accepts[0]).toMatchObject({ network: 'stellar:testnet', asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA' });
     const before = await snapshot();
     const out = await stock('pay', { city: 'Lisbon' });
     expect(out).toMatchObject({

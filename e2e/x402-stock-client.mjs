@@ -1,6 +1,6 @@
 // A stock x402 client on Stellar, unmodified: @x402/fetch's wrapFetchWithPayment
-// with @x402/core's x402Client and @x402/stellar's ExactStellarScheme, signing
-// with createEd25519Signer(secret, 'stellar:testnet'). Run by
+// with @x402/core's x402Client (2.27, with the spend controls a testnet payer sets)
+// and @x402/stellar's ExactStellarScheme, signing with createEd25519Signer(secret, 'stellar:testnet'). Run by
 // x402-exact.test.ts in its own process, with NODE_EXTRA_CA_CERTS trusting the
 // https proxy in front of the devnet's RPC (the stock client refuses http).
 //
@@ -25,7 +25,13 @@ if (!['pay', 'sign'].includes(mode) || !url || !secret || !rpcUrl) {
   process.exit(2);
 }
 
-const client = new x402Client().register('stellar:*', new ExactStellarScheme(createEd25519Signer(secret, 'stellar:testnet'), { url: rpcUrl }));
+// @x402/core 2.2x pays only default assets or those its spend controls allow; @x402/stellar 2.9 (the newest on the
+// registry) declares no default asset, so a testnet payer allows testnet's USDC by its contract id, as here. The same
+// entry works on the devnet under the testnet passphrase: its USDC is that contract (docs/devnet.md).
+const TESTNET_USDC = 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA';
+const client = new x402Client()
+  .register('stellar:*', new ExactStellarScheme(createEd25519Signer(secret, 'stellar:testnet'), { url: rpcUrl }))
+  .setSpendControls({ allowedAssets: [{ network: 'stellar:testnet', asset: TESTNET_USDC }] });
 const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
 
 if (mode === 'pay') {
