@@ -114,11 +114,14 @@ export interface ExactMismatch {
 
 /**
  * Compares what the payer accepted with the offer this request gets (same
- * network, token, receiver, amount; the same resource when the payload names
- * one). Returns the first mismatch, or undefined when they agree.
+ * network, token, receiver, amount, service; and the payload must name this
+ * resource: a payment whose resource was stripped is not taken, so it cannot
+ * be redeemed at another service of the same price). Returns the first
+ * mismatch, or undefined when they agree.
  */
 export function matchExactPayment(payment: ExactPayment, offer: ExactRequirements, resource: string): ExactMismatch | undefined {
   const a = payment.accepted;
+  if (a.scheme !== offer.scheme) return { reason: EXACT_REASONS.scheme, message: `the payment is for the ${a.scheme} scheme, this offer is ${offer.scheme}` };
   if (a.network !== offer.network) {
     return { reason: EXACT_REASONS.network, message: `the payment is for ${a.network}, this service takes exact payments on ${offer.network}` };
   }
@@ -127,7 +130,17 @@ export function matchExactPayment(payment: ExactPayment, offer: ExactRequirement
   if (a.amount !== offer.amount) {
     return { reason: EXACT_REASONS.amount, message: `the payment is for ${a.amount} base units, this payload's price is ${offer.amount} base units` };
   }
-  if (payment.resource !== undefined && payment.resource.url !== resource) {
+  const service = offer.extra.service;
+  if (service !== undefined && a.extra.service !== service) {
+    return {
+      reason: EXACT_REASONS.resource,
+      message: `the payment is for the service ${JSON.stringify(a.extra.service ?? null)} (accepted.extra.service), this is ${JSON.stringify(service)}`,
+    };
+  }
+  if (payment.resource === undefined) {
+    return { reason: EXACT_REASONS.resource, message: `the payment names no resource: send the payload with resource.url ${resource}, as the 402 gave it` };
+  }
+  if (payment.resource.url !== resource) {
     return { reason: EXACT_REASONS.resource, message: `the payment is for the resource ${payment.resource.url}, not ${resource}` };
   }
   return undefined;

@@ -109,10 +109,23 @@ describe('exact payment headers', () => {
 });
 
 describe('matchExactPayment', () => {
-  it('accepts the offer as made, with or without the resource', () => {
+  it('accepts the offer as made, naming its resource', () => {
     expect(matchExactPayment(payment, offer, 'https://echo.example/')).toBeUndefined();
+  });
+
+  it('refuses a payload whose resource was stripped, or that was accepted for another service', () => {
     const { resource: _, ...bare } = payment;
-    expect(matchExactPayment(bare, offer, 'https://echo.example/')).toBeUndefined();
+    expect(matchExactPayment(bare, offer, 'https://echo.example/')).toEqual({
+      reason: 'invalid_payment_requirements',
+      message: 'the payment names no resource: send the payload with resource.url https://echo.example/, as the 402 gave it',
+    });
+    const forEcho = { ...payment, resource: { url: 'https://count.example/' } };
+    const wordCount = { ...offer, extra: { areFeesSponsored: true, service: 'word-count' } };
+    expect(matchExactPayment(forEcho, wordCount, 'https://count.example/')).toEqual({
+      reason: 'invalid_payment_requirements',
+      message: 'the payment is for the service "echo" (accepted.extra.service), this is "word-count"',
+    });
+    expect(matchExactPayment({ ...payment, accepted: { ...offer, scheme: 'escrow' as 'exact' } }, offer, 'https://echo.example/')?.reason).toBe('unsupported_scheme');
   });
 
   it('refuses another network, token, payee, amount or resource with the reference reason', () => {
