@@ -89,7 +89,8 @@ export interface QuoteInput {
 /**
  * Builds the 402 answer: the x402 v1 body and the v2 `PAYMENT-REQUIRED`
  * header (base64 of the v2 object, standard alphabet with padding). Offers, in
- * order: `exact` (when given), then `escrow` (unless `escrow: false`).
+ * order: `exact` (when given; v2 only, x402 v1 has no `exact` on Stellar), then
+ * `escrow` (unless `escrow: false`).
  */
 export function buildPaymentRequired(input: QuoteInput): { body: PaymentRequiredBody; headers: Record<string, string> } {
   if (input.amount <= 0n) throw new FareboxError('INVALID_PAYMENT', 'a quote amount must be positive');
@@ -142,8 +143,9 @@ export function buildPaymentRequired(input: QuoteInput): { body: PaymentRequired
     })),
     ...more,
   };
+  // x402 v1 has no `exact` on Stellar (the scheme is v2's there): the v1 body offers only what a v1 client can pay.
   return {
-    body: { x402Version: 1, error, accepts: offers, ...more },
+    body: { x402Version: 1, error, accepts: offers.filter((o) => o.scheme !== EXACT_SCHEME), ...more },
     headers: { [X402_HEADERS.paymentRequired]: encodeJsonHeader(v2) },
   };
 }

@@ -48,7 +48,7 @@ const payment: ExactPayment = {
 const decode = (header: string) => JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
 
 describe('buildPaymentRequired with exact', () => {
-  it('offers exact first, then escrow, in the v2 header and the v1 body, with the extensions in both', () => {
+  it('offers exact first, then escrow, in the v2 header; the v1 body offers escrow only (x402 v1 has no exact on Stellar); the extensions in both', () => {
     const { body, headers } = buildPaymentRequired({ ...quote, exact, extensions: { bazaar } });
     const v2 = decode(headers['payment-required']!);
     expect(v2.accepts).toEqual([
@@ -57,19 +57,17 @@ describe('buildPaymentRequired with exact', () => {
     ]);
     expect(v2.extensions).toEqual({ bazaar });
     expect(v2.resource).toEqual({ url: 'https://echo.example/', description: 'Echoes the payload', mimeType: 'application/json' });
-    expect(body.accepts.map((a) => [a.scheme, a.maxAmountRequired, a.asset, a.payTo])).toEqual([
-      ['exact', '100000', usdc, treasury],
-      ['escrow', '100000', quote.asset, payTo],
-    ]);
+    expect(body.accepts.map((a) => [a.scheme, a.maxAmountRequired, a.asset, a.payTo])).toEqual([['escrow', '100000', quote.asset, payTo]]);
     expect(body.extensions).toEqual({ bazaar });
     const parsed = parsePaymentRequired({ headers, body });
     expect(parsed.accepts.map((a) => a.scheme)).toEqual(['exact', 'escrow']);
     expect(parsed.price).toBe(100_000n);
   });
 
-  it('offers exact alone when escrow is off, the price still at the top level', () => {
-    const { body } = buildPaymentRequired({ ...quote, exact, escrow: false, extra: { service: 'echo', priceBaseUnits: '100000' } });
-    expect(body.accepts.map((a) => a.scheme)).toEqual(['exact']);
+  it('offers exact alone when escrow is off (in the v2 header; the v1 body offers nothing), the price still at the top level', () => {
+    const { body, headers } = buildPaymentRequired({ ...quote, exact, escrow: false, extra: { service: 'echo', priceBaseUnits: '100000' } });
+    expect(decode(headers['payment-required']!).accepts.map((a: { scheme: string }) => a.scheme)).toEqual(['exact']);
+    expect(body.accepts).toEqual([]);
     expect(body.extra).toEqual({ service: 'echo', priceBaseUnits: '100000' });
   });
 
