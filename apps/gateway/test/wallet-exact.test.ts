@@ -23,7 +23,11 @@ it('pays a service offering exact into the treasury from the wallet by moving th
   // The service's own quote offers exact (into the treasury) beside escrow.
   const quote = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   expect(quote.status).toBe(402);
-  const offers = ((await quote.json()) as { accepts: Array<{ scheme: string; payTo: string }> }).accepts;
+  // In the v2 PAYMENT-REQUIRED header: x402 v1 has no exact on Stellar, so the v1 body offers escrow only.
+  const offers = (
+    JSON.parse(Buffer.from(quote.headers.get('payment-required')!, 'base64').toString('utf8')) as { accepts: Array<{ scheme: string; payTo: string }> }
+  ).accepts;
+  expect(((await quote.json()) as { accepts: Array<{ scheme: string }> }).accepts.map((o) => o.scheme)).toEqual(['escrow']);
   expect(offers.map((o) => o.scheme).sort()).toEqual(['escrow', 'exact']);
   expect(offers.find((o) => o.scheme === 'exact')?.payTo).toBe(s.gw.core.treasuryAddress);
 
