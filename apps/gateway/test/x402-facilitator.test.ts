@@ -38,8 +38,31 @@ async function post(path: 'verify' | 'settle', payload: PaymentPayload, requirem
 
 describe('GET /x402/supported', () => {
   it('lists exact on stellar:testnet with sponsored fees, the treasury as signer, and Farebox’s payTo', async () => {
+    const usdc = s.gw.core.network.usdc.contractId;
     expect(await client.getSupported()).toEqual({
-      kinds: [{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true } }],
+      // Farebox's rules in the kind's extra: a resource server can read them before its first customer.
+      kinds: [
+        {
+          x402Version: 2,
+          scheme: 'exact',
+          network: 'stellar:testnet',
+          extra: {
+            areFeesSponsored: true,
+            farebox: {
+              payTo: s.treasury,
+              asset: usdc,
+              catalog: '/x402/discovery/resources',
+              rules: [
+                `payTo must be the platform treasury ${s.treasury}: this facilitator settles payments to Farebox services only`,
+                `asset must be the USDC token contract ${usdc}`,
+                'extra.service must name a service of the Farebox catalog (GET /x402/discovery/resources)',
+                "amount must be at least the service's price in the catalog (base units)",
+                'paymentPayload.accepted must equal paymentRequirements, field by field',
+              ],
+            },
+          },
+        },
+      ],
       // The bazaar catalog beside it (/x402/discovery/resources).
       extensions: ['bazaar'],
       signers: { 'stellar:*': [s.treasury] },
@@ -97,7 +120,12 @@ describe('an exact payment through the facilitator', () => {
     const req = s.requirements(service, PRICE);
     const payload = await s.pay(payer, req);
     const cases: Array<[string, PaymentRequirements, string, string?]> = [
-      ['tampered amount', { ...req, amount: String(PRICE + 1n) }, 'invalid_exact_stellar_payload_wrong_amount'],
+      [
+        'tampered amount',
+        { ...req, amount: String(PRICE + 1n) },
+        'invalid_exact_stellar_payload_wrong_amount',
+        `paymentPayload.accepted.amount is "${PRICE}", paymentRequirements.amount is "${PRICE + 1n}": a payment is settled only for the requirements it was made for`,
+      ],
       [
         'another payee',
         { ...req, payTo: owner },
@@ -120,16 +148,22 @@ describe('an exact payment through the facilitator', () => {
     ];
     for (const [what, requirements, reason, message] of cases) {
       const verified = await post('verify', payload, requirements);
+      // Not 200: a stock resource server's HTTPFacilitatorClient then throws a VerifyError carrying reason and message.
       expect(verified, what).toMatchObject({
-        status: 200,
+        status: 422,
         body: { isValid: false, invalidReason: reason, ...(message ? { invalidMessage: message, error: message } : {}) },
       });
       const settled = await post('settle', payload, requirements);
-      expect(settled, what).toMatchObject({ status: 200, body: { success: false, errorReason: reason, transaction: '', network: 'stellar:testnet' } });
+      expect(settled, what).toMatchObject({ status: 422, body: { success: false, errorReason: reason, transaction: '', network: 'stellar:testnet' } });
     }
     // A payload paying someone else than the treasury (built for the owner), offered as the treasury's.
     const elsewhere = await s.pay(payer, { ...req, payTo: owner });
-    expect(await client.verify(elsewhere, req)).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_stellar_payload_wrong_recipient' });
+    // What the payer accepted differs from the requirements: refused before the library sees it (422), and by the library when they agree.
+    await expect(client.verify(elsewhere, req)).rejects.toMatchObject({ statusCode: 422, invalidReason: 'invalid_exact_stellar_payload_wrong_recipient' });
+    expect(await client.verify({ ...elsewhere, accepted: req }, req)).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_stellar_payload_wrong_recipient',
+    });
     // Less than the service's price, even when payload and requirements agree.
     const cheap = s.requirements(service, PRICE - 1n);
     const cheapPayload = await s.pay(payer, cheap);

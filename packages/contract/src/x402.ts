@@ -40,7 +40,11 @@ export const X402FacilitatorRequest = z
 
 export const X402Supported = z
   .object({
-    kinds: z.array(z.object({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), extra: Json.optional() })),
+    kinds: z.array(
+      z.object({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), extra: Json.optional() }).meta({
+        description: "A kind's `extra`: `areFeesSponsored`, and `farebox` (Farebox's rules: `payTo`, `asset`, `catalog` and `rules`, one sentence each).",
+      }),
+    ),
     extensions: z.array(z.string()),
     signers: z.record(z.string(), z.array(z.string())),
     farebox: z
@@ -74,6 +78,7 @@ export const X402Settle = z
 const NONE: Auth = { kind: 'none' };
 const VERIFY_ERRORS = {
   400: 'a malformed body (`invalidReason: invalid_payload`)',
+  422: "the requirements break Farebox's rules (payTo the treasury, the USDC contract, `extra.service` a catalog service, at least its price, `accepted` equal to the requirements): the reason and its explanation (`farebox_*`, `unsupported_scheme`, `invalid_network`, `invalid_payment_requirements`, ...)",
   429: 'rate limit exceeded per IP or payer (`rate_limited`, `Retry-After`)',
   503: 'the facilitator is off on this gateway (`facilitator_unavailable`)',
 } as const;

@@ -160,8 +160,8 @@ export function createExactPayments(options: {
         return { ok: false, status: 402, reason, message: verdict.invalidMessage ?? `the facilitator refused the payment: ${reason}` };
       }
     } catch (e) {
-      const reason = (e as { invalidReason?: string }).invalidReason;
-      if (reason) return { ok: false, status: 402, reason, message: `the facilitator refused the payment: ${reason}` };
+      const { invalidReason: reason, invalidMessage } = e as { invalidReason?: string; invalidMessage?: string };
+      if (reason) return { ok: false, status: 402, reason, message: invalidMessage ?? `the facilitator refused the payment: ${reason}` };
       return { ok: false, status: 502, message: `the facilitator ${exact.facilitatorUrl} could not verify the payment: ${errorText(e)}; nothing was paid` };
     }
 

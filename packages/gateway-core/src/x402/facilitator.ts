@@ -11,6 +11,7 @@ import { throughOutage } from '../runtime/outage-retry.js';
 import { KeyedMutex } from '../settlement/lock.js';
 import type { X402Settings } from './config.js';
 import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
+import { acceptedMismatch, fareboxKindExtra, RULE_STATUS } from './rules.js';
 import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
 import { authorizationOf, feesOf, payerOf, readSettledTransfer } from './transfer.js';
 
@@ -133,20 +134,26 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     await limit(o.settings.rateLimits.ip, ip);
     const req = r.paymentRequirements;
     if (req.scheme !== 'exact' || r.paymentPayload.accepted.scheme !== 'exact')
-      throw new Refusal('unsupported_scheme', 'this facilitator settles the exact scheme only');
-    if (req.network !== x402Network) throw new Refusal('invalid_network', `this facilitator settles exact payments on ${x402Network} only`);
+      throw new Refusal('unsupported_scheme', 'this facilitator settles the exact scheme only', RULE_STATUS);
+    if (req.network !== x402Network) throw new Refusal('invalid_network', `this facilitator settles exact payments on ${x402Network} only`, RULE_STATUS);
     if (req.payTo !== o.treasury.publicKey)
       throw new Refusal(
         'farebox_payee_not_treasury',
         `payTo must be the platform treasury ${o.treasury.publicKey}: this facilitator settles payments to Farebox services only`,
+        RULE_STATUS,
       );
-    if (req.asset !== o.network.usdc.contractId) throw new Refusal('farebox_wrong_asset', `asset must be the USDC token contract ${o.network.usdc.contractId}`);
+    if (req.asset !== o.network.usdc.contractId)
+      throw new Refusal('farebox_wrong_asset', `asset must be the USDC token contract ${o.network.usdc.contractId}`, RULE_STATUS);
     const name = req.extra?.service;
-    if (typeof name !== 'string' || name === '') throw new Refusal('farebox_service_missing', 'extra.service must name the Farebox service being paid');
+    if (typeof name !== 'string' || name === '')
+      throw new Refusal('farebox_service_missing', 'extra.service must name the Farebox service being paid', RULE_STATUS);
     const service = await o.service(name);
-    if (!service) throw new Refusal('farebox_unknown_service', `unknown service "${name}": extra.service must name a service in the catalog`);
+    if (!service) throw new Refusal('farebox_unknown_service', `unknown service "${name}": extra.service must name a service in the catalog`, RULE_STATUS);
     if (BigInt(req.amount) < service.pricePerCall)
-      throw new Refusal('farebox_amount_below_price', `amount ${req.amount} is below the price of ${name} (${service.pricePerCall} base units)`);
+      throw new Refusal('farebox_amount_below_price', `amount ${req.amount} is below the price of ${name} (${service.pricePerCall} base units)`, RULE_STATUS);
+    // What the payer accepted must be what is settled (the service credited included), field by field.
+    const mismatch = acceptedMismatch(r.paymentPayload.accepted, req);
+    if (mismatch) throw new Refusal(mismatch.reason, mismatch.message, RULE_STATUS);
     const payer = payerOf(r.paymentPayload.payload.transaction, passphrase);
     if (payer) await limit(o.settings.rateLimits.payer, payer);
     return { service: name, owner: service.owner };
@@ -380,8 +387,11 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     /** `GET /x402/supported`: the standard answer and the treasury that Farebox offers name as `payTo`. */
     supported(): Record<string, unknown> {
       const library = off ? { kinds: [], extensions: [], signers: {} } : facilitator.getSupported();
+      // Farebox's rules in each kind's extra, so a resource server learns them before its first customer.
+      const rules = fareboxKindExtra({ payTo: o.treasury.publicKey, asset: o.network.usdc.contractId });
+      const kinds = library.kinds.map((k) => ({ ...k, extra: { ...k.extra, farebox: rules } }));
       // The bazaar catalog is served beside the facilitator (/x402/discovery/resources and /search).
-      const standard = { ...library, extensions: [...new Set([...library.extensions, 'bazaar'])] };
+      const standard = { ...library, kinds, extensions: [...new Set([...library.extensions, 'bazaar'])] };
       return { ...standard, farebox: { payTo: o.treasury.publicKey, network: x402Network, asset: o.network.usdc.contractId } };
     },
     /** `POST /x402/verify`: the library's answer after Farebox's rules; nothing moves. */
