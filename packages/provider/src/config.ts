@@ -28,7 +28,7 @@ export type ProviderNetwork = 'testnet' | 'mainnet' | 'local';
 export type Price = number | string;
 
 export type { ProviderEnv } from './config-util.js';
-export type { DiscoveryOptions, ExactOptions, ResolvedExact } from './exact-config.js';
+export type { DiscoveryOptions, ExactOptions, ExactSettle, ResolvedExact } from './exact-config.js';
 
 /**
  * Options of {@link createProvider}. Precedence for every setting: this

@@ -6,9 +6,12 @@ import { bazaarResourceServerExtension, declareDiscoveryExtension, validateDisco
 import { checkUrl, label, nonEmpty, pick, type ProviderEnv } from './config-util.js';
 import type { ServedEscrowStore } from './served-store.js';
 
+/** When an `exact` payment is settled: after the handler answered (default), or before it runs. */
+export type ExactSettle = 'after-handler' | 'before-handler';
+
 /**
- * The standard x402 `exact` payment (one signed USDC `transfer`, verified and
- * settled by a facilitator before the handler runs). Offered on
+ * The standard x402 `exact` payment (one signed USDC `transfer`, verified by a
+ * facilitator before the handler runs and settled once it answered). Offered on
  * `stellar:testnet` / `stellar:pubnet` (the devnet counts as testnet under the
  * testnet passphrase) when a facilitator is known.
  */
@@ -24,8 +27,20 @@ export interface ExactOptions {
    * Required with `facilitatorUrl`; refused with the platform's facilitator (it names the treasury).
    */
   payTo?: string;
-  /** How long a payer's authorization stays valid, seconds (1 to 3600); default 60. */
+  /**
+   * How long a payer's authorization stays valid, seconds (1 to 3600); default 60.
+   * With `settle: 'after-handler'` it is also how long the handler has to answer.
+   */
   maxTimeoutSeconds?: number;
+  /**
+   * When the payment is settled. `'after-handler'` (default): verified, the
+   * handler runs, and it is settled only when the handler answered (below
+   * 400, within `maxTimeoutSeconds`); a failed handler moves no money.
+   * `'before-handler'`: settled before the handler runs, for a service that
+   * must be paid before it acts; a failed handler then leaves the payer
+   * charged, and the refund is the owner's to make by hand.
+   */
+  settle?: ExactSettle;
   /** Where served payments are recorded (a durable JSON file); default `served-exact-payments.json` next to the keypair file. */
   servedStorePath?: string;
   /** A store of served payments instead of the file (shared by replicas). */
@@ -52,6 +67,7 @@ export interface ResolvedExact {
   /** The USDC token contract, `C...`. */
   asset: string;
   maxTimeoutSeconds: number;
+  settle: ExactSettle;
   servedStorePath: string;
 }
 
@@ -93,6 +109,10 @@ export function resolveExact(
   }
   const timeout = options?.maxTimeoutSeconds ?? 60;
   if (!Number.isSafeInteger(timeout) || timeout < 1 || timeout > 3600) problems.push('exact.maxTimeoutSeconds must be an integer from 1 to 3600');
+  const settle = options?.settle ?? 'after-handler';
+  if (settle !== 'after-handler' && settle !== 'before-handler') {
+    problems.push(`exact.settle must be 'after-handler' (the default) or 'before-handler', not ${JSON.stringify(settle)}`);
+  }
   if (options?.servedStorePath !== undefined && (typeof options.servedStorePath !== 'string' || options.servedStorePath.trim() === '')) {
     problems.push('exact.servedStorePath must be a file path');
   }
@@ -107,6 +127,7 @@ export function resolveExact(
     ...(payToPick.value !== undefined ? { payTo: payToPick.value } : {}),
     asset: chain.usdcContractId,
     maxTimeoutSeconds: timeout,
+    settle,
     servedStorePath: nonEmpty(options?.servedStorePath) ?? join(dirname(chain.keypairFile ?? '.farebox/keypair'), 'served-exact-payments.json'),
   };
 }

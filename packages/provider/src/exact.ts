@@ -1,6 +1,7 @@
 // The standard x402 `exact` payment of a provider: the offer put in every 402,
 // and a payment's way to the handler: match the offer, verify with the
-// facilitator, record it once, settle it, all before the handler runs.
+// facilitator and record it once (accept), then settle it (settle), after the
+// handler answered or, with `settle: 'before-handler'`, before it runs.
 import {
   EXACT_REASONS,
   EXACT_SCHEME,
@@ -16,24 +17,49 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/
 import type { ResolvedExact } from './exact-config.js';
 import { FileServedEscrowStore, type ServedEscrowStore } from './served-store.js';
 
-/** What an exact payment came to before the handler: settled, or the answer to give instead. */
-export type ExactOutcome =
-  | { ok: true; key: string; amount: bigint; transaction: string; network: string; payer: string; header: string }
-  | {
-      ok: false;
-      /** 402: answer with a fresh quote carrying `reason`/`message` (and `header`, a failed settlement's PAYMENT-RESPONSE); else a plain error. */
-      status: 402 | 409 | 502 | 503;
-      reason?: string;
-      message: string;
-      header?: string;
-    };
+/** A payment refused, or whose settlement failed: the answer to give instead of the handler's. */
+export interface ExactRefusal {
+  ok: false;
+  /** 402: answer with a fresh quote carrying `reason`/`message` (and `header`, a failed settlement's PAYMENT-RESPONSE); else a plain error. */
+  status: 402 | 409 | 502 | 503;
+  reason?: string;
+  message: string;
+  header?: string;
+}
+
+/** A payment verified by the facilitator and recorded once: nothing has moved yet. */
+export interface ExactAccepted {
+  ok: true;
+  /** What it is recorded under in the served store. */
+  key: string;
+  amount: bigint;
+  /** The payer's account, from its signed authorization. */
+  payer: string;
+  /** The ledger after which the payer's signed authorization can no longer be submitted. */
+  expiresAfterLedger: number;
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+}
+
+/** A settled payment: its transaction and the PAYMENT-RESPONSE header. */
+export interface ExactSettled {
+  ok: true;
+  transaction: string;
+  network: string;
+  payer: string;
+  header: string;
+}
 
 export interface ExactPayments {
   /** The `exact` offer for a price, or undefined while the receiver is unknown (the platform's facilitator did not answer). */
   offer(price: bigint): Promise<ExactRequirements | undefined>;
-  /** Checks, verifies, records and settles one payment of `price` for `resource`. */
-  pay(header: string, price: bigint, resource: string): Promise<ExactOutcome>;
-  /** Notes what became of a settled payment whose handler failed (for a refund by hand). */
+  /** Checks, verifies and records one payment of `price` for `resource`; nothing moves. */
+  accept(header: string, price: bigint, resource: string): Promise<ExactAccepted | ExactRefusal>;
+  /** Settles an accepted payment through the facilitator. */
+  settle(accepted: ExactAccepted): Promise<ExactSettled | ExactRefusal>;
+  /** Records that an accepted payment was never settled (the handler failed): it stays refused as a replay. */
+  unused(key: string, reason: string): Promise<void>;
+  /** Notes what became of a payment settled before a handler that failed (for a refund by hand). */
   handlerFailed(key: string, reason: string): Promise<void>;
 }
 
@@ -51,10 +77,14 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 /**
  * What a payment is recorded under: its Soroban authorization (`exact:<payer>:<nonce>`,
  * what the chain spends once, so a payment rebuilt around the same signed
- * authorization is the same payment) and the payer's transaction hash.
- * Undefined when the transaction does not parse.
+ * authorization is the same payment), the payer, the authorization's
+ * expiration ledger and the payer's transaction hash. Undefined when the
+ * transaction does not parse.
  */
-export function exactPaymentKey(payment: ExactPayment, passphrase: string): { key: string; txHash: string } | undefined {
+export function exactPaymentKey(
+  payment: ExactPayment,
+  passphrase: string,
+): { key: string; payer: string; expiresAfterLedger: number; txHash: string } | undefined {
   try {
     const tx = TransactionBuilder.fromXDR(payment.payload.transaction, passphrase);
     if (!('operations' in tx) || tx.operations.length !== 1 || tx.operations[0]!.type !== 'invokeHostFunction') return undefined;
@@ -62,7 +92,13 @@ export function exactPaymentKey(payment: ExactPayment, passphrase: string): { ke
     const entry = (op.auth ?? []).find((a) => a.credentials().switch() === xdr.SorobanCredentialsType.sorobanCredentialsAddress());
     if (!entry) return undefined;
     const creds = entry.credentials().address();
-    return { key: `exact:${Address.fromScAddress(creds.address()).toString()}:${creds.nonce().toString()}`, txHash: tx.hash().toString('hex') };
+    const payer = Address.fromScAddress(creds.address()).toString();
+    return {
+      key: `exact:${payer}:${creds.nonce().toString()}`,
+      payer,
+      expiresAfterLedger: creds.signatureExpirationLedger(),
+      txHash: tx.hash().toString('hex'),
+    };
   } catch {
     return undefined;
   }
@@ -125,7 +161,7 @@ export function createExactPayments(options: {
     };
   }
 
-  async function pay(header: string, price: bigint, resource: string): Promise<ExactOutcome> {
+  async function accept(header: string, price: bigint, resource: string): Promise<ExactAccepted | ExactRefusal> {
     let payment: ExactPayment;
     try {
       payment = parseExactPaymentHeader(header);
@@ -165,19 +201,23 @@ export function createExactPayments(options: {
       return { ok: false, status: 502, message: `the facilitator ${exact.facilitatorUrl} could not verify the payment: ${errorText(e)}; nothing was paid` };
     }
 
-    // Recorded before settling: a second presentation is refused even while this one settles.
+    // Recorded before the handler runs and before settling: a second presentation is refused from now on, whatever comes of this one.
     const claimed = await store.claim({
       escrowId: key,
       service,
       quoteId: `exact:${id.txHash}`,
       amount: price.toString(),
-      payer: '',
+      payer: id.payer,
       status: 'serving',
       claimedAt: now(),
       updatedAt: now(),
     });
     if (!claimed) return replay;
+    return { ok: true, key, amount: price, payer: id.payer, expiresAfterLedger: id.expiresAfterLedger, payload, requirements };
+  }
 
+  async function settle(accepted: ExactAccepted): Promise<ExactSettled | ExactRefusal> {
+    const { key, payload, requirements } = accepted;
     let settled: SettleResponse;
     try {
       // The facilitator waits for the transaction (up to maxTimeoutSeconds): allow that and half a minute more.
@@ -211,14 +251,12 @@ export function createExactPayments(options: {
         header: encodePaymentResponseHeader(settled),
       };
     }
-    const payer = settled.payer ?? '';
+    const payer = settled.payer ?? accepted.payer;
     await store.update(key, { status: 'released', releaseTx: settled.transaction, payer }).catch((e: unknown) => {
       options.warn(`exact payment ${settled.transaction} settled but not marked in the served store: ${errorText(e)}`);
     });
     return {
       ok: true,
-      key,
-      amount: price,
       transaction: settled.transaction,
       network: settled.network,
       payer,
@@ -228,7 +266,13 @@ export function createExactPayments(options: {
 
   return {
     offer,
-    pay,
+    accept,
+    settle,
+    async unused(key, reason) {
+      await store.update(key, { status: 'abandoned', reason: `not settled, nothing charged: ${reason}` }).catch((e: unknown) => {
+        options.warn(`exact payment ${key} not settled (${reason}), but not marked in the served store: ${errorText(e)}`);
+      });
+    },
     async handlerFailed(key, reason) {
       await store.update(key, { status: 'released', reason: `the handler failed after settlement: ${reason}` }).catch(() => undefined);
     },

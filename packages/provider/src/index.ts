@@ -1,6 +1,16 @@
 export { createProvider } from './provider.js';
 export type { Provider, PaidRequest, ProviderResponse, HeadersInput, CallContext, ServiceHandler, BootstrapResult } from './provider.js';
-export type { ProviderOptions, ProviderNetwork, ProviderEnv, Price, ResolvedProviderConfig, ExactOptions, DiscoveryOptions, ResolvedExact } from './config.js';
+export type {
+  ProviderOptions,
+  ProviderNetwork,
+  ProviderEnv,
+  Price,
+  ResolvedProviderConfig,
+  ExactOptions,
+  ExactSettle,
+  DiscoveryOptions,
+  ResolvedExact,
+} from './config.js';
 export { ProviderError } from './errors.js';
 export type { ProviderErrorCode } from './errors.js';
 export { InMemoryReplayStore } from './replay.js';

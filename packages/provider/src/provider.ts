@@ -61,7 +61,7 @@ export interface CallContext {
   callId?: string;
   /** The escrow served (escrow payments). */
   escrowId?: string;
-  /** The settlement transaction, settled before the handler runs (exact payments). */
+  /** Exact payments with `exact.settle: 'before-handler'`: the settlement transaction (by default it is settled after the handler answered: unset). */
   transaction?: string;
   /** Who paid (escrow and exact payments). */
   payer?: string;

@@ -9,6 +9,9 @@ import { ProviderError } from './errors.js';
  * `served` (the handler succeeded, the release is pending or failed),
  * `released` (paid out), `abandoned` (the handler failed: never released,
  * the funds stay for the dispute path).
+ * An `exact` payment is `serving` once verified, `released` once settled
+ * (`releaseTx`), `abandoned` when it was never settled (the handler failed,
+ * or the settlement did: `reason`); in every status it is refused as a replay.
  */
 export type ServedEscrowStatus = 'serving' | 'served' | 'released' | 'abandoned';
 
