@@ -281,9 +281,44 @@ describe('exact on a devnet under the testnet passphrase', () => {
     expect(world.usdcOf(payer.publicKey)).toBe(before - 3_000_000n);
   });
 
-  it('a handler failing after settlement answers 500 saying where the money went (the settlement transaction)', async () => {
+  it('a handler that fails is never settled: 500 saying nothing was charged, the payer untouched, the payment refused if presented again', async () => {
     const svc = await world.publish('ex-fails', '0.1', {}, () => {
       throw new Error('the model is down');
+    });
+    const payer = await world.party(USDC);
+    const { required, offer } = await exactQuote(svc.endpoint, {});
+    const header = await signedPayment(payer, offer, offer, required.resource);
+    const res = await post(svc.endpoint, {}, { [X402_HEADERS.paymentSignature]: header });
+    expect(res.status).toBe(500);
+    expect(res.headers.get(X402_HEADERS.paymentResponseV2)).toBeNull();
+    expect(res.json).toEqual({
+      error: 'the model is down; nothing was charged: the payment was not settled',
+      payment: {
+        settled: false,
+        charged: '0',
+        payer: payer.publicKey,
+        network: 'stellar:testnet',
+        note: expect.stringMatching(
+          new RegExp(
+            `^ex-fails failed before the payment was settled, so nothing moved from ${payer.publicKey}: the signed authorization \\(0\\.1 USDC, valid through ledger \\d+\\) was not submitted, and ex-fails refuses it from now on; sign a new payment to try again$`,
+          ),
+        ),
+      },
+    });
+    expect(world.usdcOf(payer.publicKey)).toBe(USDC);
+    const again = await post(svc.endpoint, {}, { [X402_HEADERS.paymentSignature]: header });
+    expect([again.status, again.json?.error]).toEqual([409, 'this payment was already presented to ex-fails (replay): pay again with a new authorization']);
+    expect(world.usdcOf(payer.publicKey)).toBe(USDC);
+    const stored = JSON.parse(await readFile(svc.servedStorePath, 'utf8')) as { escrows: Record<string, { status: string; reason?: string }> };
+    expect(Object.values(stored.escrows)).toEqual([
+      expect.objectContaining({ status: 'abandoned', reason: 'not settled, nothing charged: the model is down' }),
+    ]);
+  });
+
+  it("exact.settle: 'before-handler' settles first: a handler failing after settlement answers 500 saying where the money went", async () => {
+    const servedStorePath = join(await mkdtemp(join(tmpdir(), 'farebox-exact-first-')), 'served-exact-payments.json');
+    const svc = await world.publish('ex-first', '0.1', { exact: { settle: 'before-handler', servedStorePath } }, () => {
+      throw new Error('the printer jammed');
     });
     const payer = await world.party(USDC);
     const { required, offer } = await exactQuote(svc.endpoint, {});
@@ -291,14 +326,15 @@ describe('exact on a devnet under the testnet passphrase', () => {
     expect(res.status).toBe(500);
     const receipt = decodePaymentResponseHeader(res.headers.get(X402_HEADERS.paymentResponseV2)!);
     expect(res.json).toEqual({
-      error: 'the model is down',
+      error: 'the printer jammed',
       payment: {
         settled: true,
         transaction: receipt.transaction,
         network: 'stellar:testnet',
         payer: payer.publicKey,
         amount: '1000000',
-        refund: "the payment was settled before the service failed; it is recorded with its transaction: ask ex-fails's owner for a refund",
+        refund:
+          "the payment was settled before the service failed (ex-first settles before its handler runs); it is recorded with its transaction: ask ex-first's owner for a refund",
       },
     });
     expect(world.usdcOf(payer.publicKey)).toBe(USDC - 1_000_000n);

@@ -20,13 +20,14 @@ function problems(options: ProviderOptions): string[] {
 }
 
 describe('exact options', () => {
-  it("uses the platform's facilitator at <platform.url>/x402 on testnet, with the USDC token contract, 60 s and the store next to the keypair", () => {
+  it("uses the platform's facilitator at <platform.url>/x402 on testnet, with the USDC token contract, 60 s, settling after the handler and the store next to the keypair", () => {
     const { config } = createProvider({ ...base, env: { FAREBOX_URL: 'https://farebox.example/' } });
     expect(config.exact).toEqual({
       facilitatorUrl: 'https://farebox.example/x402',
       platform: true,
       asset: resolveNetwork({ network: 'testnet' }).usdc.contractId,
       maxTimeoutSeconds: 60,
+      settle: 'after-handler',
       servedStorePath: '.farebox/served-exact-payments.json',
     });
     expect(config.warnings).toEqual([]);
@@ -38,6 +39,15 @@ describe('exact options', () => {
     expect(fromEnv).toMatchObject({ facilitatorUrl: 'https://fac.example', platform: false, payTo });
     const fromOptions = createProvider({ ...base, exact: { facilitatorUrl: 'https://fac.example/', payTo, maxTimeoutSeconds: 30 } }).config.exact;
     expect(fromOptions).toMatchObject({ facilitatorUrl: 'https://fac.example', platform: false, payTo, maxTimeoutSeconds: 30 });
+  });
+
+  it("settles before the handler runs only when asked (settle: 'before-handler'), and refuses any other value", () => {
+    const platform = { FAREBOX_URL: 'https://farebox.example/' };
+    expect(createProvider({ ...base, exact: { settle: 'before-handler' }, env: platform }).config.exact?.settle).toBe('before-handler');
+    expect(createProvider({ ...base, exact: { settle: 'after-handler' }, env: platform }).config.exact?.settle).toBe('after-handler');
+    expect(problems({ ...base, exact: { settle: 'first' as never }, env: platform })).toEqual([
+      `exact.settle must be 'after-handler' (the default) or 'before-handler', not "first"`,
+    ]);
   });
 
   it('offers no exact on the local devnet passphrase, without a facilitator, or when turned off', () => {
