@@ -197,6 +197,9 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
       dailyFeeStroops: text(env.FAREBOX_X402_DAILY_FEE_STROOPS),
       ipPerMinute: text(env.FAREBOX_X402_IP_RATE_LIMIT),
       payerPerMinute: text(env.FAREBOX_X402_PAYER_RATE_LIMIT),
+      channels: text(env.FAREBOX_X402_CHANNELS),
+      channelStroops: text(env.FAREBOX_X402_CHANNEL_STROOPS),
+      payerConcurrency: text(env.FAREBOX_X402_PAYER_CONCURRENCY),
     }),
   };
   return { options: defined(options), problems, warnings: named.warnings };

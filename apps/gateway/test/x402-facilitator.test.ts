@@ -65,7 +65,8 @@ describe('GET /x402/supported', () => {
       ],
       // The bazaar catalog beside it (/x402/discovery/resources).
       extensions: ['bazaar'],
-      signers: { 'stellar:*': [s.treasury] },
+      // The treasury (never a settlement's source: a payload naming it is refused) and the channel accounts that send settlements.
+      signers: { 'stellar:*': [s.treasury, ...s.gw.core.x402.channels.addresses] },
     });
     // Farebox's field, read through the typed client (the answer is checked against the contract's schema).
     const supported = await createGatewayClient({ baseUrl: s.gw.url }).request('x402Supported');
@@ -88,7 +89,8 @@ describe('an exact payment through the facilitator', () => {
     expect(settled).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey() });
     expect(settled.transaction).toMatch(/^[0-9a-f]{64}$/);
     expect(await s.balances(payer.publicKey())).toEqual({ usdc: before.payer.usdc - PRICE, xlm: before.payer.xlm });
-    expect((await s.balances(s.treasury)).usdc).toBe(before.treasury.usdc + PRICE);
+    // A channel account sent it and paid its fee: the treasury's XLM is untouched.
+    expect(await s.balances(s.treasury)).toEqual({ usdc: before.treasury.usdc + PRICE, xlm: before.treasury.xlm });
 
     // The earning: once, for the service's owner, with the amount the transaction moved.
     const ledger = s.gw.core.ledger;
@@ -273,7 +275,7 @@ describe('a dedicated fee account and the switch', () => {
       settings: { feeAccountSecret: feeAccount.secret(), rateLimits: open },
       rateLimits: new MemoryRateLimitStore(),
     });
-    expect(facilitator.supported()).toMatchObject({ signers: { 'stellar:*': [s.treasury, feeAccount.publicKey()] } });
+    expect(facilitator.supported()).toMatchObject({ signers: { 'stellar:*': [s.treasury, ...s.gw.core.x402.channels.addresses, feeAccount.publicKey()] } });
     const payer = await s.payer(PRICE);
     const req = s.requirements(service, PRICE);
     const payload = await s.pay(payer, req);

@@ -30,6 +30,7 @@ import { createPlatformService } from './services/platform.js';
 import { createPublisherService } from './services/publisher.js';
 import { createSettlement } from './settlement/index.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
+import { createChannelPool } from './x402/channels.js';
 import { createX402Runtime } from './x402/index.js';
 
 export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from './gateway-types.js';
@@ -80,11 +81,14 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     logger.warn({ event: 'settlement', err: e }, m);
   };
   const crashPoint = options.crashPoint;
+  // Every treasury-sourced transaction goes through this one queue (runtime/treasury-queue.ts).
+  const { treasuryQueue } = infra;
   const settlement = createSettlement({
     ledger,
     db,
     network,
     treasury,
+    treasuryQueue,
     settings: config.settlement,
     log: settlementLog,
     ...(crashPoint ? { crashPoint } : {}),
@@ -93,7 +97,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     dependencies,
   });
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
-  const operator = createOperator({ db, ledger, network, settlement, treasury, walletAudit, settings: config.operators, log });
+  const operator = createOperator({ db, ledger, network, settlement, treasury, treasuryQueue, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
   // Paid calls an OAuth connection's owner confirms, on every door that pays (oauth/confirmations.ts).
   const callConfirmations = createCallConfirmations({
@@ -124,6 +128,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     network,
     wallets,
     treasury,
+    treasuryQueue,
     startingXlm: 20_000_000n,
     log,
     ...(options.now ? { now: options.now } : {}),
@@ -155,7 +160,20 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   });
   observeGateway(metrics, infra, networkLedger, now);
   // Settlements of the x402 facilitator whose record was interrupted are recorded from the chain (x402/reconcile.ts).
-  const x402 = createX402Runtime({ ledger, network, logger, metrics, log, crashPoint, now });
+  // Its settlements are sent from channel accounts, never from the treasury (x402/channels.ts).
+  const channels = await createChannelPool({
+    db,
+    wallets,
+    chain: infra.chain,
+    network,
+    treasury,
+    treasuryQueue,
+    count: config.x402.channels,
+    balanceStroops: config.x402.channelStroops,
+    perPayer: config.x402.payerConcurrency,
+    log,
+  });
+  const x402 = createX402Runtime({ ledger, network, channels, logger, metrics, log, crashPoint, now });
   const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;
   let stopWatch: (() => void) | undefined;
@@ -218,6 +236,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
       x402.reconciler.start();
+      if (config.x402.enabled && network.x402Network !== 'stellar:local')
+        channels.prepare().catch((err) => log('x402 channel accounts are not set up yet (will retry on use)', err));
     },
 
     async close() {
@@ -225,6 +245,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       dependencies.stop();
       jobs.stop();
       x402.reconciler.stop();
+      await channels.close();
       await provisioning.stop();
       await settlement.stop();
       await operator.stop();

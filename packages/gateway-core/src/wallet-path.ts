@@ -15,6 +15,7 @@ import type { CallableService, CallResponse, TraceStep } from './calls.js';
 import { CALL_MODES } from './calls.js';
 import { systemClock, type Clock } from './clock.js';
 import { GatewayError } from './errors.js';
+import type { TreasuryQueue } from './runtime/treasury-queue.js';
 import { checkEndpoint, guardedFetch, type EndpointPolicy } from './security/endpoint-guard.js';
 import type { Topups } from './topups.js';
 
@@ -50,6 +51,8 @@ export interface WalletPathOptions {
   /** Moves a shortfall from the wallet to the treasury as a top-up, exactly once. */
   topups: Pick<Topups, 'payFromWallet' | 'inWalletTurn'>;
   treasuryAddress: string;
+  /** The gateway's one queue of treasury transactions (a refund's dispute and resolution go through it). */
+  treasuryQueue: TreasuryQueue;
   policy: EndpointPolicy;
   /** The account wallet's USDC (base units), 0 when it has no trustline or does not exist. */
   walletBalance(address: string): Promise<bigint>;
@@ -247,11 +250,13 @@ export function createWalletPath(o: WalletPathOptions) {
       if (e.flags.released || e.flags.resolved) return { escrowId, outcome: e.flags.released ? 'released' : 'resolved' };
       held = e.balance;
       const treasury = walletSigner(o.wallets, o.treasuryAddress);
-      if (!e.flags.disputed) await o.escrow.run('disputeEscrow', { contractId: escrowId, signer: o.treasuryAddress }, treasury);
-      const { txHash } = await o.escrow.run(
-        'resolveDispute',
-        { contractId: escrowId, disputeResolver: o.treasuryAddress, distributions: [{ address: payer, amount: e.balance }] },
-        treasury,
+      const amount = e.balance;
+      if (!e.flags.disputed)
+        await o.treasuryQueue.run(`refund of escrow ${escrowId} (dispute)`, () =>
+          o.escrow.run('disputeEscrow', { contractId: escrowId, signer: o.treasuryAddress }, treasury),
+        );
+      const { txHash } = await o.treasuryQueue.run(`refund of escrow ${escrowId}`, () =>
+        o.escrow.run('resolveDispute', { contractId: escrowId, disputeResolver: o.treasuryAddress, distributions: [{ address: payer, amount }] }, treasury),
       );
       const detail = { escrowId, amount: e.balance.toString(), txHash, explorerUrl: o.network.explorer.tx(txHash) };
       return { escrowId, outcome: 'refunded', amount: e.balance, step: step('wallet_refund', started, 'ok', detail) };

@@ -1,6 +1,7 @@
 import type { Accounts as ChainAccounts, NetworkConfig, TxSigner } from '@farebox/stellar';
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { Db } from './db.js';
+import type { TreasuryQueue } from './runtime/treasury-queue.js';
 
 export interface WalletProvisioningOptions {
   db: Db;
@@ -9,6 +10,8 @@ export interface WalletProvisioningOptions {
   wallets: WalletProvider;
   /** Pays for new accounts where the network has no friendbot (mainnet). */
   treasury: TxSigner;
+  /** The gateway's one queue of treasury transactions (the accounts it creates, its own trustline). */
+  treasuryQueue: TreasuryQueue;
   /** XLM (stroops) a new wallet starts with where the treasury creates it: its reserves (account and USDC trustline) and fees. */
   startingXlm: bigint;
   /** How often due jobs are looked for (default 2 s); a sign-up also wakes the worker at once. */
@@ -52,14 +55,20 @@ export function createWalletProvisioning(o: WalletProvisioningOptions) {
     if (!state.exists) {
       if (o.network.friendbotUrl) await o.chain.fund(address);
       else
-        await o.chain.createAccount(o.treasury, address, o.startingXlm).catch((err: unknown) => {
-          throw new Error(
-            `the treasury ${o.treasury.publicKey} could not create the wallet (it pays each new wallet's XLM reserve: fund it with XLM): ${err instanceof Error ? err.message : String(err)}`,
-            { cause: err },
-          );
-        });
+        await o.treasuryQueue
+          .run(`creating wallet ${address}`, () => o.chain.createAccount(o.treasury, address, o.startingXlm))
+          .catch((err: unknown) => {
+            throw new Error(
+              `the treasury ${o.treasury.publicKey} could not create the wallet (it pays each new wallet's XLM reserve: fund it with XLM): ${err instanceof Error ? err.message : String(err)}`,
+              { cause: err },
+            );
+          });
     }
-    if (state.usdc === null) await o.chain.ensureUsdcTrustline(walletSigner(o.wallets, address));
+    if (state.usdc === null) {
+      const trustline = () => o.chain.ensureUsdcTrustline(walletSigner(o.wallets, address));
+      // The treasury's own trustline is a treasury transaction: in its turn.
+      await (address === o.treasury.publicKey ? o.treasuryQueue.run('the treasury’s USDC trustline', trustline) : trustline());
+    }
   }
 
   /** Sets up one address now (once at a time per address); marks the account ready when given. */

@@ -33,6 +33,10 @@ describe('the x402 facilitator settings', () => {
       payerDailyFeeStroops: 1_000_000n,
       dailyFeeStroops: 100_000_000n,
       rateLimits: { ip: { name: 'x402-ip', limit: 600, windowMs: 60_000 }, payer: { name: 'x402-payer', limit: 60, windowMs: 60_000 } },
+      // Settlements go out from 8 channel accounts of 2 XLM each, at most 2 of one payer at once.
+      channels: 8,
+      channelStroops: 20_000_000n,
+      payerConcurrency: 2,
     };
     expect(resolveGatewayConfig({ network: 'local' }).x402).toEqual({ enabled: true, ...bounds });
     expect(resolveGatewayConfig({ network: 'testnet', ...KEY }).x402).toEqual({ enabled: true, ...bounds });
@@ -49,9 +53,15 @@ describe('the x402 facilitator settings', () => {
           dailyFeeStroops: '9000000',
           ipPerMinute: 30,
           payerPerMinute: '5',
+          channels: '16',
+          channelStroops: 50_000_000,
+          payerConcurrency: 1,
         },
       }).x402,
     ).toMatchObject({
+      channels: 16,
+      channelStroops: 50_000_000n,
+      payerConcurrency: 1,
       feeAccountSecret: secret,
       maxFeeStroops: 80_000n,
       payerDailyFeeStroops: 400_000n,
@@ -83,6 +93,11 @@ describe('the x402 facilitator settings', () => {
     ]);
     expect(problems({ network: 'local', x402: { payerDailyFeeStroops: '2000', dailyFeeStroops: '1000' } })).toEqual([
       'FAREBOX_X402_PAYER_DAILY_FEE_STROOPS must not exceed FAREBOX_X402_DAILY_FEE_STROOPS',
+    ]);
+    expect(problems({ network: 'local', x402: { channels: 0, channelStroops: '10000000', payerConcurrency: 'two' } })).toEqual([
+      'FAREBOX_X402_CHANNELS must be an integer from 1 to 64',
+      'FAREBOX_X402_CHANNEL_STROOPS must be at least 15000000 (1 XLM of reserve and fees)',
+      'FAREBOX_X402_PAYER_CONCURRENCY must be an integer from 1 to 64',
     ]);
   });
 });

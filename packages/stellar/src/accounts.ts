@@ -22,6 +22,8 @@ export interface Accounts {
   ensureUsdcTrustline(signer: TxSigner): Promise<{ txHash?: string }>;
   balances(address: string): Promise<AccountBalances>;
   payUsdc(signer: TxSigner, to: string, amount: bigint): Promise<{ txHash: string }>;
+  /** Pays `stroops` of XLM (native) from `signer` to the existing account `to`. */
+  payXlm(signer: TxSigner, to: string, stroops: bigint): Promise<{ txHash: string }>;
 }
 
 /** "12.3400000" -> 123400000n (7 decimals, exact). */
@@ -157,6 +159,16 @@ export function createAccounts(config: NetworkConfig): Accounts {
         signer,
         (b) => b.addOperation(Operation.payment({ destination: to, asset: usdc, amount: unitsToDecimal(amount) })),
         'USDC payment',
+      );
+      return { txHash };
+    },
+    async payXlm(signer, to, stroops) {
+      requireAccountId('to', to);
+      if (typeof stroops !== 'bigint' || stroops <= 0n) throw new StellarError('INVALID_INPUT', 'stroops must be a positive bigint');
+      const txHash = await submit(
+        signer,
+        (b) => b.addOperation(Operation.payment({ destination: to, asset: Asset.native(), amount: unitsToDecimal(stroops) })),
+        'XLM payment',
       );
       return { txHash };
     },

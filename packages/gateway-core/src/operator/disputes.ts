@@ -5,6 +5,7 @@ import { amountFields, isValidStrKey, toJsonInteger } from '@farebox/protocol';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import type { Db } from '../db.js';
 import { GatewayError } from '../errors.js';
+import type { TreasuryQueue } from '../runtime/treasury-queue.js';
 import { KeyedMutex } from '../settlement/lock.js';
 import { createStepRunner, type ChainProbe, type PendingTx } from '../settlement/onchain.js';
 import { writeAudit } from './audit.js';
@@ -45,8 +46,8 @@ export interface DisputesOptions {
   treasury: TxSigner;
   /** Automatic policy: a funded escrow that was never served and is older than this is refunded in full; null turns it off. */
   autoRefundAfterMs: number | null;
-  /** Serialises treasury transactions (they share its sequence number). */
-  treasuryQueue: KeyedMutex;
+  /** The gateway's one queue of treasury transactions (they share its sequence number). */
+  treasuryQueue: TreasuryQueue;
   log(message: string, err?: unknown): void;
   now?: () => number;
 }
@@ -194,7 +195,7 @@ export function createDisputes(o: DisputesOptions) {
   const servedOf = (e: Escrow) => e.milestones.some((m) => m.approved || (m.status !== 'pending' && m.status !== ''));
 
   async function treasuryRun(op: 'disputeEscrow', input: { contractId: string; signer: string }): Promise<string> {
-    return o.treasuryQueue.run('treasury', async () => (await escrow.run(op, input, treasury)).txHash);
+    return o.treasuryQueue.run(`dispute of escrow ${input.contractId}`, async () => (await escrow.run(op, input, treasury)).txHash);
   }
 
   /** Puts the escrow in dispute on chain (signed by the treasury as platform party); idempotent. */
@@ -263,7 +264,7 @@ export function createDisputes(o: DisputesOptions) {
           decision.action,
         ]);
       }
-      const out = await o.treasuryQueue.run('treasury', () =>
+      const out = await o.treasuryQueue.run(`resolution of escrow ${escrowId}`, () =>
         execute({
           step: 'resolve',
           pending,

@@ -6,8 +6,8 @@ import type { Db } from '../db.js';
 import type { WalletCreditAudit } from '../wallet-audit.js';
 import { GatewayError } from '../errors.js';
 import type { Settlement } from '../settlement/index.js';
+import type { TreasuryQueue } from '../runtime/treasury-queue.js';
 import { parseDuration } from '../settlement/config.js';
-import { KeyedMutex } from '../settlement/lock.js';
 import { settlementView } from '../settlement/view.js';
 import { intParam } from '../views.js';
 import { listAudit, writeAudit } from './audit.js';
@@ -55,6 +55,8 @@ export interface CreateOperatorOptions {
   network: NetworkConfig;
   settlement: Settlement;
   treasury: TxSigner;
+  /** The gateway's one queue of treasury transactions (disputes and resolutions go through it). */
+  treasuryQueue: TreasuryQueue;
   /** Checks wallet-backed credits against the chain (the reconciliation report). */
   walletAudit: WalletCreditAudit;
   /** Validated once with the rest of the gateway's configuration (`resolveGatewayConfig`). */
@@ -99,7 +101,6 @@ export function createOperator(o: CreateOperatorOptions) {
   const settings = o.settings;
   const { db, ledger, network, settlement } = o;
   const chain = createStellarAccounts(network);
-  const treasuryQueue = new KeyedMutex();
   const disputes: Disputes | undefined = settlement.escrow
     ? createDisputes({
         db,
@@ -108,7 +109,7 @@ export function createOperator(o: CreateOperatorOptions) {
         network,
         treasury: o.treasury,
         autoRefundAfterMs: settings.autoRefundAfterMs,
-        treasuryQueue,
+        treasuryQueue: o.treasuryQueue,
         log: o.log,
       })
     : undefined;

@@ -27,6 +27,7 @@ import { downloadProgressLogger, reportSearchModel } from '../search-model.js';
 import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
+import { createTreasuryQueue, type TreasuryQueue } from './treasury-queue.js';
 
 /** The gateway's stores and network clients, opened and migrated. */
 import { localSearchBackend, remoteSearchBackend, type SearchBackend } from '../search-backend.js';
@@ -36,6 +37,8 @@ export interface Infrastructure {
   ledger: Ledger;
   wallets: LocalKeystore;
   treasuryAddress: string;
+  /** The one queue of treasury-sourced transactions (in process and across gateways): runtime/treasury-queue.ts. */
+  treasuryQueue: TreasuryQueue;
   /** Signs call certificates on a worker thread (one per paid call, off the event loop). */
   certificateSigner: Ed25519Signer & { close(): Promise<void> };
   network: NetworkConfig;
@@ -157,6 +160,7 @@ export async function openInfrastructure(
     ledger,
     wallets,
     treasuryAddress,
+    treasuryQueue: createTreasuryQueue(db),
     certificateSigner,
     network,
     registry,

@@ -190,6 +190,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
         escrow: settlement.escrow,
         topups,
         treasuryAddress,
+        treasuryQueue: infra.treasuryQueue,
         policy,
         walletBalance: async (a) => (await chain.balances(a)).usdc ?? 0n,
         log,

@@ -5,7 +5,8 @@ import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import type { Database } from '@farebox/ledger';
 import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
-import { createCycleLocks, KeyedMutex } from './lock.js';
+import type { TreasuryQueue } from '../runtime/treasury-queue.js';
+import { createCycleLocks } from './lock.js';
 import { createStepRunner, type ChainProbe, type PendingTx } from './onchain.js';
 
 export interface SettlementEngineOptions {
@@ -15,6 +16,8 @@ export interface SettlementEngineOptions {
   network: NetworkConfig;
   /** The platform treasury: funds the escrows, takes the fee, and holds every platform role. */
   treasury: TxSigner;
+  /** The gateway's one queue of treasury transactions (shared with the operator's tools, refunds, account creation). */
+  treasuryQueue: TreasuryQueue;
   probe: ChainProbe;
   /** A cycle older than this is closed and settled by the next tick (`FAREBOX_SETTLEMENT_INTERVAL`). */
   settlementIntervalMs: number;
@@ -52,8 +55,6 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
   const { ledger, escrow, network, treasury } = o;
   const log = o.log ?? (() => undefined);
   const locks = createCycleLocks(o.db);
-  // Every treasury transaction takes the next sequence number: one at a time per process.
-  const treasuryQueue = new KeyedMutex();
   const crashPoint = o.crashPoint ?? (() => undefined);
   const now = o.now ?? systemClock;
   const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint });
@@ -77,7 +78,8 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
   };
 
   async function onChain(cycle: SettlementCycle, step: string, build: () => Promise<string>) {
-    return treasuryQueue.run('treasury', () =>
+    // Every treasury transaction takes the next sequence number: in the treasury's turn, across gateways.
+    return o.treasuryQueue.run(`settlement cycle ${cycle.id}: ${step}`, () =>
       execute({
         step,
         pending: pendingOf(cycle),

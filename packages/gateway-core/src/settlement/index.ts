@@ -3,6 +3,7 @@ import { trackCalls, type DependencyTracker } from '../observability/dependencie
 import type { Database, Ledger } from '@farebox/ledger';
 import { createAccounts as createStellarAccounts, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
+import type { TreasuryQueue } from '../runtime/treasury-queue.js';
 import { resolveSettlementConfig, type SettlementConfigOptions, type SettlementSettings } from './config.js';
 import { createSettlementEngine, type SettlementEngine, type SettlementEngineOptions } from './engine.js';
 import { createChainProbe, type ChainProbe } from './onchain.js';
@@ -13,6 +14,8 @@ export interface CreateSettlementOptions {
   db: Database;
   network: NetworkConfig;
   treasury: TxSigner;
+  /** The gateway's one queue of treasury transactions. */
+  treasuryQueue: TreasuryQueue;
   /** Validated once with the rest of the gateway's configuration (`resolveGatewayConfig`). */
   settings: SettlementSettings;
   log(message: string, err?: unknown): void;
@@ -49,17 +52,8 @@ export function createSettlement(o: CreateSettlementOptions) {
     const b = await chain.balances(o.treasury.publicKey);
     if (b.usdc !== null && b.usdc >= amount) return;
     if (!b.exists) await chain.fund(o.treasury.publicKey);
-    if (b.usdc === null) {
-      // The gateway sets the treasury up as it starts: a trustline sent meanwhile can lose the race for the treasury's
-      // sequence number (tx_bad_seq). The trustline that won is as good as this one.
-      await chain.ensureUsdcTrustline(o.treasury).catch(async (err: unknown) => {
-        for (let i = 0; i < 10; i++) {
-          if ((await chain.balances(o.treasury.publicKey)).usdc !== null) return;
-          await new Promise((r) => setTimeout(r, 500));
-        }
-        throw err;
-      });
-    }
+    // In the treasury's turn: the gateway sets the same trustline up as it starts (the second finds it there).
+    if (b.usdc === null) await o.treasuryQueue.run('the treasury’s USDC trustline', () => chain.ensureUsdcTrustline(o.treasury));
     const want = amount > AUTOFUND_CHUNK ? amount : AUTOFUND_CHUNK;
     const usdc = `${want / 10_000_000n}.${(want % 10_000_000n).toString().padStart(7, '0')}`;
     const res = await fetch(`${o.network.friendbotUrl}?addr=${encodeURIComponent(o.treasury.publicKey)}&usdc=${usdc}`);
@@ -73,6 +67,7 @@ export function createSettlement(o: CreateSettlementOptions) {
         escrow,
         network: o.network,
         treasury: o.treasury,
+        treasuryQueue: o.treasuryQueue,
         probe,
         settlementIntervalMs: settings.settlementIntervalMs,
         fundingIntervalMs: settings.fundingIntervalMs,

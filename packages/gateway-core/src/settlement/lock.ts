@@ -23,6 +23,14 @@ export class KeyedMutex {
   }
 }
 
+/** The two int4 keys of the PostgreSQL advisory lock `name` in this database's schema (`farebox:<schema>:<name>`). */
+export function advisoryKeys(db: Pick<Database, 'schema'>, name: string): [number, number] {
+  const h = createHash('sha256')
+    .update(`farebox:${db.schema ?? 'public'}:${name}`)
+    .digest();
+  return [h.readInt32BE(0), h.readInt32BE(4)];
+}
+
 /**
  * A per-cycle lock that also holds across processes on PostgreSQL:
  * `pg_try_advisory_lock` on a dedicated pooled client (the lock belongs to
@@ -31,12 +39,7 @@ export class KeyedMutex {
  */
 export function createCycleLocks(db: Database) {
   const local = new KeyedMutex();
-  const namespace = db.schema ?? 'public';
-
-  function keys(name: string): [number, number] {
-    const h = createHash('sha256').update(`farebox:${namespace}:${name}`).digest();
-    return [h.readInt32BE(0), h.readInt32BE(4)];
-  }
+  const keys = (name: string) => advisoryKeys(db, name);
 
   /**
    * Runs `fn` holding the lock `name`, or returns `undefined` without running

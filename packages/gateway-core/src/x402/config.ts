@@ -19,6 +19,12 @@ export interface X402Settings {
   dailyFeeStroops: bigint;
   /** Verify and settle requests per IP (`FAREBOX_X402_IP_RATE_LIMIT`, default 600 a minute) and per payer (`FAREBOX_X402_PAYER_RATE_LIMIT`, default 60). */
   rateLimits: { ip: RateLimitRule; payer: RateLimitRule };
+  /** Channel accounts settlements are sent from, one settlement per channel at a time (`FAREBOX_X402_CHANNELS`, default 8, at most 64). */
+  channels: number;
+  /** XLM (stroops) the treasury gives each channel account for fees, again when it falls below half (`FAREBOX_X402_CHANNEL_STROOPS`, default 20,000,000 = 2 XLM). */
+  channelStroops: bigint;
+  /** Settlements of one payer in flight at once (`FAREBOX_X402_PAYER_CONCURRENCY`, default 2); more wait for their turn. */
+  payerConcurrency: number;
 }
 
 /** The facilitator's settings as the host passes them (the gateway host reads the variables named above). */
@@ -30,6 +36,9 @@ export interface X402ConfigOptions {
   dailyFeeStroops?: string | number;
   ipPerMinute?: string | number;
   payerPerMinute?: string | number;
+  channels?: string | number;
+  channelStroops?: string | number;
+  payerConcurrency?: string | number;
 }
 
 function stroops(value: string | number | undefined, name: string, fallback: bigint, problems: string[]): bigint {
@@ -42,15 +51,18 @@ function stroops(value: string | number | undefined, name: string, fallback: big
   return BigInt(text);
 }
 
-function perMinute(value: string | number | undefined, name: string, fallback: number, problems: string[]): number {
+function positiveInt(value: string | number | undefined, name: string, fallback: number, problems: string[], max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
-    problems.push(`${name} must be an integer >= 1`);
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    problems.push(max === Number.MAX_SAFE_INTEGER ? `${name} must be an integer >= 1` : `${name} must be an integer from 1 to ${max}`);
     return fallback;
   }
   return n;
 }
+
+/** A channel account's base reserve (1 XLM) and room for fees: less would leave it unable to pay one. */
+const MIN_CHANNEL_STROOPS = 15_000_000n;
 
 /** Validates the facilitator's settings (every problem reported together, `ConfigError`). */
 export function resolveX402Config(options: X402ConfigOptions, network: 'local' | 'testnet' | 'mainnet'): X402Settings {
@@ -67,8 +79,12 @@ export function resolveX402Config(options: X402ConfigOptions, network: 'local' |
   const payerDailyFeeStroops = stroops(options.payerDailyFeeStroops, 'FAREBOX_X402_PAYER_DAILY_FEE_STROOPS', 1_000_000n, problems);
   const dailyFeeStroops = stroops(options.dailyFeeStroops, 'FAREBOX_X402_DAILY_FEE_STROOPS', 100_000_000n, problems);
   if (payerDailyFeeStroops > dailyFeeStroops) problems.push('FAREBOX_X402_PAYER_DAILY_FEE_STROOPS must not exceed FAREBOX_X402_DAILY_FEE_STROOPS');
-  const ip = perMinute(options.ipPerMinute, 'FAREBOX_X402_IP_RATE_LIMIT', 600, problems);
-  const payer = perMinute(options.payerPerMinute, 'FAREBOX_X402_PAYER_RATE_LIMIT', 60, problems);
+  const ip = positiveInt(options.ipPerMinute, 'FAREBOX_X402_IP_RATE_LIMIT', 600, problems);
+  const payer = positiveInt(options.payerPerMinute, 'FAREBOX_X402_PAYER_RATE_LIMIT', 60, problems);
+  const channels = positiveInt(options.channels, 'FAREBOX_X402_CHANNELS', 8, problems, 64);
+  const channelStroops = stroops(options.channelStroops, 'FAREBOX_X402_CHANNEL_STROOPS', 20_000_000n, problems);
+  if (channelStroops < MIN_CHANNEL_STROOPS) problems.push(`FAREBOX_X402_CHANNEL_STROOPS must be at least ${MIN_CHANNEL_STROOPS} (1 XLM of reserve and fees)`);
+  const payerConcurrency = positiveInt(options.payerConcurrency, 'FAREBOX_X402_PAYER_CONCURRENCY', 2, problems, 64);
   if (problems.length) throw new ConfigError(problems);
   return {
     // Where money is real the operator turns it on (docs/operations.md): the bounds above hold either way.
@@ -81,5 +97,8 @@ export function resolveX402Config(options: X402ConfigOptions, network: 'local' |
       ip: { name: 'x402-ip', limit: ip, windowMs: 60_000 },
       payer: { name: 'x402-payer', limit: payer, windowMs: 60_000 },
     },
+    channels,
+    channelStroops,
+    payerConcurrency,
   };
 }

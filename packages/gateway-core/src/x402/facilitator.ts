@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { x402Facilitator } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { rpc } from '@stellar/stellar-sdk';
@@ -8,7 +9,7 @@ import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
 import { enforceRateLimit, type RateLimitStore } from '../security/rate-limit.js';
 import { throughOutage } from '../runtime/outage-retry.js';
-import { KeyedMutex } from '../settlement/lock.js';
+import { ChannelsBusy, ChannelsUnavailable, type ChannelPool } from './channels.js';
 import type { X402Settings } from './config.js';
 import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
 import { acceptedMismatch, fareboxKindExtra, RULE_STATUS } from './rules.js';
@@ -19,7 +20,7 @@ import { authorizationOf, feesOf, payerOf, readSettledTransfer } from './transfe
 const LEDGER_SECONDS = 6;
 /** Library answers after which nothing can have been submitted (anything else after a submission may still land). */
 const NOT_SUBMITTED =
-  /^(invalid_|unsupported_scheme|network_mismatch|unexpected_verify_error|settle_exact_stellar_(signer_selection|transaction_signing|fee_bump_signing|transaction_submission)_failed)/;
+  /^(invalid_|unsupported_scheme|network_mismatch|unexpected_verify_error|settle_exact_stellar_(signer_selection|transaction_signing|fee_bump_signing|transaction_submission)_failed|farebox_(facilitator_busy|channels_unavailable)$)/;
 
 /** Networks the stock `exact` Stellar scheme serves (its passphrases are hard-coded). */
 const EXACT_NETWORKS = ['stellar:testnet', 'stellar:pubnet'] as const;
@@ -36,8 +37,10 @@ export interface FacilitatorAnswer {
 export interface CreateFacilitatorOptions {
   ledger: Ledger;
   network: NetworkConfig;
-  /** The platform treasury: every Farebox `exact` offer pays it, and it signs (and, without a fee account, pays for) each settlement. */
+  /** The platform treasury: every Farebox `exact` offer pays it; it is never a settlement's source (the channel accounts are). */
   treasury: TxSigner;
+  /** The channel accounts settlements are sent from (one gateway's pool, shared by its facilitators). */
+  channels: ChannelPool;
   settings: X402Settings;
   /** A service of the catalog by name (its owner and registry price), or null. */
   service(name: string): Promise<{ owner: string; pricePerCall: bigint } | null>;
@@ -69,6 +72,16 @@ class Refusal extends Error {
   }
 }
 
+/** The treasury in the library's signer list: a payload naming it as source, payer or signer is refused as the facilitator's own; it is never selected. */
+function treasuryGuard(address: string): FacilitatorStellarSigner {
+  const refused = { code: -1, message: 'the treasury signs no x402 settlement: channel accounts do' };
+  return {
+    address,
+    signAuthEntry: async () => ({ signedAuthEntry: '', error: refused }),
+    signTransaction: async () => ({ signedTxXdr: '', error: refused }),
+  };
+}
+
 function toSigner(signer: TxSigner, passphrase: string): FacilitatorStellarSigner {
   return {
     address: signer.publicKey,
@@ -93,8 +106,12 @@ function ymd(ms: number): [number, number, number] {
 /**
  * The platform's x402 facilitator (`POST /x402/verify`, `POST /x402/settle`,
  * `GET /x402/supported`): `@x402/core`'s `x402Facilitator` with
- * `@x402/stellar`'s `exact` scheme on the gateway's network, the treasury
- * signing (a fee account, when configured, pays the fees in a fee bump).
+ * `@x402/stellar`'s `exact` scheme on the gateway's network. Each settlement
+ * is sent from a channel account of its own (its source, sequence number and,
+ * without a fee account, fee payer), never from the treasury, so settlements
+ * run in parallel and never take the treasury's sequence number; channels are
+ * handed out fairly (x402/channels.ts: at most a few per payer, payers served
+ * in turn). A fee account, when configured, pays the fees in a fee bump.
  * Before the library sees a request, Farebox's rules: the payee is the
  * treasury, the asset the network's USDC, `extra.service` a service of the
  * catalog and the amount at least its price; rate limits per IP and payer; and
@@ -114,10 +131,16 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       : undefined;
   const feeBump = o.settings.feeAccountSecret ? createEd25519Signer(o.settings.feeAccountSecret, x402Network as never) : undefined;
   if (feeBump && feeBump.address === o.treasury.publicKey) throw new GatewayError('INTERNAL', 'the x402 fee account must not be the treasury');
+  if (feeBump && o.channels.addresses.includes(feeBump.address)) throw new GatewayError('INTERNAL', 'the x402 fee account must not be a channel account');
+  // The channel account leased to the settle running in this async context: the one the library signs and sends with.
+  const leased = new AsyncLocalStorage<string>();
   const facilitator = new x402Facilitator();
   if (!off) {
-    const scheme = new ExactStellarScheme([toSigner(o.treasury, passphrase)], {
+    const signers = [treasuryGuard(o.treasury.publicKey), ...o.channels.addresses.map((a) => toSigner(o.channels.signer(a), passphrase))];
+    const scheme = new ExactStellarScheme(signers, {
       rpcConfig: { url: o.network.rpcUrl },
+      // Never round-robin: the leased channel, or none (the library then refuses before anything is sent).
+      selectSigner: () => leased.getStore() as string,
       maxTransactionFeeStroops: Number(o.settings.maxFeeStroops),
       ...(feeBump ? { feeBumpSigner: feeBump } : {}),
     });
@@ -125,8 +148,6 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
   }
   const chain = new rpc.Server(o.network.rpcUrl, { allowHttp: o.network.allowHttp });
   const outage = o.outage ?? { waitMs: 15_000, keepTryingMs: 600_000 };
-  // One settlement at a time per gateway: each takes the treasury's next sequence number.
-  const treasuryQueue = new KeyedMutex();
 
   /** Farebox's rules on the requirements, before the library or the network sees anything. */
   async function admit(r: FacilitatorRequest, ip: string): Promise<{ service: string; owner: string }> {
@@ -271,16 +292,16 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     o.crashPoint?.('x402:intent');
     let result: SettleResponse;
     try {
-      result = await treasuryQueue.run('treasury', async () => {
-        let out: SettleResponse | undefined;
-        // A submission refused at once (another process took the treasury's sequence number) is sent again.
-        for (let attempt = 0; attempt < 3; attempt++) {
-          out = await facilitator.settle(payload, requirements);
-          if (out.success || out.errorReason !== 'settle_exact_stellar_transaction_submission_failed') break;
-        }
-        return out!;
-      });
+      result = await throughChannel(payer, intent.waitMs, payload, requirements);
     } catch (err) {
+      if (err instanceof ChannelsBusy || err instanceof ChannelsUnavailable) {
+        // Nothing was sent: the fee comes back and the authorization may be settled again.
+        await fees.release(null);
+        const reason = err instanceof ChannelsBusy ? 'farebox_facilitator_busy' : 'farebox_channels_unavailable';
+        if (intent.opened)
+          await closeUnmoved(payer, authorization.nonce, { success: false, errorReason: reason, transaction: '', network: requirements.network });
+        throw new Refusal(reason, `${err.message}; nothing was sent, try again`, 503, { 'Retry-After': '1' });
+      }
       // Whether it reached the network is unknown: the intent stays pending for the reconciler.
       await fees.release(null);
       return { status: 200, body: settleRefusal('unexpected_settle_error', err instanceof Error ? err.message : String(err), payer) };
@@ -335,12 +356,36 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     return { status: 200, body: { ...result } };
   }
 
-  /** Writes the settlement's pending intent (or finds the one of an earlier attempt); `state` is the intent's now. */
+  /**
+   * The library's settle from a channel account leased for it: waits its turn at most `waitMs` (ChannelsBusy after that,
+   * nothing sent). A submission refused at once (the channel's sequence number or XLM) is sent again from another channel.
+   */
+  async function throughChannel(payer: string, waitMs: number, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const deadline = now() + waitMs;
+    let out: SettleResponse | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const lease = await o.channels.lease(payer, Math.max(0, deadline - now()));
+      let refused = false;
+      try {
+        out = await leased.run(lease.address, () => facilitator.settle(payload, requirements));
+        refused = !out.success && out.errorReason === 'settle_exact_stellar_transaction_submission_failed';
+      } finally {
+        lease.release({ recheck: refused });
+      }
+      if (!refused) break;
+    }
+    return out!;
+  }
+
+  /**
+   * Writes the settlement's pending intent (or finds the one of an earlier attempt); `state` is the intent's now, `waitMs` how
+   * long the settle may wait for a channel: the payment's `maxTimeoutSeconds`, and no longer than its authorization's ledgers left.
+   */
   async function openIntent(
     payer: string,
     authorization: { nonce: string; expirationLedger: number },
     what: { service: string; owner: string; requirements: PaymentRequirements },
-  ): Promise<{ opened: boolean; state: string }> {
+  ): Promise<{ opened: boolean; state: string; waitMs: number }> {
     let startLedger: number;
     try {
       startLedger = (await chain.getLatestLedger()).sequence;
@@ -362,7 +407,8 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       amount: BigInt(what.requirements.amount),
       resolveBy: new Date(now() + ledgersLeft * LEDGER_SECONDS * 1000 + allowance),
     });
-    return { opened, state: intent.state };
+    const timeoutSeconds = what.requirements.maxTimeoutSeconds > 0 ? what.requirements.maxTimeoutSeconds : 60;
+    return { opened, state: intent.state, waitMs: Math.min(timeoutSeconds, ledgersLeft * LEDGER_SECONDS) * 1000 };
   }
 
   /** After a failed settlement: closed as failed when nothing can have moved; otherwise left pending for the reconciler. */

@@ -3,10 +3,13 @@ import type { GatewayCore } from '../gateway-types.js';
 import { legacySink, type Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RateLimitStore } from '../security/rate-limit.js';
+import type { ChannelPool } from './channels.js';
 import type { X402Settings } from './config.js';
 import { createFacilitator, type Facilitator } from './facilitator.js';
 import { createExactReconciler, type ExactReconciler, type ExactReconcilerOptions } from './reconcile.js';
 
+export { createChannelPool } from './channels.js';
+export type { ChannelLease, ChannelPool, ChannelPoolOptions } from './channels.js';
 export { createFacilitator } from './facilitator.js';
 export type { CreateFacilitatorOptions, Facilitator, FacilitatorAnswer } from './facilitator.js';
 export { resolveX402Config } from './config.js';
@@ -18,6 +21,7 @@ export type { SettledTransfer } from './transfer.js';
 
 /**
  * The gateway's own facilitator (`/x402/*`): the treasury from its keystore,
+ * the gateway's channel accounts (shared by every facilitator built on it),
  * the catalog mirror (the registry when the mirror has not seen a service
  * yet), its ledger, rate-limit store and `config.x402` settings (`settings`
  * and `rateLimits` replace them, e.g. for a second facilitator in a test;
@@ -31,6 +35,7 @@ export function gatewayFacilitator(
     ledger: core.ledger,
     network: core.network,
     treasury: walletSigner(core.wallets, core.treasuryAddress),
+    channels: core.x402.channels,
     settings: { ...core.config.x402, ...options.settings },
     rateLimits: options.rateLimits ?? core.rateLimits,
     log: legacySink(core.logger, 'error'),
@@ -50,12 +55,15 @@ export interface X402Runtime {
   readonly reconciler: ExactReconciler;
   /** The crash tests' hook (`x402:settled`), passed to the facilitators built on this gateway. */
   readonly crashPoint: ((name: string) => void) | undefined;
+  /** The channel accounts every facilitator of this gateway sends its settlements from (x402/channels.ts). */
+  readonly channels: ChannelPool;
 }
 
 /** Builds the gateway's {@link X402Runtime}: one warn line (`event: "x402-reconcile"`) and one count per resolution. */
 export function createX402Runtime(o: {
   ledger: ExactReconcilerOptions['ledger'];
   network: ExactReconcilerOptions['network'];
+  channels: ChannelPool;
   logger: Logger;
   metrics: Metrics;
   log: (message: string, err?: unknown) => void;
@@ -64,6 +72,7 @@ export function createX402Runtime(o: {
 }): X402Runtime {
   return {
     crashPoint: o.crashPoint,
+    channels: o.channels,
     reconciler: createExactReconciler({
       ledger: o.ledger,
       network: o.network,
