@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Address, amountFields, BaseUnits, Timestamp } from './schema-parts.js';
+import { ServiceHealth } from './health-schemas.js';
 import { RefusalFields, SpendingPolicy } from './spending.js';
 
 export { SpendingPolicy, SpendingRefusal } from './spending.js';
@@ -115,8 +116,9 @@ export const Service = z
     score: z.number().optional(),
     /** With a query: which ranking served it, `hybrid` (keywords and multilingual embeddings) or `keyword` (BM25 alone: no model loaded). */
     search_mode: z.enum(['hybrid', 'keyword']).optional(),
+    health: ServiceHealth,
   })
-  .meta({ id: 'Service', description: 'A catalog item.' });
+  .meta({ id: 'Service', description: 'A catalog item, with its health as the gateway measures its paid calls.' });
 
 export const RegisteredService = Service.extend({ txHash: z.string(), explorerUrl: z.string() }).meta({
   id: 'RegisteredService',

@@ -19,6 +19,8 @@ export { createEmbedder, prefetchModel, modelPath, DEFAULT_MODEL_ID, DEFAULT_DIM
 export type { EmbedderOptions } from './embedder.js';
 export type { Embedder, EmbedderStatus, EmbedKind, ModelDownloadProgress } from './embedder-types.js';
 export { attachToCatalog } from './catalog.js';
+export { healthFactor, healthStatus, rankByHealth, HEALTH_FAILING_RATE, HEALTH_FLOOR, HEALTH_MIN_CALLS, HEALTH_OK_RATE } from './health.js';
+export type { HealthStatus } from './health.js';
 export type { CatalogAgentLike, CatalogChange, CatalogSource, CatalogAttachment } from './catalog.js';
 export { DiscoveryError } from './errors.js';
 export type { DiscoveryErrorCode } from './errors.js';

@@ -134,5 +134,8 @@ export interface CallSummary {
   status: number;
   totalMs: number;
   steps: ReadonlyArray<{ name: string; status: TraceStep['status']; durationMs: number }>;
+  /** Why it was refused or failed (a refunded call's reason). */
   error?: string;
+  /** Made by the service's own owner (its wallet is the registry's owner): left out of the service's health. */
+  ownCall?: boolean;
 }

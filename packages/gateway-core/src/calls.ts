@@ -64,6 +64,8 @@ interface ChargeContext {
   wallet: boolean;
   /** Told the call's answer when it comes only after the call returned (a charge that waited for the database). */
   later: ((answer: Promise<CallAnswer | undefined>) => void) | undefined;
+  /** The service's owner, once resolved (a call by the owner is left out of the service's health). */
+  owner?: string;
 }
 
 class UpstreamError extends Error {
@@ -272,6 +274,7 @@ export function createCalls(options: CallsOptions) {
         totalMs: round(performance.now() - t0),
         steps: timeline.steps.map((x) => ({ name: x.name, status: x.status, durationMs: x.durationMs })),
         ...(error ? { error } : {}),
+        ...(ctx.owner !== undefined && ctx.owner === principal.user.walletAddress ? { ownCall: true } : {}),
       };
       setImmediate(options.onFinished!, summary);
     };
@@ -280,7 +283,12 @@ export function createCalls(options: CallsOptions) {
       const charged = response.status === 200;
       // A failed wallet payment refunds its escrow itself; a failed credit call voids its hold (`refund`).
       const refunded = ctx.wallet || timeline.steps.some((x) => x.name === 'refund');
-      finish(response.status, charged ? 'ok' : refunded ? 'refunded' : 'refused', charged ? (ctx.wallet ? 'wallet' : 'credit') : 'none');
+      finish(
+        response.status,
+        charged ? 'ok' : refunded ? 'refunded' : 'refused',
+        charged ? (ctx.wallet ? 'wallet' : 'credit') : 'none',
+        response.ok ? undefined : response.value.error,
+      );
       return response;
     } catch (err) {
       finish(err instanceof GatewayError ? HTTP_STATUS[err.code] : 500, 'refused', 'none', (err as Error).message);
@@ -311,6 +319,7 @@ export function createCalls(options: CallsOptions) {
     const bodyBytes = Buffer.from(JSON.stringify(payload));
     let amount = svc.pricePerCall;
     ctx.amount = amount;
+    ctx.owner = svc.owner;
     if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
     // The hold of `amount` (as it is then) for the call's credential (its spending policy sets `budget`): one shape for every call.
     const key = idempotencyKey || undefined;

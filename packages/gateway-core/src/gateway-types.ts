@@ -111,6 +111,8 @@ export interface GatewayCore {
   authenticateBearer(token: string): Promise<Principal | undefined>;
   readonly account: AccountService;
   readonly catalog: CatalogService;
+  /** Each service's health from the calls that reached it (health/index.ts); `sync()` writes and reads the counts now. */
+  readonly serviceHealth: import('./health/index.js').ServiceHealthRecorder;
   /** The x402 bazaar catalog: every service as an x402 resource (services/bazaar.ts). */
   readonly bazaar: import('./services/bazaar.js').BazaarService;
   readonly calls: CallService;

@@ -9,6 +9,7 @@ import { safeEqual } from './auth/tokens.js';
 import type { CreateGatewayOptions, GatewayCore } from './gateway-types.js';
 import { toGatewayError } from './ledger-errors.js';
 import { createManifests } from './manifests.js';
+import { createServiceHealth } from './health/index.js';
 import { checkAccess } from './oauth/scopes.js';
 import { createOAuth } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
@@ -99,6 +100,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
   const operator = createOperator({ db, ledger, network, settlement, treasury, treasuryQueue, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
+  // Each service's health, counted from the calls that reach it (health/index.ts).
+  const health = createServiceHealth({ db, now, log });
   // Paid calls an OAuth connection's owner confirms, on every door that pays (oauth/confirmations.ts).
   const callConfirmations = createCallConfirmations({
     db,
@@ -118,6 +121,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     crashPoint,
     now,
     gate: (principal, service, approvalId) => callConfirmations.gate(principal, service, approvalId),
+    onCall: (c) => health.note(c),
   });
   const manifests = createManifests({ policy: infra.policy, now });
 
@@ -145,7 +149,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
 
   const wallet = createWalletReader({ ledger, balances: (a) => infra.chain.balances(a) });
   const account = createAccountService({ ledger, network, treasuryAddress, topups, provisioning, wallet });
-  const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning });
+  const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning, health, now });
   const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), settlement });
   const networkLedger = latestLedgerReader(infra, now);
   const platform = createPlatformService({
@@ -205,6 +209,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     },
     account,
     catalog,
+    serviceHealth: health,
     bazaar: createBazaarService({ ...infra, manifests, now }),
     calls,
     spendingPolicy: (principal) => spending.view(principal),
@@ -226,6 +231,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       await mirrorStarted;
       if (network.friendbotUrl) provisioning.ensure(treasuryAddress).catch((err) => log('treasury provisioning failed (will retry on use)', err));
       provisioning.start();
+      health.start();
       // Dependencies are asked every 5 s, so a change is logged even without traffic.
       stopWatch ??= platform.watch(DEPENDENCY_WATCH_MS);
       // Holds a crash left behind past their timeout go back at once, not at the reaper's first tick.
@@ -252,6 +258,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       search.attachment?.detach();
       await mirror.stop().catch(() => undefined);
       await calls.close();
+      // What this gateway counted is written before the database closes.
+      await health.close();
       await liveness.stop();
       await infra.certificateSigner.close();
       await manifests.close();

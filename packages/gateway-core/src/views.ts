@@ -37,7 +37,7 @@ export function balanceView(credits: bigint, wallet: bigint, walletStatus: Walle
 }
 
 /** A catalog Service item (`GET /v1/agents`). Totals come from the gateway ledger, not the contract's counters. */
-export function serviceView(agent: RegistryAgent, stats?: { calls: number; earned: bigint }): ServiceView {
+export function serviceView(agent: RegistryAgent, health: ServiceView['health'], stats?: { calls: number; earned: bigint }): ServiceView {
   return {
     service: agent.service,
     pricePerCall: toUsd(agent.pricePerCall),
@@ -51,6 +51,7 @@ export function serviceView(agent: RegistryAgent, stats?: { calls: number; earne
     totalEarned: toUsd(stats?.earned ?? 0n),
     createdAt: agent.createdAt,
     source: 'registry' as const,
+    health,
   };
 }
 

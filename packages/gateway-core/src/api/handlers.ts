@@ -32,7 +32,7 @@ type Bazaar = 'bazaarResources' | 'bazaarSearch' | 'facilitatorBazaarResources' 
 type Facilitator = 'x402Supported' | 'x402Verify' | 'x402Settle';
 /** The operations a host mounts from the table (sign-in pages, calls, readiness, the x402 bazaar and facilitator have HTTP-specific routes). */
 export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready' | Bazaar | Facilitator>;
-type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus';
+type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus' | 'healthFeed';
 
 /** A handler: the caller (none for open operations) and the checked input in, a domain object out. */
 export type ApiHandler<K extends MountedOperationId> = (
@@ -64,6 +64,9 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
       return core.catalog.list(i.query.q, limit);
     },
     agentManifest: async (_p, i) => core.catalog.manifest(i.params.service),
+    getAgent: async (_p, i) => core.catalog.get(i.params.service),
+    agentHealth: async (_p, i) => core.catalog.healthSeries(i.params.service, i.query.window),
+    healthFeed: async () => core.catalog.healthFeed(),
     myAgents: async (p, i) => first(core.catalog.mine(p.user), i.query.limit, LIST_LIMITS.account),
     registerAgent: async (p, i) => core.catalog.register(p.user, i.body),
     updateAgent: async (p, i) => core.catalog.update(p.user, i.params.service, i.body),

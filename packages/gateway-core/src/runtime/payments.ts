@@ -36,6 +36,8 @@ export interface PaymentsDeps {
   now: Clock;
   /** The confirmation an OAuth connection's call needs first (oauth/confirmations.ts). */
   gate?: CallsOptions['gate'];
+  /** Told every finished call too, after its log line (the services' health counts it: health/index.ts). */
+  onCall?: (c: CallSummary) => void;
 }
 
 /**
@@ -126,6 +128,14 @@ function capRetryAfter(err: unknown, maxS: number): unknown {
   return new GatewayError(err.code, err.message, err.data, { ...err.headers, 'Retry-After': String(maxS) }, { cause: err.cause });
 }
 
+/** The reporter, then `also` (off the call path: the reporter runs after the answer is on its way). */
+const withHealth =
+  (report: (c: CallSummary) => void, also: ((c: CallSummary) => void) | undefined) =>
+  (c: CallSummary): void => {
+    report(c);
+    also?.(c);
+  };
+
 /** One log line and the metrics of each paid call. */
 export function callFinishedReporter(logger: Logger, metrics: Metrics): (c: CallSummary) => void {
   return (c) => {
@@ -159,7 +169,7 @@ export function callFinishedReporter(logger: Logger, metrics: Metrics): (c: Call
   };
 }
 
-export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now, gate }: PaymentsDeps): Payments {
+export function createPayments({ infra, config, settlement, spending, logger, metrics, log, crashPoint, now, gate, onCall }: PaymentsDeps): Payments {
   const { ledger, wallets, network, treasuryAddress, chain, mirror, registry, policy } = infra;
   async function resolveService(name: string): Promise<CallableService | undefined> {
     // A registry name that breaks the name policy is never called, even when it is on chain.
@@ -211,7 +221,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
     policy,
     timeoutMs: config.callTimeoutMs,
     maxPriceMultiple: config.maxPriceMultiple,
-    onFinished: callFinishedReporter(logger, metrics),
+    onFinished: withHealth(callFinishedReporter(logger, metrics), onCall),
     now,
     admitReplay: spending.admitReplay,
     ...(gate ? { gate } : {}),

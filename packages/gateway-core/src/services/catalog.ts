@@ -17,6 +17,11 @@ import { requirePublisher } from './publisher-rule.js';
 
 /** A registry change this gateway made, with its transaction. */
 import type { SearchBackend } from '../search-backend.js';
+import type { HealthPoint, ServiceHealth, ServiceHealthRecorder } from '../health/index.js';
+import { HEALTH_MIN_CALLS, rankByHealth } from '@farebox/discovery';
+
+/** The answered share the status judged (24 hours, or 7 days while the day has too few calls). */
+const judgedRate = (h: ServiceHealth) => (h.windows['24h'].calls >= HEALTH_MIN_CALLS ? h.windows['24h'] : h.windows['7d']).success_rate;
 
 export type RegisteredService = ServiceView & { txHash: string; explorerUrl: string };
 
@@ -24,6 +29,12 @@ export type RegisteredService = ServiceView & { txHash: string; explorerUrl: str
 export interface CatalogService {
   /** Every service (newest first), or the search hits for `q` with their score; at most `limit` (default: all, or 50 hits). */
   list(q?: string, limit?: number): Promise<Array<ServiceView & { score?: number; search_mode?: SearchMode }>>;
+  /** One service, with its health (404 when the catalog does not list it). */
+  get(name: string): Promise<ServiceView>;
+  /** A service's health over 24 hours (per hour) or 7 days (per 6 hours), for a chart. */
+  healthSeries(name: string, window: string | undefined): Promise<{ service: string; window: '24h' | '7d'; health: ServiceHealth; points: HealthPoint[] }>;
+  /** Every service's health (the feed the discovery backend reads). */
+  healthFeed(): { generated_at: string; services: Record<string, ServiceHealth> };
   /** What the service says about its price (its pricing note), checked against the registry. */
   manifest(name: string): Promise<ManifestView>;
   /** The services the user registered through this gateway and still owns. */
@@ -51,6 +62,9 @@ export interface CatalogServiceDeps {
   wallets: LocalKeystore;
   provisioning: WalletProvisioning;
   policy: EndpointPolicy;
+  /** The services' health as every gateway counted their paid calls (health/index.ts). */
+  health: Pick<ServiceHealthRecorder, 'of' | 'all' | 'series'>;
+  now: () => number;
 }
 
 export function createCatalogService(d: CatalogServiceDeps): CatalogService {
@@ -63,6 +77,13 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       for (const s of await d.ledger.serviceStats(owner)) out.set(`${owner}\u0000${s.service}`, { calls: s.calls, earned: s.earned });
     }
     return out;
+  }
+
+  /** A service of the catalog by name (one whose name breaks the policy is not listed), or 404. */
+  async function listed(name: string): Promise<RegistryAgent> {
+    const agent = isValidServiceName(name) ? (mirror.get(name) ?? (await registry.getAgent(name).catch(() => null))) : null;
+    if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
+    return agent;
   }
 
   async function ownedAgent(user: User, service: string): Promise<RegistryAgent> {
@@ -89,7 +110,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
   return {
     async list(q, limit) {
       const stats = await serviceStatsByName();
-      const view = (a: RegistryAgent) => serviceView(a, stats.get(`${a.owner}\u0000${a.service}`));
+      const view = (a: RegistryAgent) => serviceView(a, d.health.of(a.service), stats.get(`${a.owner}\u0000${a.service}`));
       if (q === undefined || q.trim() === '')
         return mirror
           .list()
@@ -98,12 +119,35 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
           .map(view);
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
       const { mode, hits } = await d.searchBackend.search(q, limit ?? 50);
-      return hits.flatMap((h) => {
+      const found = hits.flatMap((h) => {
         // A discovery backend may know a registration this gateway's mirror has not read yet (never one whose name breaks the policy).
         const agent = mirror.get(h.id) ?? h.agent;
         // Each hit says which ranking served the search: `keyword` while no embedding model is loaded.
-        return agent && isValidServiceName(agent.service) ? [{ ...view(agent), score: Math.round(h.score * 1e4) / 1e4, search_mode: mode }] : [];
+        return agent && isValidServiceName(agent.service) ? [{ ...view(agent), score: h.score, search_mode: mode }] : [];
       });
+      // Relevance weighed by health: a service failing most calls sinks below a working one (docs/search.md, "Health").
+      return rankByHealth(found, (s) => ({ status: s.health.status, successRate: judgedRate(s.health) })).map((s) => ({
+        ...s,
+        score: Math.round(s.score * 1e4) / 1e4,
+      }));
+    },
+    async get(name) {
+      const agent = await listed(name);
+      const stats = await d.ledger.serviceStats(agent.owner);
+      const mine = stats.find((x) => x.service === agent.service);
+      return serviceView(agent, d.health.of(agent.service), mine ? { calls: mine.calls, earned: mine.earned } : undefined);
+    },
+    async healthSeries(name, window) {
+      const w = window === undefined || window === '' ? '24h' : window;
+      if (w !== '24h' && w !== '7d') throw new GatewayError('BAD_REQUEST', 'window must be 24h or 7d');
+      const agent = await listed(name);
+      return { service: agent.service, window: w, health: d.health.of(agent.service), points: await d.health.series(agent.service, w) };
+    },
+    healthFeed() {
+      const listedNames = new Set(mirror.list().map((a) => a.service));
+      const services: Record<string, ServiceHealth> = {};
+      for (const [name, h] of d.health.all()) if (listedNames.has(name)) services[name] = h;
+      return { generated_at: new Date(d.now()).toISOString(), services };
     },
     async manifest(name) {
       // A registry name that breaks the name policy is not shown, even when it is on chain.
@@ -121,7 +165,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       const out: ServiceView[] = [];
       for (const { service } of rows) {
         const agent = mirror.get(service) ?? (await registry.getAgent(service).catch(() => null));
-        if (agent && agent.owner === user.walletAddress) out.push(serviceView(agent, stats.get(`${agent.owner}\u0000${agent.service}`)));
+        if (agent && agent.owner === user.walletAddress) out.push(serviceView(agent, d.health.of(service), stats.get(`${agent.owner}\u0000${agent.service}`)));
       }
       return out;
     },
@@ -146,7 +190,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       // Searchable on this gateway as soon as the answer returns; the chain event confirms it again later.
       const agent = await confirmed(input.service);
       if (!agent) throw new GatewayError('UPSTREAM', 'registration not visible on chain yet');
-      return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
+      return { ...serviceView(agent, d.health.of(agent.service)), txHash, explorerUrl: network.explorer.tx(txHash) };
     },
     async update(user, service, body) {
       requirePublisher(user);
@@ -168,7 +212,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       );
       const agent = await confirmed(service);
       if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
-      return { ...serviceView(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
+      return { ...serviceView(agent, d.health.of(agent.service)), txHash, explorerUrl: network.explorer.tx(txHash) };
     },
     async remove(user, service) {
       requirePublisher(user);
