@@ -96,3 +96,12 @@ export {
   printable,
   unsafeTextIn,
 } from './text.js';
+export {
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_HEADERS,
+  WEBHOOK_TOLERANCE_SECONDS,
+  WEBHOOK_EVENT_TYPES,
+  signWebhookPayload,
+  verifyWebhook,
+} from './webhooks.js';
+export type { WebhookEvent, WebhookEventType, WebhookRejection, WebhookVerdict, VerifyWebhookOptions } from './webhooks.js';

@@ -38,6 +38,10 @@ describe('public surface', () => {
         "SERVICE_NAME_PATTERN",
         "ServiceNameSchema",
         "USDC_DECIMALS",
+        "WEBHOOK_EVENT_TYPES",
+        "WEBHOOK_HEADERS",
+        "WEBHOOK_SIGNATURE_HEADER",
+        "WEBHOOK_TOLERANCE_SECONDS",
         "X402_HEADERS",
         "X402_NETWORKS",
         "amountFields",
@@ -75,6 +79,7 @@ describe('public surface', () => {
         "sha256",
         "signCallCertificate",
         "signCallCertificateBatch",
+        "signWebhookPayload",
         "splitFee",
         "textProblem",
         "timingSafeEqualBytes",
@@ -83,6 +88,7 @@ describe('public surface', () => {
         "unsafeTextIn",
         "verifyCallCertificate",
         "verifyEd25519",
+        "verifyWebhook",
       ]
     `);
   });
