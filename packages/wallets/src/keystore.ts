@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createEd25519Signer, type Ed25519Signer } from '@farebox/protocol';
@@ -32,6 +32,15 @@ export interface LocalKeystore extends WalletProvider {
    * `close` stops the thread.
    */
   ed25519Signer(ref: string, options?: { thread?: boolean }): Promise<Ed25519Signer & { close(): Promise<void> }>;
+  /**
+   * Encrypts a secret the host must use again (a webhook signing secret)
+   * under a key derived from the keystore key (HKDF-SHA256, its own label, so
+   * it never equals the key that seals wallets), AES-256-GCM with `context` as
+   * additional data: the sealed text opens only with the same key and context.
+   */
+  sealSecret(context: string, secret: string): string;
+  /** The secret {@link sealSecret} sealed under `context`; `DECRYPT_FAILED` with another key, context or a changed text. */
+  openSecret(context: string, sealed: string): string;
 }
 
 function parseKey(key: Uint8Array | string): Buffer {
@@ -79,6 +88,8 @@ export async function createLocalKeystore(options: LocalKeystoreOptions = {}): P
           : randomBytes(32);
   const storage = options.storage ?? (options.dir ? new FileKeystoreStorage(options.dir) : new MemoryKeystoreStorage());
 
+  // Secrets other than wallets (sealSecret) are sealed under a key of their own, derived from the keystore key.
+  const secretsKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'farebox-sealed-secret-v1', 32));
   const aad = (ref: string, address: string) => Buffer.from(`farebox-keystore-v1\n${ref}\n${address}`);
 
   function seal(ref: string, keypair: Keypair): KeystoreRecord {
@@ -166,6 +177,25 @@ export async function createLocalKeystore(options: LocalKeystoreOptions = {}): P
       if (options.thread) return createThreadedEd25519Signer(kp.secret());
       const signer = await createEd25519Signer(kp.secret());
       return { publicKey: signer.publicKey, sign: signer.sign, close: async () => undefined };
+    },
+    sealSecret(context, secret) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', secretsKey, iv);
+      cipher.setAAD(Buffer.from(`farebox-sealed-secret-v1\n${context}`));
+      const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+      return `v1.${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${ciphertext.toString('base64url')}`;
+    },
+    openSecret(context, sealed) {
+      try {
+        const [v, iv, tag, ciphertext] = sealed.split('.');
+        if (v !== 'v1' || !iv || !tag || ciphertext === undefined) throw new Error('not a sealed secret');
+        const decipher = createDecipheriv('aes-256-gcm', secretsKey, Buffer.from(iv, 'base64url'));
+        decipher.setAAD(Buffer.from(`farebox-sealed-secret-v1\n${context}`));
+        decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+        return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+      } catch {
+        throw new WalletError('DECRYPT_FAILED', `cannot open the sealed secret of ${context}: wrong keystore key or tampered record`);
+      }
     },
   };
 }

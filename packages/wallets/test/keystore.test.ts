@@ -106,4 +106,21 @@ describe('local keystore', () => {
     const signer = walletSigner(ks, address);
     expect(signer.publicKey).toBe(address);
   });
+
+  it('seals a secret the host signs with again: it opens with the same key and context only, and is not in the sealed text', async () => {
+    const ks = await createLocalKeystore({ key: Buffer.alloc(32, 7) });
+    const secret = 'whsec_Q2hhbmdlIG1lIGJlZm9yZSBwcm9kdWN0aW9u';
+    const sealed = ks.sealSecret('webhook:whk_1', secret);
+    expect(sealed).not.toContain(secret);
+    expect(sealed).not.toBe(ks.sealSecret('webhook:whk_1', secret));
+    expect(ks.openSecret('webhook:whk_1', sealed)).toBe(secret);
+    const again = await createLocalKeystore({ key: Buffer.alloc(32, 7) });
+    expect(again.openSecret('webhook:whk_1', sealed)).toBe(secret);
+    const other = await createLocalKeystore({ key: Buffer.alloc(32, 8) });
+    expect(() => other.openSecret('webhook:whk_1', sealed)).toThrow('cannot open the sealed secret of webhook:whk_1: wrong keystore key or tampered record');
+    expect(() => ks.openSecret('webhook:whk_2', sealed)).toThrow(/cannot open the sealed secret of webhook:whk_2/);
+    const parts = sealed.split('.');
+    parts[3] = (parts[3]!.startsWith('A') ? 'B' : 'A') + parts[3]!.slice(1);
+    expect(() => ks.openSecret('webhook:whk_1', parts.join('.'))).toThrow(/tampered/);
+  });
 });
