@@ -16,6 +16,9 @@ export type GatewayService = z.output<typeof schemas.Service>;
 export type GatewayRegisteredService = z.output<typeof schemas.RegisteredService>;
 export type GatewayRemovedService = z.output<typeof schemas.RemovedService>;
 export type GatewayServiceManifest = z.output<typeof schemas.ServiceManifest>;
+/** How a service answered its paid calls: status, and calls, answered share and answer times per window. */
+export type GatewayServiceHealth = z.output<typeof schemas.ServiceHealth>;
+export type GatewayServiceHealthSeries = z.output<typeof schemas.ServiceHealthSeries>;
 export type GatewayCallResult = z.output<typeof schemas.CallResult>;
 export type GatewayTransaction = z.output<typeof schemas.Transaction>;
 export type GatewayApiKey = z.output<typeof schemas.ApiKey>;
@@ -151,6 +154,10 @@ export interface GatewayClient {
     search(query: string, options?: { limit?: number }): Promise<GatewayService[]>;
     /** What the service's own `/manifest` says about its price. */
     manifest(service: string): Promise<GatewayServiceManifest>;
+    /** One service, with its health. */
+    get(service: string): Promise<GatewayService>;
+    /** Its calls, answered share and answer times per hour over 24 hours (default) or per 6 hours over 7 days. */
+    health(service: string, options?: { window?: '24h' | '7d' }): Promise<GatewayServiceHealthSeries>;
     mine(): Promise<GatewayService[]>;
     register(input: RegisterServiceInput): Promise<GatewayRegisteredService>;
     update(service: string, changes: UpdateServiceInput): Promise<GatewayRegisteredService>;
@@ -389,6 +396,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       list: (opts = {}) => request('listAgents', { query: { limit: int(opts.limit) } }),
       search: (q, opts = {}) => request('listAgents', { query: { q, limit: int(opts.limit) } }),
       manifest: (service) => request('agentManifest', { params: { service } }),
+      get: (service) => request('getAgent', { params: { service } }),
+      health: (service, opts = {}) => request('agentHealth', { params: { service }, query: { window: opts.window } }),
       mine: () => request('myAgents'),
       register: (input) =>
         request('registerAgent', { body: price(input) as { service: string; pricePerCallLamports: number; endpoint: string; description: string } }),

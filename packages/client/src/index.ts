@@ -43,6 +43,8 @@ export type {
   GatewayHealth,
   GatewayRemovedService,
   GatewayServiceManifest,
+  GatewayServiceHealth,
+  GatewayServiceHealthSeries,
   GatewayRevoked,
   GatewayPublisherActivation,
   GatewaySettleResult,
