@@ -195,6 +195,8 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
       maxFeeStroops: text(env.FAREBOX_X402_MAX_FEE_STROOPS),
       payerDailyFeeStroops: text(env.FAREBOX_X402_PAYER_DAILY_FEE_STROOPS),
       dailyFeeStroops: text(env.FAREBOX_X402_DAILY_FEE_STROOPS),
+      newPayerDailyFeeStroops: text(env.FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS),
+      serviceNewPayerDailyFeeStroops: text(env.FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS),
       ipPerMinute: text(env.FAREBOX_X402_IP_RATE_LIMIT),
       payerPerMinute: text(env.FAREBOX_X402_PAYER_RATE_LIMIT),
       channels: text(env.FAREBOX_X402_CHANNELS),

@@ -32,6 +32,9 @@ describe('the x402 facilitator settings', () => {
       maxFeeStroops: 50_000n,
       payerDailyFeeStroops: 1_000_000n,
       dailyFeeStroops: 100_000_000n,
+      // Payers with no settled payment (and failed settles) may spend a tenth of it, 0.1 XLM of it at one service.
+      newPayerDailyFeeStroops: 10_000_000n,
+      serviceNewPayerDailyFeeStroops: 1_000_000n,
       rateLimits: { ip: { name: 'x402-ip', limit: 600, windowMs: 60_000 }, payer: { name: 'x402-payer', limit: 60, windowMs: 60_000 } },
       // Settlements go out from 8 channel accounts of 2 XLM each, at most 2 of one payer at once.
       channels: 8,
@@ -94,6 +97,20 @@ describe('the x402 facilitator settings', () => {
     expect(problems({ network: 'local', x402: { payerDailyFeeStroops: '2000', dailyFeeStroops: '1000' } })).toEqual([
       'FAREBOX_X402_PAYER_DAILY_FEE_STROOPS must not exceed FAREBOX_X402_DAILY_FEE_STROOPS',
     ]);
+    // The newcomers' part stays below the total, the part of one service within it.
+    expect(
+      problems({
+        network: 'local',
+        x402: { dailyFeeStroops: '1000', payerDailyFeeStroops: 500, newPayerDailyFeeStroops: 1000, serviceNewPayerDailyFeeStroops: '2000' },
+      }),
+    ).toEqual([
+      'FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS must be below FAREBOX_X402_DAILY_FEE_STROOPS (payers with a settled payment keep the rest)',
+      'FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS must not exceed FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS',
+    ]);
+    expect(resolveGatewayConfig({ network: 'local', x402: { dailyFeeStroops: '9000000' } }).x402).toMatchObject({
+      newPayerDailyFeeStroops: 900_000n,
+      serviceNewPayerDailyFeeStroops: 90_000n,
+    });
     expect(problems({ network: 'local', x402: { channels: 0, channelStroops: '10000000', payerConcurrency: 'two' } })).toEqual([
       'FAREBOX_X402_CHANNELS must be an integer from 1 to 64',
       'FAREBOX_X402_CHANNEL_STROOPS must be at least 15000000 (1 XLM of reserve and fees)',

@@ -130,6 +130,13 @@ export async function releaseSponsoredFee(db: Database, payer: string, on: strin
   return rows[0] ? { total: big(rows[0].total), settles: Number(rows[0].settles) } : { total: 0n, settles: 0 };
 }
 
+/** Whether `payer` has an `exact` payment settled and recorded (any day): the facilitator's newcomers have none. */
+export async function exactPayerSettled(db: Database, payer: string): Promise<boolean> {
+  text(payer, 'payer', 128);
+  const { rows } = await db.query('SELECT 1 FROM exact_payments WHERE payer = $1 LIMIT 1', [payer]);
+  return rows.length > 0;
+}
+
 /** The fees sponsored for `payer` on `day` and the settles they paid for. */
 export async function sponsoredFees(db: Database, payer: string, on: string): Promise<SponsoredFees> {
   text(payer, 'payer', 128);

@@ -39,6 +39,7 @@ import {
   type IdempotencyClaim,
   type IdempotencyOptions,
   type IdempotentResult,
+  type LedgerHooks,
   type LedgerOptions,
   type LedgerTransaction,
   type OpenAccountResult,
@@ -69,6 +70,8 @@ export class Ledger {
   readonly db: Database;
   private readonly holds: HoldBook;
   private readonly signupCredit: bigint;
+  /** The host's code in the ledger's transactions (the gateway's webhook outbox). */
+  private readonly hooks: LedgerHooks;
   /** This process's row in `ledger_instances` (see {@link joinInstance}). */
   private instance: string | null = null;
 
@@ -82,6 +85,7 @@ export class Ledger {
     if (typeof credit !== 'bigint' || credit < 0n || credit > TOPUP_MAX)
       invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
     this.signupCredit = credit;
+    this.hooks = options.hooks ?? {};
     this.holds = new HoldBook(db, options.batch, options.now, () => this.instance);
   }
 
@@ -112,7 +116,7 @@ export class Ledger {
    * `balance cap exceeded (max $10000)`). Refused top-ups change nothing.
    */
   topup(accountId: string, amount: bigint, options: { reference?: string; once?: boolean } = {}): Promise<TopupResult> {
-    return accounts.topup(this.db, accountId, amount, options);
+    return accounts.topup(this.db, accountId, amount, options, this.hooks);
   }
 
   // ------------------------------------------------------------------- holds
@@ -341,7 +345,7 @@ export class Ledger {
    * an empty cycle only.
    */
   advance(cycleId: string, from: CycleState, to: CycleState, data: AdvanceData = {}): Promise<AdvanceResult> {
-    return settlement.advance(this.db, cycleId, from, to, data);
+    return settlement.advance(this.db, cycleId, from, to, data, this.hooks);
   }
 
   /**
@@ -408,7 +412,7 @@ export class Ledger {
     paymentId: string,
     outcome: { state: 'completed'; txHash: string; explorerUrl?: string; escrowId?: string } | { state: 'failed'; error: string },
   ): Promise<{ applied: boolean; payment: WalletPayment; balance: bigint | null }> {
-    return walletPayments.resolveWalletPayment(this.db, paymentId, outcome);
+    return walletPayments.resolveWalletPayment(this.db, paymentId, outcome, this.hooks);
   }
 
   /** Credits that wallet payments back, in claim order after the `after` cursor (a credit's `seq`; the chain audit reads them). */
@@ -449,6 +453,10 @@ export class Ledger {
   }
   releaseSponsoredFee(payer: string, day: string, amount: bigint, options: { submitted: boolean }): Promise<SponsoredFees> {
     return exactPayments.releaseSponsoredFee(this.db, payer, day, amount, options);
+  }
+  /** Whether `payer` has an `exact` payment recorded (any day). */
+  exactPayerSettled(payer: string): Promise<boolean> {
+    return exactPayments.exactPayerSettled(this.db, payer);
   }
   sponsoredFees(payer: string, day: string): Promise<SponsoredFees> {
     return exactPayments.sponsoredFees(this.db, payer, day);
@@ -496,5 +504,5 @@ export async function openLedger(options: OpenLedgerOptions = {}): Promise<Ledge
     await db.close();
     throw error;
   }
-  return new Ledger(db, options.batch === undefined ? {} : { batch: options.batch });
+  return new Ledger(db, { ...(options.batch === undefined ? {} : { batch: options.batch }), ...(options.hooks ? { hooks: options.hooks } : {}) });
 }

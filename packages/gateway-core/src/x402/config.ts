@@ -17,6 +17,13 @@ export interface X402Settings {
   payerDailyFeeStroops: bigint;
   /** Sponsored network fees for all payers together per UTC day (`FAREBOX_X402_DAILY_FEE_STROOPS`, default 100,000,000 = 10 XLM). */
   dailyFeeStroops: bigint;
+  /**
+   * The part of the daily total that payers with no settled payment yet may hold, and that failed settles use up
+   * (`FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS`, default a tenth of the total, at most 10,000,000 = 1 XLM; below the total).
+   */
+  newPayerDailyFeeStroops: bigint;
+  /** The same per service (`FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS`, default a tenth of the above, at most 1,000,000 = 0.1 XLM). */
+  serviceNewPayerDailyFeeStroops: bigint;
   /** Verify and settle requests per IP (`FAREBOX_X402_IP_RATE_LIMIT`, default 600 a minute) and per payer (`FAREBOX_X402_PAYER_RATE_LIMIT`, default 60). */
   rateLimits: { ip: RateLimitRule; payer: RateLimitRule };
   /** Channel accounts settlements are sent from, one settlement per channel at a time (`FAREBOX_X402_CHANNELS`, default 8, at most 64). */
@@ -34,6 +41,8 @@ export interface X402ConfigOptions {
   maxFeeStroops?: string | number;
   payerDailyFeeStroops?: string | number;
   dailyFeeStroops?: string | number;
+  newPayerDailyFeeStroops?: string | number;
+  serviceNewPayerDailyFeeStroops?: string | number;
   ipPerMinute?: string | number;
   payerPerMinute?: string | number;
   channels?: string | number;
@@ -79,6 +88,24 @@ export function resolveX402Config(options: X402ConfigOptions, network: 'local' |
   const payerDailyFeeStroops = stroops(options.payerDailyFeeStroops, 'FAREBOX_X402_PAYER_DAILY_FEE_STROOPS', 1_000_000n, problems);
   const dailyFeeStroops = stroops(options.dailyFeeStroops, 'FAREBOX_X402_DAILY_FEE_STROOPS', 100_000_000n, problems);
   if (payerDailyFeeStroops > dailyFeeStroops) problems.push('FAREBOX_X402_PAYER_DAILY_FEE_STROOPS must not exceed FAREBOX_X402_DAILY_FEE_STROOPS');
+  const tenth = (n: bigint, most: bigint) => (n / 10n > 0n ? (n / 10n < most ? n / 10n : most) : 1n);
+  const newPayerDailyFeeStroops = stroops(
+    options.newPayerDailyFeeStroops,
+    'FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS',
+    tenth(dailyFeeStroops, 10_000_000n),
+    problems,
+  );
+  const serviceNewPayerDailyFeeStroops = stroops(
+    options.serviceNewPayerDailyFeeStroops,
+    'FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS',
+    tenth(newPayerDailyFeeStroops, 1_000_000n),
+    problems,
+  );
+  // Below the total: whatever newcomers and failed settles spend, payers with a settled payment keep the rest.
+  if (newPayerDailyFeeStroops >= dailyFeeStroops)
+    problems.push('FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS must be below FAREBOX_X402_DAILY_FEE_STROOPS (payers with a settled payment keep the rest)');
+  if (serviceNewPayerDailyFeeStroops > newPayerDailyFeeStroops)
+    problems.push('FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS must not exceed FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS');
   const ip = positiveInt(options.ipPerMinute, 'FAREBOX_X402_IP_RATE_LIMIT', 600, problems);
   const payer = positiveInt(options.payerPerMinute, 'FAREBOX_X402_PAYER_RATE_LIMIT', 60, problems);
   const channels = positiveInt(options.channels, 'FAREBOX_X402_CHANNELS', 8, problems, 64);
@@ -93,6 +120,8 @@ export function resolveX402Config(options: X402ConfigOptions, network: 'local' |
     maxFeeStroops,
     payerDailyFeeStroops,
     dailyFeeStroops,
+    newPayerDailyFeeStroops,
+    serviceNewPayerDailyFeeStroops,
     rateLimits: {
       ip: { name: 'x402-ip', limit: ip, windowMs: 60_000 },
       payer: { name: 'x402-payer', limit: payer, windowMs: 60_000 },

@@ -13,8 +13,9 @@ import { ChannelsBusy, ChannelsUnavailable, type ChannelPool } from './channels.
 import type { X402Settings } from './config.js';
 import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
 import { acceptedMismatch, fareboxKindExtra, RULE_STATUS } from './rules.js';
+import { createSponsorship } from './sponsorship.js';
 import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
-import { authorizationOf, feesOf, payerOf, readSettledTransfer } from './transfer.js';
+import { authorizationOf, payerOf, readSettledTransfer } from './transfer.js';
 
 /** A ledger's close time assumed when an authorization's expiry is turned into a time (testnet and pubnet close every 5 to 6 s). */
 const LEDGER_SECONDS = 6;
@@ -96,13 +97,6 @@ function toSigner(signer: TxSigner, passphrase: string): FacilitatorStellarSigne
   };
 }
 
-const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-const secondsToUtcMidnight = (ms: number) => Math.max(1, Math.ceil((Date.UTC(...ymd(ms)) + 86_400_000 - ms) / 1000));
-function ymd(ms: number): [number, number, number] {
-  const d = new Date(ms);
-  return [d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()];
-}
-
 /**
  * The platform's x402 facilitator (`POST /x402/verify`, `POST /x402/settle`,
  * `GET /x402/supported`): `@x402/core`'s `x402Facilitator` with
@@ -148,9 +142,19 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
   }
   const chain = new rpc.Server(o.network.rpcUrl, { allowHttp: o.network.allowHttp });
   const outage = o.outage ?? { waitMs: 15_000, keepTryingMs: 600_000 };
+  // The fees sponsored and their bounds (x402/sponsorship.ts).
+  const sponsorship = createSponsorship({
+    ledger: o.ledger,
+    settings: o.settings,
+    passphrase,
+    feeBump: feeBump !== undefined,
+    now,
+    chain,
+    refuse: (reason, message, status, headers, rule) => new Refusal(reason, message, status, headers, rule),
+  });
 
   /** Farebox's rules on the requirements, before the library or the network sees anything. */
-  async function admit(r: FacilitatorRequest, ip: string): Promise<{ service: string; owner: string }> {
+  async function admit(r: FacilitatorRequest, ip: string): Promise<{ service: string; owner: string; established: boolean }> {
     if (off) throw new Refusal('facilitator_unavailable', off, 503);
     await limit(o.settings.rateLimits.ip, ip);
     const req = r.paymentRequirements;
@@ -176,8 +180,11 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     const mismatch = acceptedMismatch(r.paymentPayload.accepted, req);
     if (mismatch) throw new Refusal(mismatch.reason, mismatch.message, RULE_STATUS);
     const payer = payerOf(r.paymentPayload.payload.transaction, passphrase);
-    if (payer) await limit(o.settings.rateLimits.payer, payer);
-    return { service: name, owner: service.owner };
+    if (!payer) return { service: name, owner: service.owner, established: false };
+    await limit(o.settings.rateLimits.payer, payer);
+    // A payer whose settle failed on chain today, or a newcomer once the newcomers' part is spent: refused at verify already.
+    const { established } = await sponsorship.standing(payer, name);
+    return { service: name, owner: service.owner, established };
   }
 
   async function limit(rule: X402Settings['rateLimits']['ip'], subject: string): Promise<void> {
@@ -187,48 +194,6 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       if (err instanceof GatewayError && err.code === 'RATE_LIMITED') throw new Refusal('rate_limited', err.message, 429, err.headers, rule.name);
       throw err;
     }
-  }
-
-  /** Reserves the most the settlement may cost under the payer's and the facilitator's bounds for today. */
-  async function reserve(payer: string, transactionXdr: string): Promise<{ day: string; amount: bigint; release(charged: bigint | null): Promise<void> }> {
-    const fees = feesOf(transactionXdr, passphrase);
-    const capped = fees ? (fees.fee < o.settings.maxFeeStroops ? fees.fee : o.settings.maxFeeStroops) : o.settings.maxFeeStroops;
-    // A fee bump pays the inclusion fee twice (inner and outer operation) plus the resource fee.
-    const amount = feeBump ? capped * 2n + (fees?.resourceFee ?? 0n) : capped;
-    const at = now();
-    const day = utcDay(at);
-    const retry = { 'Retry-After': String(secondsToUtcMidnight(at)) };
-    const mine = await o.ledger.reserveSponsoredFee(payer, day, amount, o.settings.payerDailyFeeStroops);
-    if (!mine.reserved) {
-      throw new Refusal(
-        'farebox_fee_bound_reached',
-        `payer ${payer} reached today's bound on sponsored network fees (${o.settings.payerDailyFeeStroops} stroops per UTC day); try again after 00:00 UTC`,
-        429,
-        retry,
-        'x402-payer-fees',
-      );
-    }
-    const all = await o.ledger.reserveSponsoredFee('*', day, amount, o.settings.dailyFeeStroops);
-    if (!all.reserved) {
-      await o.ledger.releaseSponsoredFee(payer, day, amount, { submitted: false });
-      throw new Refusal(
-        'farebox_daily_fee_bound_reached',
-        `the facilitator reached today's bound on sponsored network fees (${o.settings.dailyFeeStroops} stroops per UTC day); try again after 00:00 UTC`,
-        429,
-        retry,
-        'x402-daily-fees',
-      );
-    }
-    return {
-      day,
-      amount,
-      async release(charged) {
-        // Nothing sent: the whole reservation comes back. Sent: what the network did not charge.
-        const back = charged === null ? amount : amount > charged ? amount - charged : 0n;
-        if (back === 0n) return;
-        for (const who of [payer, '*']) await o.ledger.releaseSponsoredFee(who, day, back, { submitted: charged !== null });
-      },
-    };
   }
 
   async function answer<T extends Record<string, unknown>>(
@@ -265,7 +230,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
   });
 
   async function settlePayment(r: FacilitatorRequest, ip: string): Promise<FacilitatorAnswer> {
-    const { service, owner } = await admit(r, ip);
+    const { service, owner, established } = await admit(r, ip);
     const payload = r.paymentPayload as unknown as PaymentPayload;
     const requirements = r.paymentRequirements as unknown as PaymentRequirements;
     const transactionXdr = r.paymentPayload.payload.transaction;
@@ -273,7 +238,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     const authorization = payer ? authorizationOf(transactionXdr, passphrase, payer) : undefined;
     if (!payer || !authorization)
       return { status: 200, body: settleRefusal('invalid_exact_stellar_payload_malformed', 'the payload is not a signed transfer transaction', payer) };
-    const fees = await reserve(payer, transactionXdr);
+    const fees = await sponsorship.reserve(payer, service, transactionXdr, established);
     // The intent, before anything moves: if the record below never happens, the reconciler finds the transfer.
     let intent: Awaited<ReturnType<typeof openIntent>>;
     try {
@@ -307,8 +272,8 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       return { status: 200, body: settleRefusal('unexpected_settle_error', err instanceof Error ? err.message : String(err), payer) };
     }
     if (!result.success) {
-      // Not sent (refused before submission): nothing was charged. Sent and failed: the fee it was charged stays counted.
-      await fees.release(result.transaction ? fees.amount : null);
+      // Not sent (refused before submission): nothing was charged. Sent and failed: the fee it was charged stays counted, and the payer is not sponsored again today.
+      await (result.transaction ? fees.failed(result.transaction) : fees.release(null));
       if (intent.opened) await closeUnmoved(payer, authorization.nonce, result);
       return { status: 200, body: { ...result, network: x402Network } };
     }
