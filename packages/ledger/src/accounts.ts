@@ -2,7 +2,7 @@ import { parseAmount } from '@farebox/protocol';
 import type { Database, Queryable } from './db.js';
 import { LedgerError } from './errors.js';
 import { big, invalid, text } from './rows.js';
-import { BALANCE_CAP, LEDGER_MESSAGES, TOPUP_MAX, type AccountBalance, type OpenAccountResult, type TopupResult } from './types.js';
+import { BALANCE_CAP, LEDGER_MESSAGES, TOPUP_MAX, type AccountBalance, type LedgerHooks, type OpenAccountResult, type TopupResult } from './types.js';
 
 // Credits: accounts, their balance, top-ups.
 
@@ -52,10 +52,20 @@ export async function readBalance(q: Queryable, accountId: string): Promise<Acco
   return { accountId, balance, held, aggregated: balance + held };
 }
 
-export async function topup(db: Database, accountId: string, amount: bigint, options: { reference?: string; once?: boolean } = {}): Promise<TopupResult> {
+export async function topup(
+  db: Database,
+  accountId: string,
+  amount: bigint,
+  options: { reference?: string; once?: boolean } = {},
+  hooks: LedgerHooks = {},
+): Promise<TopupResult> {
   const reference = options.reference === undefined ? null : text(options.reference, 'reference');
   if (options.once && reference === null) invalid('a top-up made once needs a reference', { field: 'reference' });
-  return db.transaction((tx) => topupIn(tx, accountId, amount, reference, true, options.once === true));
+  return db.transaction(async (tx) => {
+    const r = await topupIn(tx, accountId, amount, reference, true, options.once === true);
+    if (r.applied) await hooks.topupCredited?.(tx, { accountId, amount, reference, balance: r.balance, payment: null });
+    return r;
+  });
 }
 
 /**

@@ -2,7 +2,16 @@ import { PLATFORM_FEE_BPS } from '@farebox/protocol';
 import type { Database, Queryable } from './db.js';
 import { LedgerError } from './errors.js';
 import { big, date, dateOrNull, invalid, positiveInt, str, strOrNull, text, toBatch } from './rows.js';
-import { CYCLE_STATES, CYCLE_TRANSITIONS, type AdvanceData, type AdvanceResult, type ClaimResult, type CycleState, type SettlementCycle } from './types.js';
+import {
+  CYCLE_STATES,
+  CYCLE_TRANSITIONS,
+  type AdvanceData,
+  type AdvanceResult,
+  type ClaimResult,
+  type CycleState,
+  type LedgerHooks,
+  type SettlementCycle,
+} from './types.js';
 
 // Settlement cycles: one open cycle per publisher owner, the state machine, claimed earnings.
 
@@ -137,7 +146,14 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
   });
 }
 
-export async function advance(db: Database, cycleId: string, from: CycleState, to: CycleState, data: AdvanceData = {}): Promise<AdvanceResult> {
+export async function advance(
+  db: Database,
+  cycleId: string,
+  from: CycleState,
+  to: CycleState,
+  data: AdvanceData = {},
+  hooks: LedgerHooks = {},
+): Promise<AdvanceResult> {
   const id = cycleIdParam(cycleId);
   if (!CYCLE_STATES.includes(from) || !CYCLE_STATES.includes(to) || !CYCLE_TRANSITIONS[from].includes(to)) {
     throw new LedgerError('INVALID_TRANSITION', `a settlement cycle cannot move from ${String(from)} to ${String(to)}`, { cycleId, from, to });
@@ -183,6 +199,7 @@ export async function advance(db: Database, cycleId: string, from: CycleState, t
       txHash,
       explorerUrl,
     ]);
+    await hooks.cycleMoved?.(tx, { cycleId: String(cycleId), from, to, txHash, explorerUrl, escrowId, error, data: data.data ?? {} });
     return true;
   });
   return { applied, cycle: await getCycle(db, cycleId) };

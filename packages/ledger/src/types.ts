@@ -1,7 +1,7 @@
 import { BASE_UNITS_PER_USDC } from '@farebox/protocol';
 import type { BatchOptions } from './batch.js';
 import type { Budget } from './budgets.js';
-import type { OpenDatabaseOptions } from './db.js';
+import type { OpenDatabaseOptions, Queryable } from './db.js';
 
 /** Sign-up credit: 5 USD, given once per account. */
 export const SIGNUP_CREDIT = 5n * BASE_UNITS_PER_USDC;
@@ -439,6 +439,46 @@ export interface LedgerOptions {
    * With the default clock nothing moves.
    */
   now?: () => number;
+  /** Code the host runs inside the ledger's transactions, once per change applied (see {@link LedgerHooks}). */
+  hooks?: LedgerHooks;
+}
+
+/**
+ * Code a host runs inside the ledger's own transactions, once per change
+ * applied (the gateway writes its webhook outbox there): what a hook writes
+ * commits with the change or rolls back with it, so a crash neither loses
+ * nor invents the host's record of it. A hook that throws fails the change.
+ */
+export interface LedgerHooks {
+  /** A top-up credited (`topup`, or a wallet top-up's payment completed): in the crediting transaction. */
+  topupCredited?(tx: Queryable, topup: CreditedTopup): Promise<void>;
+  /** A settlement cycle moved from one state to another (`advance`): in the transaction of the move. */
+  cycleMoved?(tx: Queryable, move: CycleMove): Promise<void>;
+}
+
+/** A top-up as {@link LedgerHooks.topupCredited} sees it. */
+export interface CreditedTopup {
+  accountId: string;
+  amount: bigint;
+  /** The journal row's reference (`free:<...>` for the gateway's free top-ups, `wallet:<tx hash>` for wallet ones). */
+  reference: string | null;
+  /** The account's credits after the top-up. */
+  balance: bigint;
+  /** The wallet payment it credits (completed), or null for a top-up that is not paid on chain. */
+  payment: WalletPayment | null;
+}
+
+/** A state move as {@link LedgerHooks.cycleMoved} sees it (the `advance` call's data). */
+export interface CycleMove {
+  cycleId: string;
+  from: CycleState;
+  to: CycleState;
+  txHash: string | null;
+  explorerUrl: string | null;
+  escrowId: string | null;
+  error: string | null;
+  /** What the move merged into the cycle's `data`. */
+  data: Record<string, unknown>;
 }
 
 export type OpenLedgerOptions = OpenDatabaseOptions & LedgerOptions;

@@ -3,7 +3,7 @@ import type { Database, Queryable } from './db.js';
 import { LedgerError } from './errors.js';
 import { topupIn } from './accounts.js';
 import { big, date, invalid, isUuid, positiveAmount, positiveInt, str, text, toWalletPayment, type Row } from './rows.js';
-import type { WalletCredit, WalletPayment, WalletPaymentInput } from './types.js';
+import type { LedgerHooks, WalletCredit, WalletPayment, WalletPaymentInput } from './types.js';
 
 // The wallet path: payments from an account's own wallet, recorded before they are sent.
 
@@ -66,6 +66,7 @@ export async function resolveWalletPayment(
   db: Database,
   paymentId: string,
   outcome: { state: 'completed'; txHash: string; explorerUrl?: string; escrowId?: string } | { state: 'failed'; error: string },
+  hooks: LedgerHooks = {},
 ): Promise<{ applied: boolean; payment: WalletPayment; balance: bigint | null }> {
   if (!isUuid(paymentId)) throw new LedgerError('INVALID_INPUT', 'wallet payment not found', { paymentId });
   return db.transaction(async (tx) => {
@@ -111,7 +112,10 @@ export async function resolveWalletPayment(
       ]));
     }
     await settleReservation(tx, current, outcome.state === 'completed');
-    return { applied: true, payment: toWalletPayment(updated[0] as Row), balance };
+    const payment = toWalletPayment(updated[0] as Row);
+    if (balance !== null && payment.state === 'completed')
+      await hooks.topupCredited?.(tx, { accountId: payment.accountId, amount: payment.amount, reference: `wallet:${payment.txHash}`, balance, payment });
+    return { applied: true, payment, balance };
   });
 }
 

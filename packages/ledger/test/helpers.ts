@@ -3,7 +3,7 @@ import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate, openDatabase, openLedger, readMigrations } from '@farebox/ledger';
-import type { Database, Ledger } from '@farebox/ledger';
+import type { Database, Ledger, LedgerOptions } from '@farebox/ledger';
 import { dropSchema } from '@farebox/test-kit/postgres';
 
 export const onPostgres = process.env.LEDGER_TEST_BACKEND === 'postgres';
@@ -20,10 +20,10 @@ export interface TestLedger {
  * A fresh ledger: on PostgreSQL (project 'ledger:pg') in a schema of its own,
  * otherwise on PGlite in a temporary data directory.
  */
-export async function openTestLedger(): Promise<TestLedger> {
+export async function openTestLedger(options: LedgerOptions = {}): Promise<TestLedger> {
   if (onPostgres) {
     const schema = `ledger_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const ledger = await openLedger({ url: databaseUrl, schema, poolSize: 20 });
+    const ledger = await openLedger({ url: databaseUrl, schema, poolSize: 20, ...options });
     return {
       ledger,
       backend: 'postgres',
@@ -34,7 +34,7 @@ export async function openTestLedger(): Promise<TestLedger> {
     };
   }
   // In memory: nothing a test reads depends on the files, and a file-backed PGlite spends most of a test's time writing them.
-  const ledger = await openLedger({ dataDir: 'memory://', env: {} });
+  const ledger = await openLedger({ dataDir: 'memory://', env: {}, ...options });
   return {
     ledger,
     backend: 'pglite',
