@@ -54,8 +54,9 @@ describe('farebox against a running local stack', () => {
     expect(json((await runFarebox(['balance', '--json'], { env: e })).stdout).balance_base_units).toBe(before + 50_000_000);
 
     const search = await runFarebox(['search', 'echo'], { env: e });
-    expect(search.stdout).toMatch(/^SERVICE\s+PRICE/m);
-    expect(search.stdout).toMatch(/^echo\s+0\.01 USDC/m);
+    expect(search.stdout).toMatch(/^SERVICE\s+PRICE\s+CALLS\s+HEALTH\s+DESCRIPTION/m);
+    // Each service's health (docs/api.md, "Service health"): `new` until it has had enough calls to judge.
+    expect(search.stdout).toMatch(/^echo\s+0\.01 USDC\s+\d+\s+new\s/m);
     // This stack has no embedding model: the CLI says the search was keyword-only (stderr, the table stays stdout).
     expect(search.stderr).toMatch(/^\(keyword-only search: the gateway has no embedding model loaded/m);
     expect((json((await runFarebox(['search', '--json'], { env: e })).stdout) as Array<{ service: string }>).map((s) => s.service)).toContain('echo');

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { ClientError, createClient, type ProgressEvent } from '@farebox/client';
+import { ClientError, createClient, type GatewayService, type ProgressEvent } from '@farebox/client';
 import { DEFAULT_GATEWAY_URL } from '@farebox/client/oauth';
 import { formatAmount } from '@farebox/protocol';
 import type { Context } from '../context.js';
@@ -26,11 +26,20 @@ export async function runSearch(ctx: Context, query: string | undefined, o: { li
         service: s.service,
         price: `${priceOf(s)} USDC`,
         calls: s.totalCalls,
+        health: healthText(s.health),
         description: s.description.length > 70 ? `${s.description.slice(0, 69)}…` : s.description,
       })),
-      ['service', 'price', 'calls', 'description'],
+      ['service', 'price', 'calls', 'health', 'description'],
     ),
   );
+}
+
+/** A service's health in a few words: `ok 99.7% p50 41ms` over the judged window, `new` without enough calls. */
+export function healthText(h: GatewayService['health'] | undefined): string {
+  if (!h || h.status === 'new') return 'new';
+  const w = h.windows['24h'].calls >= 10 ? h.windows['24h'] : h.windows['7d'];
+  const rate = w.success_rate === null ? '' : ` ${(Math.floor(w.success_rate * 1000) / 10).toString()}%`;
+  return `${h.status}${rate}${w.p50_ms === null ? '' : ` p50 ${w.p50_ms}ms`}`;
 }
 
 /** The payload: the argument, else `--file` (`-` is stdin), else stdin when it is not a terminal, else `{}`. */
