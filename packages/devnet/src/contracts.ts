@@ -1,4 +1,4 @@
-import { StrKey, xdr, type Asset } from '@stellar/stellar-sdk';
+import { MuxedAccount, StrKey, xdr, type Asset } from '@stellar/stellar-sdk';
 import { FareboxError } from '@farebox/protocol';
 import { REGISTRY_LIMITS } from '@farebox/stellar';
 import { addressVal, i128Val, MAX_INT64, scAddressToString, stringVal, symbolVal, toBig, u64Val } from './xdrutil.js';
@@ -243,13 +243,22 @@ export function stellarAssetContract(id: string, asset: Asset): DevnetContract {
         case 'transfer': {
           arity(args, 3);
           const from = argAddress(args[0]);
-          const to = argAddress(args[1]);
+          const dest = argAddress(args[1]);
+          // CAP-67: a muxed `to` (M...) is credited to its account; the event names the account and carries the id in its data.
+          const muxed = StrKey.isValidMed25519PublicKey(dest) ? MuxedAccount.fromAddress(dest, '0') : undefined;
+          const to = muxed ? muxed.baseAccount().accountId() : dest;
           const amount = argI128(args[2]);
           if (amount < 0n) throw new HostError('Contract', SAC.NegativeAmount);
           ctx.requireAuth(from);
           debit(ctx, from, amount);
           credit(ctx, to, amount);
-          ctx.emit([symbolVal('transfer'), addressVal(from), addressVal(to), stringVal(name)], i128Val(amount));
+          const data = muxed
+            ? xdr.ScVal.scvMap([
+                new xdr.ScMapEntry({ key: symbolVal('amount'), val: i128Val(amount) }),
+                new xdr.ScMapEntry({ key: symbolVal('to_muxed_id'), val: u64Val(BigInt(muxed.id())) }),
+              ])
+            : i128Val(amount);
+          ctx.emit([symbolVal('transfer'), addressVal(from), addressVal(to), stringVal(name)], data);
           return xdr.ScVal.scvVoid();
         }
         case 'balance': {

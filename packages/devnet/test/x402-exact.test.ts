@@ -1,7 +1,7 @@
 // The devnet stands in for Stellar testnet for x402's `exact` scheme: the stock
 // @x402/stellar client and facilitator, unmodified, pay and settle against it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Keypair, Operation, rpc, type Transaction, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
+import { Account, Address, Keypair, MuxedAccount, Operation, rpc, scValToNative, type Transaction, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactClient } from '@x402/stellar/exact/client';
 import { ExactStellarScheme as ExactFacilitator } from '@x402/stellar/exact/facilitator';
@@ -91,6 +91,38 @@ describe('x402 exact on a devnet standing in for testnet', () => {
     // The transfer event the Stellar Asset Contract emits, readable as on testnet.
     const events = await new rpc.Server(devnet.rpcUrl).getEvents({ startLedger: tx.ledger, filters: [{ contractIds: [req.asset] }] });
     expect(events.events.filter((e) => e.txHash === settled.transaction).map((e) => e.topic[0]?.sym().toString())).toEqual(['transfer']);
+  });
+
+  it('pays a muxed payee (M...) as testnet does (CAP-67): its account is credited, the event names the account and carries the id; the stock verify refuses it', async () => {
+    const payer = await party(USDC);
+    const payee = await party();
+    const muxed = new MuxedAccount(new Account(payee.publicKey(), '0'), '4242').accountId();
+    const req = requirements(muxed, 2_000n);
+    const payload = await pay(payer, req);
+    const tx = TransactionBuilder.fromXDR(payload.payload.transaction as string, TESTNET_PASSPHRASE);
+    const sim = await new rpc.Server(devnet.rpcUrl).simulateTransaction(tx);
+    if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(`simulation failed: ${JSON.stringify(sim)}`);
+    const body = sim.events[0]!.event().body().v0();
+    expect(Address.fromScVal(body.topics()[2]!).toString()).toBe(payee.publicKey());
+    expect(scValToNative(body.data())).toEqual({ amount: 2_000n, to_muxed_id: 4242n });
+    // @x402/stellar 2.9 compares the event's `to` with payTo and its data with the amount: a muxed payee is refused.
+    expect(await facilitator.verify(payload, req)).toEqual({
+      isValid: false,
+      invalidReason: 'invalid_exact_stellar_payload_event_wrong_to',
+      payer: payer.publicKey(),
+    });
+    // Submitted as is, the transfer credits the account behind the muxed address.
+    const before = usdcOf(payee.publicKey());
+    const account = await new rpc.Server(devnet.rpcUrl).getAccount(facilitatorKp.publicKey());
+    const op = (tx as Transaction).operations[0] as Operation.InvokeHostFunction;
+    const rebuilt = new TransactionBuilder(account, { fee: tx.fee, networkPassphrase: TESTNET_PASSPHRASE, sorobanData: sim.transactionData.build() })
+      .addOperation(Operation.invokeHostFunction({ func: op.func, auth: op.auth ?? [] }))
+      .setTimeout(60)
+      .build();
+    rebuilt.sign(facilitatorKp);
+    const sent = await new rpc.Server(devnet.rpcUrl).sendTransaction(rebuilt);
+    expect((await new rpc.Server(devnet.rpcUrl).pollTransaction(sent.hash)).status).toBe('SUCCESS');
+    expect(usdcOf(payee.publicKey())).toBe(before + 2_000n);
   });
 
   it('simulates the unsigned transfer as testnet does: address-credential auth for the payer, one transfer event, a fee under the maximum', async () => {

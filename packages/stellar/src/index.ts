@@ -23,3 +23,4 @@ export type { Accounts, AccountBalances } from './accounts.js';
 export { createCatalogMirror, FileCursorStore, MemoryCursorStore } from './mirror.js';
 export type { CatalogMirror, CatalogMirrorOptions, CatalogMirrorStatus, CatalogChange, CursorStore } from './mirror.js';
 export { resultCodesFromXdr, txCodeName, opCodeName } from './results.js';
+export { readMuxedAddress, serviceMuxedId, servicePayTo } from './service-address.js';

@@ -2,7 +2,16 @@ import { Asset } from '@stellar/stellar-sdk';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@farebox/protocol';
 import * as api from '@farebox/stellar';
-import { LOCAL_REGISTRY_CONTRACT_ID, LOCAL_USDC_ISSUER, resolveNetwork, TESTNET_USDC_ISSUER, unitsToDecimal, decimalToUnits, opCodeName, txCodeName } from '@farebox/stellar';
+import {
+  LOCAL_REGISTRY_CONTRACT_ID,
+  LOCAL_USDC_ISSUER,
+  resolveNetwork,
+  TESTNET_USDC_ISSUER,
+  unitsToDecimal,
+  decimalToUnits,
+  opCodeName,
+  txCodeName,
+} from '@farebox/stellar';
 
 describe('resolveNetwork', () => {
   it('defaults to testnet with the public endpoints and the testnet USDC contract', () => {
@@ -126,8 +135,11 @@ describe('helpers', () => {
         "devnetPassphrase",
         "keypairSigner",
         "opCodeName",
+        "readMuxedAddress",
         "resolveNetwork",
         "resultCodesFromXdr",
+        "serviceMuxedId",
+        "servicePayTo",
         "txCodeName",
         "unitsToDecimal",
       ]
