@@ -103,6 +103,8 @@ describe('the x402 bazaar on the gateway', () => {
     });
     // The SDK service's manifest lists no direct payment here: listed with its price, no offer.
     expect(echo).toMatchObject({ description: 'test service echo', accepts: [], metadata: { price: '0.01', priceBaseUnits: '100000' } });
+    // Each resource carries the service's health as the gateway measures it (docs/api.md, "Service health").
+    expect((echo as { metadata: { health: unknown } }).metadata.health).toMatchObject({ status: 'new', windows: { '24h': { calls: 0 } } });
     // The same listing at the gateway's root; both answers are the contract's (the typed client checks them).
     expect((await get('/discovery/resources')).body).toEqual(page);
     const api = createGatewayClient({ baseUrl: h.url });

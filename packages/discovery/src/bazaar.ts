@@ -95,7 +95,7 @@ export function bazaarExtension(value: unknown): BazaarExtension | undefined {
  * `payments`, and `escrow` (paid to the owner) when the manifest lists it, or,
  * with no manifest read, when there is no `exact` offer.
  */
-export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?: BazaarManifest): BazaarResource {
+export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?: BazaarManifest, health?: Record<string, unknown>): BazaarResource {
   const network = ctx.network.x402Network;
   const amount = agent.pricePerCall.toString();
   const accepts: BazaarOffer[] = [];
@@ -141,6 +141,8 @@ export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?
       price: formatAmount(agent.pricePerCall, { trim: true }),
       priceBaseUnits: amount,
       ownerWallet: agent.owner,
+      // How the service answered the paid calls the gateway relayed (docs/api.md, "Service health").
+      ...(health ? { health } : {}),
       ...(manifest?.dynamicPricing !== undefined ? { dynamicPricing: manifest.dynamicPricing } : {}),
       ...(bazaar
         ? {

@@ -210,7 +210,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     account,
     catalog,
     serviceHealth: health,
-    bazaar: createBazaarService({ ...infra, manifests, now }),
+    bazaar: createBazaarService({ ...infra, manifests, now, health: (service) => health.of(service) }),
     calls,
     spendingPolicy: (principal) => spending.view(principal),
     oauthConnections: withThresholds(oauth.connections, callConfirmations),

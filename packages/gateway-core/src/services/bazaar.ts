@@ -42,6 +42,8 @@ export interface BazaarServiceDeps {
   /** How long one answer waits for the manifests of its page that are not cached yet (default 1.5 s); later ones fill the cache. */
   manifestWaitMs?: number;
   now?: () => number;
+  /** A service's health (health/index.ts), shown in each resource's `metadata.health`. */
+  health?: (service: string) => Record<string, unknown>;
 }
 
 /** Manifests fetched for one answer at most (the rest are read by later answers). */
@@ -68,7 +70,7 @@ export function createBazaarService(d: BazaarServiceDeps): BazaarService {
     const m = d.manifests.peek(a);
     return m ? { payments: m.view.payments, dynamicPricing: m.view.dynamic_pricing, bazaar: m.bazaar } : undefined;
   };
-  const toResource = (a: RegistryAgent) => bazaarResource(a, ctx, manifestOf(a));
+  const toResource = (a: RegistryAgent) => bazaarResource(a, ctx, manifestOf(a), d.health?.(a.service));
   const parsed = <T>(read: () => T): T => {
     try {
       return read();
