@@ -69,13 +69,17 @@ export const GROUPS: Array<[Group, string]> = [
   ['twoWords', '  two words'],
 ];
 
-export function evaluate(index: SearchIndex, vectorsFor: Map<string, Float32Array> | null) {
+/** A reordering of a query's hits (the gateway weighing relevance by health: `rankByHealth`). */
+export type Rerank = (hits: Array<{ id: string; score: number }>) => Array<{ id: string; score: number }>;
+
+export function evaluate(index: SearchIndex, vectorsFor: Map<string, Float32Array> | null, rerank?: Rerank) {
   const sums = Object.fromEntries(GROUPS.map(([g]) => [g, { ndcg: 0, recall: 0, hit3: 0, n: 0 }])) as Record<Group, Figures>;
   let nonsenseHits = 0;
   let nonsense = 0;
   const misses: string[] = [];
   for (const q of queries) {
-    const hits = index.searchWithVector(q.query, vectorsFor?.get(q.id) ?? null, { limit: 10 });
+    const found = index.searchWithVector(q.query, vectorsFor?.get(q.id) ?? null, { limit: 10 });
+    const hits = rerank ? rerank(found) : found;
     if (q.relevant.length === 0) {
       nonsense++;
       if (hits.length > 0) nonsenseHits++;

@@ -24,13 +24,14 @@ import { writeTinyModel } from '@farebox/test-kit/tiny-model';
 import {
   createEmbedder,
   createSearchIndex,
+  rankByHealth,
   type Embedder,
   type FusionWeights,
   type SearchIndex,
   type SearchIndexOptions,
   type ServiceDocument,
 } from '../src/index.js';
-import { evaluate, type Figures, GROUPS, queries, services } from './relevance.js';
+import { evaluate, type Figures, GROUPS, queries, type Rerank, services } from './relevance.js';
 
 const N = Number(process.env['BENCH_SERVICES'] ?? 100_000);
 const DIMS = 384;
@@ -118,6 +119,39 @@ async function relevance(): Promise<Embedder | null> {
   }
   await relevanceWith(`${status.modelId}, ${embedder.dims} dims`, embedder, docs);
   return embedder;
+}
+
+/**
+ * Health (docs/search.md, "Health"), keyword-only: an all-healthy catalog ranks exactly as relevance does (the
+ * same nDCG); in a mixed one, where every third judged service fails most calls, the failing ones leave the top 3.
+ */
+function health() {
+  console.log("\nHealth: relevance weighed by each service's health (keyword-only index)");
+  const docs = services.map((s) => ({ id: s.id, name: s.name, description: s.description }));
+  const index = buildIndex(docs, null, { weights: { bm25: 0.6, vector: 0.4 } });
+  const ok = { status: 'ok' as const, successRate: 1 };
+  const judged = [...new Set(queries.flatMap((q) => q.relevant))].sort();
+  const failing = new Set(judged.filter((_, i) => i % 3 === 0));
+  const mixed = (id: string) => (failing.has(id) ? { status: 'failing' as const, successRate: 0.2 } : ok);
+  const plain = evaluate(index, null);
+  const healthy = evaluate(index, null, (hits) => rankByHealth(hits, () => ok));
+  const failingInTop3 = (rerank?: Rerank) => {
+    let n = 0;
+    for (const q of queries) {
+      const found = index.searchWithVector(q.query, null, { limit: 10 });
+      n += (rerank ? rerank(found) : found).slice(0, 3).filter((h) => failing.has(h.id)).length;
+    }
+    return n;
+  };
+  const f = (x: Figures) => `nDCG@10 ${(x.ndcg / x.n).toFixed(4)}`;
+  console.log(
+    `  all healthy: relevance alone ${f(plain.sums.all)}, with health ${f(healthy.sums.all)} (the same: ${plain.sums.all.ndcg === healthy.sums.all.ndcg})`,
+  );
+  const before = failingInTop3();
+  const after = failingInTop3((hits) => rankByHealth(hits, (h) => mixed(h.id)));
+  console.log(
+    `  mixed (${failing.size} of ${judged.length} judged services failing, 20 % answered): failing services in the top 3 of all queries: ${before} by relevance alone, ${after} with health`,
+  );
 }
 
 function rng(seed: number) {
@@ -271,4 +305,5 @@ async function approximate(flat: SearchIndex, snap: Uint8Array, qs: Array<{ text
 }
 
 const embedder = await relevance();
+health();
 if (N > 0) await scale(embedder);
