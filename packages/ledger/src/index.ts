@@ -9,6 +9,15 @@ export { Ledger, openLedger, migrateLedger } from './ledger.js';
 export { hashRequest } from './idempotency.js';
 export { parseTopupAmount } from './accounts.js';
 export {
+  completeExactRefund,
+  dueExactRefunds,
+  failExactRefundAttempt,
+  getExactRefund,
+  noteExactRefund,
+  openExactRefund,
+} from './exact-refunds.js';
+export type { ExactRefund, ExactRefundRefusal, ExactRefundRequest } from './exact-refunds.js';
+export {
   SIGNUP_CREDIT,
   TOPUP_MAX,
   BALANCE_CAP,

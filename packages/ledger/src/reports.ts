@@ -64,7 +64,7 @@ export async function publisherTotals(db: Database, publisherOwner: string): Pro
        SELECT e.cycle_id, (c.state = ANY($2::text[])) AS settled, count(*) AS calls,
               sum(e.gross) AS gross, sum(e.fee) AS fee, sum(e.net) AS net
        FROM earnings e LEFT JOIN settlement_cycles c ON c.id = e.cycle_id
-       WHERE e.publisher_owner = $1
+       WHERE e.publisher_owner = $1 AND e.reversed_at IS NULL
        GROUP BY e.cycle_id, c.state
      )
      SELECT COALESCE(sum(calls), 0) AS calls, COALESCE(sum(gross), 0) AS gross,
@@ -90,7 +90,7 @@ export async function publisherAnalytics(db: Database, publisherOwner: string, d
        SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS calls,
               sum(gross) AS gross, sum(fee) AS fee, sum(net) AS net
        FROM earnings
-       WHERE publisher_owner = $1
+       WHERE publisher_owner = $1 AND reversed_at IS NULL
          AND created_at >= (((SELECT d FROM today) - ($2::int - 1))::timestamp AT TIME ZONE 'UTC')
        GROUP BY 1
      )
@@ -106,7 +106,7 @@ export async function serviceStats(db: Database, publisherOwner: string): Promis
   text(publisherOwner, 'publisherOwner');
   const { rows } = await db.query(
     `SELECT service, count(*) AS calls, sum(gross) AS gross, sum(fee) AS fee, sum(net) AS net
-     FROM earnings WHERE publisher_owner = $1 GROUP BY service ORDER BY service`,
+     FROM earnings WHERE publisher_owner = $1 AND reversed_at IS NULL GROUP BY service ORDER BY service`,
     [publisherOwner],
   );
   return rows.map((r) => ({ service: str(r.service), calls: Number(r.calls), gross: big(r.gross), fee: big(r.fee), earned: big(r.net) }));
@@ -121,7 +121,7 @@ export async function platformStats(db: Database): Promise<PlatformStats> {
        (SELECT COALESCE(sum(amount), 0) FROM journal WHERE kind = 'topup') AS topups,
        (SELECT COALESCE(sum(amount), 0) FROM journal WHERE kind = 'signup') AS signups,
        e.calls, e.gross, e.fee, e.net
-     FROM (SELECT count(*) AS calls, COALESCE(sum(gross), 0) AS gross, COALESCE(sum(fee), 0) AS fee, COALESCE(sum(net), 0) AS net FROM earnings) e`,
+     FROM (SELECT count(*) AS calls, COALESCE(sum(gross), 0) AS gross, COALESCE(sum(fee), 0) AS fee, COALESCE(sum(net), 0) AS net FROM earnings WHERE reversed_at IS NULL) e`,
   );
   const r = rows[0] as Row;
   return {

@@ -115,7 +115,7 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
     const { rows } = await tx.query(
       `WITH picked AS (
          SELECT id, gross FROM earnings
-         WHERE publisher_owner = $2 AND cycle_id IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+         WHERE publisher_owner = $2 AND cycle_id IS NULL AND reversed_at IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
        ), split AS (
          SELECT p.id, p.gross,
                 (div((c.claimed_gross + p.run) * $5::numeric, 10000) - div((c.claimed_gross + p.run - p.gross) * $5::numeric, 10000))::bigint AS fee
@@ -223,7 +223,7 @@ export async function recordCycleData(db: Database, cycleId: string, input: { es
 
 export async function unsettledOwners(db: Database, limit = 1000): Promise<string[]> {
   positiveInt(limit, 'limit', 100_000);
-  const { rows } = await db.query('SELECT DISTINCT publisher_owner FROM earnings WHERE cycle_id IS NULL LIMIT $1', [limit]);
+  const { rows } = await db.query('SELECT DISTINCT publisher_owner FROM earnings WHERE cycle_id IS NULL AND reversed_at IS NULL LIMIT $1', [limit]);
   return rows.map((r) => str(r.publisher_owner)).sort();
 }
 

@@ -380,7 +380,7 @@ export interface VerifyMismatch {
    * (`id` is the transaction hash); `exact-intent`: a settlement intent still pending past its `resolveBy` (`id` is
    * `payer/nonce`).
    */
-  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'exact-payment' | 'exact-intent' | 'conservation';
+  kind: 'balance' | 'hold' | 'earning' | 'reference' | 'cycle' | 'wallet-credit' | 'exact-payment' | 'exact-intent' | 'exact-refund' | 'conservation';
   id: string;
   expected: string;
   actual: string;

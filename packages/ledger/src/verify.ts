@@ -2,6 +2,7 @@ import { PLATFORM_FEE_BPS } from '@farebox/protocol';
 import type { Database } from './db.js';
 import { verifyExactIntents } from './exact-intents.js';
 import { verifyExactPayments } from './exact-payments.js';
+import { verifyExactRefunds } from './exact-refunds.js';
 import { big, str, type Row } from './rows.js';
 import type { VerifyMismatch, VerifyReport } from './types.js';
 
@@ -108,7 +109,7 @@ export async function verify(db: Database): Promise<VerifyReport> {
     });
   }
   mismatches.push(...(await verifyWalletCredits(db)));
-  mismatches.push(...(await verifyExactPayments(db)), ...(await verifyExactIntents(db)));
+  mismatches.push(...(await verifyExactPayments(db)), ...(await verifyExactIntents(db)), ...(await verifyExactRefunds(db)));
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,

@@ -170,7 +170,7 @@ export function createOperator(o: CreateOperatorOptions) {
        FROM earnings e
        LEFT JOIN settlement_cycles c ON c.id = e.cycle_id
        LEFT JOIN funding_batches b ON b.id = e.funding_batch_id
-       WHERE c.id IS NULL OR c.state NOT IN ('released', 'swept', 'done')
+       WHERE (c.id IS NULL OR c.state NOT IN ('released', 'swept', 'done')) AND e.reversed_at IS NULL
        GROUP BY e.publisher_owner ORDER BY e.publisher_owner`,
     );
     return rows.map((r) => ({ owner: String(r.owner), calls: Number(r.calls), owed: big(r.owed), toFund: big(r.to_fund), inEscrow: big(r.in_escrow) }));
@@ -350,7 +350,7 @@ export function createOperator(o: CreateOperatorOptions) {
          series AS (SELECT (SELECT d FROM today) - k AS day FROM generate_series(0, $1::int - 1) AS k),
          agg AS (
            SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS calls, sum(gross) AS gross, sum(fee) AS fee
-           FROM earnings WHERE created_at >= (((SELECT d FROM today) - ($1::int - 1))::timestamp AT TIME ZONE 'UTC')
+           FROM earnings WHERE reversed_at IS NULL AND created_at >= (((SELECT d FROM today) - ($1::int - 1))::timestamp AT TIME ZONE 'UTC')
            GROUP BY 1
          )
          SELECT to_char(series.day, 'YYYY-MM-DD') AS day, COALESCE(agg.calls, 0) AS calls, COALESCE(agg.gross, 0) AS gross, COALESCE(agg.fee, 0) AS fee

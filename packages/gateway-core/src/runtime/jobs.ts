@@ -124,7 +124,7 @@ export function observeGateway(metrics: Metrics, infra: Infrastructure, networkL
         db.query<{ owed: string }>(
           `SELECT COALESCE(sum(e.gross), 0) AS owed FROM earnings e
              LEFT JOIN settlement_cycles c ON c.id = e.cycle_id LEFT JOIN funding_batches f ON f.id = e.funding_batch_id
-            WHERE (c.id IS NULL OR c.state NOT IN ('released', 'swept', 'done')) AND (f.id IS NULL OR f.state <> 'confirmed')`,
+            WHERE (c.id IS NULL OR c.state NOT IN ('released', 'swept', 'done')) AND (f.id IS NULL OR f.state <> 'confirmed') AND e.reversed_at IS NULL`,
         ),
       ]);
       return { balance: b.usdc ?? 0n, owed: BigInt(owed.rows[0]?.owed ?? 0) };
