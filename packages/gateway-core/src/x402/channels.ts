@@ -85,6 +85,7 @@ export async function createChannelPool(o: ChannelPoolOptions) {
   const slots = new FairSlots(o.count, o.perPayer);
   let prepared: Promise<void> | undefined;
   let session: Promise<LockSession> | undefined;
+  let sessionTurn: Promise<unknown> = Promise.resolve();
   let closed = false;
 
   /** Creates the account or tops it up to `balanceStroops` when it holds less than half; once at a time per channel. */
@@ -123,22 +124,43 @@ export async function createChannelPool(o: ChannelPoolOptions) {
   async function sessionClient(): Promise<LockSession> {
     session ??= o.db.pool.connect().then((client): LockSession => {
       // A lost session loses its locks: the next lease opens another.
-      client.on('error', () => {
-        session = undefined;
-      });
+      client.on('error', dropSession);
       return client;
     });
     return session;
+  }
+
+  /** Gives the session's connection up (destroyed: its locks go with it). */
+  function dropSession(): void {
+    const dropped = session;
+    session = undefined;
+    void dropped?.then(
+      (client) => {
+        try {
+          client.release(true);
+        } catch {
+          // Released already.
+        }
+      },
+      () => undefined,
+    );
+  }
+
+  /** One statement at a time on the session (a pg client runs one query at a time). */
+  function onSession<T>(fn: (client: LockSession) => Promise<T>): Promise<T> {
+    const run = sessionTurn.then(async () => fn(await sessionClient()));
+    sessionTurn = run.catch(() => undefined);
+    return run;
   }
 
   async function lockElsewhere(c: Channel): Promise<boolean> {
     if (o.db.kind !== 'postgres') return true;
     const [a, b] = advisoryKeys(o.db, `x402-channel:${c.address}`);
     try {
-      const { rows } = await (await sessionClient()).query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [a, b]);
+      const { rows } = await onSession((client) => client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [a, b]));
       return rows[0]?.ok === true;
     } catch (err) {
-      session = undefined;
+      dropSession();
       throw err;
     }
   }
@@ -146,8 +168,8 @@ export async function createChannelPool(o: ChannelPoolOptions) {
   async function unlockElsewhere(c: Channel): Promise<void> {
     if (o.db.kind !== 'postgres' || !session) return;
     const [a, b] = advisoryKeys(o.db, `x402-channel:${c.address}`);
-    await (await session).query('SELECT pg_advisory_unlock($1, $2)', [a, b]).catch((err) => {
-      session = undefined;
+    await onSession((client) => client.query('SELECT pg_advisory_unlock($1, $2)', [a, b])).catch((err) => {
+      dropSession();
       o.log(`x402 channel account ${c.address}: its lock was not released (the session is dropped, its locks with it)`, err);
     });
   }
@@ -230,9 +252,9 @@ export async function createChannelPool(o: ChannelPoolOptions) {
     /** Drops the lock session (its locks with it). */
     async close(): Promise<void> {
       closed = true;
-      const s = session;
-      session = undefined;
-      if (s) (await s.catch(() => undefined))?.release(true);
+      const open = session;
+      dropSession();
+      await open?.catch(() => undefined);
     },
   };
 }
