@@ -6,6 +6,7 @@ const TAGS: Array<{ name: Operation['tag']; description: string }> = [
   { name: 'account', description: 'The account, its balance, wallet, top-ups and transactions.' },
   { name: 'catalog', description: 'The catalog of paid services, and calls.' },
   { name: 'credentials', description: 'API keys and OAuth connections.' },
+  { name: 'webhooks', description: 'Signed webhooks: endpoints, their secrets, the delivery log (docs/webhooks.md).' },
   { name: 'publisher', description: 'Publishing services and their earnings.' },
   { name: 'platform', description: 'Platform key, stats, health.' },
   { name: 'disputes', description: "Disputes on direct escrows (the funder's signed proof is the credential)." },

@@ -4,6 +4,8 @@ export * as schemas from './all-schemas.js';
 export * as inputs from './inputs.js';
 /** OAuth connections with their confirmation thresholds (the schemas of `/v1/oauth/connections`). */
 export * as connections from './connection-confirmations.js';
+/** Signed webhooks: the schemas of `/v1/webhooks` (docs/webhooks.md). */
+export * as webhooks from './webhooks.js';
 export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META, IDEMPOTENCY_KEY_META } from './mcp.js';
 export type {
   FareboxApi,

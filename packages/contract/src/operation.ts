@@ -65,7 +65,7 @@ export interface Operation {
   method: HttpMethod;
   /** Express-style path (`/v1/agents/:service`). */
   path: string;
-  tag: 'accounts' | 'account' | 'catalog' | 'credentials' | 'publisher' | 'platform' | 'disputes' | 'operator';
+  tag: 'accounts' | 'account' | 'catalog' | 'credentials' | 'webhooks' | 'publisher' | 'platform' | 'disputes' | 'operator';
   summary: string;
   auth: Auth;
   input: OperationInput;

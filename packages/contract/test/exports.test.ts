@@ -25,6 +25,7 @@ describe('public surface', () => {
       'schemas',
       'toolError',
       'toolResult',
+      'webhooks',
     ]);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findOperation, inputs, openApiPath, operationList, operations, schemas } from '../src/index.js';
+import { CREDENTIAL_KINDS, credentialReaches, findOperation, inputs, openApiPath, operationList, operations, schemas, webhooks } from '../src/index.js';
 
 describe('the operation table', () => {
   it('has unique ids and unique method + path pairs, each id its key', () => {
@@ -62,6 +62,26 @@ describe('the operation table', () => {
         'GET /v1/transactions account:read',
       ].sort(),
     );
+  });
+
+  it('lets only the session and a manage key manage webhooks (never a spend key or an OAuth token)', () => {
+    const webhookOps = operationList.filter((o) => o.path.startsWith('/v1/webhooks'));
+    expect(webhookOps.map((o) => `${o.method} ${o.path}`).sort()).toEqual(
+      [
+        'GET /v1/webhooks',
+        'POST /v1/webhooks',
+        'DELETE /v1/webhooks/:id',
+        'POST /v1/webhooks/:id/rotate-secret',
+        'POST /v1/webhooks/:id/ping',
+        'GET /v1/webhooks/:id/deliveries',
+        'POST /v1/webhooks/:id/deliveries/:delivery/redeliver',
+      ].sort(),
+    );
+    for (const o of webhookOps)
+      expect(
+        CREDENTIAL_KINDS.filter((k) => credentialReaches(o, k)),
+        o.id,
+      ).toEqual(['session', 'manage_key']);
   });
 
   it('finds the operation of a request, literal segments before parameters', () => {
@@ -144,5 +164,27 @@ describe('input schemas give the spec messages', () => {
     };
     expect(schemas.Balance.parse({ ...balance, newer_field: 1 })).toEqual(balance);
     expect(schemas.Balance.safeParse({ ...balance, wallet_status: undefined }).success).toBe(false);
+  });
+});
+
+describe("webhook bodies give the gateway's messages", () => {
+  const first = (r: { success: boolean; error?: { issues: Array<{ message: string }> } }) => (r.success ? 'ok' : r.error!.issues[0]!.message);
+  const create = (b: unknown) => first(webhooks.CreateWebhookBody.safeParse(b));
+  it('names the first problem of a registration', () => {
+    const all = 'topup.completed, settlement.released, settlement.failed, dispute.opened, dispute.resolved, service.health_changed, budget.threshold_reached';
+    expect(create({ url: 'https://hooks.example/farebox', events: ['topup.completed'] })).toBe('ok');
+    expect(create({ events: ['topup.completed'] })).toBe('url required');
+    expect(create({ url: '', events: ['topup.completed'] })).toBe('url required');
+    expect(create({ url: `https://hooks.example/${'a'.repeat(2048)}`, events: ['topup.completed'] })).toBe('url too long (max 2048)');
+    expect(create({ url: 'https://hooks.example/' })).toBe(`events required: a list of one or more of ${all}`);
+    expect(create({ url: 'https://hooks.example/', events: [] })).toBe(`events required: a list of one or more of ${all}`);
+    expect(create({ url: 'https://hooks.example/', events: 'topup.completed' })).toBe(`events required: a list of one or more of ${all}`);
+    expect(create({ url: 'https://hooks.example/', events: ['topup.complete'] })).toBe(`unknown event type: topup.complete (one of ${all})`);
+    expect(create({ url: 'https://hooks.example/', events: ['topup.completed'], secret: 'mine' })).toBe('unknown field: secret');
+    const rotate = (b: unknown) => first(webhooks.RotateWebhookSecretBody.safeParse(b));
+    expect(rotate({})).toBe('ok');
+    expect(rotate({ expire_previous_in_hours: 24 })).toBe('ok');
+    for (const bad of [-1, 169, 1.5, '24'])
+      expect(rotate({ expire_previous_in_hours: bad })).toBe('expire_previous_in_hours must be a whole number from 0 to 168');
   });
 });

@@ -124,6 +124,8 @@ export interface GatewayCore {
   spendingPolicy(principal: Principal): Promise<import('./auth/policy.js').PolicyView | null>;
   readonly publisher: PublisherService;
   readonly platform: PlatformService;
+  /** Signed webhooks: endpoints, secrets, the delivery log and the delivery worker (webhooks/, docs/webhooks.md). */
+  readonly webhooks: import('./webhooks/index.js').Webhooks;
   /** The x402 facilitator's reconciler of interrupted settlements, and the crash tests' hook (x402/index.ts). */
   readonly x402: import('./x402/index.js').X402Runtime;
   /** Starts following the registry (and indexing it), settlement and the background jobs. Resolves after the first sync. */

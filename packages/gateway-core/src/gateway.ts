@@ -13,6 +13,7 @@ import { createServiceHealth } from './health/index.js';
 import { checkAccess } from './oauth/scopes.js';
 import { createOAuth } from './oauth/server.js';
 import { createSpendingLimits } from './oauth/spending.js';
+import { createWebhooks } from './webhooks/index.js';
 import { budgetOfView, createCallConfirmations, withThresholds } from './oauth/confirmations.js';
 import { createDependencyTracker } from './observability/dependencies.js';
 import { createLogger, legacySink } from './observability/log.js';
@@ -72,7 +73,19 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     allowedOrigins: [...(options.oauth?.allowedOrigins ?? []), ...config.mcpAllowedOrigins],
     budgets: (of) => ledger.budgets(of),
   });
-  const spending = createSpendingLimits({ ledger, now });
+  // Signed webhooks: endpoints, the delivery worker, the budget threshold event (webhooks/, docs/webhooks.md).
+  const webhooks = createWebhooks({
+    db,
+    secrets: wallets,
+    policy: infra.policy,
+    rateLimits: infra.rateLimits,
+    now,
+    sole: db.kind === 'pglite',
+    log,
+    ...(options.crashPoint ? { crashPoint: options.crashPoint } : {}),
+  });
+  infra.webhookWake.emitted = () => webhooks.worker.kick();
+  const spending = createSpendingLimits({ ledger, now, onBudgetUse: (use) => webhooks.budgetUsed(use) });
 
   let noteSettlementFailure: Operator['noteSettlementFailure'] | undefined;
   const settlementLog = (m: string, e?: unknown) => {
@@ -177,7 +190,10 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     perPayer: config.x402.payerConcurrency,
     log,
   });
-  const x402 = createX402Runtime({ ledger, network, channels, logger, metrics, log, crashPoint, now });
+  const x402 = createX402Runtime({
+    ...{ ledger, network, channels, logger, metrics, log, crashPoint, now },
+    ...{ treasury, treasuryQueue, settings: config.x402, rateLimits: infra.rateLimits },
+  });
   const jobs = startBackgroundJobs({ infra, topups, audit: walletAudit, holdTimeoutMs: config.holdTimeoutMs, logger, metrics, log });
   let mirrorStarted: Promise<void> | undefined;
   let stopWatch: (() => void) | undefined;
@@ -217,6 +233,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     callConfirmations,
     publisher,
     platform,
+    webhooks,
     x402,
 
     async start() {
@@ -242,6 +259,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       operator.start();
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
       x402.reconciler.start();
+      x402.refunds.start();
+      await webhooks.worker.start();
       if (config.x402.enabled && network.x402Network !== 'stellar:local')
         channels.prepare().catch((err) => log('x402 channel accounts are not set up yet (will retry on use)', err));
     },
@@ -251,6 +270,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       dependencies.stop();
       jobs.stop();
       x402.reconciler.stop();
+      x402.refunds.stop();
+      await webhooks.worker.stop();
       await channels.close();
       await provisioning.stop();
       await settlement.stop();

@@ -86,6 +86,14 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
     publisherAnalytics: async (p, i) => core.publisher.analytics(p.user, i.query.days),
     publisherSettle: async (p) => core.publisher.settle(p.user),
 
+    listWebhooks: async (p) => core.webhooks.list(p.user.id),
+    createWebhook: async (p, i) => core.webhooks.create(p.user.id, i.body),
+    deleteWebhook: async (p, i) => core.webhooks.remove(p.user.id, i.params.id),
+    rotateWebhookSecret: async (p, i) => core.webhooks.rotate(p.user.id, i.params.id, i.body),
+    pingWebhook: async (p, i) => core.webhooks.ping(p.user.id, i.params.id),
+    listWebhookDeliveries: async (p, i) => core.webhooks.deliveries(p.user.id, i.params.id, i.query.limit),
+    redeliverWebhook: async (p, i) => core.webhooks.redeliver(p.user.id, i.params.id, i.params.delivery),
+
     platformStats: async () => core.platform.stats(),
     platformKey: async () => core.platform.key(),
     health: async () => core.platform.health(),

@@ -20,8 +20,13 @@ interface Spender {
  * reapers settle the budget in the ledger. The wallet path's payments reserve
  * against the same budget, recorded with the payment. A credential without a policy takes none of these steps.
  */
-export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>; now?: () => number }) {
-  const { ledger } = options;
+export function createSpendingLimits(options: {
+  ledger: Pick<Ledger, 'budgets'>;
+  now?: () => number;
+  /** After a hold or a wallet payment counted against a budget (the webhook `budget.threshold_reached`; off the call's path). */
+  onBudgetUse?: (use: { accountId: string; credentialId: string; source: LimitSource; period: string }) => void;
+}) {
+  const { ledger, onBudgetUse } = options;
   const now = options.now ?? systemClock;
   // The credential is passed explicitly (no AsyncLocalStorage: on Node 20 an enabled one makes every promise of the process pay a hook).
   const spenderOf = (principal: Principal | undefined): Spender | undefined =>
@@ -80,11 +85,14 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
         if (used.spent + used.held + input.amount > budget.limit) {
           throw budgetExceeded(s.source, s.policy, { spent: used.spent.toString(), held: used.held.toString() }, input.amount, at);
         }
+        let paid: R;
         try {
-          return await pay({ ...input, budget });
+          paid = await pay({ ...input, budget });
         } catch (err) {
           throw refusal(s, err, input.amount, at);
         }
+        onBudgetUse?.({ accountId: input.principal.user.id, credentialId: s.credentialId, source: s.source, period: budget.period });
+        return paid;
       };
     },
 
@@ -93,8 +101,13 @@ export function createSpendingLimits(options: { ledger: Pick<Ledger, 'budgets'>;
       // No async frame of its own on the call path: the hold's promise, its refusal translated.
       const holdUnder = (s: Spender, input: Parameters<CreditsPort['hold']>[0], budget: Budget | undefined, at: number) => {
         if (budget) input.budget = budget;
-        return credits.hold(input).catch((err: unknown) => {
+        const held = credits.hold(input).catch((err: unknown) => {
           throw refusal(s, err, input.amount, at);
+        });
+        if (!budget || !onBudgetUse) return held;
+        return held.then((r) => {
+          onBudgetUse({ accountId: input.accountId, credentialId: s.credentialId, source: s.source, period: budget.period });
+          return r;
         });
       };
       return {

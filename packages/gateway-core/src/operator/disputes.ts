@@ -8,6 +8,7 @@ import { GatewayError } from '../errors.js';
 import type { TreasuryQueue } from '../runtime/treasury-queue.js';
 import { KeyedMutex } from '../settlement/lock.js';
 import { createStepRunner, type ChainProbe, type PendingTx } from '../settlement/onchain.js';
+import { emitEvent } from '../webhooks/events.js';
 import { writeAudit } from './audit.js';
 import { verifyDisputeProof } from './proof.js';
 
@@ -148,6 +149,17 @@ export function createDisputes(o: DisputesOptions) {
   const server = new rpc.Server(network.rpcUrl, { allowHttp: network.allowHttp });
   const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase });
   const perEscrow = new KeyedMutex();
+  /** Runs `fn` in a transaction where the database has them: a dispute's record and its webhook events commit together. */
+  const atomically = <T>(fn: (q: Db) => Promise<T>): Promise<T> => {
+    const tx = (db as { transaction?: <U>(f: (q: Db) => Promise<U>) => Promise<U> }).transaction;
+    return tx ? (tx.call(db, fn) as Promise<T>) : fn(db);
+  };
+  /** `dispute.opened` / `dispute.resolved` to the accounts whose wallets are the escrow's receiver and its funder (webhooks/events.ts). */
+  async function notify(q: Db, type: 'dispute.opened' | 'dispute.resolved', d: Dispute): Promise<void> {
+    const dispute = disputeView(d, network);
+    await emitEvent(q, { wallet: d.receiver }, type, { role: 'receiver', dispute }, { now });
+    if (d.requestedBy !== d.receiver) await emitEvent(q, { wallet: d.requestedBy }, type, { role: 'funder', dispute }, { now });
+  }
   const FUND_TOPIC = nativeToScVal('tw_fund', { type: 'symbol' }).toXDR('base64');
 
   async function get(escrowId: string): Promise<Dispute | undefined> {
@@ -275,11 +287,15 @@ export function createDisputes(o: DisputesOptions) {
           },
         }),
       );
-      const { rows } = await db.query<Row>(
-        `UPDATE gw_disputes SET state = 'resolved', resolve_tx = $2, resolved_by = $3, resolved_at = now(), pending = NULL, error = NULL, updated_at = now()
-         WHERE escrow_id = $1 AND state = 'open' RETURNING *`,
-        [escrowId, out.hash, actor],
-      );
+      const { rows } = await atomically(async (q) => {
+        const r = await q.query<Row>(
+          `UPDATE gw_disputes SET state = 'resolved', resolve_tx = $2, resolved_by = $3, resolved_at = now(), pending = NULL, error = NULL, updated_at = now()
+           WHERE escrow_id = $1 AND state = 'open' RETURNING *`,
+          [escrowId, out.hash, actor],
+        );
+        if (r.rows[0]) await notify(q, 'dispute.resolved', toDispute(r.rows[0]));
+        return r;
+      });
       const resolved = rows[0] ? toDispute(rows[0]) : (await get(escrowId))!;
       return resolved;
     });
@@ -342,21 +358,25 @@ export function createDisputes(o: DisputesOptions) {
         throw new GatewayError('UPSTREAM', `cannot read the escrow's funding from the chain: ${err instanceof Error ? err.message : String(err)}`);
       });
       if (!funders.some((f) => f.address === signer)) throw new GatewayError('FORBIDDEN', 'only a funder of the escrow can dispute it');
-      const { rows } = await db.query<Row>(
-        `INSERT INTO gw_disputes (escrow_id, funders, requested_by, receiver, engagement_id, amount, reason, served, escrow_created_at)
-         VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (escrow_id) DO NOTHING RETURNING *`,
-        [
-          escrowId,
-          stored(funders),
-          signer,
-          e.roles.receiver,
-          e.engagementId,
-          e.balance.toString(),
-          reason ?? '',
-          servedOf(e),
-          e.createdAt ? new Date(e.createdAt) : null,
-        ],
-      );
+      const { rows } = await atomically(async (q) => {
+        const r = await q.query<Row>(
+          `INSERT INTO gw_disputes (escrow_id, funders, requested_by, receiver, engagement_id, amount, reason, served, escrow_created_at)
+           VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (escrow_id) DO NOTHING RETURNING *`,
+          [
+            escrowId,
+            stored(funders),
+            signer,
+            e.roles.receiver,
+            e.engagementId,
+            e.balance.toString(),
+            reason ?? '',
+            servedOf(e),
+            e.createdAt ? new Date(e.createdAt) : null,
+          ],
+        );
+        if (r.rows[0]) await notify(q, 'dispute.opened', toDispute(r.rows[0]));
+        return r;
+      });
       if (!rows[0]) return { created: false, dispute: (await get(escrowId))! };
       let d = toDispute(rows[0]);
       await writeAudit(db, {

@@ -28,6 +28,7 @@ import type { EndpointPolicy } from '../security/endpoint-guard.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../security/rate-limit.js';
 import { RedisRateLimitStore } from '../security/redis-rate-limit.js';
 import { createTreasuryQueue, type TreasuryQueue } from './treasury-queue.js';
+import { webhookLedgerHooks } from '../webhooks/events.js';
 
 /** The gateway's stores and network clients, opened and migrated. */
 import { localSearchBackend, remoteSearchBackend, type SearchBackend } from '../search-backend.js';
@@ -39,6 +40,8 @@ export interface Infrastructure {
   treasuryAddress: string;
   /** The one queue of treasury-sourced transactions (in process and across gateways): runtime/treasury-queue.ts. */
   treasuryQueue: TreasuryQueue;
+  /** Called after the ledger wrote a webhook event (top-up, settlement): the gateway sets it to wake its webhook worker. */
+  webhookWake: { emitted(): void };
   /** Signs call certificates on a worker thread (one per paid call, off the event loop). */
   certificateSigner: Ed25519Signer & { close(): Promise<void> };
   network: NetworkConfig;
@@ -88,7 +91,10 @@ export async function openInfrastructure(
   // Every statement says whether the server answered (a connection failure marks the database down).
   const db = trackDatabase(opened, dependencies);
   // Holds' expiry moves with the gateway's clock (a test's; the default moves nothing).
-  const ledger = new Ledger(db, { signupCredit: config.signupCredit, ...(options.now ? { now: options.now } : {}) });
+  // Webhook events of top-ups and settlement are written in the ledger's own transactions (webhooks/events.ts).
+  const webhookWake: { emitted(): void } = { emitted() {} };
+  const hooks = webhookLedgerHooks({ network: config.stellar, ...(options.now ? { now: options.now } : {}), emitted: () => webhookWake.emitted() });
+  const ledger = new Ledger(db, { signupCredit: config.signupCredit, ...(options.now ? { now: options.now } : {}), hooks });
 
   // Secrets live encrypted in the database (shared by every gateway on it); the
   // key comes from the configuration (FAREBOX_KEYSTORE_KEY) or a key file in the data directory.
@@ -161,6 +167,7 @@ export async function openInfrastructure(
     wallets,
     treasuryAddress,
     treasuryQueue: createTreasuryQueue(db),
+    webhookWake,
     certificateSigner,
     network,
     registry,
