@@ -4,7 +4,7 @@ import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements
 import { createGatewayClient } from '@farebox/client';
 import { gatewayFacilitator, MemoryRateLimitStore } from '@farebox/gateway-core';
 import { splitFee } from '@farebox/protocol';
-import { createAccounts, keypairSigner, TESTNET_PASSPHRASE } from '@farebox/stellar';
+import { createAccounts, keypairSigner, serviceMuxedId, TESTNET_PASSPHRASE } from '@farebox/stellar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startX402Stack, type X402Stack } from './x402-kit.js';
 
@@ -49,11 +49,12 @@ describe('GET /x402/supported', () => {
           extra: {
             areFeesSponsored: true,
             farebox: {
-              payTo: s.treasury,
+              treasury: s.treasury,
+              payTo: 'the treasury muxed (M..., CAP-67) with the service\'s id: the first 8 bytes, big-endian, of SHA-256("farebox:service:" + extra.service)',
               asset: usdc,
               catalog: '/x402/discovery/resources',
               rules: [
-                `payTo must be the platform treasury ${s.treasury}: this facilitator settles payments to Farebox services only`,
+                `payTo must be the platform treasury ${s.treasury} muxed with the id of the service paid (M...): this facilitator settles payments to Farebox services only, and what the payer signs names the service`,
                 `asset must be the USDC token contract ${usdc}`,
                 'extra.service must name a service of the Farebox catalog (GET /x402/discovery/resources)',
                 "amount must be at least the service's price in the catalog (base units)",
@@ -132,8 +133,10 @@ describe('an exact payment through the facilitator', () => {
         'another payee',
         { ...req, payTo: owner },
         'farebox_payee_not_treasury',
-        `payTo must be the platform treasury ${s.treasury}: this facilitator settles payments to Farebox services only`,
+        `payTo must be ${req.payTo}, the platform treasury ${s.treasury} muxed with the id of ${service} (${serviceMuxedId(service)}): this facilitator settles payments to Farebox services only, to the address of the service paid`,
       ],
+      // The treasury itself names no service: refused the same way.
+      ['the bare treasury', { ...req, payTo: s.treasury }, 'farebox_payee_not_treasury'],
       [
         'unknown service',
         { ...req, extra: { areFeesSponsored: true, service: 'no-such-service' } },

@@ -6,7 +6,7 @@ import { x402Client } from '@x402/core/client';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/client';
-import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { createAccounts, createRegistryClient, keypairSigner, servicePayTo } from '@farebox/stellar';
 import { httpsProxy, type HttpsProxy } from '@farebox/test-kit';
 import { startGateway, type RunningGateway, type StartGatewayOptions } from '../src/index.js';
 
@@ -30,7 +30,7 @@ export interface X402Stack {
   publish(name: string, price: bigint): Promise<string>;
   /** A new account with a USDC trustline holding `usdc` base units. */
   payer(usdc: bigint): Promise<Keypair>;
-  /** The requirements a Farebox `exact` offer for `service` carries (payTo the treasury). */
+  /** The requirements a Farebox `exact` offer for `service` carries (payTo the treasury's muxed address for the service). */
   requirements(service: string, amount: bigint, over?: Partial<PaymentRequirements>): PaymentRequirements;
   /** A payment payload made by the stock client (`x402Client` + `ExactStellarScheme`) for `requirements`. */
   pay(payer: Keypair, requirements: PaymentRequirements): Promise<PaymentPayload>;
@@ -97,7 +97,7 @@ export async function startX402Stack(gateway: StartGatewayOptions = {}): Promise
         network: 'stellar:testnet',
         asset: network.usdc.contractId,
         amount: amount.toString(),
-        payTo: gw.core.treasuryAddress,
+        payTo: servicePayTo(gw.core.treasuryAddress, service),
         maxTimeoutSeconds: 60,
         extra: { areFeesSponsored: true, service },
         ...over,

@@ -14,7 +14,7 @@ import { createProvider, type ProviderOptions, type ServiceHandler } from '@fare
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { x402Facilitator } from '@x402/core/facilitator';
 import { createEd25519Signer } from '@x402/stellar';
-import { ExactStellarScheme as ExactFacilitator } from '@x402/stellar/exact/facilitator';
+import { MuxedExactStellarScheme } from '@farebox/gateway-core';
 import { afterAll, beforeAll } from 'vitest';
 import { createClient, type ClientOptions } from '../src/index.js';
 import { newSecret, type Party } from './helpers.js';
@@ -70,7 +70,8 @@ export function useExactWorld(): ExactWorld {
     const [treasury, feePayer] = await Promise.all([party(), party()]);
     const facilitator = new x402Facilitator().register(
       'stellar:testnet',
-      new ExactFacilitator([createEd25519Signer(feePayer.secret, 'stellar:testnet')], { rpcConfig: { url: devnet.rpcUrl } }),
+      // The platform's scheme: the stock one, settling to the treasury's muxed address for a service too.
+      new MuxedExactStellarScheme([createEd25519Signer(feePayer.secret, 'stellar:testnet')], { rpcConfig: { url: devnet.rpcUrl } }),
     );
     async function serve(handler: Parameters<ExactWorld['serve']>[0]): Promise<string> {
       const server = createServer((req, res) => {

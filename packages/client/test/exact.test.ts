@@ -13,6 +13,7 @@ import { ExactStellarScheme as ExactServer } from '@x402/stellar/exact/server';
 import { ExactStellarScheme as ExactClient } from '@x402/stellar/exact/client';
 import { createEd25519Signer } from '@x402/stellar';
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { servicePayTo } from '@farebox/stellar';
 import { httpsProxy } from '@farebox/test-kit';
 import { describe, expect, it } from 'vitest';
 import { signExactTransfer } from '../src/direct/exact.js';
@@ -120,7 +121,8 @@ describe('exact on a devnet under the testnet passphrase', () => {
       network: 'stellar:testnet',
       amount: '2500000',
       asset: world.devnet.network.usdc.contractId,
-      payTo: world.treasury.publicKey,
+      // The treasury's address for this service: the payer signs which service it pays.
+      payTo: servicePayTo(world.treasury.publicKey, 'ex-echo'),
       maxTimeoutSeconds: 60,
       extra: { areFeesSponsored: true, service: 'ex-echo' },
     });
@@ -195,7 +197,7 @@ describe('exact on a devnet under the testnet passphrase', () => {
     const payer = await world.party(5n * USDC);
     const { required } = await exactQuote(both.endpoint, {});
     expect(required.accepts.map((a) => [a.scheme, a.payTo])).toEqual([
-      ['exact', world.treasury.publicKey],
+      ['exact', servicePayTo(world.treasury.publicKey, 'ex-both')],
       ['escrow', both.owner.publicKey],
     ]);
     expect(await world.client(payer).call('ex-both', { a: 1 })).toMatchObject({ scheme: 'exact', result: { echo: { a: 1 } } });

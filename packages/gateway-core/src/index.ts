@@ -22,7 +22,7 @@ export type { ManifestView } from './manifests.js';
 export type { TopupView } from './topups.js';
 export type { CallAnswer, CallResultBody, CallFailureBody } from './calls.js';
 export { callIdOf } from './calls.js';
-export { createFacilitator, gatewayFacilitator, resolveX402Config } from './x402/index.js';
+export { createFacilitator, gatewayFacilitator, MuxedExactStellarScheme, resolveX402Config } from './x402/index.js';
 export type { CreateFacilitatorOptions, Facilitator, FacilitatorAnswer, X402ConfigOptions, X402Settings } from './x402/index.js';
 export { MemoryRateLimitStore, enforceRateLimit } from './security/rate-limit.js';
 export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';

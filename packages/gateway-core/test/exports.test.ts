@@ -10,6 +10,7 @@ it('exports exactly the runtime names hosts use', () => {
     'LOG_LEVELS',
     'MCP_INSTRUCTIONS',
     'MemoryRateLimitStore',
+    'MuxedExactStellarScheme',
     'RedisRateLimitStore',
     'asDatabaseUnavailable',
     'callIdOf',

@@ -11,6 +11,7 @@ import {
   type ExactPayment,
   type ExactRequirements,
 } from '@farebox/protocol';
+import { servicePayTo } from '@farebox/stellar';
 import { Address, type Operation, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
@@ -150,12 +151,14 @@ export function createExactPayments(options: {
   async function offer(price: bigint): Promise<ExactRequirements | undefined> {
     const receiver = await payTo();
     if (receiver === undefined) return undefined;
+    // The platform's facilitator is paid at the treasury's muxed address for this service: what the payer signs names the service.
+    const platformPayTo = exact.platform && isValidStrKey('publicKey', receiver) ? servicePayTo(receiver, service) : receiver;
     return {
       scheme: EXACT_SCHEME,
       network,
       amount: price.toString(),
       asset: exact.asset,
-      payTo: receiver,
+      payTo: platformPayTo,
       maxTimeoutSeconds: exact.maxTimeoutSeconds,
       extra: { areFeesSponsored: true, service },
     };

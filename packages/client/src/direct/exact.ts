@@ -4,7 +4,7 @@
 // and pays the fee. Built with @stellar/stellar-sdk's AssembledTransaction, which
 // (unlike the stock client) also reaches an http RPC, such as the local devnet's.
 import { EXACT_NETWORKS, EXACT_SCHEME, X402_HEADERS, encodeExactPaymentHeader, formatAmount, toUsd, type ExactPayment } from '@farebox/protocol';
-import type { NetworkConfig } from '@farebox/stellar';
+import { servicePayTo, type NetworkConfig } from '@farebox/stellar';
 import { contract, nativeToScVal, rpc } from '@stellar/stellar-sdk';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
@@ -102,12 +102,14 @@ export async function payExact<T>(
     throw new ClientError('PRICE_LIMIT', `the service asks ${usdc(amount)}, above maxCost ${usdc(options.maxCost)}: nothing was paid`, data);
   }
   if (offer.payTo !== resolved.owner) {
-    // A Farebox service is paid to the platform treasury (it credits the owner); anything else must be the owner itself.
+    // A Farebox service is paid to the platform treasury's address for that service (it credits the owner); anything else must be the owner itself.
     const treasury = await ctx.platformAddress().catch(() => undefined);
-    if (offer.payTo !== treasury) {
+    const named = resolved.service ?? (typeof offer.extra?.service === 'string' ? offer.extra.service : undefined);
+    const expected = treasury && named ? servicePayTo(treasury, named) : undefined;
+    if (offer.payTo !== expected) {
       throw new ClientError(
         'PAYTO_MISMATCH',
-        `the exact offer pays ${offer.payTo}, neither the service's owner ${resolved.owner} nor the platform treasury${treasury ? ` ${treasury}` : ''}: nothing was paid`,
+        `the exact offer pays ${offer.payTo}, neither the service's owner ${resolved.owner} nor the platform treasury's address for ${named ?? 'the service'}${expected ? ` ${expected}` : ''}: nothing was paid`,
         data,
       );
     }

@@ -3,15 +3,15 @@ import { x402Facilitator } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { rpc } from '@stellar/stellar-sdk';
 import { createEd25519Signer, type FacilitatorStellarSigner } from '@x402/stellar';
-import { ExactStellarScheme } from '@x402/stellar/exact/facilitator';
 import type { Ledger } from '@farebox/ledger';
-import type { NetworkConfig, TxSigner } from '@farebox/stellar';
+import { serviceMuxedId, servicePayTo, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
 import { enforceRateLimit, type RateLimitStore } from '../security/rate-limit.js';
 import { throughOutage } from '../runtime/outage-retry.js';
 import { ChannelsBusy, ChannelsUnavailable, type ChannelPool } from './channels.js';
 import type { X402Settings } from './config.js';
 import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
+import { MuxedExactStellarScheme } from './muxed-scheme.js';
 import { acceptedMismatch, fareboxKindExtra, RULE_STATUS } from './rules.js';
 import { createSponsorship } from './sponsorship.js';
 import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
@@ -131,7 +131,8 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
   const facilitator = new x402Facilitator();
   if (!off) {
     const signers = [treasuryGuard(o.treasury.publicKey), ...o.channels.addresses.map((a) => toSigner(o.channels.signer(a), passphrase))];
-    const scheme = new ExactStellarScheme(signers, {
+    // The library's scheme, settling to a muxed payTo too (the treasury's address for the service paid).
+    const scheme = new MuxedExactStellarScheme(signers, {
       rpcConfig: { url: o.network.rpcUrl },
       // Never round-robin: the leased channel, or none (the library then refuses before anything is sent).
       selectSigner: () => leased.getStore() as string,
@@ -161,19 +162,21 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     if (req.scheme !== 'exact' || r.paymentPayload.accepted.scheme !== 'exact')
       throw new Refusal('unsupported_scheme', 'this facilitator settles the exact scheme only', RULE_STATUS);
     if (req.network !== x402Network) throw new Refusal('invalid_network', `this facilitator settles exact payments on ${x402Network} only`, RULE_STATUS);
-    if (req.payTo !== o.treasury.publicKey)
-      throw new Refusal(
-        'farebox_payee_not_treasury',
-        `payTo must be the platform treasury ${o.treasury.publicKey}: this facilitator settles payments to Farebox services only`,
-        RULE_STATUS,
-      );
-    if (req.asset !== o.network.usdc.contractId)
-      throw new Refusal('farebox_wrong_asset', `asset must be the USDC token contract ${o.network.usdc.contractId}`, RULE_STATUS);
     const name = req.extra?.service;
     if (typeof name !== 'string' || name === '')
       throw new Refusal('farebox_service_missing', 'extra.service must name the Farebox service being paid', RULE_STATUS);
     const service = await o.service(name);
     if (!service) throw new Refusal('farebox_unknown_service', `unknown service "${name}": extra.service must name a service in the catalog`, RULE_STATUS);
+    // The treasury's address for this service: the transfer the payer signs names the service it pays.
+    const payTo = servicePayTo(o.treasury.publicKey, name);
+    if (req.payTo !== payTo)
+      throw new Refusal(
+        'farebox_payee_not_treasury',
+        `payTo must be ${payTo}, the platform treasury ${o.treasury.publicKey} muxed with the id of ${name} (${serviceMuxedId(name)}): this facilitator settles payments to Farebox services only, to the address of the service paid`,
+        RULE_STATUS,
+      );
+    if (req.asset !== o.network.usdc.contractId)
+      throw new Refusal('farebox_wrong_asset', `asset must be the USDC token contract ${o.network.usdc.contractId}`, RULE_STATUS);
     if (BigInt(req.amount) < service.pricePerCall)
       throw new Refusal('farebox_amount_below_price', `amount ${req.amount} is below the price of ${name} (${service.pricePerCall} base units)`, RULE_STATUS);
     // What the payer accepted must be what is settled (the service credited included), field by field.

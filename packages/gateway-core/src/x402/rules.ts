@@ -65,11 +65,12 @@ export function acceptedMismatch(accepted: Requirements, requirements: Requireme
 /** Farebox's rules, as `GET /x402/supported` states them in each kind's `extra.farebox` (x402 v2 SupportedResponse). */
 export function fareboxKindExtra(o: { payTo: string; asset: string }): Record<string, unknown> {
   return {
-    payTo: o.payTo,
+    treasury: o.payTo,
+    payTo: 'the treasury muxed (M..., CAP-67) with the service\'s id: the first 8 bytes, big-endian, of SHA-256("farebox:service:" + extra.service)',
     asset: o.asset,
     catalog: '/x402/discovery/resources',
     rules: [
-      `payTo must be the platform treasury ${o.payTo}: this facilitator settles payments to Farebox services only`,
+      `payTo must be the platform treasury ${o.payTo} muxed with the id of the service paid (M...): this facilitator settles payments to Farebox services only, and what the payer signs names the service`,
       `asset must be the USDC token contract ${o.asset}`,
       'extra.service must name a service of the Farebox catalog (GET /x402/discovery/resources)',
       "amount must be at least the service's price in the catalog (base units)",
