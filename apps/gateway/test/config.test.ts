@@ -209,6 +209,9 @@ describe('configFromEnv: real-money defaults', () => {
       'FAREBOX_X402_FACILITATOR must be true or false',
       'FAREBOX_X402_MAX_FEE_STROOPS must be a whole number of stroops >= 1',
     ]);
+    const channels = configFromEnv({ ...LOCAL, FAREBOX_X402_CHANNELS: '3', FAREBOX_X402_CHANNEL_STROOPS: '30000000', FAREBOX_X402_PAYER_CONCURRENCY: '1' });
+    expect(channels.x402).toMatchObject({ channels: 3, channelStroops: 30_000_000n, payerConcurrency: 1 });
+    expect(problems({ ...LOCAL, FAREBOX_X402_CHANNELS: '65' })).toEqual(['FAREBOX_X402_CHANNELS must be an integer from 1 to 64']);
   });
 });
 
