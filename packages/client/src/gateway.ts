@@ -1,4 +1,4 @@
-import { type connections, type inputs, operations, schemas, type Operation, type OperationId, type Operations } from '@farebox/contract';
+import { type connections, type inputs, operations, schemas, type Operation, type OperationId, type Operations, type webhooks } from '@farebox/contract';
 import type { z } from 'zod';
 import { ClientError, GatewayApiError } from './errors.js';
 
@@ -47,6 +47,12 @@ export type GatewayOperatorSettlement = z.output<typeof schemas.OperatorSettleme
 export type GatewaySettlementRetry = z.output<typeof schemas.SettlementRetry>;
 export type GatewayRevenue = z.output<typeof schemas.Revenue>;
 export type GatewayAuditEntry = z.output<typeof schemas.AuditEntry>;
+/** A webhook endpoint (`secret_prefix`, never the secret); with `secret` in the answers that create or rotate it. */
+export type GatewayWebhook = z.output<typeof webhooks.Webhook>;
+export type GatewayCreatedWebhook = z.output<typeof webhooks.CreatedWebhook>;
+/** One event sent to one endpoint, with every attempt (the delivery log). */
+export type GatewayWebhookDelivery = z.output<typeof webhooks.WebhookDelivery>;
+export type GatewayWebhookEventType = z.output<typeof webhooks.WebhookEventType>;
 
 type Part<I, K extends string> = I extends { [P in K]: infer S extends z.ZodType } ? { [P in K]: z.input<S> } : { [P in K]?: undefined };
 
@@ -179,6 +185,19 @@ export interface GatewayClient {
     /** Changes the connection's spending policy and/or the threshold above which its calls ask the user (absent fields kept). */
     update(id: string, changes: GatewayOAuthConnectionUpdate): Promise<GatewayOAuthConnection>;
     revoke(id: string): Promise<GatewayRevoked>;
+  };
+  /** Signed webhooks (docs/webhooks.md): the session or a manage key only. */
+  webhooks: {
+    list(): Promise<GatewayWebhook[]>;
+    /** Registers an endpoint; the answer's `secret` is shown this once. */
+    create(url: string, events: GatewayWebhookEventType[]): Promise<GatewayCreatedWebhook>;
+    remove(id: string): Promise<{ id: string; deleted: true }>;
+    /** A new secret (in the answer once); the previous one keeps signing for `expirePreviousInHours` (default 0: it stops now). */
+    rotateSecret(id: string, options?: { expirePreviousInHours?: number }): Promise<GatewayCreatedWebhook>;
+    /** Sends a `webhook.ping` event to the endpoint. */
+    ping(id: string): Promise<GatewayWebhookDelivery>;
+    deliveries(id: string, options?: { limit?: number }): Promise<GatewayWebhookDelivery[]>;
+    redeliver(id: string, deliveryId: string): Promise<GatewayWebhookDelivery>;
   };
   publisher: {
     activate(name: string): Promise<GatewayPublisherActivation>;
@@ -415,6 +434,19 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       list: () => request('listOAuthConnections'),
       update: (id, changes) => request('updateOAuthConnection', { params: { id }, body: changes }),
       revoke: (id) => request('revokeOAuthConnection', { params: { id } }),
+    },
+    webhooks: {
+      list: () => request('listWebhooks'),
+      create: (url, events) => request('createWebhook', { body: { url, events } }),
+      remove: (id) => request('deleteWebhook', { params: { id } }),
+      rotateSecret: (id, opts = {}) =>
+        request('rotateWebhookSecret', {
+          params: { id },
+          body: opts.expirePreviousInHours === undefined ? {} : { expire_previous_in_hours: opts.expirePreviousInHours },
+        }),
+      ping: (id) => request('pingWebhook', { params: { id } }),
+      deliveries: (id, opts = {}) => request('listWebhookDeliveries', { params: { id }, query: { limit: int(opts.limit) } }),
+      redeliver: (id, delivery) => request('redeliverWebhook', { params: { id, delivery } }),
     },
     publisher: {
       activate: (name) => request('activatePublisher', { body: { name } }),

@@ -59,6 +59,20 @@ export type {
   GatewayRequest,
   GatewayResponse,
   DisputeDecision,
+  GatewayWebhook,
+  GatewayCreatedWebhook,
+  GatewayWebhookDelivery,
+  GatewayWebhookEventType,
 } from './gateway.js';
 export { ClientError, EndpointVerificationError, GatewayApiError } from './errors.js';
 export type { ClientErrorCode, ClientErrorData, SpendingLimitRefusal } from './errors.js';
+// Verifying the gateway's signed webhooks (docs/webhooks.md): @farebox/protocol's code, the same in @farebox/client and @farebox/provider.
+export {
+  verifyWebhook,
+  signWebhookPayload,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_HEADERS,
+  WEBHOOK_TOLERANCE_SECONDS,
+  WEBHOOK_EVENT_TYPES,
+} from '@farebox/protocol';
+export type { WebhookEvent, WebhookEventType, WebhookRejection, WebhookVerdict, VerifyWebhookOptions } from '@farebox/protocol';

@@ -6,9 +6,15 @@ it('exports exactly the documented runtime API', () => {
     'ClientError',
     'EndpointVerificationError',
     'GatewayApiError',
+    'WEBHOOK_EVENT_TYPES',
+    'WEBHOOK_HEADERS',
+    'WEBHOOK_SIGNATURE_HEADER',
+    'WEBHOOK_TOLERANCE_SECONDS',
     'createClient',
     'createDiscoveryClient',
     'createGatewayClient',
+    'signWebhookPayload',
+    'verifyWebhook',
   ]);
 });
 

@@ -33,3 +33,13 @@ export { createEscrowVerifier } from './escrow-verifier.js';
 export type { EscrowVerifierOptions, FareboxEscrowVerifier, EscrowOperations } from './escrow-verifier.js';
 export { FileServedEscrowStore, MemoryServedEscrowStore } from './served-store.js';
 export type { ServedEscrowStore, ServedEscrowRecord, ServedEscrowStatus, ServedEscrowUpdate } from './served-store.js';
+// Verifying the gateway's signed webhooks (docs/webhooks.md): @farebox/protocol's code, the same in @farebox/client and @farebox/provider.
+export {
+  verifyWebhook,
+  signWebhookPayload,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_HEADERS,
+  WEBHOOK_TOLERANCE_SECONDS,
+  WEBHOOK_EVENT_TYPES,
+} from '@farebox/protocol';
+export type { WebhookEvent, WebhookEventType, WebhookRejection, WebhookVerdict, VerifyWebhookOptions } from '@farebox/protocol';

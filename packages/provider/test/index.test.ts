@@ -9,6 +9,10 @@ it('exports exactly the documented runtime API', () => {
     'MemoryServedEscrowStore',
     'ProviderError',
     'RedisReplayStore',
+    'WEBHOOK_EVENT_TYPES',
+    'WEBHOOK_HEADERS',
+    'WEBHOOK_SIGNATURE_HEADER',
+    'WEBHOOK_TOLERANCE_SECONDS',
     'createEscrowVerifier',
     'createProvider',
     'ensureKeypairFile',
@@ -16,5 +20,7 @@ it('exports exactly the documented runtime API', () => {
     'prepareLocalEnv',
     'publicKeyFromSecret',
     'readKeypairFile',
+    'signWebhookPayload',
+    'verifyWebhook',
   ]);
 });
