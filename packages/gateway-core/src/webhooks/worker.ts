@@ -29,6 +29,8 @@ export interface WebhookWorkerOptions {
   crashPoint?: (name: string) => void;
 }
 
+/** How long a delivery is retried, from its first attempt: a day. */
+export const RETRY_FOR_SECONDS = 86_400;
 /** How long a claimed delivery belongs to the gateway sending it; after that (a crash) any gateway sends it. */
 export const LEASE_SECONDS = 60;
 /** The wait after failed attempt n (1-based): 30 s, doubling, at most 8 hours; a day after the event the delivery is `failed`. */
@@ -79,7 +81,9 @@ export function createWebhookWorker(o: WebhookWorkerOptions) {
   async function claim(): Promise<Claimed[]> {
     const { rows } = await o.db.query<Claimed>(
       `WITH claimed AS (
-         UPDATE gw_webhook_deliveries SET attempts = attempts + 1, lease_until = now() + make_interval(secs => $1::float8 + $2::float8)
+         UPDATE gw_webhook_deliveries SET attempts = attempts + 1, lease_until = now() + make_interval(secs => $1::float8 + $2::float8),
+           -- Retried for a day from the first attempt (by the gateway's clock, as the retries are).
+           expires_at = CASE WHEN attempts = 0 THEN now() + make_interval(secs => $4::float8 + $2::float8) ELSE expires_at END
          WHERE id IN (
            SELECT id FROM gw_webhook_deliveries
            WHERE state = 'pending' AND next_attempt_at <= now() + make_interval(secs => $2::float8)
@@ -90,7 +94,7 @@ export function createWebhookWorker(o: WebhookWorkerOptions) {
        SELECT c.id, c.attempts, c.endpoint_id, c.event_id, e.url, e.secret_sealed, e.previous_sealed,
               COALESCE(e.previous_expires_at > now() + make_interval(secs => $2::float8), false) AS previous_valid, ev.body, ev.type
        FROM claimed c JOIN gw_webhook_endpoints e ON e.id = c.endpoint_id JOIN gw_webhook_events ev ON ev.id = c.event_id`,
-      [LEASE_SECONDS, lead(), concurrency],
+      [LEASE_SECONDS, lead(), concurrency, RETRY_FOR_SECONDS],
     );
     return rows;
   }
@@ -211,6 +215,11 @@ export function createWebhookWorker(o: WebhookWorkerOptions) {
 
   return {
     kick,
+    /** Runs a pass now and waits until no pass is under way (tests: what is due has been sent). */
+    async flush(): Promise<void> {
+      kick();
+      while (running) await running;
+    },
     async start(): Promise<void> {
       if (!stopped) return;
       stopped = false;
