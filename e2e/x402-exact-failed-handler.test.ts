@@ -3,9 +3,10 @@
 // testnet. By default a service settles only once its handler answered: a handler that throws, or does not answer in
 // time, moves no money and records no earning, and says so; a handler that answers is settled once (one chain
 // transaction); an answer whose settlement fails is withheld. A service that opts into settling before its handler
-// runs (exact.settle: 'before-handler') still leaves the payer charged when its handler fails (the refund is by hand).
+// runs (exact.settle: 'before-handler') and then fails refunds the payer in full (POST /x402/refund, signed by its
+// owner's key): the treasury sends the amount back and the earning is reversed; forged refund requests move nothing.
 import { type Keypair, Networks, type Operation, TransactionBuilder } from '@stellar/stellar-sdk';
-import { splitFee } from '@farebox/protocol';
+import { exactRefundMessage, splitFee } from '@farebox/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startX402World, type X402World } from './x402-kit.js';
 
@@ -22,6 +23,10 @@ let payer: Keypair;
 let endpoint: string;
 let slowEndpoint: string;
 let firstEndpoint: string;
+/** The answered call's settlement transaction (a payment of SERVICE, refundable by its owner until a batch claims it). */
+let answered = '';
+/** The settle-first call's settlement transaction (refunded). */
+let refundedPayment = '';
 /** Resolves when the slow service's handler has finished (after the provider stopped waiting for it). */
 let slowDone: Promise<void> = Promise.resolve();
 
@@ -101,6 +106,18 @@ async function send(url: string, paymentSignature: string, body: unknown) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown>, receipt: res.headers.get('PAYMENT-RESPONSE') };
 }
 
+/** A refund request for `transaction` of `service`, signed by `signer` now. */
+async function refundRequest(transaction: string, service: string, signer: Keypair) {
+  const timestamp = Date.now();
+  const message = exactRefundMessage({ network: 'stellar:testnet', service, transaction, timestamp });
+  return { transaction, service, timestamp, signature: signer.sign(Buffer.from(message)).toString('base64') };
+}
+
+async function postRefund(body: unknown) {
+  const res = await fetch(`${world.gw.url}/x402/refund`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
 const notCharged = (service: string, header: string) =>
   `${service} failed before the payment was settled, so nothing moved from ${payer.publicKey()}: the signed authorization (0.1000021 USDC, valid through ledger ${expiresAfter(header)}) was not submitted, and ${service} refuses it from now on; sign a new payment to try again`;
 
@@ -136,6 +153,7 @@ describe('a @farebox/provider service paid with x402 exact is settled only for a
       body: { echo: { do: 'echo', city: 'Lisbon' } },
       paymentResponse: { success: true, network: 'stellar:testnet', payer: payer.publicKey() },
     });
+    answered = out.paymentResponse!.transaction;
     const after = await snapshot();
     expect(after.transactions).toBe(before.transactions + 1);
     expect(after.payer).toEqual({ usdc: before.payer.usdc! - PRICE, xlm: before.payer.xlm });
@@ -184,27 +202,73 @@ describe('a @farebox/provider service paid with x402 exact is settled only for a
     expect(await snapshot()).toEqual(before);
   }, 60_000);
 
-  it('settle-first (exact.settle: before-handler): a handler that throws leaves the payer charged, says so, and the refund is by hand', async () => {
+  it('settle-first (exact.settle: before-handler): a handler that throws is refunded in full: the payer’s USDC back to the base unit, the treasury back, no earning', async () => {
     const before = await snapshot();
     const out = await world.stock('pay', firstEndpoint, payer, {});
     expect(out.status).toBe(500);
     const transaction = out.paymentResponse!.transaction;
+    refundedPayment = transaction;
     expect(out.paymentResponse).toMatchObject({ success: true, payer: payer.publicKey() });
+    const refund = (out.body.payment as { refund_transaction: string }).refund_transaction;
+    expect(refund).toMatch(/^[0-9a-f]{64}$/);
+    expect(refund).not.toBe(transaction);
     expect(out.body).toEqual({
-      error: 'the printer jammed',
+      error: 'the printer jammed; the payment was refunded in full',
       payment: {
         settled: true,
+        refunded: true,
+        refund_transaction: refund,
         transaction,
         network: 'stellar:testnet',
         payer: payer.publicKey(),
         amount: PRICE.toString(),
-        refund: `the payment was settled before the service failed (${FIRST} settles before its handler runs); it is recorded with its transaction: ask ${FIRST}'s owner for a refund`,
+        charged: '0',
+        note: `${FIRST} settles before its handler runs and failed after the payment was settled: 0.1000021 USDC went back to ${payer.publicKey()} in transaction ${refund}; nothing was charged`,
       },
     });
     const after = await snapshot();
-    expect(after.payer.usdc).toBe(before.payer.usdc! - PRICE);
-    expect(after.firstEarnings).toMatchObject({ calls: 1, gross: PRICE });
+    // Two transactions (the payment, the refund); the payer's USDC and XLM as before, the treasury's USDC as before.
+    expect(after.transactions).toBe(before.transactions + 2);
+    expect(after.payer).toEqual(before.payer);
+    expect(after.treasury).toBe(before.treasury);
+    // The earning is reversed: the owner's figures count nothing.
+    expect(after.firstEarnings).toEqual(before.firstEarnings);
+    expect(after.firstEarnings).toMatchObject({ calls: 0, gross: 0n, pending: 0n });
     expect(after.earnings).toEqual(before.earnings);
+    const { rows } = await world.gw.core.ledger.db.query(
+      'SELECT state, refund_tx_hash, payer, amount, publisher_owner FROM exact_refunds WHERE payment_tx_hash = $1',
+      [transaction],
+    );
+    expect(rows).toEqual([
+      { state: 'refunded', refund_tx_hash: refund, payer: payer.publicKey(), amount: PRICE.toString(), publisher_owner: firstOwner.publicKey() },
+    ]);
+    // The next settlement batch of the owner pays nothing for it (nothing to settle), and takes no fee.
+    expect(await world.gw.core.settlement.engine!.settleNow(firstOwner.publicKey())).toBeNull();
+    expect((await world.chain.balances(firstOwner.publicKey())).usdc).toBe(0n);
+    expect((await world.gw.core.ledger.verify()).mismatches).toEqual([]);
+  }, 90_000);
+
+  it('forged refund requests are refused and move nothing: the wrong key, another service, a second refund', async () => {
+    const before = await snapshot();
+    const refusals = [
+      // The answered call's payment, signed by another owner's key.
+      [await refundRequest(answered, SERVICE, firstOwner), 403, 'farebox_refund_bad_signature'],
+      // Another owner asks for it as its own service's.
+      [await refundRequest(answered, FIRST, firstOwner), 403, 'farebox_refund_bad_signature'],
+      // Its own owner names another service.
+      [await refundRequest(answered, FIRST, owner), 409, 'farebox_refund_other_service'],
+      // The refunded payment again, by its owner.
+      [await refundRequest(refundedPayment, FIRST, firstOwner), 409, 'farebox_refund_exists'],
+      // A signature made for another timestamp.
+      [{ ...(await refundRequest(answered, SERVICE, owner)), timestamp: Date.now() + 1 }, 403, 'farebox_refund_bad_signature'],
+      // Unknown payment.
+      [await refundRequest('ab'.repeat(32), SERVICE, owner), 404, 'farebox_refund_unknown_payment'],
+    ] as const;
+    for (const [body, status, reason] of refusals) {
+      const res = await postRefund(body);
+      expect({ status: res.status, reason: res.body.reason, refunded: res.body.refunded }).toEqual({ status, reason, refunded: false });
+    }
+    expect(await snapshot()).toEqual(before);
   }, 60_000);
 
   it('the next settlement batch pays the owner 95 % of the one answered call only', async () => {
@@ -212,5 +276,10 @@ describe('a @farebox/provider service paid with x402 exact is settled only for a
     const { fee, net } = splitFee(PRICE);
     expect(cycle).toMatchObject({ state: 'done', calls: 1, gross: PRICE, fee, net });
     expect((await world.gw.core.ledger.verify()).mismatches).toEqual([]);
+    // Paid out: its owner can no longer have it refunded, and nothing moves.
+    const before = await snapshot();
+    const late = await postRefund(await refundRequest(answered, SERVICE, owner));
+    expect({ status: late.status, reason: late.body.reason }).toEqual({ status: 409, reason: 'farebox_refund_paid_out' });
+    expect(await snapshot()).toEqual(before);
   }, 60_000);
 });

@@ -31,7 +31,7 @@ export function x402Routes(core: GatewayCore, options: { now?: () => number } = 
     res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Authorization');
   };
 
-  router.options(['/x402/supported', '/x402/verify', '/x402/settle'], (req, res) => {
+  router.options(['/x402/supported', '/x402/verify', '/x402/settle', '/x402/refund'], (req, res) => {
     cors(res, req.path.endsWith('supported') ? 'GET, OPTIONS' : 'POST, OPTIONS');
     res.status(204).end();
   });
@@ -57,6 +57,15 @@ export function x402Routes(core: GatewayCore, options: { now?: () => number } = 
     route(async (req, res) => {
       cors(res, 'POST, OPTIONS');
       send(res, await facilitator.settle(req.body, req.ip ?? 'unknown'));
+    }),
+  );
+  // A payment settled before its service's handler failed, back to its payer: signed by the service's owner (x402/refund.ts).
+  router.post(
+    '/x402/refund',
+    json,
+    route(async (req, res) => {
+      cors(res, 'POST, OPTIONS');
+      send(res, await core.x402.refunds.request(req.body, req.ip ?? 'unknown'));
     }),
   );
   return router;

@@ -142,7 +142,11 @@ export async function noteExactRefund(db: Database, paymentTxHash: string, signe
 }
 
 /** Closes a pending refund with the transaction the chain applied; `completed: false` when it was not pending. */
-export async function completeExactRefund(db: Database, paymentTxHash: string, refundTxHash: string): Promise<{ completed: boolean; refund: ExactRefund | null }> {
+export async function completeExactRefund(
+  db: Database,
+  paymentTxHash: string,
+  refundTxHash: string,
+): Promise<{ completed: boolean; refund: ExactRefund | null }> {
   const { rows } = await db.query(
     `UPDATE exact_refunds SET state = 'refunded', refund_tx_hash = $2, error = NULL, resolved_at = now()
       WHERE payment_tx_hash = $1 AND state = 'pending' RETURNING *`,

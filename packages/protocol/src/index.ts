@@ -74,6 +74,8 @@ export {
   matchExactPayment,
 } from './x402-exact.js';
 export type { ExactNetwork, ExactRequirements, ExactPayment, ExactMismatch } from './x402-exact.js';
+export { EXACT_REFUND_MAX_SKEW_MS, exactRefundMessage } from './x402-refund.js';
+export type { ExactRefundTerms } from './x402-refund.js';
 export {
   LIMITS,
   ServiceNameSchema,

@@ -360,6 +360,11 @@ export function resolveConfig(options: ProviderOptions): {
     { x402Network: stellar?.x402Network, usdcContractId: stellar?.usdc.contractId, platformUrl: platformUrlPick.value, keypairFile },
     problems,
   );
+  if (exact?.settle === 'before-handler' && exact.platform && !walletSecret) {
+    problems.push(
+      "exact.settle 'before-handler' needs the owner's secret (wallet.secret, AGENT_WALLET_SECRET, wallet.keypairPath or KEYPAIR_PATH): a payment settled before a handler that fails is refunded by a request the owner's key signs",
+    );
+  }
   const bazaar = resolveDiscovery(options.discovery, problems);
   const warnings: string[] = [];
   if (platformPick.value === undefined && !escrowEnabled && !exact) {

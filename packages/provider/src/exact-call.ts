@@ -97,7 +97,11 @@ export async function exactCall(
   return outcome.response;
 }
 
-/** `settle: 'before-handler'`: settled, then the handler runs; a failure after settlement leaves the payer charged (a refund by hand). */
+/**
+ * `settle: 'before-handler'`: settled, then the handler runs. A failure after settlement is refunded in full through the
+ * platform's facilitator (`POST /x402/refund`, signed by the owner's key): the answer names the refund transaction. With
+ * another facilitator, or when the refund is refused, the answer says so and the refund is the owner's, by hand.
+ */
 async function settleFirst(
   deps: ExactCallDeps,
   exact: ExactPayments,
@@ -122,6 +126,36 @@ async function settleFirst(
   if (!outcome.ok || outcome.response.status >= 400) {
     const error = errorOf(outcome.response);
     await exact.handlerFailed(accepted.key, error);
+    const refund = exact.refund ? await exact.refund(accepted.key, settled) : undefined;
+    const paid = { transaction: settled.transaction, network: settled.network, payer: settled.payer, amount: accepted.amount.toString() };
+    if (refund?.refunded) {
+      outcome.response.body = {
+        error: `${error}; the payment was refunded in full`,
+        payment: {
+          settled: true,
+          refunded: true,
+          refund_transaction: refund.transaction,
+          ...paid,
+          charged: '0',
+          note: `${config.service} settles before its handler runs and failed after the payment was settled: ${formatAmount(accepted.amount, { trim: true })} USDC went back to ${settled.payer} in transaction ${refund.transaction}; nothing was charged`,
+        },
+      };
+      return outcome.response;
+    }
+    if (refund) {
+      outcome.response.body = {
+        error,
+        payment: {
+          settled: true,
+          refunded: false,
+          ...paid,
+          refund: refund.pending
+            ? `the refund is recorded and its transfer back to ${settled.payer} is not confirmed yet: the platform finishes it (${refund.message})`
+            : `the automatic refund was refused (${refund.reason}: ${refund.message}): ask ${config.service}'s owner for a refund`,
+        },
+      };
+      return outcome.response;
+    }
     outcome.response.body = {
       error,
       payment: {

@@ -12,7 +12,8 @@ import {
   type ExactRequirements,
 } from '@farebox/protocol';
 import { servicePayTo } from '@farebox/stellar';
-import { Address, type Operation, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
+import { exactRefundMessage } from '@farebox/protocol';
+import { Address, Keypair, type Operation, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { ResolvedExact } from './exact-config.js';
@@ -42,6 +43,9 @@ export interface ExactAccepted {
   requirements: PaymentRequirements;
 }
 
+/** What became of the automatic refund of a payment settled before a handler that failed. */
+export type ExactRefundOutcome = { refunded: true; transaction: string } | { refunded: false; pending: boolean; reason: string; message: string };
+
 /** A settled payment: its transaction and the PAYMENT-RESPONSE header. */
 export interface ExactSettled {
   ok: true;
@@ -60,8 +64,14 @@ export interface ExactPayments {
   settle(accepted: ExactAccepted): Promise<ExactSettled | ExactRefusal>;
   /** Records that an accepted payment was never settled (the handler failed): it stays refused as a replay. */
   unused(key: string, reason: string): Promise<void>;
-  /** Notes what became of a payment settled before a handler that failed (for a refund by hand). */
+  /** Notes what became of a payment settled before a handler that failed. */
   handlerFailed(key: string, reason: string): Promise<void>;
+  /**
+   * Asks the platform's facilitator to send a payment settled before a handler that failed back to its payer
+   * (`POST <facilitator>/refund`, signed by the owner's key); undefined when this provider cannot (another
+   * facilitator, or no owner secret).
+   */
+  refund?(key: string, settled: ExactSettled): Promise<ExactRefundOutcome>;
 }
 
 const errorText = (e: unknown) => (e instanceof Error && e.message ? e.message : String(e));
@@ -114,6 +124,8 @@ export function createExactPayments(options: {
   store?: ServedEscrowStore;
   now?: () => number;
   warn: (message: string) => void;
+  /** The owner's secret (`S...`): signs the refund requests of a settle-first service (platform facilitator only). */
+  ownerSecret?: string;
 }): ExactPayments {
   const { exact, service, network } = options;
   const now = options.now ?? Date.now;
@@ -267,10 +279,49 @@ export function createExactPayments(options: {
     };
   }
 
+  async function refund(key: string, settled: ExactSettled): Promise<ExactRefundOutcome> {
+    const owner = Keypair.fromSecret(options.ownerSecret!);
+    const timestamp = now();
+    const terms = { network: settled.network, service, transaction: settled.transaction, timestamp };
+    const signature = owner.sign(Buffer.from(exactRefundMessage(terms))).toString('base64');
+    let outcome: ExactRefundOutcome;
+    try {
+      const res = await fetch(`${exact.facilitatorUrl}/refund`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ transaction: settled.transaction, service, timestamp, signature }),
+        signal: AbortSignal.timeout(180_000),
+      });
+      const body = (await res.json().catch(() => ({}))) as {
+        refunded?: boolean;
+        transaction?: string;
+        pending?: boolean;
+        reason?: string;
+        error?: string;
+        message?: string;
+      };
+      outcome =
+        res.status === 200 && body.refunded === true && typeof body.transaction === 'string'
+          ? { refunded: true, transaction: body.transaction }
+          : {
+              refunded: false,
+              pending: body.pending === true,
+              reason: body.reason ?? `HTTP ${res.status}`,
+              message: body.message ?? body.error ?? `the facilitator answered HTTP ${res.status}`,
+            };
+    } catch (e) {
+      outcome = { refunded: false, pending: false, reason: 'facilitator_unreachable', message: `the facilitator did not answer the refund (${errorText(e)})` };
+    }
+    const note = outcome.refunded ? `refunded in ${outcome.transaction}` : `refund not done: ${outcome.reason}: ${outcome.message}`;
+    await store.update(key, { status: 'released', reason: `the handler failed after settlement; ${note}` }).catch(() => undefined);
+    return outcome;
+  }
+
   return {
     offer,
     accept,
     settle,
+    ...(options.ownerSecret && exact.platform ? { refund } : {}),
     async unused(key, reason) {
       await store.update(key, { status: 'abandoned', reason: `not settled, nothing charged: ${reason}` }).catch((e: unknown) => {
         options.warn(`exact payment ${key} not settled (${reason}), but not marked in the served store: ${errorText(e)}`);

@@ -144,6 +144,7 @@ export function createProvider(options: ProviderOptions): Provider {
         service: config.service,
         network: config.x402Network,
         passphrase: stellar.passphrase,
+        ...(config.exact.settle === 'before-handler' && config.exact.platform && walletSecret ? { ownerSecret: walletSecret } : {}),
         ...(options.exact && options.exact.servedStore !== undefined ? { store: options.exact.servedStore } : {}),
         now,
         warn,

@@ -29,7 +29,7 @@ export interface ApiInput<K extends OperationId> {
 export type ApiOutput<K extends OperationId> = z.input<Operations[K]['output']>;
 
 type Bazaar = 'bazaarResources' | 'bazaarSearch' | 'facilitatorBazaarResources' | 'facilitatorBazaarSearch';
-type Facilitator = 'x402Supported' | 'x402Verify' | 'x402Settle';
+type Facilitator = 'x402Supported' | 'x402Verify' | 'x402Settle' | 'x402Refund';
 /** The operations a host mounts from the table (sign-in pages, calls, readiness, the x402 bazaar and facilitator have HTTP-specific routes). */
 export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready' | Bazaar | Facilitator>;
 type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus' | 'healthFeed';

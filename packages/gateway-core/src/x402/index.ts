@@ -7,6 +7,9 @@ import type { ChannelPool } from './channels.js';
 import type { X402Settings } from './config.js';
 import { createFacilitator, type Facilitator } from './facilitator.js';
 import { createExactReconciler, type ExactReconciler, type ExactReconcilerOptions } from './reconcile.js';
+import { createExactRefunds, type ExactRefunds } from './refund.js';
+import type { TreasuryQueue } from '../runtime/treasury-queue.js';
+import type { TxSigner } from '@farebox/stellar';
 
 export { createChannelPool } from './channels.js';
 export type { ChannelLease, ChannelPool, ChannelPoolOptions } from './channels.js';
@@ -18,6 +21,8 @@ export type { X402ConfigOptions, X402Settings } from './config.js';
 export { createExactReconciler, EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
 export type { ExactReconciler, ExactReconcilerOptions, IntentResolution } from './reconcile.js';
 export { readSettledTransfer } from './transfer.js';
+export { createExactRefunds, EXACT_REFUND_GRACE_MS, EXACT_REFUND_WINDOW_MS, refundMemo } from './refund.js';
+export type { ExactRefunds, ExactRefundsOptions } from './refund.js';
 export type { SettledTransfer } from './transfer.js';
 
 /**
@@ -58,6 +63,8 @@ export interface X402Runtime {
   readonly crashPoint: ((name: string) => void) | undefined;
   /** The channel accounts every facilitator of this gateway sends its settlements from (x402/channels.ts). */
   readonly channels: ChannelPool;
+  /** Refunds of exact payments (`POST /x402/refund`) and their reconciler (x402/refund.ts). */
+  readonly refunds: ExactRefunds;
 }
 
 /** Builds the gateway's {@link X402Runtime}: one warn line (`event: "x402-reconcile"`) and one count per resolution. */
@@ -70,8 +77,25 @@ export function createX402Runtime(o: {
   log: (message: string, err?: unknown) => void;
   crashPoint?: ((name: string) => void) | undefined;
   now?: () => number;
+  /** For refunds: the treasury, its queue, the facilitator's settings and the rate-limit store. */
+  treasury: TxSigner;
+  treasuryQueue: TreasuryQueue;
+  settings: X402Settings;
+  rateLimits: RateLimitStore;
 }): X402Runtime {
   return {
+    refunds: createExactRefunds({
+      ledger: o.ledger as import('@farebox/ledger').Ledger,
+      network: o.network as import('@farebox/stellar').NetworkConfig,
+      treasury: o.treasury,
+      treasuryQueue: o.treasuryQueue,
+      settings: o.settings,
+      rateLimits: o.rateLimits,
+      note: (fields, message) => o.logger.warn({ event: 'x402-refund', ...fields }, message),
+      log: o.log,
+      ...(o.crashPoint ? { crashPoint: o.crashPoint } : {}),
+      ...(o.now ? { now: o.now } : {}),
+    }),
     crashPoint: o.crashPoint,
     channels: o.channels,
     reconciler: createExactReconciler({
