@@ -4,6 +4,7 @@ import { ConfigError, encodeStrKey, randomBytes } from '@farebox/protocol';
 import { resolveNetwork } from '@farebox/stellar';
 import { describe, expect, it } from 'vitest';
 import { createProvider, type ProviderOptions } from '../src/index.js';
+import { Keypair } from '@stellar/stellar-sdk';
 import { ownerWallet } from './helpers.js';
 
 const payTo = encodeStrKey('publicKey', randomBytes(32));
@@ -43,7 +44,17 @@ describe('exact options', () => {
 
   it("settles before the handler runs only when asked (settle: 'before-handler'), and refuses any other value", () => {
     const platform = { FAREBOX_URL: 'https://farebox.example/' };
-    expect(createProvider({ ...base, exact: { settle: 'before-handler' }, env: platform }).config.exact?.settle).toBe('before-handler');
+    const owner = Keypair.random();
+    const withSecret = { ...base, ownerWallet: owner.publicKey(), wallet: { secret: owner.secret() } };
+    expect(createProvider({ ...withSecret, exact: { settle: 'before-handler' }, env: platform }).config.exact?.settle).toBe('before-handler');
+    // Settle-first refunds a failed handler's payment with a request its owner signs: the secret is required.
+    expect(problems({ ...base, exact: { settle: 'before-handler' }, env: platform })).toEqual([
+      "exact.settle 'before-handler' needs the owner's secret (wallet.secret, AGENT_WALLET_SECRET, wallet.keypairPath or KEYPAIR_PATH): a payment settled before a handler that fails is refunded by a request the owner's key signs",
+    ]);
+    // With another facilitator (no refund operation there) it is not needed: the refund stays the owner's, by hand.
+    expect(
+      createProvider({ ...base, exact: { settle: 'before-handler', facilitatorUrl: 'https://fac.example', payTo }, env: platform }).config.exact?.settle,
+    ).toBe('before-handler');
     expect(createProvider({ ...base, exact: { settle: 'after-handler' }, env: platform }).config.exact?.settle).toBe('after-handler');
     expect(problems({ ...base, exact: { settle: 'first' as never }, env: platform })).toEqual([
       `exact.settle must be 'after-handler' (the default) or 'before-handler', not "first"`,
