@@ -9,7 +9,7 @@ import {
   type BazaarListPage,
   type BazaarSearchPage,
 } from '@farebox/discovery';
-import type { RegistryAgent } from '@farebox/stellar';
+import { servicePayTo, type RegistryAgent } from '@farebox/stellar';
 import type { DiscoveryService } from './service.js';
 
 /**
@@ -22,7 +22,8 @@ import type { DiscoveryService } from './service.js';
  * Bad parameters throw `DiscoveryError` (`INVALID_QUERY`), answered 400.
  */
 export function bazaarHandler(service: DiscoveryService, treasury: string | undefined) {
-  const ctx: BazaarContext = { network: service.network, treasury };
+  // An exact offer pays the treasury's address for the service (the payer signs which service it pays).
+  const ctx: BazaarContext = { network: service.network, treasury, ...(treasury ? { exactPayTo: (name: string) => servicePayTo(treasury, name) } : {}) };
   const toResource = (a: RegistryAgent) => bazaarResource(a, ctx);
   return {
     list(params: URLSearchParams): BazaarListPage {

@@ -7,7 +7,7 @@ import { HTTPFacilitatorClient } from '@x402/core/http';
 import { withBazaar } from '@x402/extensions/bazaar';
 import { createProvider, type ListeningProvider } from '@farebox/provider';
 import { X402_HEADERS, parseAmount } from '@farebox/protocol';
-import { createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { createRegistryClient, keypairSigner, servicePayTo } from '@farebox/stellar';
 import { startGateway, type RunningGateway } from '../src/index.js';
 
 // Issue 37, item 6, on a devnet standing in for testnet: a service made with
@@ -84,7 +84,7 @@ describe('the bazaar on a devnet under the testnet passphrase', () => {
         network: 'stellar:testnet',
         asset: gw.core.network.usdc.contractId,
         amount: '12345',
-        payTo: gw.core.treasuryAddress,
+        payTo: servicePayTo(gw.core.treasuryAddress, 'skycast'),
         maxTimeoutSeconds: 60,
         extra: { areFeesSponsored: true, service: 'skycast' },
       },
@@ -94,7 +94,9 @@ describe('the bazaar on a devnet under the testnet passphrase', () => {
     expect((listed as { extensions?: unknown }).extensions).toEqual({ bazaar: quote.extensions.bazaar });
     expect(listed.metadata).toMatchObject({ description: 'Weather forecast for the hub', price: '0.0012345', input: { type: 'http', body: { city: 'Lima' } } });
     // Filters on the offer.
-    const exactOnly = await fetch(`${gw.url}/discovery/resources?scheme=exact&network=stellar:testnet&payTo=${gw.core.treasuryAddress}`);
+    const exactOnly = await fetch(
+      `${gw.url}/discovery/resources?scheme=exact&network=stellar:testnet&payTo=${servicePayTo(gw.core.treasuryAddress, 'skycast')}`,
+    );
     expect(((await exactOnly.json()) as { pagination: { total: number } }).pagination.total).toBe(1);
   });
 });

@@ -2,6 +2,7 @@
 // testnet): the wallet pays it as a gateway call, moving the amount into credits in one transaction, not through a
 // three-transaction escrow; the publisher's earning is recorded as for any call.
 import { startDevnet } from '@farebox/devnet';
+import { servicePayTo } from '@farebox/stellar';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startStack, type Stack } from './settlement-kit.js';
 
@@ -29,7 +30,8 @@ it('pays a service offering exact into the treasury from the wallet by moving th
   ).accepts;
   expect(((await quote.json()) as { accepts: Array<{ scheme: string }> }).accepts.map((o) => o.scheme)).toEqual(['escrow']);
   expect(offers.map((o) => o.scheme).sort()).toEqual(['escrow', 'exact']);
-  expect(offers.find((o) => o.scheme === 'exact')?.payTo).toBe(s.gw.core.treasuryAddress);
+  // The treasury's address for this service (the payer signs which service it pays).
+  expect(offers.find((o) => o.scheme === 'exact')?.payTo).toBe(servicePayTo(s.gw.core.treasuryAddress, service));
 
   const user = await s.user();
   // No credits left: the sign-up credit is spent first on another service.

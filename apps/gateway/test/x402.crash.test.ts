@@ -8,7 +8,7 @@ import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/client';
 import { startDevnet, type Devnet } from '@farebox/devnet';
 import { splitFee } from '@farebox/protocol';
-import { createAccounts, createRegistryClient, keypairSigner, resolveNetwork, TESTNET_PASSPHRASE } from '@farebox/stellar';
+import { createAccounts, createRegistryClient, keypairSigner, resolveNetwork, serviceMuxedId, servicePayTo, TESTNET_PASSPHRASE } from '@farebox/stellar';
 import { eventually, httpsProxy, type HttpsProxy } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../src/index.js';
@@ -84,7 +84,7 @@ describe('a gateway killed between an exact settlement and its record', () => {
       network: 'stellar:testnet' as const,
       asset: network.usdc.contractId,
       amount: PRICE.toString(),
-      payTo: treasury,
+      payTo: servicePayTo(treasury, service),
       maxTimeoutSeconds: 60,
       extra: { areFeesSponsored: true, service },
     };
@@ -139,7 +139,8 @@ describe('a gateway killed between an exact settlement and its record', () => {
       filters: [{ type: 'contract', contractIds: [network.usdc.contractId], topics: [[...topics, '*', '**']] }],
     });
     expect(events.map((e) => ({ txHash: e.txHash, to: Address.fromScVal(e.topic[2]!).toString(), amount: scValToNative(e.value) }))).toEqual([
-      { txHash, to: treasury, amount: PRICE },
+      // Into the treasury, with the service's id (CAP-67: the muxed id in the event's data).
+      { txHash, to: treasury, amount: { amount: PRICE, to_muxed_id: BigInt(serviceMuxedId(service)) } },
     ]);
     expect(await ledger.exactPayment(txHash)).toMatchObject({ amount: PRICE, payer: payer.publicKey(), service, publisherOwner: owner });
     const split = splitFee(PRICE);

@@ -26,6 +26,11 @@ export interface BazaarContext {
   network: { x402Network: string; usdc: { issuer: string; contractId: string } };
   /** The platform treasury (`payTo` of `exact` offers, the escrows' platform address); without it no `exact` offer is listed. */
   treasury?: string | undefined;
+  /**
+   * The `payTo` of a service's `exact` offer: the treasury's address for that service (`servicePayTo` of
+   * `@farebox/stellar`, the treasury muxed with the service's id). Default: the treasury itself.
+   */
+  exactPayTo?: (service: string) => string;
 }
 
 /** What the service's own `/manifest` said (when the lister read it). */
@@ -107,7 +112,7 @@ export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?
       network,
       asset: ctx.network.usdc.contractId,
       amount,
-      payTo: ctx.treasury!,
+      payTo: ctx.exactPayTo ? ctx.exactPayTo(agent.service) : ctx.treasury!,
       maxTimeoutSeconds: BAZAAR_TIMEOUT_SECONDS.exact,
       extra: { areFeesSponsored: true, service: agent.service },
     });

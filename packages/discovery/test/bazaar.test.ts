@@ -44,6 +44,9 @@ describe('a service as an x402 bazaar resource', () => {
       description: 'Weather forecast',
     });
     expect(r.extensions).toBeUndefined();
+    // The host names the address of each service (the treasury's muxed address for it, on Farebox).
+    const named = bazaarResource(agent, { ...testnet, exactPayTo: (service) => `address of ${service}` });
+    expect(named.accepts[0]).toMatchObject({ scheme: 'exact', payTo: 'address of skycast' });
   });
 
   it("offers escrow beside exact when the service's manifest lists it, and carries its bazaar description", () => {

@@ -1,5 +1,5 @@
 import { ESCROW_SCHEME, formatAmount, parsePaymentRequired, type ParsedQuote, type PaymentRequirements } from '@farebox/protocol';
-import type { NetworkConfig } from '@farebox/stellar';
+import { readMuxedAddress, type NetworkConfig } from '@farebox/stellar';
 import { z } from 'zod';
 import { EscrowPaymentError } from './errors.js';
 import type { PayTarget } from './payer.js';
@@ -51,7 +51,9 @@ export function pickQuote(
   } catch (e) {
     throw new EscrowPaymentError('QUOTE', `${resolved.endpoint} answered 402 without a readable x402 quote: ${errorText(e)}`);
   }
-  if (declineExactTo !== undefined && parsed.accepts.some((a) => a.scheme === 'exact' && a.network === net.x402Network && a.payTo === declineExactTo)) {
+  // Paid into the treasury: its own address or its muxed address for the service (what Farebox offers name).
+  const intoTreasury = (payTo: string) => payTo === declineExactTo || readMuxedAddress(payTo)?.account === declineExactTo;
+  if (declineExactTo !== undefined && parsed.accepts.some((a) => a.scheme === 'exact' && a.network === net.x402Network && intoTreasury(a.payTo))) {
     const name = resolved.service ?? resolved.endpoint;
     throw new EscrowPaymentError('NO_DIRECT_PAYMENT', `${name} is paid into the platform treasury (x402 exact): no escrow is opened; nothing was paid`, {
       ...(resolved.service ? { service: resolved.service } : {}),

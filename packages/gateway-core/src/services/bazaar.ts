@@ -15,7 +15,7 @@ import {
   type BazaarSearchPage,
 } from '@farebox/discovery';
 import { isValidServiceName } from '@farebox/protocol';
-import type { CatalogMirror, NetworkConfig, RegistryAgent } from '@farebox/stellar';
+import { servicePayTo, type CatalogMirror, type NetworkConfig, type RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
 import type { ManifestView } from '../manifests.js';
 import type { SearchBackend } from '../search-backend.js';
@@ -61,7 +61,9 @@ const FAILED_FOR_MS = 60_000;
  * moment before the answer.
  */
 export function createBazaarService(d: BazaarServiceDeps): BazaarService {
-  const ctx: BazaarContext = { network: d.network, treasury: d.treasuryAddress };
+  const treasury = d.treasuryAddress;
+  // An exact offer pays the treasury's address for the service (the payer signs which service it pays).
+  const ctx: BazaarContext = { network: d.network, treasury, ...(treasury ? { exactPayTo: (service: string) => servicePayTo(treasury, service) } : {}) };
   const waitMs = d.manifestWaitMs ?? 1_500;
   const now = d.now ?? Date.now;
   const failed = new Map<string, number>();
