@@ -12,7 +12,7 @@ import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { startGateway, type RunningGateway } from '@farebox/gateway';
 import { splitFee } from '@farebox/protocol';
 import { createProvider } from '@farebox/provider';
-import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
+import { createAccounts, createRegistryClient, keypairSigner, servicePayTo } from '@farebox/stellar';
 import { eventually, httpsProxy, testTls, type HttpsProxy } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -146,7 +146,10 @@ describe('a stock @x402/fetch + @x402/stellar client pays a @farebox/provider se
 
   it('gets its answer; the payer’s USDC falls by the price, the treasury’s rises by it, fees sponsored, the earning recorded once', async () => {
     // The offer names testnet's own USDC contract: the client's spend controls allow it as they would on testnet.
-    expect((await send(undefined, {})).required?.accepts[0]).toMatchObject({ network: 'stellar:testnet', asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA' });
+    expect((await send(undefined, {})).required?.accepts[0]).toMatchObject({
+      network: 'stellar:testnet',
+      asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA',
+    });
     const before = await snapshot();
     const out = await stock('pay', { city: 'Lisbon' });
     expect(out).toMatchObject({
@@ -198,7 +201,7 @@ describe('a stock @x402/fetch + @x402/stellar client pays a @farebox/provider se
         message: `the payment is for ${cheaper} base units, this payload's price is ${PRICE} base units`,
       },
     });
-    expect(less.required?.accepts.find((a) => a.scheme === 'exact')).toMatchObject({ amount: PRICE.toString(), payTo: treasury });
+    expect(less.required?.accepts.find((a) => a.scheme === 'exact')).toMatchObject({ amount: PRICE.toString(), payTo: servicePayTo(treasury, SERVICE) });
     await unchanged('signed for less');
     // ...and claiming the service's offer (accepted = the offer, the transaction moving less): the facilitator reads the transaction.
     const claimed = await stock('sign', { city: 'Porto' }, { X402_SIGN_AMOUNT: cheaper, X402_CLAIM_OFFER: '1' });
@@ -212,7 +215,10 @@ describe('a stock @x402/fetch + @x402/stellar client pays a @farebox/provider se
     const elsewhere = await stock('sign', { city: 'Faro' }, { X402_SIGN_PAY_TO: owner.publicKey() });
     expect(await send(elsewhere.header, { city: 'Faro' })).toMatchObject({
       status: 402,
-      body: { error: 'invalid_exact_stellar_payload_wrong_recipient', message: `the payment pays ${owner.publicKey()}, this service is paid to ${treasury}` },
+      body: {
+        error: 'invalid_exact_stellar_payload_wrong_recipient',
+        message: `the payment pays ${owner.publicKey()}, this service is paid to ${servicePayTo(treasury, SERVICE)}`,
+      },
     });
     const elsewhereClaimed = await stock('sign', { city: 'Faro' }, { X402_SIGN_PAY_TO: owner.publicKey(), X402_CLAIM_OFFER: '1' });
     expect(await send(elsewhereClaimed.header, { city: 'Faro' })).toMatchObject({
