@@ -209,3 +209,13 @@ export async function verifyExactRefunds(db: Database): Promise<VerifyMismatch[]
   }
   return found;
 }
+
+/** The refund statements, each taking the ledger's database (`ledger.db`): what `@farebox/ledger` exports. */
+export const exactRefunds = {
+  open: openExactRefund,
+  get: getExactRefund,
+  note: noteExactRefund,
+  complete: completeExactRefund,
+  failAttempt: failExactRefundAttempt,
+  due: dueExactRefunds,
+} as const;

@@ -8,14 +8,7 @@ export type { MigrateResult, MigrationFile } from './migrate.js';
 export { Ledger, openLedger, migrateLedger } from './ledger.js';
 export { hashRequest } from './idempotency.js';
 export { parseTopupAmount } from './accounts.js';
-export {
-  completeExactRefund,
-  dueExactRefunds,
-  failExactRefundAttempt,
-  getExactRefund,
-  noteExactRefund,
-  openExactRefund,
-} from './exact-refunds.js';
+export { exactRefunds } from './exact-refunds.js';
 export type { ExactRefund, ExactRefundRefusal, ExactRefundRequest } from './exact-refunds.js';
 export {
   SIGNUP_CREDIT,

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitFee } from '@farebox/protocol';
-import { completeExactRefund, getExactRefund, noteExactRefund, openExactRefund, type ExactPaymentInput } from '@farebox/ledger';
+import { exactRefunds, type ExactPaymentInput } from '@farebox/ledger';
+
+const { complete: completeExactRefund, get: getExactRefund, note: noteExactRefund, open: openExactRefund } = exactRefunds;
 import { accountId, openTestLedger, type TestLedger } from './helpers.js';
 
 // Refunds of x402 `exact` payments (migration 0017): the refund's intent and the earning's reversal in one statement,

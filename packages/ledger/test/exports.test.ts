@@ -15,6 +15,7 @@ it('exports exactly the documented runtime names', () => {
     'LedgerError',
     'SIGNUP_CREDIT',
     'TOPUP_MAX',
+    'exactRefunds',
     'hashRequest',
     'migrate',
     'migrateLedger',
@@ -45,5 +46,6 @@ it('ships its migrations next to the code', async () => {
     '0014_wallet_payment_budgets.sql',
     '0015_exact_payments.sql',
     '0016_exact_intents.sql',
+    '0017_exact_refunds.sql',
   ]);
 });

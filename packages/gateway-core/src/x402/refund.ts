@@ -1,16 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Asset, BASE_FEE, Horizon, Keypair, Memo, Operation, StrKey, TransactionBuilder } from '@stellar/stellar-sdk';
-import {
-  completeExactRefund,
-  dueExactRefunds,
-  failExactRefundAttempt,
-  getExactRefund,
-  noteExactRefund,
-  openExactRefund,
-  type ExactRefund,
-  type ExactRefundRefusal,
-  type Ledger,
-} from '@farebox/ledger';
+import { exactRefunds, type ExactRefund, type ExactRefundRefusal, type Ledger } from '@farebox/ledger';
 import { EXACT_REFUND_MAX_SKEW_MS, exactRefundMessage, formatAmount } from '@farebox/protocol';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
@@ -133,7 +123,7 @@ export function createExactRefunds(o: ExactRefundsOptions) {
   }
 
   async function closed(refund: ExactRefund, hash: string): Promise<ExactRefund> {
-    const { refund: after } = await completeExactRefund(db, refund.paymentTxHash, hash);
+    const { refund: after } = await exactRefunds.complete(db, refund.paymentTxHash, hash);
     o.note(
       { payment: refund.paymentTxHash, refund: hash, service: refund.service, payer: refund.payer, amount: refund.amount.toString() },
       `x402 payment refunded: ${refund.amount} base units back to ${refund.payer}`,
@@ -144,7 +134,7 @@ export function createExactRefunds(o: ExactRefundsOptions) {
   /** Pays a pending refund, exactly once, in the treasury's turn; resolves with it refunded, throws while it is not. */
   function finish(paymentTxHash: string): Promise<ExactRefund> {
     return o.treasuryQueue.run(`refund of x402 payment ${paymentTxHash}`, async () => {
-      const refund = await getExactRefund(db, paymentTxHash);
+      const refund = await exactRefunds.get(db, paymentTxHash);
       if (!refund) throw new GatewayError('NOT_FOUND', `no refund of x402 payment ${paymentTxHash}`);
       if (refund.state === 'refunded') return refund;
       if (refund.signed) {
@@ -167,11 +157,11 @@ export function createExactRefunds(o: ExactRefundsOptions) {
         .build();
       const signed = await o.treasury.signTransaction(tx.toXDR(), o.network.passphrase);
       const hash = TransactionBuilder.fromXDR(signed, o.network.passphrase).hash().toString('hex');
-      const { noted } = await noteExactRefund(db, refund.paymentTxHash, { hash, xdr: signed });
-      if (!noted) return (await getExactRefund(db, paymentTxHash)) ?? refund;
+      const { noted } = await exactRefunds.note(db, refund.paymentTxHash, { hash, xdr: signed });
+      if (!noted) return (await exactRefunds.get(db, paymentTxHash)) ?? refund;
       const sent = await submit(signed, hash);
       if (!sent.applied) {
-        await failExactRefundAttempt(db, refund.paymentTxHash, `refund transaction ${hash}: ${sent.reason}`).catch(() => undefined);
+        await exactRefunds.failAttempt(db, refund.paymentTxHash, `refund transaction ${hash}: ${sent.reason}`).catch(() => undefined);
         throw new GatewayError('UPSTREAM', `the refund transaction was not applied (${sent.reason}); it is tried again from the chain`);
       }
       crash('x402:refund-submitted');
@@ -206,7 +196,7 @@ export function createExactRefunds(o: ExactRefundsOptions) {
     if (payment.service !== r.service) throw new Refused(409, 'farebox_refund_other_service', REFUSED.other_service[1]);
     if (!StrKey.isValidEd25519PublicKey(payment.payer))
       throw new Refused(409, 'farebox_refund_unsupported_payer', `the payer ${payment.payer} is not a G... account: refund it by hand`);
-    const opened = await openExactRefund(db, {
+    const opened = await exactRefunds.open(db, {
       paymentTxHash: r.transaction,
       service: r.service,
       requestedBy: payment.publisherOwner,
@@ -241,7 +231,7 @@ export function createExactRefunds(o: ExactRefundsOptions) {
 
   async function pass(): Promise<{ refunded: number; pending: number }> {
     const at = now();
-    const due = await dueExactRefunds(db, { olderThan: new Date(at - graceMs), now: new Date(at), leaseMs: 60_000 });
+    const due = await exactRefunds.due(db, { olderThan: new Date(at - graceMs), now: new Date(at), leaseMs: 60_000 });
     const counts = { refunded: 0, pending: 0 };
     for (const refund of due) {
       try {
