@@ -57,6 +57,8 @@ export type {
   GatewayPlatformKey as PlatformInfo,
   GatewayService as Service,
   GatewayServiceManifest as ServiceManifest,
+  GatewayServiceHealth as ServiceHealth,
+  GatewayServiceHealthSeries as ServiceHealthSeries,
   GatewayCallResult as CallResult,
   GatewayTransaction as Transaction,
   GatewayApiKey as ApiKey,

@@ -191,6 +191,19 @@ describe('the web dashboard in a real browser', () => {
     expect(steps.length).toBeGreaterThanOrEqual(3);
     expect(steps.join('\n')).toMatch(/Hold credits[\s\S]*Call service[\s\S]*Post payment/);
     await shot('06-service-try-it');
+
+    // Its health (docs/api.md, "Service health"): the call just made is counted once the gateway writes its counts.
+    await h.gw.core.serviceHealth.sync();
+    await page.reload();
+    await page.getByTestId('health-chart').waitFor();
+    expect(await text(page.getByTestId('health-status').first())).toBe('new · too few calls to judge');
+    expect(await text(page.getByTestId('health-1h'))).toMatch(/^1 calls · 100 % · p50 \d+ ms · p95 \d+ ms$/);
+    expect(await page.getByTestId('health-chart').locator('rect.bar-failed').count()).toBe(24);
+    await page.getByRole('button', { name: '7 days' }).click();
+    await page.getByRole('img', { name: 'Calls per 6 hours, last 7 days (UTC)' }).waitFor();
+    await go('Catalog');
+    await page.getByRole('link', { name: 'echo' }).waitFor();
+    expect(await page.getByTestId('health-status').count()).toBeGreaterThanOrEqual(2);
   });
 
   it('lists the call and the top-up newest first on Transactions, with status badges', async () => {

@@ -4,6 +4,7 @@ import { formatDate, formatUsd, parsePayload, plural, shorten } from '../format.
 import { Link } from '../router.js';
 import { Empty, ErrorBox, ExplorerLink, Loading, Stat, Units, useLoad } from '../ui.js';
 import { Timeline } from '../Timeline.js';
+import { HealthBadge, HealthChart } from '../HealthChart.js';
 
 function queryFromUrl(): string {
   return new URLSearchParams(window.location.search).get('q') ?? '';
@@ -61,6 +62,7 @@ export function CatalogPage() {
                 </h2>
                 <span className="price">{formatUsd(s.pricePerCall)} / call</span>
               </div>
+              <HealthBadge health={s.health} />
               <p className="desc">{s.description || <span className="muted">No description.</span>}</p>
               <div className="muted small-text">
                 {plural(s.totalCalls, 'call')} · by <code title={s.ownerWallet}>{shorten(s.ownerWallet)}</code>
@@ -76,9 +78,15 @@ export function CatalogPage() {
 
 export function ServicePage({ name }: { name: string }) {
   const svc = useLoad(async () => {
-    const all = await gw.agents.list();
-    return all.find((s) => s.service === name) ?? null;
+    try {
+      return await gw.agents.get(name);
+    } catch (err) {
+      if (err instanceof GatewayApiError && err.status === 404) return null;
+      throw err;
+    }
   }, [name]);
+  const [period, setPeriod] = useState<'24h' | '7d'>('24h');
+  const series = useLoad(() => gw.agents.health(name, { window: period }), [name, period]);
   // The service's own `/manifest` (through the gateway) says whether its price is flat or dynamic.
   const manifest = useLoad(() => gw.agents.manifest(name), [name]);
   const dynamic = manifest.data?.dynamic_pricing;
@@ -116,6 +124,38 @@ export function ServicePage({ name }: { name: string }) {
               <dd>{formatDate(svc.data.createdAt)}</dd>
             </dl>
             <PricingNote manifest={manifest} />
+          </div>
+          <div className="card" aria-labelledby="health-heading">
+            <h2 id="health-heading">
+              Health <HealthBadge health={svc.data.health} />
+            </h2>
+            <p className="hint">How it answered the paid calls the gateway relayed (its owner's own calls are not counted).</p>
+            <div className="stats">
+              {(['1h', '24h', '7d'] as const).map((w) => (
+                <Stat key={w} label={`Last ${w === '1h' ? 'hour' : w === '24h' ? '24 hours' : '7 days'}`}>
+                  <span data-testid={`health-${w}`}>
+                    {svc.data!.health.windows[w].calls === 0
+                      ? 'no calls'
+                      : `${svc.data!.health.windows[w].calls} calls · ${Math.floor((svc.data!.health.windows[w].success_rate ?? 0) * 1000) / 10} % · p50 ${svc.data!.health.windows[w].p50_ms} ms · p95 ${svc.data!.health.windows[w].p95_ms} ms`}
+                  </span>
+                </Stat>
+              ))}
+            </div>
+            {svc.data.health.last_failure ? (
+              <p className="muted small-text">
+                Last failure {formatDate(svc.data.health.last_failure.at)}: {svc.data.health.last_failure.reason}
+              </p>
+            ) : null}
+            <div className="row" role="group" aria-label="Chart period">
+              <button type="button" className="small" aria-pressed={period === '24h'} onClick={() => setPeriod('24h')}>
+                24 hours
+              </button>
+              <button type="button" className="small" aria-pressed={period === '7d'} onClick={() => setPeriod('7d')}>
+                7 days
+              </button>
+            </div>
+            <ErrorBox title="Chart unavailable" error={series.error} />
+            {series.data ? <HealthChart series={series.data} /> : null}
           </div>
           <TryIt service={svc.data} onCalled={svc.reload} dynamic={dynamic} />
         </>
