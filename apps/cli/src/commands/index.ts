@@ -9,6 +9,7 @@ import { keyCommands } from './keys.js';
 import { modelCommands } from './model.js';
 import { operatorCommands } from './operator.js';
 import { publisherCommands } from './publisher.js';
+import { webhookCommands } from './webhooks.js';
 import type { CommandGroup } from './shared.js';
 
 /** Every command group of `farebox`, in the order `--help` lists them. A new group is one file here and one line in this list. */
@@ -17,6 +18,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   catalogCommands,
   keyCommands,
   connectionCommands,
+  webhookCommands,
   publisherCommands,
   initCommands,
   devCommands,
