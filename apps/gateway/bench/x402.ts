@@ -36,7 +36,7 @@ const { createEd25519Signer } = await import('@x402/stellar');
 const { ExactStellarScheme } = await import('@x402/stellar/exact/client');
 const { createClient } = await import('@farebox/client');
 const { createProvider } = await import('@farebox/provider');
-const { createAccounts, createRegistryClient, keypairSigner } = await import('@farebox/stellar');
+const { createAccounts, createRegistryClient, keypairSigner, servicePayTo } = await import('@farebox/stellar');
 const { eventually, httpsProxy } = await import('@farebox/test-kit');
 const { startGateway } = await import('../src/index.js');
 
@@ -153,7 +153,7 @@ async function run(closeIntervalMs: number | 'instant'): Promise<boolean> {
     }
     const spent = before - ((await chain.balances(payer.publicKey())).usdc ?? 0n);
 
-    // The facilitator alone: verify and settle payloads the stock client signed (payTo the treasury, extra.service named).
+    // The facilitator alone: verify and settle payloads the stock client signed (payTo the treasury muxed with the service's id, extra.service named).
     const stock = new x402Client().register(
       'stellar:*',
       new ExactStellarScheme(createEd25519Signer(signer.secret(), 'stellar:testnet'), { url: `${proxy.url}/devnet/soroban/rpc` }),
@@ -163,7 +163,7 @@ async function run(closeIntervalMs: number | 'instant'): Promise<boolean> {
       network: 'stellar:testnet' as const,
       asset: network.usdc.contractId,
       amount: PRICE.toString(),
-      payTo: treasury,
+      payTo: servicePayTo(treasury, SERVICE),
       maxTimeoutSeconds: 60,
       extra: { areFeesSponsored: true, service: SERVICE },
     };
