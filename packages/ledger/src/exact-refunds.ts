@@ -197,6 +197,18 @@ export async function verifyExactRefunds(db: Database): Promise<VerifyMismatch[]
     expected: `earning ${str(r.id)} reversed exactly when its payment has a refund of ${str(r.paid)} to ${str(r.paid_by)}`,
     actual: r.refund ? `reversed: ${String(r.reversed)}; refund of ${str(r.amount)} to ${str(r.payer)}` : `reversed: ${String(r.reversed)}; no refund`,
   }));
+  const orphans = await db.query(
+    `SELECT r.payment_tx_hash, r.earning_id FROM exact_refunds r
+      WHERE NOT EXISTS (SELECT 1 FROM earnings e WHERE e.id = r.earning_id AND e.exact_tx_hash = r.payment_tx_hash)`,
+  );
+  for (const r of orphans.rows) {
+    found.push({
+      kind: 'exact-refund',
+      id: str(r.payment_tx_hash),
+      expected: 'the refund names the earning of its payment',
+      actual: `earning ${str(r.earning_id)} is not that payment's`,
+    });
+  }
   const stuck = await db.query(`SELECT * FROM exact_refunds WHERE state = 'pending' AND created_at < now() - interval '1 hour' ORDER BY created_at`);
   for (const r of stuck.rows) {
     const x = toRefund(r);
