@@ -10,6 +10,7 @@ import {
   type BazaarSearchPage,
 } from '@farebox/discovery';
 import { servicePayTo, type RegistryAgent } from '@farebox/stellar';
+import type { HealthFeed } from './health-feed.js';
 import type { DiscoveryService } from './service.js';
 
 /**
@@ -21,10 +22,10 @@ import type { DiscoveryService } from './service.js';
  * from the registry and the network (docs/search.md, "x402 bazaar").
  * Bad parameters throw `DiscoveryError` (`INVALID_QUERY`), answered 400.
  */
-export function bazaarHandler(service: DiscoveryService, treasury: string | undefined) {
+export function bazaarHandler(service: DiscoveryService, treasury: string | undefined, health?: HealthFeed) {
   // An exact offer pays the treasury's address for the service (the payer signs which service it pays).
   const ctx: BazaarContext = { network: service.network, treasury, ...(treasury ? { exactPayTo: (name: string) => servicePayTo(treasury, name) } : {}) };
-  const toResource = (a: RegistryAgent) => bazaarResource(a, ctx);
+  const toResource = (a: RegistryAgent) => bazaarResource(a, ctx, undefined, health?.of(a.service));
   return {
     list(params: URLSearchParams): BazaarListPage {
       return bazaarListPage(service.list(), toResource, parseBazaarList(params));

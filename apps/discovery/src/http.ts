@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toUsd } from '@farebox/protocol';
-import { DiscoveryError, type SearchHit } from '@farebox/discovery';
+import { DiscoveryError, rankByHealth, type SearchHit } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
 import { bazaarHandler } from './bazaar.js';
+import type { HealthFeed } from './health-feed.js';
 import type { DiscoveryService } from './service.js';
 
 export interface DiscoveryHttpOptions {
@@ -14,6 +15,8 @@ export interface DiscoveryHttpOptions {
   now?: () => number;
   /** The platform treasury (`FAREBOX_TREASURY_ADDRESS`): `payTo` of the `exact` offers in the x402 bazaar listing. */
   treasury?: string;
+  /** The services' health from the gateway's feed (`FAREBOX_HEALTH_FEED_URL`): shown on every service, weighing search. */
+  health?: HealthFeed;
 }
 
 /** Search results per request: 1 to 100, default 10. */
@@ -133,7 +136,10 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
   const perMinute = options.rateLimitPerMinute ?? 600;
   const limiter = perMinute > 0 ? new RateLimiter(perMinute, options.now ?? Date.now) : undefined;
   const trustProxy = options.trustProxy ?? false;
-  const bazaar = bazaarHandler(service, options.treasury);
+  const bazaar = bazaarHandler(service, options.treasury, options.health);
+  const health = options.health;
+  // With a feed, every service carries its health (docs/api.md, "Service health").
+  const view = (a: RegistryAgent) => (health ? { ...agentView(a), health: health.of(a.service) } : agentView(a));
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const path = url.pathname;
@@ -155,10 +161,12 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
       if (q.length > MAX_QUERY_LENGTH) throw bad(`query too long (max ${MAX_QUERY_LENGTH})`);
       const limit = intParam(p.get('limit'), 'limit', SEARCH_LIMIT);
       const { mode, hits } = await service.searchWithMode(q, limit);
-      const results = hits.flatMap((h) => {
+      const found = hits.flatMap((h) => {
         const agent = service.get(h.id) ?? (h.meta as RegistryAgent | undefined);
-        return agent ? [hitView(h, agent)] : [];
+        return agent ? [{ ...hitView(h, agent), agent: view(agent) }] : [];
       });
+      // Relevance weighed by health, as the gateway's search (docs/search.md, "Health").
+      const results = health ? rankByHealth(found, (r) => health.ranking(r.service)) : found;
       // The ranking that served this search (not the index's state a moment later).
       return send(res, 200, { query: q, mode: mode === 'hybrid' ? 'hybrid' : 'keyword-only', search_mode: mode, results });
     }
@@ -181,7 +189,7 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
       }
       const page = all.slice(start, start + limit);
       const more = start + limit < all.length;
-      return send(res, 200, { agents: page.map(agentView), total: all.length, next: more ? page.at(-1)!.service : null });
+      return send(res, 200, { agents: page.map(view), total: all.length, next: more ? page.at(-1)!.service : null });
     }
     if (path.startsWith('/agents/')) {
       params(url, []);
@@ -195,7 +203,7 @@ export function createDiscoveryHandler(service: DiscoveryService, options: Disco
       if (name.length > MAX_SERVICE_NAME) throw bad(`service name too long (max ${MAX_SERVICE_NAME})`);
       const agent = service.get(name);
       if (!agent) throw new HttpError(404, 'service not found');
-      return send(res, 200, agentView(agent));
+      return send(res, 200, view(agent));
     }
     throw new HttpError(404, 'not found');
   }

@@ -6,6 +6,7 @@ import { ConfigError } from '@farebox/protocol';
 import { resolveNetwork, type NetworkName } from '@farebox/stellar';
 import type { SearchIndex } from '@farebox/discovery';
 import { createDiscoveryHandler, type DiscoveryHttpOptions } from './http.js';
+import { createHealthFeed, type HealthFeed } from './health-feed.js';
 import { createDiscoveryService, type DiscoveryService, type DiscoveryServiceOptions } from './service.js';
 
 export interface DiscoveryConfig {
@@ -27,6 +28,10 @@ export interface DiscoveryConfig {
   trustProxy: boolean;
   /** The platform treasury's G... address (`FAREBOX_TREASURY_ADDRESS`): `payTo` of the bazaar listing's `exact` offers. */
   treasury?: string;
+  /** The gateway's health feed, `<gateway>/discovery/health` (`FAREBOX_HEALTH_FEED_URL`): each service's health, shown and weighing search. */
+  healthFeedUrl?: string;
+  /** How often the feed is read, ms (`FAREBOX_HEALTH_FEED_MS`, default 30 000). */
+  healthFeedIntervalMs: number;
 }
 
 function intSetting(env: Record<string, string | undefined>, name: string, fallback: number, min: number, problems: string[]): number {
@@ -74,7 +79,11 @@ export function loadDiscoveryConfig(env: Record<string, string | undefined>): Di
     rateLimitPerMinute: intSetting(env, 'FAREBOX_DISCOVERY_RATE_LIMIT', 600, 0, problems),
     trustProxy: env.FAREBOX_TRUST_PROXY === '1' || env.FAREBOX_TRUST_PROXY === 'true',
     ...(env.FAREBOX_TREASURY_ADDRESS ? { treasury: env.FAREBOX_TREASURY_ADDRESS } : {}),
+    ...(env.FAREBOX_HEALTH_FEED_URL ? { healthFeedUrl: env.FAREBOX_HEALTH_FEED_URL } : {}),
+    healthFeedIntervalMs: intSetting(env, 'FAREBOX_HEALTH_FEED_MS', 30_000, 1_000, problems),
   };
+  if (config.healthFeedUrl !== undefined && !/^https?:\/\/[^/]/.test(config.healthFeedUrl))
+    problems.push(`FAREBOX_HEALTH_FEED_URL must be an http(s) URL (the gateway's /discovery/health), got ${JSON.stringify(config.healthFeedUrl)}`);
   if (config.treasury !== undefined && !StrKey.isValidEd25519PublicKey(config.treasury))
     problems.push(`FAREBOX_TREASURY_ADDRESS must be a G... public key, got ${JSON.stringify(config.treasury)}`);
   if (network === 'local' && !config.devnetUrl)
@@ -93,6 +102,8 @@ export interface StartDiscoveryOptions extends Partial<DiscoveryConfig>, Discove
 }
 
 export interface RunningDiscovery {
+  /** The gateway's health feed, when configured (`refresh()` reads it now). */
+  health?: HealthFeed;
   url: string;
   service: DiscoveryService;
   server: Server;
@@ -125,7 +136,12 @@ export async function startDiscovery(options: StartDiscoveryOptions = {}): Promi
     ...(options.searchIndex ? { searchIndex: options.searchIndex } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
+  const health = config.healthFeedUrl
+    ? createHealthFeed({ url: config.healthFeedUrl, intervalMs: config.healthFeedIntervalMs, ...(options.log ? { log: options.log } : {}) })
+    : undefined;
+  health?.start();
   const handler = createDiscoveryHandler(service, {
+    ...(health ? { health } : {}),
     rateLimitPerMinute: config.rateLimitPerMinute,
     trustProxy: config.trustProxy,
     ...(config.treasury ? { treasury: config.treasury } : {}),
@@ -147,7 +163,9 @@ export async function startDiscovery(options: StartDiscoveryOptions = {}): Promi
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     service,
     server,
+    ...(health ? { health } : {}),
     async close() {
+      health?.stop();
       await new Promise<void>((ok) => {
         server.close(() => ok());
         server.closeAllConnections();
@@ -175,6 +193,8 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
     'rateLimitPerMinute',
     'trustProxy',
     'treasury',
+    'healthFeedUrl',
+    'healthFeedIntervalMs',
   ];
   return Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && keep.includes(k))) as Partial<T>;
 }
