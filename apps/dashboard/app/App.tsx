@@ -8,11 +8,13 @@ import { CredentialsPage } from './pages/Credentials.js';
 import { CatalogPage, ServicePage } from './pages/Catalog.js';
 import { TransactionsPage } from './pages/Transactions.js';
 import { PublisherPage } from './pages/Publisher.js';
+import { WebhooksPage } from './pages/Webhooks.js';
 import { OperatorPage } from './operator/OperatorPage.js';
 
 const NAV = [
   { href: '/billing', label: 'Billing' },
   { href: '/credentials', label: 'Credentials' },
+  { href: '/webhooks', label: 'Webhooks' },
   { href: '/catalog', label: 'Catalog' },
   { href: '/transactions', label: 'Transactions' },
   { href: '/publisher', label: 'Publisher' },
@@ -25,6 +27,7 @@ const TITLES: Record<string, string> = {
   '/signup': 'Sign up',
   '/billing': 'Billing',
   '/credentials': 'Credentials',
+  '/webhooks': 'Webhooks',
   '/catalog': 'Catalog',
   '/transactions': 'Transactions',
   '/publisher': 'Publisher',
@@ -98,6 +101,7 @@ export function App() {
   else if (!me || isAuthPage) page = <AuthPage mode={path === '/signup' ? 'signup' : 'signin'} onSignedIn={(a) => setMe(a)} />;
   else if (path === '/billing' || path === '/') page = <BillingPage me={me} />;
   else if (path === '/credentials') page = <CredentialsPage />;
+  else if (path === '/webhooks') page = <WebhooksPage />;
   else if (path === '/catalog') page = <CatalogPage />;
   else if (path.startsWith('/catalog/')) page = <ServicePage name={decodeURIComponent(path.slice('/catalog/'.length))} />;
   else if (path === '/transactions') page = <TransactionsPage />;

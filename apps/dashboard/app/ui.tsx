@@ -75,6 +75,7 @@ export function Usd({ usd }: { usd: number }) {
 
 const BADGES: Record<string, string> = {
   completed: 'ok',
+  delivered: 'ok',
   ok: 'ok',
   released: 'ok',
   settled: 'ok',
@@ -84,6 +85,7 @@ const BADGES: Record<string, string> = {
   refunded: 'info',
   skipped: 'muted',
   failed: 'bad',
+  cancelled: 'muted',
 };
 
 export function Badge({ status }: { status: string }) {
