@@ -211,6 +211,13 @@ describe('configFromEnv: real-money defaults', () => {
     ]);
     const channels = configFromEnv({ ...LOCAL, FAREBOX_X402_CHANNELS: '3', FAREBOX_X402_CHANNEL_STROOPS: '30000000', FAREBOX_X402_PAYER_CONCURRENCY: '1' });
     expect(channels.x402).toMatchObject({ channels: 3, channelStroops: 30_000_000n, payerConcurrency: 1 });
+    // What payers with no settled payment may hold of the day's sponsored fees, in all and per service.
+    const newcomers = configFromEnv({
+      ...LOCAL,
+      FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS: '5000000',
+      FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS: '400000',
+    });
+    expect(newcomers.x402).toMatchObject({ newPayerDailyFeeStroops: 5_000_000n, serviceNewPayerDailyFeeStroops: 400_000n });
     expect(problems({ ...LOCAL, FAREBOX_X402_CHANNELS: '65' })).toEqual(['FAREBOX_X402_CHANNELS must be an integer from 1 to 64']);
   });
 });

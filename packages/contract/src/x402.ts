@@ -114,12 +114,12 @@ const NONE: Auth = { kind: 'none' };
 const VERIFY_ERRORS = {
   400: 'a malformed body (`invalidReason: invalid_payload`)',
   422: "the requirements break Farebox's rules (payTo the treasury, the USDC contract, `extra.service` a catalog service, at least its price, `accepted` equal to the requirements): the reason and its explanation (`farebox_*`, `unsupported_scheme`, `invalid_network`, `invalid_payment_requirements`, ...)",
-  429: 'rate limit exceeded per IP or payer (`rate_limited`, `Retry-After`)',
+  429: "rate limit exceeded per IP or payer (`rate_limited`, `Retry-After`); a payer whose settle failed on chain today (`farebox_payer_settle_failed`), or with no settled payment once the newcomers' part of the day's sponsored fees is spent (`farebox_new_payer_bound_reached`; `Retry-After` until 00:00 UTC)",
   503: 'the facilitator is off on this gateway (`facilitator_unavailable`)',
 } as const;
 const SETTLE_ERRORS = {
   ...VERIFY_ERRORS,
-  429: "rate limit exceeded (`rate_limited`), or the payer's or the facilitator's daily bound on sponsored fees reached (`farebox_fee_bound_reached`, `farebox_daily_fee_bound_reached`; `Retry-After` until 00:00 UTC)",
+  429: "rate limit exceeded (`rate_limited`), or the payer's or the facilitator's daily bound on sponsored fees reached (`farebox_fee_bound_reached`, `farebox_daily_fee_bound_reached`), a payer whose settle failed on chain today (`farebox_payer_settle_failed`), or one with no settled payment once the newcomers' part is spent (`farebox_new_payer_bound_reached`; `Retry-After` until 00:00 UTC)",
 } as const;
 const op = <const O extends Operation>(o: O): O => o;
 
