@@ -84,6 +84,12 @@ describe('remote MCP server with OAuth, driven by the official MCP SDK clients',
     expect(await credits()).toBe(before - 100_000);
     const listed = await client.callTool({ name: 'list_agents', arguments: { query: 'echo' } });
     expect((listed.structuredContent as { services: Array<{ service: string }> }).services.map((s) => s.service)).toContain('echo');
+    // Each service carries its health (docs/api.md, "Service health"): the call above is counted once the gateway writes its counts.
+    await h.gw.core.serviceHealth.sync();
+    const relisted = (await client.callTool({ name: 'list_agents', arguments: { query: 'echo' } })).structuredContent as {
+      services: Array<{ service: string; health: { status: string; windows: { '1h': { calls: number } } } }>;
+    };
+    expect(relisted.services.find((s) => s.service === 'echo')?.health).toMatchObject({ status: 'new', windows: { '1h': { calls: 1 } } });
     const balance = await client.callTool({ name: 'get_balance', arguments: {} });
     expect(balance.structuredContent).toMatchObject({ balance_base_units: before - 100_000 });
     const txs = await client.callTool({ name: 'get_transactions', arguments: {} });
