@@ -119,6 +119,7 @@ const VERIFY_ERRORS = {
 } as const;
 const SETTLE_ERRORS = {
   ...VERIFY_ERRORS,
+  503: "the facilitator is off on this gateway (`facilitator_unavailable`), or no channel account came free within the payment's `maxTimeoutSeconds` (`farebox_facilitator_busy`) or none could be set up (`farebox_channels_unavailable`); nothing was sent (`Retry-After`)",
   429: "rate limit exceeded (`rate_limited`), or the payer's or the facilitator's daily bound on sponsored fees reached (`farebox_fee_bound_reached`, `farebox_daily_fee_bound_reached`), a payer whose settle failed on chain today (`farebox_payer_settle_failed`), or one with no settled payment once the newcomers' part is spent (`farebox_new_payer_bound_reached`; `Retry-After` until 00:00 UTC)",
 } as const;
 const op = <const O extends Operation>(o: O): O => o;
