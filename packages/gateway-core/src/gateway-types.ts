@@ -48,7 +48,7 @@ export interface CreateGatewayOptions extends GatewayOptions {
    * Test hook, for the crash tests only (their entry script passes it; the
    * gateway's own entry never does): called at each named point of a payment
    * (`topup:signed`, `topup:submitted`, the settlement engine's points, the x402
-   * facilitator's `x402:intent` and `x402:settled`), where
+   * facilitator's `x402:intent` and `x402:settled`, the webhook worker's `webhook:claimed`), where
    * a test stops the process.
    */
   crashPoint?: (name: string) => void;
