@@ -175,7 +175,7 @@ describe('controls that bind', () => {
     }
     expect(rows).toEqual([]);
     expect(walked).toBeGreaterThanOrEqual(4 * 30);
-    // A spend key reaches only its seven.
+    // A spend key reaches only these: calls, the catalog (with each service's health), its own account reads.
     expect((operationList as readonly Operation[]).filter((op) => credentialReaches(op, 'spend_key') && op.auth.kind !== 'none').map((op) => op.id)).toEqual([
       'me',
       'balance',
@@ -184,6 +184,8 @@ describe('controls that bind', () => {
       'listAgents',
       'agentManifest',
       'call',
+      'getAgent',
+      'agentHealth',
     ]);
     // Nothing the walk sent changed the account.
     expect(await credits(user)).toBe(5 * 10_000_000);

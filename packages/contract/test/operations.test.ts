@@ -55,6 +55,8 @@ describe('the operation table', () => {
       [
         'GET /v1/agents agents:read',
         'GET /v1/agents/:service/manifest agents:read',
+        'GET /v1/agents/:service agents:read',
+        'GET /v1/agents/:service/health agents:read',
         'POST /v1/call agents:call',
         'GET /v1/me account:read',
         'GET /v1/balance account:read',
