@@ -123,7 +123,9 @@ describe('matchExactPayment', () => {
       reason: 'invalid_payment_requirements',
       message: 'the payment is for the service "echo" (accepted.extra.service), this is "word-count"',
     });
-    expect(matchExactPayment({ ...payment, accepted: { ...offer, scheme: 'escrow' as 'exact' } }, offer, 'https://echo.example/')?.reason).toBe('unsupported_scheme');
+    expect(matchExactPayment({ ...payment, accepted: { ...offer, scheme: 'escrow' as 'exact' } }, offer, 'https://echo.example/')?.reason).toBe(
+      'unsupported_scheme',
+    );
   });
 
   it('refuses another network, token, payee, amount or resource with the reference reason', () => {
