@@ -20,7 +20,11 @@ export function pairs(values: Array<[string, string | number | boolean | null | 
     .join('\n');
 }
 
-export const usd = (n: number | undefined) => (n === undefined ? '' : `$${n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 7 : 2).replace(/(\.\d{2}\d*?)0+$/, '$1')}`);
+/**
+ * A USD amount as exact as the ledger keeps it (7 decimals), with at least the cents: `$5.00`, `$4.996`
+ * after four calls of a tenth of a cent (never rounded to a `$5.00` that is not there), `$0.0000123`.
+ */
+export const usd = (n: number | undefined) => (n === undefined ? '' : `$${n.toFixed(7).replace(/(\.\d{2}\d*?)0+$/, '$1')}`);
 
 /** JSON with bigints as strings (money is exact). */
 export function toJson(value: unknown): string {
