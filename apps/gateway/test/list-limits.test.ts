@@ -47,6 +47,8 @@ describe('limit on every list endpoint', () => {
         '/v1/operator/disputes',
         '/v1/operator/settlements',
         '/v1/operator/audit',
+        '/v1/webhooks',
+        '/v1/webhooks/:id/deliveries',
       ]),
     );
     for (const l of lists) {
@@ -58,8 +60,11 @@ describe('limit on every list endpoint', () => {
   });
 
   it("refuses a value out of bounds or not an integer with 400 naming the bound, and takes the bound itself, on each list's route", async () => {
+    // A list of one thing's parts (a webhook's deliveries) is read of a thing of the operator's.
+    const hook = await operator.api('/v1/webhooks', { body: { url: 'http://127.0.0.1:9/hooks', events: ['topup.completed'] } });
+    expect(hook.status).toBe(201);
     for (const { path, param, max } of lists) {
-      const url = path.replace(':service', 'x');
+      const url = path.replace(':service', 'x').replace(':id', hook.body.id);
       for (const bad of ['abc', '0', String(max! + 1), '1.5', '-1', '1e2']) {
         const r = await operator.api(`${url}?${param}=${bad}`);
         expect(r, `${url}?${param}=${bad}`).toMatchObject({ status: 400, body: { error: `invalid ${param} (must be 1 <= n <= ${max})` } });

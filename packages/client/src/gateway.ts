@@ -188,7 +188,7 @@ export interface GatewayClient {
   };
   /** Signed webhooks (docs/webhooks.md): the session or a manage key only. */
   webhooks: {
-    list(): Promise<GatewayWebhook[]>;
+    list(options?: { limit?: number }): Promise<GatewayWebhook[]>;
     /** Registers an endpoint; the answer's `secret` is shown this once. */
     create(url: string, events: GatewayWebhookEventType[]): Promise<GatewayCreatedWebhook>;
     remove(id: string): Promise<{ id: string; deleted: true }>;
@@ -436,7 +436,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       revoke: (id) => request('revokeOAuthConnection', { params: { id } }),
     },
     webhooks: {
-      list: () => request('listWebhooks'),
+      list: (opts = {}) => request('listWebhooks', { query: { limit: int(opts.limit) } }),
       create: (url, events) => request('createWebhook', { body: { url, events } }),
       remove: (id) => request('deleteWebhook', { params: { id } }),
       rotateSecret: (id, opts = {}) =>

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from '@farebox/protocol';
-import { intQuery } from './inputs.js';
+import { intQuery, LIST_LIMITS, listQuery } from './inputs.js';
 import { account, type Operation } from './operation.js';
 
 /**
@@ -131,7 +131,7 @@ const CREATE_400 = `${WEBHOOK_INPUT_ERRORS.url}; ${WEBHOOK_INPUT_ERRORS.urlLengt
 /** The webhook operations, spread into the table (operations.ts). */
 // biome-ignore format: a table, one operation per line
 export const webhookOperations = {
-  listWebhooks: op({ id: 'listWebhooks', method: 'GET', path: '/v1/webhooks', tag: 'webhooks', summary: "The account's webhook endpoints", auth: account(), input: {}, status: 200, output: z.array(Webhook), errors: AUTH_ERRORS }),
+  listWebhooks: op({ id: 'listWebhooks', method: 'GET', path: '/v1/webhooks', tag: 'webhooks', summary: "The account's webhook endpoints", auth: account(), input: { query: listQuery(LIST_LIMITS.account) }, status: 200, output: z.array(Webhook), errors: { ...AUTH_ERRORS, 400: `invalid limit (must be 1 <= n <= ${LIST_LIMITS.account})` } }),
   createWebhook: op({ id: 'createWebhook', method: 'POST', path: '/v1/webhooks', tag: 'webhooks', summary: 'Register a webhook endpoint (its signing secret is in this answer once)', auth: account(), input: { body: CreateWebhookBody }, status: 201, output: CreatedWebhook, errors: { ...AUTH_ERRORS, 400: CREATE_400 } }),
   deleteWebhook: op({ id: 'deleteWebhook', method: 'DELETE', path: '/v1/webhooks/:id', tag: 'webhooks', summary: 'Delete a webhook endpoint (its pending deliveries are cancelled)', auth: account(), input: { params: WebhookParams }, status: 200, output: DeletedWebhook, errors: { ...AUTH_ERRORS, ...NOT_FOUND } }),
   rotateWebhookSecret: op({ id: 'rotateWebhookSecret', method: 'POST', path: '/v1/webhooks/:id/rotate-secret', tag: 'webhooks', summary: 'A new signing secret (in this answer once); the previous one stops at once or after expire_previous_in_hours', auth: account(), input: { params: WebhookParams, body: RotateWebhookSecretBody }, status: 200, output: CreatedWebhook, errors: { ...AUTH_ERRORS, 400: `${WEBHOOK_INPUT_ERRORS.hours}; unknown field: <name>`, ...NOT_FOUND } }),

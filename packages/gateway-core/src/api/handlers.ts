@@ -86,7 +86,7 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
     publisherAnalytics: async (p, i) => core.publisher.analytics(p.user, i.query.days),
     publisherSettle: async (p) => core.publisher.settle(p.user),
 
-    listWebhooks: async (p) => core.webhooks.list(p.user.id),
+    listWebhooks: async (p, i) => first(core.webhooks.list(p.user.id), i.query.limit, LIST_LIMITS.account),
     createWebhook: async (p, i) => core.webhooks.create(p.user.id, i.body),
     deleteWebhook: async (p, i) => core.webhooks.remove(p.user.id, i.params.id),
     rotateWebhookSecret: async (p, i) => core.webhooks.rotate(p.user.id, i.params.id, i.body),
