@@ -173,7 +173,10 @@ describe('the callId of a paid call is in its error answers', () => {
     expect(missing.data.callId).toBe((missing.body as { callId: string }).callId);
     const capped = await refusal('steady', { maxCost: '0.001' });
     expect(capped.status).toBe(400);
-    expect(capped.body).toEqual({ error: 'price exceeds Farebox-Max-Cost', callId: expect.stringMatching(/^call_/) });
+    expect(capped.body).toEqual({
+      error: 'this call to steady costs $0.01, over the most it may cost ($0.001: Farebox-Max-Cost, --max-cost in the CLI); nothing was charged',
+      callId: expect.stringMatching(/^call_/),
+    });
 
     // Spend the sign-up credits down to less than one call.
     const broke = await h.user();

@@ -151,7 +151,7 @@ export const operations = {
     output: S.CallResult,
     errors: {
       ...AUTH_ERRORS,
-      400: 'service required; invalid service name: ...; payload required; an unknown-field message; invalid <field>: control character U+.... not allowed (or unpaired surrogate); invalid Farebox-Max-Cost; price exceeds Farebox-Max-Cost',
+      400: 'service required; invalid service name: ...; payload required; an unknown-field message; invalid <field>: control character U+.... not allowed (or unpaired surrogate); invalid Farebox-Max-Cost; this call to <service> costs $<price>, over the most it may cost ($<max>: Farebox-Max-Cost, --max-cost in the CLI); nothing was charged',
       402: 'insufficient balance; or the spending limit of the key or connection is reached (SpendingRefusal)',
       403: "the key's or connection's spending policy does not allow the service or the price (SpendingRefusal); the token lacks agents:call; or the connection's owner must approve this call first (`code` CONFIRMATION_REQUIRED, `approval_url`, `approval_id`: send the call again with `Farebox-Approval` once approved)",
       404: 'service not found',

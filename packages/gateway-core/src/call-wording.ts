@@ -29,3 +29,7 @@ export function networkReason(code: string | undefined, message: string | undefi
   if (code && NETWORK_REASONS[code]) return `${NETWORK_REASONS[code]} (${code})`;
   return code ?? message ?? 'connection failed';
 }
+
+/** The refusal of a call priced over what the caller allowed (`Farebox-Max-Cost`, the CLI's `--max-cost`): the price, the maximum, nothing charged. */
+export const overMaxCost = (service: string, price: bigint, max: bigint): string =>
+  `this call to ${service} costs $${formatUsd(price)}, over the most it may cost ($${formatUsd(max)}: Farebox-Max-Cost, --max-cost in the CLI); nothing was charged`;

@@ -8,7 +8,7 @@ import { systemClock } from './clock.js';
 import { GatewayError, HTTP_STATUS } from './errors.js';
 import { ChargePendingError } from './db-errors.js';
 import { checkEndpoint, guardedDispatcher } from './security/endpoint-guard.js';
-import { formatUsd, messageOf, networkReason, refundedToCredits } from './call-wording.js';
+import { formatUsd, messageOf, networkReason, overMaxCost, refundedToCredits } from './call-wording.js';
 
 export { refundedToCredits };
 
@@ -320,7 +320,7 @@ export function createCalls(options: CallsOptions) {
     let amount = svc.pricePerCall;
     ctx.amount = amount;
     ctx.owner = svc.owner;
-    if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', 'price exceeds Farebox-Max-Cost');
+    if (maxCost !== undefined && amount > maxCost) throw new GatewayError('BAD_REQUEST', overMaxCost(service, amount, maxCost));
     // The hold of `amount` (as it is then) for the call's credential (its spending policy sets `budget`): one shape for every call.
     const key = idempotencyKey || undefined;
     const holdOf = (id: string) =>
