@@ -238,7 +238,7 @@ export function createExactPayments(options: {
       // The facilitator waits for the transaction (up to maxTimeoutSeconds): allow that and half a minute more.
       settled = await within(facilitator.settle(payload, requirements), (exact.maxTimeoutSeconds + 30) * 1000, 'the settlement');
     } catch (e) {
-      const failed = e as { errorReason?: string; transaction?: string; payer?: string };
+      const failed = e as { errorReason?: string; errorMessage?: string; transaction?: string; payer?: string };
       if (!failed.errorReason) {
         await store.update(key, { status: 'abandoned', reason: `settlement unknown: ${errorText(e)}` }).catch(() => undefined);
         return {
@@ -250,6 +250,8 @@ export function createExactPayments(options: {
       settled = {
         success: false,
         errorReason: failed.errorReason,
+        // The facilitator's explanation travels on to the payer (not only its reason code).
+        ...(failed.errorMessage ? { errorMessage: failed.errorMessage } : {}),
         transaction: failed.transaction ?? '',
         network: network as SettleResponse['network'],
         ...(failed.payer ? { payer: failed.payer } : {}),

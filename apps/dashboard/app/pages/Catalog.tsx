@@ -125,7 +125,7 @@ export function ServicePage({ name }: { name: string }) {
             </dl>
             <PricingNote manifest={manifest} />
           </div>
-          <div className="card" aria-labelledby="health-heading">
+          <section className="card" aria-labelledby="health-heading">
             <h2 id="health-heading">
               Health <HealthBadge health={svc.data.health} />
             </h2>
@@ -146,7 +146,7 @@ export function ServicePage({ name }: { name: string }) {
                 Last failure {formatDate(svc.data.health.last_failure.at)}: {svc.data.health.last_failure.reason}
               </p>
             ) : null}
-            <div className="row" role="group" aria-label="Chart period">
+            <div className="row">
               <button type="button" className="small" aria-pressed={period === '24h'} onClick={() => setPeriod('24h')}>
                 24 hours
               </button>
@@ -156,7 +156,7 @@ export function ServicePage({ name }: { name: string }) {
             </div>
             <ErrorBox title="Chart unavailable" error={series.error} />
             {series.data ? <HealthChart series={series.data} /> : null}
-          </div>
+          </section>
           <TryIt service={svc.data} onCalled={svc.reload} dynamic={dynamic} />
         </>
       ) : null}
