@@ -40,6 +40,7 @@ function toIntent(r: Row): ExactIntent {
     service: str(r.service),
     publisherOwner: str(r.publisher_owner),
     amount: big(r.amount),
+    holdMs: r.hold_ms === null || r.hold_ms === undefined ? null : Number(r.hold_ms),
     state: r.state as ExactIntent['state'],
     txHash: strOrNull(r.tx_hash),
     error: strOrNull(r.error),
@@ -67,17 +68,18 @@ export async function openExactIntent(db: Database, input: ExactIntentInput): Pr
   const service = text(input.service, 'service');
   const owner = text(input.publisherOwner, 'publisherOwner');
   const amount = positiveAmount(input.amount, 'amount');
+  const holdMs = input.holdMs === undefined || input.holdMs === null ? null : positiveInt(input.holdMs, 'holdMs', 86_400_000);
   if (!(input.resolveBy instanceof Date) || Number.isNaN(input.resolveBy.getTime())) invalid('resolveBy must be a Date', { field: 'resolveBy' });
   const { rows } = await db.query(
-    `INSERT INTO exact_intents AS i (payer, nonce, expiration_ledger, start_ledger, network, asset, pay_to, service, publisher_owner, amount, resolve_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bigint, $11)
+    `INSERT INTO exact_intents AS i (payer, nonce, expiration_ledger, start_ledger, network, asset, pay_to, service, publisher_owner, amount, resolve_by, hold_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bigint, $11, $12::integer)
      ON CONFLICT (payer, nonce) DO UPDATE SET expiration_ledger = EXCLUDED.expiration_ledger, start_ledger = EXCLUDED.start_ledger,
        network = EXCLUDED.network, asset = EXCLUDED.asset, pay_to = EXCLUDED.pay_to, service = EXCLUDED.service,
-       publisher_owner = EXCLUDED.publisher_owner, amount = EXCLUDED.amount, resolve_by = EXCLUDED.resolve_by,
+       publisher_owner = EXCLUDED.publisher_owner, amount = EXCLUDED.amount, resolve_by = EXCLUDED.resolve_by, hold_ms = EXCLUDED.hold_ms,
        state = 'pending', error = NULL, checked_at = NULL, created_at = now(), resolved_at = NULL
        WHERE i.state = 'failed'
      RETURNING *`,
-    [payer, nonce, expiration, start, network, asset, payTo, service, owner, amount.toString(), input.resolveBy],
+    [payer, nonce, expiration, start, network, asset, payTo, service, owner, amount.toString(), input.resolveBy, holdMs],
   );
   if (rows[0]) return { opened: true, intent: toIntent(rows[0]) };
   const existing = await getExactIntent(db, payer, nonce);

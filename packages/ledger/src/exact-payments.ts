@@ -1,7 +1,7 @@
 import { splitFee } from '@farebox/protocol';
 import type { Database } from './db.js';
 import { intentNonce } from './exact-intents.js';
-import { big, date, invalid, positiveAmount, str, text, type Row } from './rows.js';
+import { big, date, dateOrNull, invalid, positiveAmount, positiveInt, str, text, type Row } from './rows.js';
 import type { ExactPayment, ExactPaymentInput, SponsoredFees, VerifyMismatch } from './types.js';
 
 // x402 `exact` payments (migration 0015): one on-chain transfer into the treasury, recorded once per transaction as the
@@ -31,6 +31,7 @@ function toExactPayment(r: Row): ExactPayment {
     amount: big(r.amount),
     feeCharged: big(r.fee_charged),
     earningId: str(r.earning_id),
+    holdUntil: dateOrNull(r.hold_until),
     createdAt: date(r.created_at),
   };
 }
@@ -40,7 +41,9 @@ function toExactPayment(r: Row): ExactPayment {
  * transaction hash: a second record of the same hash (a retried settle)
  * writes nothing and returns the first (`recorded: false`). With
  * `intentNonce`, the same statement closes the payer's pending intent of that
- * authorization (`settled`, with this transaction).
+ * authorization (`settled`, with this transaction). With `holdMs`, the
+ * earning is held back from settlement batches until that long after the
+ * record (`hold_until`, schema 18: a settle-first payment's refund window).
  */
 export async function recordExactPayment(db: Database, input: ExactPaymentInput): Promise<{ recorded: boolean; payment: ExactPayment }> {
   const txHash = text(input?.txHash, 'txHash', 128).toLowerCase();
@@ -54,6 +57,7 @@ export async function recordExactPayment(db: Database, input: ExactPaymentInput)
   const amount = positiveAmount(input.amount, 'amount');
   const charged = fee(input.feeCharged, 'feeCharged');
   const nonce = input.intentNonce === undefined ? null : intentNonce(input.intentNonce);
+  const holdMs = input.holdMs === undefined || input.holdMs === null ? null : positiveInt(input.holdMs, 'holdMs', 86_400_000);
   const split = splitFee(amount);
   const { rows } = await db.query(
     `WITH i AS (
@@ -63,11 +67,13 @@ export async function recordExactPayment(db: Database, input: ExactPaymentInput)
        INSERT INTO exact_payments (tx_hash, network, asset, payer, pay_to, service, publisher_owner, amount, fee_charged)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bigint, $9::bigint) ON CONFLICT (tx_hash) DO NOTHING RETURNING *
      ), e AS (
-       INSERT INTO earnings (exact_tx_hash, publisher_owner, service, gross, fee, net)
-       SELECT tx_hash, publisher_owner, service, amount, $10::bigint, $11::bigint FROM p RETURNING id
+       INSERT INTO earnings (exact_tx_hash, publisher_owner, service, gross, fee, net, hold_until)
+       SELECT tx_hash, publisher_owner, service, amount, $10::bigint, $11::bigint,
+              CASE WHEN $13::integer IS NULL THEN NULL ELSE now() + make_interval(secs => ($13::integer)::double precision / 1000) END
+         FROM p RETURNING id, hold_until
      )
-     SELECT p.*, e.id AS earning_id FROM p, e`,
-    [txHash, network, asset, payer, payTo, service, owner, amount.toString(), charged.toString(), split.fee.toString(), split.net.toString(), nonce],
+     SELECT p.*, e.id AS earning_id, e.hold_until FROM p, e`,
+    [txHash, network, asset, payer, payTo, service, owner, amount.toString(), charged.toString(), split.fee.toString(), split.net.toString(), nonce, holdMs],
   );
   if (rows[0]) return { recorded: true, payment: toExactPayment(rows[0]) };
   const existing = await getExactPayment(db, txHash);
@@ -78,7 +84,7 @@ export async function recordExactPayment(db: Database, input: ExactPaymentInput)
 /** The payment recorded for a transaction, with its earning's id; null when none is. */
 export async function getExactPayment(db: Database, txHash: string): Promise<ExactPayment | null> {
   const { rows } = await db.query(
-    'SELECT p.*, e.id AS earning_id FROM exact_payments p LEFT JOIN earnings e ON e.exact_tx_hash = p.tx_hash WHERE p.tx_hash = $1',
+    'SELECT p.*, e.id AS earning_id, e.hold_until FROM exact_payments p LEFT JOIN earnings e ON e.exact_tx_hash = p.tx_hash WHERE p.tx_hash = $1',
     [text(txHash, 'txHash', 128).toLowerCase()],
   );
   return rows[0] ? toExactPayment(rows[0]) : null;

@@ -1,7 +1,4 @@
 import type { Database, Queryable } from './db.js';
-import { openDatabase } from './db.js';
-import { LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE, migrate } from './migrate.js';
-import type { MigrateResult } from './migrate.js';
 import * as accounts from './accounts.js';
 import * as budgets from './budgets.js';
 import * as exactIntents from './exact-intents.js';
@@ -43,7 +40,6 @@ import {
   type LedgerOptions,
   type LedgerTransaction,
   type OpenAccountResult,
-  type OpenLedgerOptions,
   type PlatformStats,
   type PostOptions,
   type PublisherTotals,
@@ -331,6 +327,7 @@ export class Ledger {
    * share of the cycle's fee (schema 11): the fee on the cycle's running total
    * up to it less the fee on the total before it, so a cycle's fee is always
    * floor(gross x 5%) of its whole gross, what its escrow takes at release.
+   * An earning held back (`hold_until`, a settle-first x402 payment's refund window) is not claimed before its hold ends.
    */
   claimEarnings(cycleId: string, options: { limit?: number; batch?: boolean } = {}): Promise<ClaimResult> {
     return settlement.claimEarnings(this.db, cycleId, options);
@@ -481,28 +478,4 @@ export class Ledger {
   verifyWalletCredits(): Promise<VerifyMismatch[]> {
     return verify.verifyWalletCredits(this.db);
   }
-}
-
-/** Runs the ledger's own migrations on `db`. */
-export function migrateLedger(db: Database): Promise<MigrateResult> {
-  return migrate(db, LEDGER_MIGRATIONS_DIR, LEDGER_NAMESPACE);
-}
-
-/**
- * Opens the database ({@link openDatabase}), applies the ledger migrations
- * and returns the ledger. `ledger.close()` closes the database (and releases
- * the PGlite lock file).
- *
- * @example
- * const ledger = await openLedger({ url: process.env.DATABASE_URL, dataDir: './.farebox/db' });
- */
-export async function openLedger(options: OpenLedgerOptions = {}): Promise<Ledger> {
-  const db = await openDatabase(options);
-  try {
-    await migrateLedger(db);
-  } catch (error) {
-    await db.close();
-    throw error;
-  }
-  return new Ledger(db, { ...(options.batch === undefined ? {} : { batch: options.batch }), ...(options.hooks ? { hooks: options.hooks } : {}) });
 }

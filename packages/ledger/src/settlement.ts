@@ -112,10 +112,13 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
     // cycle's running total up to and including it, less the fee on the total
     // before it, so the cycle's fee is always floor(gross x 5 %) of its whole
     // gross, what its escrow takes at release, however the calls were priced.
+    // A reversed earning (a refunded x402 payment) is never claimed, a held one (a settle-first payment's refund
+    // window, schema 18) not before its hold ends: a refund within the window finds it unclaimed.
     const { rows } = await tx.query(
       `WITH picked AS (
          SELECT id, gross FROM earnings
-         WHERE publisher_owner = $2 AND cycle_id IS NULL AND reversed_at IS NULL ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+         WHERE publisher_owner = $2 AND cycle_id IS NULL AND reversed_at IS NULL AND (hold_until IS NULL OR hold_until <= now())
+         ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
        ), split AS (
          SELECT p.id, p.gross,
                 (div((c.claimed_gross + p.run) * $5::numeric, 10000) - div((c.claimed_gross + p.run - p.gross) * $5::numeric, 10000))::bigint AS fee
@@ -223,7 +226,11 @@ export async function recordCycleData(db: Database, cycleId: string, input: { es
 
 export async function unsettledOwners(db: Database, limit = 1000): Promise<string[]> {
   positiveInt(limit, 'limit', 100_000);
-  const { rows } = await db.query('SELECT DISTINCT publisher_owner FROM earnings WHERE cycle_id IS NULL AND reversed_at IS NULL LIMIT $1', [limit]);
+  const { rows } = await db.query(
+    `SELECT DISTINCT publisher_owner FROM earnings
+      WHERE cycle_id IS NULL AND reversed_at IS NULL AND (hold_until IS NULL OR hold_until <= now()) LIMIT $1`,
+    [limit],
+  );
   return rows.map((r) => str(r.publisher_owner)).sort();
 }
 

@@ -297,12 +297,16 @@ export interface ExactPayment {
   /** The network fee the facilitator paid (stroops). */
   feeCharged: bigint;
   earningId: string;
+  /** Until when its earning is held back from settlement batches (a settle-first payment's refund window, schema 18); null: no hold. */
+  holdUntil: Date | null;
   createdAt: Date;
 }
 
-export type ExactPaymentInput = Omit<ExactPayment, 'earningId' | 'createdAt'> & {
+export type ExactPaymentInput = Omit<ExactPayment, 'earningId' | 'createdAt' | 'holdUntil'> & {
   /** The nonce of the payer's authorization: the same statement closes its pending intent (`settled`, with this transaction). */
   intentNonce?: string;
+  /** Holds the earning back from settlement batches for this long after the record (ms; a settle-first payment's refund window). */
+  holdMs?: number | null;
 };
 
 /** The intent of an x402 `exact` settlement, written before anything moves (migration 0016); one per (payer, nonce). */
@@ -321,6 +325,8 @@ export interface ExactIntent {
   publisherOwner: string;
   /** The amount the authorization pays (base units). */
   amount: bigint;
+  /** The hold its payment's earning gets when recorded (ms; a settle-first payment's refund window), or null. */
+  holdMs?: number | null;
   /** `pending` until resolved: `settled` (with `txHash`), `failed` (nothing moved; a later settle may open it again) or `never_settled` (expired unused). */
   state: 'pending' | 'settled' | 'failed' | 'never_settled';
   txHash: string | null;

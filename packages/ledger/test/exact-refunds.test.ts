@@ -89,3 +89,55 @@ describe('the refund of an exact payment', () => {
     expect(await ledger.publisherTotals(owner)).toMatchObject({ calls: 1, gross: 100n });
   });
 });
+
+// Schema 18: the earning of a settle-first payment is held back from batches for its refund window, so a refund within
+// the window always finds it unclaimed; after the window the next claim takes it; other payments keep their timing.
+describe('the hold of a settle-first payment’s earning', () => {
+  it('no claim takes it within the hold (the database refuses any other statement too); a refund then reverses it; after the hold a claim takes it', async () => {
+    const { ledger } = t;
+    const db = ledger.db;
+    const owner = accountId('held');
+    const plain = payment(owner, 1_000_021n);
+    const held = payment(owner, 2_000_000n);
+    const refunded = payment(owner, 3_000_000n);
+    await ledger.recordExactPayment(plain);
+    const recorded = await ledger.recordExactPayment({ ...held, holdMs: 600_000 });
+    await ledger.recordExactPayment({ ...refunded, holdMs: 600_000 });
+    const holdUntil = recorded.payment.holdUntil!;
+    expect(holdUntil.getTime() - recorded.payment.createdAt.getTime()).toBe(600_000);
+    expect((await ledger.exactPayment(plain.txHash))!.holdUntil).toBeNull();
+    // A funding tick now claims the payment without a hold only.
+    const cycle = await ledger.openCycle(owner);
+    expect(await ledger.claimEarnings(cycle.id, { batch: true })).toMatchObject({ claimed: 1, gross: 1_000_021n });
+    expect(await ledger.unsettledOwners()).not.toContain(owner);
+    // Nothing else may put it in a cycle or move its hold.
+    await expect(db.query('UPDATE earnings SET cycle_id = $2 WHERE exact_tx_hash = $1', [held.txHash, cycle.id])).rejects.toThrow(/claimed by no cycle before/);
+    await expect(db.query('UPDATE earnings SET hold_until = now() WHERE exact_tx_hash = $1', [held.txHash])).rejects.toThrow(/hold is fixed/);
+    // Within the window the refund finds it unclaimed.
+    expect(await openExactRefund(db, ask(refunded.txHash, owner))).toMatchObject({ opened: true, refund: { amount: 3_000_000n } });
+    // The hold ends (moved back here; the guards are off for that one statement): the next claim takes the held payment only.
+    await db.query('ALTER TABLE earnings DISABLE TRIGGER earnings_hold_guard');
+    await db.query(`UPDATE earnings SET hold_until = now() - interval '1 second' WHERE exact_tx_hash = ANY($1::text[])`, [[held.txHash, refunded.txHash]]);
+    await db.query('ALTER TABLE earnings ENABLE TRIGGER earnings_hold_guard');
+    expect(await ledger.unsettledOwners()).toContain(owner);
+    const split = splitFee(3_000_021n);
+    expect(await ledger.claimEarnings(cycle.id, { batch: true })).toMatchObject({ claimed: 1, gross: 2_000_000n });
+    expect(await ledger.getCycle(cycle.id)).toMatchObject({ calls: 2, gross: 3_000_021n, fee: split.fee, net: split.net });
+    expect((await ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('a settlement intent carries the hold, so a payment recorded from the chain is held alike', async () => {
+    const { ledger } = t;
+    const owner = accountId('intent');
+    const p = payment(owner, 500n);
+    const nonce = String(Date.now());
+    const base = { payer: p.payer, nonce, expirationLedger: 100, startLedger: 90, network: p.network, asset: p.asset, payTo: p.payTo };
+    const intent = { ...base, service: p.service, publisherOwner: owner, amount: 500n, resolveBy: new Date(Date.now() + 60_000), holdMs: 600_000 };
+    expect(await ledger.exactIntents.open(intent)).toMatchObject({ opened: true, intent: { holdMs: 600_000 } });
+    expect((await ledger.exactIntents.get(p.payer, nonce))!.holdMs).toBe(600_000);
+    const { payment: recorded } = await ledger.recordExactPayment({ ...p, intentNonce: nonce, holdMs: 600_000 });
+    expect(recorded.holdUntil).not.toBeNull();
+    const cycle = await ledger.openCycle(owner);
+    expect(await ledger.claimEarnings(cycle.id, { batch: true })).toMatchObject({ claimed: 0 });
+  });
+});

@@ -47,5 +47,6 @@ it('ships its migrations next to the code', async () => {
     '0015_exact_payments.sql',
     '0016_exact_intents.sql',
     '0017_exact_refunds.sql',
+    '0018_exact_payment_holds.sql',
   ]);
 });
