@@ -44,11 +44,14 @@ if (mode === 'pay') {
   const res = await wrapFetchWithPayment(seen, client)(url, init);
   const text = await res.text();
   const receipt = res.headers.get('PAYMENT-RESPONSE');
+  const required = res.headers.get('PAYMENT-REQUIRED');
   console.log(
     JSON.stringify({
       status: res.status,
       body: text ? JSON.parse(text) : null,
       paymentResponse: receipt ? decodePaymentResponseHeader(receipt) : null,
+      // A refusal's PAYMENT-REQUIRED (its `error` is the reason a client sees).
+      paymentRequired: required ? JSON.parse(Buffer.from(required, 'base64').toString('utf8')) : null,
       paymentSignature,
     }),
   );
