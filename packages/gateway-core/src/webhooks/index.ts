@@ -31,6 +31,8 @@ export interface WebhooksOptions {
   worker?: { intervalMs?: number; timeoutMs?: number };
 }
 
+/** How long a gateway trusts what it read of an account's budget subscription. */
+const SUBSCRIBED_TTL_MS = 5_000;
 /** Pings and redeliveries per endpoint and minute: the receiver is not flooded through the gateway. */
 const SEND_RULE = { name: 'webhook-send', limit: 30, windowMs: 60_000 };
 
@@ -134,6 +136,23 @@ export function createWebhooks(o: WebhooksOptions) {
   const seal = (id: string, secret: string) => o.secrets.sealSecret(`webhook:${id}`, secret);
   /** Budgets known past the threshold on this gateway (nothing more to check this period). */
   const pastThreshold = new Set<string>();
+  /**
+   * Whether an account has an endpoint for `budget.threshold_reached`, known for a few seconds: a call under a
+   * budget costs no extra statement for the accounts (most) that have none. An endpoint registered here counts at
+   * once; on another gateway within {@link SUBSCRIBED_TTL_MS}.
+   */
+  const subscribed = new Map<string, { yes: boolean; until: number }>();
+  async function wantsBudgetEvents(accountId: string): Promise<boolean> {
+    const hit = subscribed.get(accountId);
+    if (hit && hit.until > Date.now()) return hit.yes;
+    const { rows } = await o.db.query(
+      `SELECT 1 FROM gw_webhook_endpoints WHERE account_id = $1 AND deleted_at IS NULL AND 'budget.threshold_reached' = ANY (events) LIMIT 1`,
+      [accountId],
+    );
+    if (subscribed.size >= 10_000) subscribed.clear();
+    subscribed.set(accountId, { yes: rows.length > 0, until: Date.now() + SUBSCRIBED_TTL_MS });
+    return rows.length > 0;
+  }
 
   async function owned(accountId: string, id: string): Promise<EndpointRow> {
     const { rows } = await o.db.query<EndpointRow>(
@@ -193,6 +212,7 @@ export function createWebhooks(o: WebhooksOptions) {
           [id, accountId, input.url, events, seal(id, secret), secret.slice(0, 10)],
         );
       });
+      subscribed.delete(accountId);
       return { ...endpointView(rows[0]!, now()), secret };
     },
 
@@ -206,6 +226,7 @@ export function createWebhooks(o: WebhooksOptions) {
         if (!rows[0]) throw new GatewayError('NOT_FOUND', 'webhook not found');
         await tx.query(`UPDATE gw_webhook_deliveries SET state = 'cancelled', lease_until = NULL WHERE endpoint_id = $1 AND state = 'pending'`, [id]);
       });
+      subscribed.delete(accountId);
       return { id, deleted: true };
     },
 
@@ -284,15 +305,17 @@ export function createWebhooks(o: WebhooksOptions) {
     budgetUsed(use: { accountId: string; credentialId: string; source: 'key' | 'connection'; period: string }): void {
       const key = `${use.credentialId}\n${use.period}`;
       if (pastThreshold.has(key)) return;
-      noteBudgetUse(o.db, use, now).then(
-        (past) => {
-          if (!past) return;
-          if (pastThreshold.size >= 10_000) pastThreshold.clear();
-          pastThreshold.add(key);
-          worker.kick();
-        },
-        (err: unknown) => o.log(`budget threshold of credential ${use.credentialId} not checked`, err),
-      );
+      wantsBudgetEvents(use.accountId)
+        .then((wanted) => (wanted ? noteBudgetUse(o.db, use, now) : false))
+        .then(
+          (past) => {
+            if (!past) return;
+            if (pastThreshold.size >= 10_000) pastThreshold.clear();
+            pastThreshold.add(key);
+            worker.kick();
+          },
+          (err: unknown) => o.log(`budget threshold of credential ${use.credentialId} not checked`, err),
+        );
     },
 
     emit: emitEvent,
