@@ -38,12 +38,13 @@ export interface X402World {
   close(): Promise<void>;
 }
 
-export async function startX402World(prefix: string): Promise<X402World> {
+/** `env`: more gateway variables (e.g. a short `FAREBOX_X402_REFUND_WINDOW`). */
+export async function startX402World(prefix: string, options: { env?: Record<string, string> } = {}): Promise<X402World> {
   const dataDir = await mkdtemp(join(tmpdir(), `farebox-${prefix}-`));
   const gw = await startGateway({
     port: 0,
     network: 'local',
-    env: { FAREBOX_DEVNET_PASSPHRASE: 'testnet' },
+    env: { FAREBOX_DEVNET_PASSPHRASE: 'testnet', ...options.env },
     allowLoopbackEndpoints: true,
     dataDir,
     devnetCloseIntervalMs: 'instant',

@@ -202,6 +202,7 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
       channels: text(env.FAREBOX_X402_CHANNELS),
       channelStroops: text(env.FAREBOX_X402_CHANNEL_STROOPS),
       payerConcurrency: text(env.FAREBOX_X402_PAYER_CONCURRENCY),
+      refundWindow: text(env.FAREBOX_X402_REFUND_WINDOW),
     }),
   };
   return { options: defined(options), problems, warnings: named.warnings };

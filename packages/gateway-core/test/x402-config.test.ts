@@ -40,6 +40,8 @@ describe('the x402 facilitator settings', () => {
       channels: 8,
       channelStroops: 20_000_000n,
       payerConcurrency: 2,
+      // A payment may be refunded, and a settle-first payment's earning is held back from batches, for 10 minutes.
+      refundWindowMs: 600_000,
     };
     expect(resolveGatewayConfig({ network: 'local' }).x402).toEqual({ enabled: true, ...bounds });
     expect(resolveGatewayConfig({ network: 'testnet', ...KEY }).x402).toEqual({ enabled: true, ...bounds });

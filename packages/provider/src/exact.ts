@@ -172,7 +172,9 @@ export function createExactPayments(options: {
       asset: exact.asset,
       payTo: platformPayTo,
       maxTimeoutSeconds: exact.maxTimeoutSeconds,
-      extra: { areFeesSponsored: true, service },
+      // A settle-first service of the platform's facilitator says so in what the payer accepts: the facilitator then holds its
+      // earning back from settlement batches for the refund window, so a handler failing after settlement is always refunded.
+      extra: { areFeesSponsored: true, service, ...(exact.platform && exact.settle === 'before-handler' ? { refundable: true } : {}) },
     };
   }
 

@@ -1,5 +1,6 @@
 import { Keypair } from '@stellar/stellar-sdk';
 import { ConfigError } from '@farebox/protocol';
+import { parseDuration } from '../settlement/config.js';
 import type { RateLimitRule } from '../security/rate-limit.js';
 
 /** The platform facilitator's settings, validated once with the gateway's (docs/operations.md, "The x402 facilitator"). */
@@ -32,6 +33,12 @@ export interface X402Settings {
   channelStroops: bigint;
   /** Settlements of one payer in flight at once (`FAREBOX_X402_PAYER_CONCURRENCY`, default 2); more wait for their turn. */
   payerConcurrency: number;
+  /**
+   * How long after its settlement an `exact` payment may be refunded (`POST /x402/refund`), and how long the earning of
+   * a settle-first payment (`extra.refundable: true`) is held back from settlement batches (`FAREBOX_X402_REFUND_WINDOW`,
+   * default 10 minutes, at most 24 hours).
+   */
+  refundWindowMs: number;
 }
 
 /** The facilitator's settings as the host passes them (the gateway host reads the variables named above). */
@@ -48,6 +55,8 @@ export interface X402ConfigOptions {
   channels?: string | number;
   channelStroops?: string | number;
   payerConcurrency?: string | number;
+  /** `500ms`, `10s`, `5m`, `1h`; a bare number is seconds. */
+  refundWindow?: string | number;
 }
 
 function stroops(value: string | number | undefined, name: string, fallback: bigint, problems: string[]): bigint {
@@ -112,6 +121,11 @@ export function resolveX402Config(options: X402ConfigOptions, network: 'local' |
   const channelStroops = stroops(options.channelStroops, 'FAREBOX_X402_CHANNEL_STROOPS', 20_000_000n, problems);
   if (channelStroops < MIN_CHANNEL_STROOPS) problems.push(`FAREBOX_X402_CHANNEL_STROOPS must be at least ${MIN_CHANNEL_STROOPS} (1 XLM of reserve and fees)`);
   const payerConcurrency = positiveInt(options.payerConcurrency, 'FAREBOX_X402_PAYER_CONCURRENCY', 2, problems, 64);
+  const refundWindowMs =
+    options.refundWindow === undefined || options.refundWindow === ''
+      ? 600_000
+      : (parseDuration(options.refundWindow, 'FAREBOX_X402_REFUND_WINDOW', problems) ?? 600_000);
+  if (refundWindowMs > 86_400_000) problems.push('FAREBOX_X402_REFUND_WINDOW must be at most 24h');
   if (problems.length) throw new ConfigError(problems);
   return {
     // Where money is real the operator turns it on (docs/operations.md): the bounds above hold either way.
@@ -129,5 +143,6 @@ export function resolveX402Config(options: X402ConfigOptions, network: 'local' |
     channels,
     channelStroops,
     payerConcurrency,
+    refundWindowMs,
   };
 }

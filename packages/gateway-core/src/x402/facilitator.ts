@@ -15,6 +15,7 @@ import { MuxedExactStellarScheme } from './muxed-scheme.js';
 import { acceptedMismatch, fareboxKindExtra, RULE_STATUS } from './rules.js';
 import { createSponsorship } from './sponsorship.js';
 import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
+import { EXACT_REFUND_WINDOW_MS } from './refund.js';
 import { authorizationOf, payerOf, readSettledTransfer } from './transfer.js';
 
 /** A ledger's close time assumed when an authorization's expiry is turned into a time (testnet and pubnet close every 5 to 6 s). */
@@ -242,10 +243,13 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
     if (!payer || !authorization)
       return { status: 200, body: settleRefusal('invalid_exact_stellar_payload_malformed', 'the payload is not a signed transfer transaction', payer) };
     const fees = await sponsorship.reserve(payer, service, transactionXdr, established);
+    // A settle-first offer (`extra.refundable: true`, what the payer accepted: compared field by field in admit) may be
+    // refunded within the refund window: its earning is held back from settlement batches for that long.
+    const holdMs = requirements.extra?.refundable === true ? (o.settings.refundWindowMs ?? EXACT_REFUND_WINDOW_MS) : null;
     // The intent, before anything moves: if the record below never happens, the reconciler finds the transfer.
     let intent: Awaited<ReturnType<typeof openIntent>>;
     try {
-      intent = await openIntent(payer, authorization, { service, owner, requirements });
+      intent = await openIntent(payer, authorization, { service, owner, requirements, holdMs });
     } catch (err) {
       await fees.release(null);
       throw err;
@@ -299,6 +303,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
           amount: moved.amount,
           feeCharged: moved.feeCharged,
           intentNonce: authorization.nonce,
+          holdMs,
         };
         // A database outage is waited out (and then retried in the background), like a call's post; the reconciler is the last resort.
         await throughOutage(() => o.ledger.recordExactPayment(input), `record of x402 payment ${hash}`, {
@@ -352,7 +357,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
   async function openIntent(
     payer: string,
     authorization: { nonce: string; expirationLedger: number },
-    what: { service: string; owner: string; requirements: PaymentRequirements },
+    what: { service: string; owner: string; requirements: PaymentRequirements; holdMs: number | null },
   ): Promise<{ opened: boolean; state: string; waitMs: number }> {
     let startLedger: number;
     try {
@@ -374,6 +379,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
       publisherOwner: what.owner,
       amount: BigInt(what.requirements.amount),
       resolveBy: new Date(now() + ledgersLeft * LEDGER_SECONDS * 1000 + allowance),
+      holdMs: what.holdMs,
     });
     const timeoutSeconds = what.requirements.maxTimeoutSeconds > 0 ? what.requirements.maxTimeoutSeconds : 60;
     return { opened, state: intent.state, waitMs: Math.min(timeoutSeconds, ledgersLeft * LEDGER_SECONDS) * 1000 };

@@ -122,6 +122,8 @@ export function createExactReconciler(o: ExactReconcilerOptions): ExactReconcile
         amount: moved.amount,
         feeCharged: moved.feeCharged,
         intentNonce: intent.nonce,
+        // A settle-first payment's earning is held for its refund window, as the facilitator's own record holds it.
+        holdMs: intent.holdMs ?? null,
       });
       return { state: 'settled', txHash: payment.txHash, amount: payment.amount, feeCharged: payment.feeCharged, recorded };
     }

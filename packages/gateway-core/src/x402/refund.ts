@@ -10,7 +10,7 @@ import { canStillApplyTx, createChainProbe, type ChainProbe } from '../settlemen
 import type { X402Settings } from './config.js';
 import type { FacilitatorAnswer } from './facilitator.js';
 
-/** How long after its settlement a payment may be refunded (ms). */
+/** How long after its settlement a payment may be refunded by default (ms; `FAREBOX_X402_REFUND_WINDOW`). */
 export const EXACT_REFUND_WINDOW_MS = 10 * 60_000;
 /** How long a refund is left to the request that opened it before the reconciler finishes it (ms). */
 export const EXACT_REFUND_GRACE_MS = 60_000;
@@ -23,7 +23,7 @@ export interface ExactRefundsOptions {
   /** The platform treasury: every refund is a payment from it, in its queue. */
   treasury: TxSigner;
   treasuryQueue: TreasuryQueue;
-  settings: Pick<X402Settings, 'enabled' | 'rateLimits'>;
+  settings: Pick<X402Settings, 'enabled' | 'rateLimits'> & Partial<Pick<X402Settings, 'refundWindowMs'>>;
   rateLimits?: RateLimitStore;
   /** Test hook of the crash tests: `x402:refund-intent` (reversed and recorded, nothing signed), `x402:refund-submitted` (on chain, not closed). */
   crashPoint?: (name: string) => void;
@@ -42,7 +42,7 @@ const REFUSED: Record<ExactRefundRefusal, [number, string]> = {
   not_owner: [403, "the request is not signed by the owner of the payment's service"],
   exists: [409, 'this payment has a refund already: a payment is refunded once'],
   paid_out: [409, "this payment's earning is in a settlement batch already (paid out to the owner): it can no longer be refunded here"],
-  window_closed: [409, `this payment was settled more than ${EXACT_REFUND_WINDOW_MS / 60_000} minutes ago: it can no longer be refunded here`],
+  window_closed: [409, 'this payment was settled more than <window> ago: it can no longer be refunded here'],
 };
 
 class Refused extends Error {
@@ -105,6 +105,7 @@ export function createExactRefunds(o: ExactRefundsOptions) {
   const crash = o.crashPoint ?? (() => undefined);
   const db = o.ledger.db;
   const graceMs = o.graceMs ?? EXACT_REFUND_GRACE_MS;
+  const windowMs = o.settings.refundWindowMs ?? EXACT_REFUND_WINDOW_MS;
   let timer: ReturnType<typeof setInterval> | undefined;
   let running: Promise<unknown> | undefined;
 
@@ -201,14 +202,15 @@ export function createExactRefunds(o: ExactRefundsOptions) {
       service: r.service,
       requestedBy: payment.publisherOwner,
       requestedAtMs: r.timestamp,
-      windowMs: EXACT_REFUND_WINDOW_MS,
+      windowMs,
     });
     if (!opened.opened) {
       const [status, text] = REFUSED[opened.refused];
       const extra = opened.refund
         ? { refund: { state: opened.refund.state, ...(opened.refund.refundTxHash ? { transaction: opened.refund.refundTxHash } : {}) } }
         : {};
-      throw new Refused(status, `farebox_refund_${opened.refused}`, text, extra);
+      const window = windowMs % 60_000 === 0 ? `${windowMs / 60_000} minutes` : `${windowMs / 1000} s`;
+      throw new Refused(status, `farebox_refund_${opened.refused}`, text.replace('<window>', window), extra);
     }
     crash('x402:refund-intent');
     const fields = { payment: r.transaction, payer: payment.payer, amount: payment.amount.toString(), network: x402Network };
