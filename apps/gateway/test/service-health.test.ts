@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '@farebox/provider';
+import { eventually } from '@farebox/test-kit';
 import { startHarness, type Harness, type TestUser } from './harness.js';
+import { startReceiver } from './webhook-receiver.js';
 
 // Know a service before you pay it (docs/api.md, "Service health"; docs/search.md,
 // "Health"): the gateway counts the paid calls that reach each service, shows the
@@ -99,6 +102,39 @@ describe('service health, measured where calls pass', () => {
     expect((await call('selfie')).status).toBe(200);
     await h.gw.core.serviceHealth.sync();
     expect((await agent('selfie')).health.windows['1h'].calls).toBe(1);
+  });
+
+  it("tells the owner's account when its service's status changes: service.health_changed, signed, once", async () => {
+    const pub = await h.user();
+    await pub.api('/v1/publisher/activate', { body: { name: 'Hooked Weather' } });
+    const receiver = await startReceiver();
+    try {
+      const hook = await pub.api('/v1/webhooks', { body: { url: receiver.url, events: ['service.health_changed'] } });
+      expect(hook.status).toBe(201);
+      // Its endpoint refuses connections: every call fails and is refunded.
+      expect(
+        (await pub.api('/v1/agents', { body: { service: 'hook-down', pricePerCallLamports: 10_000, endpoint: 'http://127.0.0.1:9/', description: 'down' } }))
+          .status,
+      ).toBe(201);
+      for (let i = 0; i < 10; i++) expect((await call('hook-down')).status).toBe(500);
+      await h.gw.core.serviceHealth.sync();
+      const got = await eventually('service.health_changed arrives', () => receiver.received.find((r) => r.json.type === 'service.health_changed'));
+      expect(got.json.data).toMatchObject({
+        service: 'hook-down',
+        from: 'new',
+        to: 'failing',
+        health: { status: 'failing', windows: { '1h': { calls: 10 } } },
+      });
+      expect((await verifyWebhook({ payload: got.body, signature: got.headers['farebox-signature'] as string, secret: hook.body.secret as string })).ok).toBe(
+        true,
+      );
+      // Read again (and by every gateway): the stored status is the same, no second event.
+      await h.gw.core.serviceHealth.sync();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(receiver.received.filter((r) => r.json.type === 'service.health_changed')).toHaveLength(1);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('a chart of the last 24 hours per hour, and the feed the discovery backend reads, without a credential', async () => {

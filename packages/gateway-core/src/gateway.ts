@@ -114,7 +114,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const operator = createOperator({ db, ledger, network, settlement, treasury, treasuryQueue, walletAudit, settings: config.operators, log });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
   // Each service's health, counted from the calls that reach it (health/index.ts).
-  const health = createServiceHealth({ db, now, log });
+  const health = createServiceHealth({ db, now, log, ownerOf: (service) => mirror.get(service)?.owner });
   // Paid calls an OAuth connection's owner confirms, on every door that pays (oauth/confirmations.ts).
   const callConfirmations = createCallConfirmations({
     db,

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { CallSummary } from '../call-types.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db.js';
+import { emitEvent } from '../webhooks/events.js';
 
 /**
  * The health of each service as the gateway sees its paid calls (docs/api.md,
@@ -47,6 +48,8 @@ export interface ServiceHealthOptions {
   /** How often the counts of this gateway are added to the table and every gateway's read back (default 5 s). */
   flushMs?: number;
   log: (message: string, err?: unknown) => void;
+  /** The owner's wallet of a service (the registry's): told of a status change by webhook (`service.health_changed`). */
+  ownerOf?: (service: string) => string | undefined;
 }
 
 const bucketOf = (ms: number) => Math.floor(ms / 1000 / BUCKET_SECONDS);
@@ -192,7 +195,28 @@ export function createServiceHealth(o: ServiceHealthOptions) {
         ),
       );
     }
+    const before = snapshot;
     snapshot = next;
+    // A status that moved since the last read: recorded once across gateways, with its webhook event (docs/webhooks.md).
+    for (const [service, h] of next) {
+      if ((before.get(service)?.status ?? 'unknown') !== h.status) await statusChanged(service, h);
+    }
+  }
+
+  /** Stores the status of `service` and, when it differs from the stored one, writes `service.health_changed` in the same transaction. */
+  async function statusChanged(service: string, h: ServiceHealth): Promise<void> {
+    await db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ status: string }>('SELECT status FROM gw_service_status WHERE service = $1 FOR UPDATE', [service]);
+      const from = rows[0]?.status ?? 'new';
+      if (rows[0] && from === h.status) return;
+      await tx.query(
+        `INSERT INTO gw_service_status (service, status, changed_ms) VALUES ($1, $2, $3)
+         ON CONFLICT (service) DO UPDATE SET status = EXCLUDED.status, changed_ms = EXCLUDED.changed_ms`,
+        [service, h.status, now()],
+      );
+      const owner = o.ownerOf?.(service);
+      if (from !== h.status && owner) await emitEvent(tx, { wallet: owner }, 'service.health_changed', { service, from, to: h.status, health: h }, { now });
+    });
   }
 
   const tick = () => {
