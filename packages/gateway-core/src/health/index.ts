@@ -3,7 +3,7 @@ import { healthStatus, HEALTH_MIN_CALLS, type HealthStatus } from '@farebox/disc
 import type { z } from 'zod';
 import type { CallSummary } from '../call-types.js';
 import type { Clock } from '../clock.js';
-import type { Db } from '../db.js';
+import type { Database } from '@farebox/ledger';
 import { emitEvent } from '../webhooks/events.js';
 
 /**
@@ -43,7 +43,8 @@ interface Pending {
 }
 
 export interface ServiceHealthOptions {
-  db: Db;
+  /** The gateway's database (its transactions carry a status change and its webhook event together). */
+  db: Database;
   now: Clock;
   /** How often the counts of this gateway are added to the table and every gateway's read back (default 5 s). */
   flushMs?: number;
