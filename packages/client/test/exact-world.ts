@@ -14,7 +14,7 @@ import { createProvider, type ProviderOptions, type ServiceHandler } from '@fare
 import { createAccounts, createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { x402Facilitator } from '@x402/core/facilitator';
 import { createEd25519Signer } from '@x402/stellar';
-import { MuxedExactStellarScheme } from '@farebox/gateway-core';
+import { MuxedExactStellarScheme } from '@farebox/provider';
 import { afterAll, beforeAll } from 'vitest';
 import { createClient, type ClientOptions } from '../src/index.js';
 import { newSecret, type Party } from './helpers.js';

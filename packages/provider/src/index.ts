@@ -32,6 +32,8 @@ export type { LocalEnvOptions } from './local-env.js';
 export { createEscrowVerifier } from './escrow-verifier.js';
 export type { EscrowVerifierOptions, FareboxEscrowVerifier, EscrowOperations } from './escrow-verifier.js';
 export { FileServedEscrowStore, MemoryServedEscrowStore } from './served-store.js';
+/** The `exact` facilitator scheme that settles to Farebox's per-service (muxed) addresses, for a facilitator of one's own. */
+export { MuxedExactStellarScheme } from './muxed-scheme.js';
 export type { ServedEscrowStore, ServedEscrowRecord, ServedEscrowStatus, ServedEscrowUpdate } from './served-store.js';
 // Verifying the gateway's signed webhooks (docs/webhooks.md): @farebox/protocol's code, the same in @farebox/client and @farebox/provider.
 export {

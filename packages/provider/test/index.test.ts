@@ -7,6 +7,7 @@ it('exports exactly the documented runtime API', () => {
     'InMemoryReplayStore',
     'MAX_BODY_LIMIT',
     'MemoryServedEscrowStore',
+    'MuxedExactStellarScheme',
     'ProviderError',
     'RedisReplayStore',
     'WEBHOOK_EVENT_TYPES',

@@ -11,7 +11,7 @@ import { throughOutage } from '../runtime/outage-retry.js';
 import { ChannelsBusy, ChannelsUnavailable, type ChannelPool } from './channels.js';
 import type { X402Settings } from './config.js';
 import { parseFacilitatorRequest, type FacilitatorRequest } from './request.js';
-import { MuxedExactStellarScheme } from './muxed-scheme.js';
+import { MuxedExactStellarScheme } from '@farebox/provider';
 import { acceptedMismatch, fareboxKindExtra, RULE_STATUS } from './rules.js';
 import { createSponsorship } from './sponsorship.js';
 import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';

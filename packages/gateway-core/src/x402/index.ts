@@ -14,7 +14,7 @@ import type { TxSigner } from '@farebox/stellar';
 export { createChannelPool } from './channels.js';
 export type { ChannelLease, ChannelPool, ChannelPoolOptions } from './channels.js';
 export { createFacilitator } from './facilitator.js';
-export { MuxedExactStellarScheme } from './muxed-scheme.js';
+export { MuxedExactStellarScheme } from '@farebox/provider';
 export type { CreateFacilitatorOptions, Facilitator, FacilitatorAnswer } from './facilitator.js';
 export { resolveX402Config } from './config.js';
 export type { X402ConfigOptions, X402Settings } from './config.js';

@@ -1,4 +1,7 @@
 // `@x402/stellar`'s `exact` facilitator scheme, taught one thing: a payee
+// (Exported by @farebox/provider for whoever settles payments to Farebox's per-service addresses:
+// the platform's facilitator in the gateway, or a publisher's own facilitator.)
+//
 // that is a muxed account (M..., CAP-67). Farebox offers pay the treasury's
 // muxed address for the service (`servicePayTo`), so the transfer the payer
 // signs names the service. The Stellar Asset Contract credits the account
