@@ -81,29 +81,32 @@ export function HealthChart({ series }: { series: ServiceHealthSeries }) {
         })}
         {line ? <polyline points={line} className="latency-line" fill="none" /> : null}
       </svg>
-      <table className="visually-hidden">
-        <caption>{title}</caption>
-        <thead>
-          <tr>
-            <th scope="col">From</th>
-            <th scope="col">Calls</th>
-            <th scope="col">Answered</th>
-            <th scope="col">Median (ms)</th>
-            <th scope="col">95th percentile (ms)</th>
-          </tr>
-        </thead>
-        <tbody>
-          {points.map((p) => (
-            <tr key={p.at}>
-              <td>{p.at}</td>
-              <td>{p.calls}</td>
-              <td>{p.success_rate === null ? '—' : `${Math.round(p.success_rate * 1000) / 10} %`}</td>
-              <td>{p.p50_ms ?? '—'}</td>
-              <td>{p.p95_ms ?? '—'}</td>
+      {/* The hidden box is a div: a table sizes to its content whatever its width says, and would widen the page. */}
+      <div className="visually-hidden">
+        <table>
+          <caption>{title}</caption>
+          <thead>
+            <tr>
+              <th scope="col">From</th>
+              <th scope="col">Calls</th>
+              <th scope="col">Answered</th>
+              <th scope="col">Median (ms)</th>
+              <th scope="col">95th percentile (ms)</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {points.map((p) => (
+              <tr key={p.at}>
+                <td>{p.at}</td>
+                <td>{p.calls}</td>
+                <td>{p.success_rate === null ? '—' : `${Math.round(p.success_rate * 1000) / 10} %`}</td>
+                <td>{p.p50_ms ?? '—'}</td>
+                <td>{p.p95_ms ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </figure>
   );
 }

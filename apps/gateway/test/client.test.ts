@@ -248,6 +248,7 @@ describe('the gateway REST client against a running gateway', () => {
       () => recording.request('x402Supported'),
       () => recording.request('x402Verify', { body: X402_BODY }),
       () => recording.request('x402Settle', { body: X402_BODY }),
+      () => recording.request('x402Refund', { body: { transaction: 'a'.repeat(64), service: 's', timestamp: 1, signature: 'x' } }),
     ];
     for (const c of calls) await expect(c()).rejects.toMatchObject({ status: 418, message: 'recorded' });
     const want = operationList.map((o) => `${o.method} ${o.path.replace(/:[A-Za-z]+/g, 'X')}`).sort();
