@@ -240,6 +240,25 @@ describe('the dashboard with long names, at phone and desktop width', () => {
       await check(`/catalog/${DOWN} after a failed call`);
     }
     expect(await credits()).toBe(before);
+
+    // Failing most of its calls (docs/api.md, "Service health"): within a minute the catalog and its page say so, at both widths.
+    for (let i = 0; i < 8; i++) expect((await user.api('/v1/call', { body: { service: DOWN, payload: {} } })).status).toBe(500);
+    await h.gw.core.serviceHealth.sync();
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 844 });
+      problems = [];
+      await page.goto(`/catalog/${DOWN}`);
+      await page.getByTestId('health-chart').waitFor();
+      expect(await page.getByTestId('health-status').first().innerText()).toBe('failing · 0 % answered');
+      expect(await page.getByTestId('health-1h').innerText()).toMatch(/^10 calls · 0 % · p50 \d+ ms · p95 \d+ ms$/);
+      // (That page's manifest answered 500, as above: the catalog is checked on its own.)
+      problems = [];
+      await page.goto('/catalog');
+      await page.getByRole('link', { name: DOWN }).waitFor();
+      const card = page.locator('li.service-card').filter({ has: page.getByRole('link', { name: DOWN }) });
+      expect(await card.getByTestId('health-status').innerText()).toBe('failing · 0 % answered');
+      await check(`/catalog with a failing service at ${width} px`);
+    }
   });
 
   it('an operator: the Operator tab and the operator pages, at both widths', async () => {
