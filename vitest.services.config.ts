@@ -10,6 +10,6 @@ export default defineConfig({
     // test, the fault suite with its own PostgreSQL and Redis) mostly wait on the processes they start.
     // On these 2-core machines the suite took 222 s with one worker and 115 s with two, every test passing.
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    projects: ['packages/*/vitest.services.config.ts', 'apps/*/vitest.services.config.ts'],
+    projects: ['packages/*/vitest.services.config.ts', 'apps/*/vitest.services.config.ts', 'apps/gateway/vitest.faults.config.ts'],
   },
 });
