@@ -28,7 +28,7 @@ export interface Stack {
     price: string,
     handler?: ServiceHandler,
     opts?: { escrow?: boolean; devnetPassphrase?: string },
-  ): Promise<{ owner: string; endpoint: string }>;
+  ): Promise<{ owner: string; endpoint: string; secret: string }>;
   /** Provisions a user's wallet (friendbot + trustline) and gives it `usdc` devnet USDC. */
   fundWallet(user: KitUser, usdc: bigint): Promise<void>;
   /** Runs a provider-SDK service owned by `ownerWallet` (not registered: the dashboard registers it). */
@@ -156,7 +156,7 @@ export async function startStack(
         description: `settlement test service ${name}`,
       });
       await gw.core.mirror.syncOnce();
-      return { owner: kp.publicKey(), endpoint };
+      return { owner: kp.publicKey(), endpoint, secret: kp.secret() };
     },
     async serve(name, price, ownerWallet) {
       const provider = createProvider({

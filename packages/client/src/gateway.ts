@@ -204,8 +204,13 @@ export interface GatewayClient {
     overview(): Promise<GatewayPublisherOverview>;
     settlements(options?: { limit?: number }): Promise<GatewaySettlement[]>;
     analytics(options?: { days?: number }): Promise<GatewayAnalyticsPoint[]>;
-    /** Closes the current settlement cycle now. */
+    /** Closes the current settlement cycles now (the account wallet's and each linked owner key's). */
     settle(): Promise<GatewaySettleResult>;
+    /** Links a service owner key (a provider-SDK service's `.farebox/keypair`): a challenge, signed by the key, posted back. */
+    linkChallenge(owner: string): Promise<GatewayResponse<'publisherLinkChallenge'>>;
+    link(signed: { owner: string; challenge: string; signature: string }): Promise<GatewayResponse<'linkPublisherOwner'>>;
+    /** Any owner key's services, calls, gross, fee, net and payouts (no credential needed). */
+    byOwner(owner: string): Promise<GatewayResponse<'publisherByOwner'>>;
   };
   platform: {
     stats(): Promise<GatewayPlatformStats>;
@@ -454,6 +459,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       settlements: (opts = {}) => request('publisherSettlements', { query: { limit: int(opts.limit) } }),
       analytics: (opts = {}) => request('publisherAnalytics', { query: { days: int(opts.days) } }),
       settle: () => request('publisherSettle'),
+      linkChallenge: (owner) => request('publisherLinkChallenge', { body: { owner } }),
+      link: (signed) => request('linkPublisherOwner', { body: signed }),
+      byOwner: (owner) => request('publisherByOwner', { params: { owner } }),
     },
     platform: {
       stats: () => request('platformStats'),

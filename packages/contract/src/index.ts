@@ -6,6 +6,8 @@ export * as inputs from './inputs.js';
 export * as connections from './connection-confirmations.js';
 /** Signed webhooks: the schemas of `/v1/webhooks` (docs/webhooks.md). */
 export * as webhooks from './webhooks.js';
+/** Publisher links and the by-owner view: the schemas of `/v1/publisher/links` and `/v1/publisher/by-owner/:owner`. */
+export * as publisherLinks from './publisher-links.js';
 export { MCP_TOOLS, MCP_INSTRUCTIONS, runMcpTool, registerMcpTools, toolResult, toolError, TOOL_ERROR_META, IDEMPOTENCY_KEY_META } from './mcp.js';
 export type {
   FareboxApi,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { bazaarOperations } from './bazaar.js';
 import { healthOperations } from './health.js';
+import { publisherLinkOperations } from './publisher-links.js';
 import { webhookOperations } from './webhooks.js';
 import { facilitatorOperations } from './x402.js';
 import * as C from './connection-confirmations.js';
@@ -324,7 +325,7 @@ export const operations = {
     errors: { ...AUTH_ERRORS, 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
   }),
 
-  ...bazaarOperations, ...facilitatorOperations, ...healthOperations, ...webhookOperations,
+  ...bazaarOperations, ...facilitatorOperations, ...healthOperations, ...webhookOperations, ...publisherLinkOperations,
   // ---- platform ----------------------------------------------------------------------
   platformStats: op({ id: 'platformStats', method: 'GET', path: '/v1/platform/stats', tag: 'platform', summary: 'Marketplace stats and platform revenue', auth: account(), input: {}, status: 200, output: S.PlatformStats, errors: AUTH_ERRORS }),
   platformKey: op({ id: 'platformKey', method: 'GET', path: '/v1/platform/key', tag: 'platform', summary: "The platform's public key and network (no credential)", auth: NONE, input: {}, status: 200, output: S.PlatformKey, errors: {} }),

@@ -15,13 +15,30 @@ export { SpendingPolicy, SpendingRefusal } from './spending.js';
 
 export { BaseUnits };
 
-/** Every error: one string field `error` (the spec's messages). */
+/**
+ * Every error answer: `error` (the spec's message) and `code`, plus the
+ * refusal's details. The same fields reach a program on every surface: the
+ * REST body, `/mcp`'s `_meta["farebox/error"]`, the stdio adapter's tool
+ * error, the CLI's `--json` and `@farebox/client`'s `GatewayApiError.answer`.
+ */
 export const ErrorBody = z
-  .object({
+  .looseObject({
     error: z.string(),
-    code: z.string().optional().meta({ description: 'On refusals programs branch on: `CREDENTIAL_KIND` (a spend key), `CONFIRMATION_REQUIRED`.' }),
+    code: z.string().meta({
+      description:
+        "What went wrong, for programs to branch on: the error table's code (`BAD_REQUEST`, `UNAUTHENTICATED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`, `INSUFFICIENT_BALANCE`, `SPENDING_LIMIT`, `PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `RATE_LIMITED`, `UPSTREAM`, `UNAVAILABLE`, `INTERNAL`) or a refusal's own (`CREDENTIAL_KIND`, `CONFIRMATION_REQUIRED`).",
+    }),
+    callId: z.string().optional().meta({ description: 'The call this answer is about, once it had its id.' }),
+    retryAfterSeconds: z.number().int().optional().meta({ description: 'When to ask again (the `Retry-After` header, in seconds).' }),
   })
-  .meta({ id: 'Error', description: 'Every error answer: `{ "error": message }`, with a machine-readable `code` on some refusals.' });
+  .meta({ id: 'Error', description: 'Every error answer: `{ "error": message, "code": code }` with the refusal\'s details.' });
+
+/** The one shape of a failure on every surface (see {@link ErrorBody}). */
+export interface ErrorAnswer {
+  error: string;
+  code: string;
+  [field: string]: unknown;
+}
 
 /**
  * `ok`; `provisioning` while a new account's wallet is still being created on
@@ -262,9 +279,16 @@ export const PublisherOverview = z
     ...amountFields('gross'),
     ...amountFields('fee'),
     services: z.array(Service),
+    linked_owners: z
+      .array(Address)
+      .meta({ description: 'Owner keys linked to the account (POST /v1/publisher/links): their services and earnings are counted here too.' }),
     ...amountFields('wallet'),
   })
-  .meta({ id: 'PublisherOverview', description: 'Earnings (net of the fee), pending and settled, the services with their stats, the wallet.' });
+  .meta({
+    id: 'PublisherOverview',
+    description:
+      "Earnings (net of the fee), pending and settled, the services with their stats, the wallet; over the account's wallet and every linked owner key.",
+  });
 
 const SettlementTransaction = z.object({
   step: z.string(),
@@ -298,10 +322,12 @@ export const Settlement = z
   })
   .meta({ id: 'Settlement', description: 'One settlement cycle (batch) of one publisher owner.' });
 
-export const SettleResult = z.object({ settled: z.boolean(), message: z.string().optional(), settlement: z.union([Settlement, z.null()]) }).meta({
-  id: 'SettleResult',
-  description: "The caller's cycle, closed and run to the end; `settled: false` with a message when there was nothing to settle.",
-});
+export const SettleResult = z
+  .object({ settled: z.boolean(), message: z.string().optional(), settlement: z.union([Settlement, z.null()]), settlements: z.array(Settlement).optional() })
+  .meta({
+    id: 'SettleResult',
+    description: "The caller's cycle, closed and run to the end; `settled: false` with a message when there was nothing to settle.",
+  });
 
 export const AnalyticsPoint = z
   .object({

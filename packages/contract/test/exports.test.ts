@@ -20,6 +20,7 @@ describe('public surface', () => {
       'openApiPath',
       'operationList',
       'operations',
+      'publisherLinks',
       'registerMcpTools',
       'runMcpTool',
       'schemas',

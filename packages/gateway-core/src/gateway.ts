@@ -30,6 +30,7 @@ import { createBazaarService } from './services/bazaar.js';
 import { createCatalogService } from './services/catalog.js';
 import { createPlatformService } from './services/platform.js';
 import { createPublisherService } from './services/publisher.js';
+import { createPublisherLinks } from './services/publisher-links.js';
 import { createSettlement } from './settlement/index.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
 import { createChannelPool } from './x402/channels.js';
@@ -163,7 +164,8 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
   const wallet = createWalletReader({ ledger, balances: (a) => infra.chain.balances(a) });
   const account = createAccountService({ ledger, network, treasuryAddress, topups, provisioning, wallet });
   const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning, health, now });
-  const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), settlement });
+  const links = createPublisherLinks({ db: infra.db, now });
+  const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), ownedBy: (o) => catalog.ownedBy(o), links, settlement });
   const networkLedger = latestLedgerReader(infra, now);
   const platform = createPlatformService({
     ...infra,

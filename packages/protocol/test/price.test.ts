@@ -16,7 +16,9 @@ describe('parsePrice: a price per call is USDC, and what could be misread is ref
     );
   });
   it('refuses a currency sign or unit with an example', () => {
-    expect(() => parsePrice('$0.002', rules)).toThrow(`pricePerCall "$0.002": write the USDC amount alone, as a decimal string, e.g. '0.002' (no currency sign or unit)`);
+    expect(() => parsePrice('$0.002', rules)).toThrow(
+      `pricePerCall "$0.002": write the USDC amount alone, as a decimal string, e.g. '0.002' (no currency sign or unit)`,
+    );
     expect(() => parsePrice('0.002 USDC', rules)).toThrow('write the USDC amount alone');
     expect(() => parsePrice('two', rules)).toThrow(`pricePerCall "two": amount is not a decimal number; a price is USDC as a decimal string, e.g. '0.002'`);
   });

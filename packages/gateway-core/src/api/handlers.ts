@@ -32,7 +32,7 @@ type Bazaar = 'bazaarResources' | 'bazaarSearch' | 'facilitatorBazaarResources' 
 type Facilitator = 'x402Supported' | 'x402Verify' | 'x402Settle' | 'x402Refund';
 /** The operations a host mounts from the table (sign-in pages, calls, readiness, the x402 bazaar and facilitator have HTTP-specific routes). */
 export type MountedOperationId = Exclude<OperationId, 'signup' | 'login' | 'logout' | 'call' | 'ready' | Bazaar | Facilitator>;
-type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus' | 'healthFeed';
+type Open = 'platformKey' | 'health' | 'openDispute' | 'disputeStatus' | 'healthFeed' | 'publisherByOwner';
 
 /** A handler: the caller (none for open operations) and the checked input in, a domain object out. */
 export type ApiHandler<K extends MountedOperationId> = (
@@ -85,6 +85,9 @@ export function createApiHandlers(core: GatewayCore): ApiHandlers {
     publisherSettlements: async (p, i) => core.publisher.settlements(p.user, i.query.limit),
     publisherAnalytics: async (p, i) => core.publisher.analytics(p.user, i.query.days),
     publisherSettle: async (p) => core.publisher.settle(p.user),
+    publisherLinkChallenge: async (p, i) => core.publisher.linkChallenge(p.user, i.body),
+    linkPublisherOwner: async (p, i) => core.publisher.link(p.user, i.body),
+    publisherByOwner: async (_p, i) => core.publisher.byOwner(i.params.owner),
 
     listWebhooks: async (p, i) => first(core.webhooks.list(p.user.id), i.query.limit, LIST_LIMITS.account),
     createWebhook: async (p, i) => core.webhooks.create(p.user.id, i.body),

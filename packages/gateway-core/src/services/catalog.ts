@@ -39,6 +39,8 @@ export interface CatalogService {
   manifest(name: string): Promise<ManifestView>;
   /** The services the user registered through this gateway and still owns. */
   mine(user: User): Promise<ServiceView[]>;
+  /** The catalog's services registered under an owner key (a linked key's, or any owner's for the by-owner view). */
+  ownedBy(owner: string): Promise<ServiceView[]>;
   register(user: User, body: unknown): Promise<RegisteredService>;
   update(user: User, service: string, body: unknown): Promise<RegisteredService>;
   remove(user: User, service: string): Promise<{ service: string; removed: true; txHash: string; explorerUrl: string }>;
@@ -168,6 +170,13 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
         if (agent && agent.owner === user.walletAddress) out.push(serviceView(agent, d.health.of(service), stats.get(`${agent.owner}\u0000${agent.service}`)));
       }
       return out;
+    },
+    async ownedBy(owner) {
+      const stats = new Map((await d.ledger.serviceStats(owner)).map((x) => [x.service, x]));
+      return mirror
+        .list()
+        .filter((a) => a.owner === owner && isValidServiceName(a.service))
+        .map((a) => serviceView(a, d.health.of(a.service), stats.get(a.service)));
     },
     async register(user, body) {
       requirePublisher(user);
