@@ -78,7 +78,7 @@ export { EXACT_REFUND_MAX_SKEW_MS, exactRefundMessage } from './x402-refund.js';
 export type { ExactRefundTerms } from './x402-refund.js';
 export { PRICE_BOUND_BASE_UNITS, PRICE_EXAMPLE, parsePrice } from './price.js';
 export type { PriceRules } from './price.js';
-export { PUBLISHER_LINK_TTL_MS, parsePublisherLinkChallenge, publisherLinkChallenge } from './publisher-link.js';
+export { PUBLISHER_LINK_TTL_MS, parsePublisherLinkChallenge, publisherLinkChallenge, signPublisherLink } from './publisher-link.js';
 export type { PublisherLinkTerms } from './publisher-link.js';
 export {
   LIMITS,

@@ -1,3 +1,6 @@
+import { createEd25519Signer } from './crypto.js';
+import { base64Encode } from './encoding.js';
+
 // Linking a service owner's key (the `G...` a provider-SDK service is registered under, `.farebox/keypair`)
 // to a publisher account: the gateway hands out a challenge naming the key, the account and an expiry; the key
 // signs it (ed25519 over its UTF-8 bytes, base64) and the account posts it back (docs/api.md, "Publisher links").
@@ -27,4 +30,13 @@ export function parsePublisherLinkChallenge(text: string): PublisherLinkTerms | 
   if (!Number.isFinite(expiresAt)) return null;
   const t = { owner: m[1]!, account: m[2]!, expiresAt };
   return publisherLinkChallenge(t) === text ? t : null;
+}
+
+/**
+ * Signs a link challenge with the owner key's secret seed (`S...`): the owner (`G...`) and the base64 signature
+ * `POST /v1/publisher/links` takes with it.
+ */
+export async function signPublisherLink(secretSeed: string, challenge: string): Promise<{ owner: string; signature: string }> {
+  const signer = await createEd25519Signer(secretSeed.trim());
+  return { owner: signer.publicKey, signature: base64Encode(await signer.sign(new TextEncoder().encode(challenge))) };
 }

@@ -87,6 +87,7 @@ describe('public surface', () => {
         "sha256",
         "signCallCertificate",
         "signCallCertificateBatch",
+        "signPublisherLink",
         "signWebhookPayload",
         "splitFee",
         "textProblem",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePrice, parsePublisherLinkChallenge, publisherLinkChallenge } from '../src/index.js';
+import { parsePrice, parsePublisherLinkChallenge, publisherLinkChallenge, signPublisherLink } from '../src/index.js';
 
 const rules = { field: 'pricePerCall', raise: "maxPricePerCall: '{}'" };
 
@@ -38,5 +38,17 @@ describe('publisher link challenges', () => {
     expect(parsePublisherLinkChallenge(text)).toEqual(t);
     expect(parsePublisherLinkChallenge(`${text}\n`)).toBeNull();
     expect(parsePublisherLinkChallenge(text.replace('.000Z', 'Z'))).toBeNull();
+  });
+});
+
+describe('signPublisherLink', () => {
+  it('signs the challenge with the seed: the owner key and a signature that verifies', async () => {
+    const { createEd25519Signer, verifyEd25519, base64Decode } = await import('../src/index.js');
+    const seed = 'SBGWSG6BTNCKCOB3DIFBGCVMUPQFYPA2G4O34RMTB343OYPXU5DJDVMN';
+    const owner = (await createEd25519Signer(seed)).publicKey;
+    const text = publisherLinkChallenge({ owner, account: 'a', expiresAt: 0 });
+    const signed = await signPublisherLink(seed, text);
+    expect(signed.owner).toBe(owner);
+    expect(await verifyEd25519(owner, new TextEncoder().encode(text), base64Decode(signed.signature)!)).toBe(true);
   });
 });
