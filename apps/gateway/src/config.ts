@@ -1,7 +1,6 @@
-import { ConfigError } from '@farebox/protocol';
+import { ConfigError, readSettings, type SettingValues } from '@farebox/protocol';
 import {
   DEFAULT_NETWORK,
-  LOG_LEVELS,
   resolveGatewayConfig,
   type GatewayConfig,
   type GatewayOptions,
@@ -9,6 +8,7 @@ import {
   type NetworkName,
 } from '@farebox/gateway-core';
 import type { StartGatewayOptions } from './server.js';
+import { GATEWAY_SETTINGS } from './settings.js';
 
 /** A process environment (`process.env`, or a test's own map). */
 export type Env = Record<string, string | undefined>;
@@ -27,6 +27,12 @@ export interface GatewayHostConfig {
   /** Log lines: the level if valid (an invalid one is reported with the other problems) and readable (pretty) lines or JSON. */
   log: { level: LogLevel | undefined; pretty: boolean; colors: boolean };
 }
+
+/** The environment read against `GATEWAY_SETTINGS` (settings.ts): typed values, and the problems of malformed ones. */
+export function readGatewaySettings(env: Env): { values: GatewaySettingValues; problems: string[] } {
+  return readSettings(env, GATEWAY_SETTINGS);
+}
+export type GatewaySettingValues = SettingValues<typeof GATEWAY_SETTINGS>;
 
 /**
  * The network an environment names: `STELLAR_NETWORK`, else the deprecated
@@ -49,56 +55,60 @@ export function networkFromEnv(env: Env): { network: string | undefined; warning
 
 /**
  * The gateway host's one configuration reader: every environment variable
- * `farebox-gateway` uses is read in this file (README, Configuration), and
- * nowhere else in the host or in `@farebox/gateway-core`, which takes typed
- * options only. `terminal` is whether stdout is a terminal (pretty logs by
- * default there).
+ * `farebox-gateway` uses is declared in settings.ts (docs/configuration.md)
+ * and read in this file, nowhere else in the host or in
+ * `@farebox/gateway-core`, which takes typed options only. `terminal` is
+ * whether stdout is a terminal (pretty logs by default there). A malformed
+ * value is not reported here but by `startGateway`, with every other problem.
  *
  * @example
  * const { options } = loadConfig(process.env, process.stdout.isTTY === true);
  * await startGateway(options);
  */
 export function loadConfig(env: Env, terminal = false): GatewayHostConfig {
-  const level = env.FAREBOX_LOG_LEVEL || 'info';
-  const pretty = env.FAREBOX_LOG_PRETTY ? env.FAREBOX_LOG_PRETTY === 'true' : terminal;
+  const { values } = readGatewaySettings(env);
+  const pretty = values.FAREBOX_LOG_PRETTY ?? terminal;
   // Colours on a terminal, or when the program reading the lines shows them on one (FORCE_COLOR, as `npm start` sets it); never with NO_COLOR.
-  const colors = pretty && !env.NO_COLOR && (terminal || (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0'));
+  const colors = pretty && !values.NO_COLOR && (terminal || (values.FORCE_COLOR !== undefined && values.FORCE_COLOR !== '0'));
   return {
     options: {
       env,
-      ...(env.HOST ? { host: env.HOST } : {}),
-      ...(env.PORT ? { port: Number(env.PORT) } : {}),
+      ...(values.HOST ? { host: values.HOST } : {}),
+      ...(values.PORT !== undefined ? { port: values.PORT } : {}),
     },
     network: networkFromEnv(env).network ?? DEFAULT_NETWORK,
-    log: { level: (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : undefined, pretty, colors },
+    log: { level: env.FAREBOX_LOG_LEVEL ? values.FAREBOX_LOG_LEVEL : 'info', pretty, colors },
   };
 }
 
-/** Where the host listens and keeps its files, before the gateway is built (option, then environment, then default). */
+/**
+ * Where the host listens and keeps its files, before the gateway is built
+ * (option, then environment, then default). A malformed setting stops it
+ * here, before anything listens: `ConfigError` names every problem of the
+ * environment and the options together (`configFromEnv`).
+ */
 export function listenSettingsFromEnv(
   env: Env,
   options: StartGatewayOptions = {},
 ): { host: string; port: number; baseUrl: string | undefined; network: string; devnetUrl: string | undefined; dataDir: string; devnetPassphrase: string } {
+  const { values, problems } = readGatewaySettings(env);
+  if (problems.length) configFromEnv(env, options);
   return {
-    host: options.host ?? env.HOST ?? '127.0.0.1',
-    port: options.port ?? (env.PORT ? Number(env.PORT) : 8787),
-    baseUrl: options.baseUrl ?? env.FAREBOX_BASE_URL,
+    host: options.host ?? values.HOST ?? '127.0.0.1',
+    port: options.port ?? values.PORT ?? 8787,
+    baseUrl: options.baseUrl ?? values.FAREBOX_BASE_URL,
     network: options.network ?? networkFromEnv(env).network ?? DEFAULT_NETWORK,
-    devnetUrl: options.devnetUrl ?? (env.FAREBOX_DEVNET_URL || undefined),
-    dataDir: options.dataDir ?? env.FAREBOX_DATA_DIR ?? './.farebox',
+    devnetUrl: options.devnetUrl ?? values.FAREBOX_DEVNET_URL,
+    dataDir: options.dataDir ?? values.FAREBOX_DATA_DIR ?? './.farebox',
     // The embedded devnet's passphrase, in the precedence the gateway's own network config uses (resolveNetwork).
     devnetPassphrase:
       options.stellar?.passphrase ||
-      text(env.STELLAR_NETWORK_PASSPHRASE) ||
+      values.STELLAR_NETWORK_PASSPHRASE ||
       options.stellar?.devnetPassphrase ||
-      text(env.FAREBOX_DEVNET_PASSPHRASE) ||
+      values.FAREBOX_DEVNET_PASSPHRASE ||
       'local',
   };
 }
-
-const text = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
-const num = (v: string | undefined): number | undefined => (text(v) === undefined ? undefined : Number(v));
-const list = (v: string | undefined): string[] | undefined => (text(v) === undefined ? undefined : v!.split(','));
 
 /** Drops the keys whose value is undefined, so that an option left out does not hide its variable. */
 function defined<T extends object>(o: T | undefined): Partial<T> {
@@ -106,103 +116,94 @@ function defined<T extends object>(o: T | undefined): Partial<T> {
 }
 
 /**
- * The gateway's settings as its environment gives them (the variables of
- * docs/production.md and the README), before validation: the typed options
- * `@farebox/gateway-core` takes. Malformed flags are reported in `problems`.
+ * The gateway's settings as its environment gives them (`GATEWAY_SETTINGS`,
+ * docs/configuration.md), parsed but not yet validated together: the typed
+ * options `@farebox/gateway-core` takes. Malformed values are reported in
+ * `problems` (and left out of the options).
  */
 export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; problems: string[]; warnings: string[] } {
-  const problems: string[] = [];
-  const flag = (name: string): boolean | undefined => {
-    const v = env[name];
-    if (v === undefined || v === '') return undefined;
-    if (v !== 'true' && v !== 'false') {
-      problems.push(`${name} must be true or false`);
-      return undefined;
-    }
-    return v === 'true';
-  };
+  const { values: v, problems } = readGatewaySettings(env);
   const named = networkFromEnv(env);
   problems.push(...named.problems);
-  const tp = text(env.FAREBOX_TRUST_PROXY);
   const options: GatewayOptions = {
-    port: num(env.PORT),
-    baseUrl: env.FAREBOX_BASE_URL,
-    dataDir: env.FAREBOX_DATA_DIR,
-    databaseUrl: text(env.DATABASE_URL),
-    databasePoolSize: num(env.FAREBOX_DB_POOL_SIZE),
-    credentialCacheMs: num(env.FAREBOX_CREDENTIAL_CACHE_MS),
+    port: v.PORT,
+    baseUrl: v.FAREBOX_BASE_URL,
+    dataDir: v.FAREBOX_DATA_DIR,
+    databaseUrl: v.DATABASE_URL,
+    databasePoolSize: v.FAREBOX_DB_POOL_SIZE,
+    credentialCacheMs: v.FAREBOX_CREDENTIAL_CACHE_MS,
     network: named.network as NetworkName | undefined,
-    devnetUrl: env.FAREBOX_DEVNET_URL,
-    callTimeoutMs: num(env.FAREBOX_CALL_TIMEOUT_MS),
-    holdTimeoutMs: num(env.FAREBOX_HOLD_TIMEOUT_MS),
-    dbOutageWaitMs: num(env.FAREBOX_DB_OUTAGE_WAIT_MS),
-    livenessIntervalMs: num(env.FAREBOX_LIVENESS_INTERVAL_MS),
-    livenessTimeoutMs: num(env.FAREBOX_LIVENESS_TIMEOUT_MS),
-    trustProxy: tp === undefined ? undefined : tp === 'true' ? true : tp === 'false' ? false : /^\d+$/.test(tp) ? Number(tp) : tp,
-    maxPriceMultiple: num(env.FAREBOX_MAX_PRICE_MULTIPLE),
+    devnetUrl: v.FAREBOX_DEVNET_URL,
+    callTimeoutMs: v.FAREBOX_CALL_TIMEOUT_MS,
+    holdTimeoutMs: v.FAREBOX_HOLD_TIMEOUT_MS,
+    dbOutageWaitMs: v.FAREBOX_DB_OUTAGE_WAIT_MS,
+    livenessIntervalMs: v.FAREBOX_LIVENESS_INTERVAL_MS,
+    livenessTimeoutMs: v.FAREBOX_LIVENESS_TIMEOUT_MS,
+    trustProxy: v.FAREBOX_TRUST_PROXY,
+    maxPriceMultiple: v.FAREBOX_MAX_PRICE_MULTIPLE,
     rateLimits: defined({
-      authPerMinute: num(env.FAREBOX_AUTH_RATE_LIMIT),
-      accountPerMinute: num(env.FAREBOX_ACCOUNT_RATE_LIMIT),
-      oauthClientPerMinute: num(env.FAREBOX_OAUTH_CLIENT_RATE_LIMIT),
-      anonymousPerMinute: num(env.FAREBOX_ANONYMOUS_RATE_LIMIT),
+      authPerMinute: v.FAREBOX_AUTH_RATE_LIMIT,
+      accountPerMinute: v.FAREBOX_ACCOUNT_RATE_LIMIT,
+      oauthClientPerMinute: v.FAREBOX_OAUTH_CLIENT_RATE_LIMIT,
+      anonymousPerMinute: v.FAREBOX_ANONYMOUS_RATE_LIMIT,
     }),
-    allowLoopbackEndpoints: flag('FAREBOX_ALLOW_LOOPBACK_ENDPOINTS'),
-    freeTopups: flag('FAREBOX_FREE_TOPUPS'),
-    allowEmbeddedDb: flag('FAREBOX_ALLOW_EMBEDDED_DB'),
-    signupCredit: text(env.FAREBOX_SIGNUP_CREDIT),
-    logLevel: text(env.FAREBOX_LOG_LEVEL) as LogLevel | undefined,
-    metricsToken: text(env.FAREBOX_METRICS_TOKEN),
-    metricsAddress: text(env.FAREBOX_METRICS_ADDR),
-    catalogStaleMs: num(env.FAREBOX_CATALOG_STALE_MS),
-    readyRequires: list(env.FAREBOX_READY_REQUIRES),
-    allowedHosts: list(env.FAREBOX_ALLOWED_HOSTS),
-    keystoreKey: text(env.FAREBOX_KEYSTORE_KEY),
-    platformSecret: text(env.FAREBOX_PLATFORM_SECRET),
-    treasurySecret: text(env.FAREBOX_TREASURY_SECRET),
-    redisUrl: text(env.FAREBOX_REDIS_URL),
-    discoveryUrl: text(env.FAREBOX_DISCOVERY_URL),
-    modelDir: text(env.FAREBOX_MODEL_DIR),
-    allowModelDownload: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true',
-    modelHubUrl: text(env.FAREBOX_MODEL_HUB_URL),
+    allowLoopbackEndpoints: v.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS,
+    freeTopups: v.FAREBOX_FREE_TOPUPS,
+    allowEmbeddedDb: v.FAREBOX_ALLOW_EMBEDDED_DB,
+    signupCredit: v.FAREBOX_SIGNUP_CREDIT,
+    logLevel: v.FAREBOX_LOG_LEVEL,
+    metricsToken: v.FAREBOX_METRICS_TOKEN,
+    metricsAddress: v.FAREBOX_METRICS_ADDR,
+    catalogStaleMs: v.FAREBOX_CATALOG_STALE_MS,
+    readyRequires: v.FAREBOX_READY_REQUIRES,
+    allowedHosts: v.FAREBOX_ALLOWED_HOSTS,
+    keystoreKey: v.FAREBOX_KEYSTORE_KEY,
+    platformSecret: v.FAREBOX_PLATFORM_SECRET,
+    treasurySecret: v.FAREBOX_TREASURY_SECRET,
+    redisUrl: v.FAREBOX_REDIS_URL,
+    discoveryUrl: v.FAREBOX_DISCOVERY_URL,
+    modelDir: v.FAREBOX_MODEL_DIR,
+    allowModelDownload: v.FAREBOX_ALLOW_MODEL_DOWNLOAD ?? false,
+    modelHubUrl: v.FAREBOX_MODEL_HUB_URL,
     // The network's own overrides (an empty value is the preset's; STELLAR_FRIENDBOT_URL=none turns the friendbot off).
     stellar: defined({
-      rpcUrl: text(env.STELLAR_RPC_URL),
-      horizonUrl: text(env.STELLAR_HORIZON_URL),
-      friendbotUrl: text(env.STELLAR_FRIENDBOT_URL),
-      contractId: text(env.STELLAR_CONTRACT_ID),
-      usdcIssuer: text(env.STELLAR_USDC_ISSUER),
-      passphrase: text(env.STELLAR_NETWORK_PASSPHRASE),
-      devnetPassphrase: text(env.FAREBOX_DEVNET_PASSPHRASE),
-      explorerUrl: text(env.STELLAR_EXPLORER_URL),
+      rpcUrl: v.STELLAR_RPC_URL,
+      horizonUrl: v.STELLAR_HORIZON_URL,
+      friendbotUrl: v.STELLAR_FRIENDBOT_URL,
+      contractId: v.STELLAR_CONTRACT_ID,
+      usdcIssuer: v.STELLAR_USDC_ISSUER,
+      passphrase: v.STELLAR_NETWORK_PASSPHRASE,
+      devnetPassphrase: v.FAREBOX_DEVNET_PASSPHRASE,
+      explorerUrl: v.STELLAR_EXPLORER_URL,
     }),
     settlement: defined({
-      settlementInterval: env.FAREBOX_SETTLEMENT_INTERVAL,
-      fundingInterval: env.FAREBOX_FUNDING_INTERVAL,
-      escrowUrl: env.TRUSTLESS_WORK_URL,
-      escrowApiKey: env.TRUSTLESS_WORK_API_KEY,
-      escrowBudget: text(env.FAREBOX_ESCROW_BUDGET),
-      treasuryAutofund: flag('FAREBOX_TREASURY_AUTOFUND'),
+      settlementInterval: v.FAREBOX_SETTLEMENT_INTERVAL,
+      fundingInterval: v.FAREBOX_FUNDING_INTERVAL,
+      escrowUrl: v.TRUSTLESS_WORK_URL,
+      escrowApiKey: v.TRUSTLESS_WORK_API_KEY,
+      escrowBudget: v.FAREBOX_ESCROW_BUDGET,
+      treasuryAutofund: v.FAREBOX_TREASURY_AUTOFUND,
     }),
     operators: defined({
-      operators: env.FAREBOX_OPERATORS,
-      disputeAutoRefundMinutes: env.FAREBOX_DISPUTE_AUTO_REFUND_MINUTES,
-      disputeInterval: env.FAREBOX_DISPUTE_INTERVAL,
+      operators: v.FAREBOX_OPERATORS,
+      disputeAutoRefundMinutes: v.FAREBOX_DISPUTE_AUTO_REFUND_MINUTES,
+      disputeInterval: v.FAREBOX_DISPUTE_INTERVAL,
     }),
-    mcpAllowedOrigins: list(env.FAREBOX_MCP_ALLOWED_ORIGINS),
+    mcpAllowedOrigins: v.FAREBOX_MCP_ALLOWED_ORIGINS,
     x402: defined({
-      facilitator: flag('FAREBOX_X402_FACILITATOR'),
-      feeAccountSecret: text(env.FAREBOX_X402_FEE_ACCOUNT_SECRET),
-      maxFeeStroops: text(env.FAREBOX_X402_MAX_FEE_STROOPS),
-      payerDailyFeeStroops: text(env.FAREBOX_X402_PAYER_DAILY_FEE_STROOPS),
-      dailyFeeStroops: text(env.FAREBOX_X402_DAILY_FEE_STROOPS),
-      newPayerDailyFeeStroops: text(env.FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS),
-      serviceNewPayerDailyFeeStroops: text(env.FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS),
-      ipPerMinute: text(env.FAREBOX_X402_IP_RATE_LIMIT),
-      payerPerMinute: text(env.FAREBOX_X402_PAYER_RATE_LIMIT),
-      channels: text(env.FAREBOX_X402_CHANNELS),
-      channelStroops: text(env.FAREBOX_X402_CHANNEL_STROOPS),
-      payerConcurrency: text(env.FAREBOX_X402_PAYER_CONCURRENCY),
-      refundWindow: text(env.FAREBOX_X402_REFUND_WINDOW),
+      facilitator: v.FAREBOX_X402_FACILITATOR,
+      feeAccountSecret: v.FAREBOX_X402_FEE_ACCOUNT_SECRET,
+      maxFeeStroops: v.FAREBOX_X402_MAX_FEE_STROOPS,
+      payerDailyFeeStroops: v.FAREBOX_X402_PAYER_DAILY_FEE_STROOPS,
+      dailyFeeStroops: v.FAREBOX_X402_DAILY_FEE_STROOPS,
+      newPayerDailyFeeStroops: v.FAREBOX_X402_NEW_PAYER_DAILY_FEE_STROOPS,
+      serviceNewPayerDailyFeeStroops: v.FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS,
+      ipPerMinute: v.FAREBOX_X402_IP_RATE_LIMIT,
+      payerPerMinute: v.FAREBOX_X402_PAYER_RATE_LIMIT,
+      channels: v.FAREBOX_X402_CHANNELS,
+      channelStroops: v.FAREBOX_X402_CHANNEL_STROOPS,
+      payerConcurrency: v.FAREBOX_X402_PAYER_CONCURRENCY,
+      refundWindow: v.FAREBOX_X402_REFUND_WINDOW,
     }),
   };
   return { options: defined(options), problems, warnings: named.warnings };

@@ -155,8 +155,9 @@ describe('configFromEnv: real-money defaults', () => {
         FAREBOX_DISPUTE_INTERVAL: 'x',
       }),
     ).toEqual([
-      'FAREBOX_TREASURY_AUTOFUND must be true or false',
+      // The malformed values first, in the order docs/configuration.md lists them; then what the parts find.
       'callTimeoutMs must be an integer >= 1',
+      'FAREBOX_TREASURY_AUTOFUND must be true or false',
       'rpcUrl must be an http(s) URL, got ftp://rpc',
       'FAREBOX_ESCROW_BUDGET must be requests/windowMs, e.g. 50/60000',
       'FAREBOX_OPERATORS: "nobody" is not an account id (acct_…)',

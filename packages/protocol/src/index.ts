@@ -111,3 +111,18 @@ export {
   verifyWebhook,
 } from './webhooks.js';
 export type { WebhookEvent, WebhookEventType, WebhookRejection, WebhookVerdict, VerifyWebhookOptions } from './webhooks.js';
+export {
+  defineSettings,
+  readSettings,
+  settingsSchema,
+  settingKind,
+  textSetting,
+  flagSetting,
+  onWhenTrueSetting,
+  intSetting,
+  oneOfSetting,
+  listSetting,
+  urlSetting,
+} from './settings.js';
+export type { Setting, SettingKind, SettingSpecs, SettingValues, RawSetting } from './settings.js';
+export { SHARED_SETTINGS } from './settings-shared.js';
