@@ -1,8 +1,8 @@
-import { MIN_PRICE_BASE_UNITS, formatAmount, parseAmount, serviceNameProblem } from '@farebox/protocol';
+import { MIN_PRICE_BASE_UNITS, formatAmount, parseAmount, serviceNameProblem, signPublisherLink } from '@farebox/protocol';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { pairs, table, usd } from '../format.js';
-import { gatewayCall, priceOf, result, walletNote, type CommandGroup, type CommandResult } from './shared.js';
+import { gatewayCall, priceOf, readKeypair, result, walletNote, type CommandGroup, type CommandResult } from './shared.js';
 
 // `farebox publisher ...`: publish paid services and see what they earn.
 
@@ -137,6 +137,68 @@ export async function runPublisherAnalytics(ctx: Context, opts: { days?: string 
   );
 }
 
+/** `farebox publisher link --keypair <file>`: the key signs the account's challenge; its services join the publisher views. */
+export async function runPublisherLink(ctx: Context, opts: { keypair: string }): Promise<CommandResult> {
+  const secret = await readKeypair(opts.keypair);
+  const gw = await ctx.gateway();
+  const { owner } = await signPublisherLink(secret, '');
+  const ch = await gatewayCall(() => gw.publisher.linkChallenge(owner));
+  const r = await gatewayCall(async () => gw.publisher.link({ challenge: ch.challenge, ...(await signPublisherLink(secret, ch.challenge)) }));
+  const names = r.services.map((x) => x.service);
+  return result(
+    r,
+    `Linked ${owner} to your account${names.length ? ` (${names.join(', ')})` : ''}: its services and earnings now show in \`farebox publisher overview\`, \`settlements\` and \`analytics\`, and \`farebox publisher settle\` pays them out (to ${owner}).`,
+  );
+}
+
+const cycleLine = (c: {
+  calls: number;
+  gross: { usd: number };
+  fee: { usd: number; pct: number };
+  net: { usd: number };
+  receiver: string;
+  transactions: Array<{ step: string; explorer_url: string }>;
+}) => {
+  const release = c.transactions.find((t) => t.step === 'release');
+  return `${c.calls} calls: gross ${usd(c.gross.usd)}, fee ${usd(c.fee.usd)} (${c.fee.pct} %), net ${usd(c.net.usd)} paid to ${c.receiver}${release ? `\n  release: ${release.explorer_url}` : ''}`;
+};
+
+/** `farebox publisher settle`: closes the cycles now and runs them to the end (where the operator has settlement on). */
+export async function runPublisherSettle(ctx: Context): Promise<CommandResult> {
+  const gw = await ctx.gateway();
+  const r = await gatewayCall(() => gw.publisher.settle());
+  const done = r.settlements ?? (r.settlement ? [r.settlement] : []);
+  if (!r.settled || done.length === 0) return result(r, r.message ?? 'nothing to settle: no earnings since the last settlement');
+  return result(r, ['Settled now:', ...done.map((c) => `- ${cycleLine(c)}`)].join('\n'));
+}
+
+/** `farebox publisher earnings <G...>`: any owner key's services, gross, fee, net and payouts (no credential needed). */
+export async function runPublisherByOwner(ctx: Context, owner: string): Promise<CommandResult> {
+  const gw = ctx.anonymous();
+  const o = await gatewayCall(() => gw.publisher.byOwner(owner));
+  return result(
+    o,
+    [
+      pairs([
+        ['owner', o.owner],
+        ['calls', o.calls],
+        ['gross', usd(o.gross_usd)],
+        [`fee (${o.fee.pct} %)`, usd(o.fee_usd)],
+        ['net', usd(o.net_usd)],
+        ['pending payout', usd(o.pending_usd)],
+        ['paid out', usd(o.settled_usd)],
+      ]),
+      '',
+      table(
+        o.services.map((x) => ({ service: x.service, price: `${priceOf(x)} USDC`, calls: x.totalCalls, 'earned (net)': usd(x.totalEarned) })),
+        ['service', 'price', 'calls', 'earned (net)'],
+      ),
+      '',
+      o.payouts.length ? ['Payouts:', ...o.payouts.map((c) => `- ${c.state} ${cycleLine(c)}`)].join('\n') : 'Payouts: (none yet)',
+    ].join('\n'),
+  );
+}
+
 export const publisherCommands: CommandGroup = {
   name: 'publisher',
   register(program, { act }) {
@@ -178,5 +240,18 @@ export const publisherCommands: CommandGroup = {
       .description('calls and earnings per day')
       .option('--days <n>', '1 to 90 (default 30)')
       .action((o: { days?: string }) => act((ctx) => runPublisherAnalytics(ctx, o))());
+    pub
+      .command('link')
+      .description('link a service registered with its own key (provider SDK) to your account: its earnings show in overview, settlements, analytics, settle')
+      .option('--keypair <file>', 'the service owner key: a secret seed (S...) or JSON with "secret"', '.farebox/keypair')
+      .action((o: { keypair: string }) => act((ctx) => runPublisherLink(ctx, o))());
+    pub
+      .command('settle')
+      .description('pay out your earnings now: close the settlement cycles and run them to the end (where the gateway has settlement on)')
+      .action(() => act((ctx) => runPublisherSettle(ctx))());
+    pub
+      .command('earnings <owner>')
+      .description("any owner key's services, gross, fee, net and payouts (no login needed)")
+      .action((owner: string) => act((ctx) => runPublisherByOwner(ctx, owner))());
   },
 };
