@@ -11,6 +11,7 @@ import {
   formatAmount,
   isValidStrKey,
   parseAmount,
+  parsePrice,
   type X402Network,
 } from '@farebox/protocol';
 import { resolveNetwork, type NetworkConfig, type RegistryClient } from '@farebox/stellar';
@@ -37,8 +38,13 @@ export type { DiscoveryOptions, ExactOptions, ExactSettle, ResolvedExact } from 
 export interface ProviderOptions {
   /** Unique registry name of the service, at most 32 characters. */
   service: string;
-  /** USDC per call; also the floor when `priceFn` is used. */
+  /**
+   * USDC per call, a decimal string (`'0.002'`); also the floor when `priceFn` is used. A whole number of 20 or
+   * more (`20000`: base units?) and a price over `maxPricePerCall` are refused.
+   */
   pricePerCall: Price;
+  /** The highest `pricePerCall` accepted, USDC; default 100 (a price above it is refused as a likely unit mistake). */
+  maxPricePerCall?: Price;
   /** Price of one payload in USDC, raised to `pricePerCall` if lower. Must be deterministic in the payload. */
   priceFn?: (payload: unknown) => Price | Promise<Price>;
   /** Text shown to callers next to the price. */
@@ -191,14 +197,15 @@ export function resolveConfig(options: ProviderOptions): {
     problems.push('pricePerCall required (USDC per call, e.g. 0.01)');
   } else {
     try {
-      pricePerCall = parseAmount(options.pricePerCall);
+      const max = options.maxPricePerCall === undefined ? undefined : parseAmount(options.maxPricePerCall);
+      pricePerCall = parsePrice(options.pricePerCall, { field: 'pricePerCall', raise: "maxPricePerCall: '{}'", ...(max === undefined ? {} : { max }) });
       if (pricePerCall < MIN_PRICE_BASE_UNITS) {
         problems.push(
           `pricePerCall must be at least ${formatAmount(MIN_PRICE_BASE_UNITS, { trim: true })} USDC (${MIN_PRICE_BASE_UNITS} base units), so that the 5 % platform fee of a call is at least one base unit`,
         );
       }
     } catch (e) {
-      problems.push(`pricePerCall: ${(e as Error).message}`);
+      problems.push((e as Error).message.startsWith('pricePerCall') ? (e as Error).message : `maxPricePerCall: ${(e as Error).message}`);
     }
   }
   if (options.priceFn !== undefined && typeof options.priceFn !== 'function') problems.push('priceFn must be a function of the payload');

@@ -18,7 +18,9 @@ export type ProviderErrorCode =
   /** The served-escrow store could not be read or written (escrows are then refused, never served twice). */
   | 'ESCROW_STORE'
   /** An escrow operation (release) failed at the escrow provider. */
-  | 'ESCROW';
+  | 'ESCROW'
+  /** bootstrap({ account }) could not link the owner key to the publisher account (gateway unreachable, key refused, not a publisher). */
+  | 'ACCOUNT';
 
 /**
  * The one error class of `@farebox/provider`: a fixed string `code`, a human

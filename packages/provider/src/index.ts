@@ -1,5 +1,6 @@
 export { createProvider } from './provider.js';
 export type { Provider, PaidRequest, ProviderResponse, HeadersInput, CallContext, ServiceHandler, BootstrapResult } from './provider.js';
+export type { AccountLinkOptions, AccountLinkResult } from './account-link.js';
 export type {
   ProviderOptions,
   ProviderNetwork,

@@ -74,7 +74,10 @@ export async function prepareLocalEnv(given: ProviderEnv, options: LocalEnvOptio
       if (needsTreasury && answer.data.treasury) env.TRUSTLESS_WORK_PLATFORM_ADDRESS = answer.data.treasury;
       if (answer.data.network === 'local' && answer.data.passphrase) env.FAREBOX_DEVNET_PASSPHRASE ||= answer.data.passphrase;
     } catch (e) {
-      log(`cannot read the platform key from ${url} (${(e as Error).message}): start the gateway or set FAREBOX_PLATFORM_PUBLIC_KEY`);
+      const where = env.FAREBOX_URL ? `now ${gateway}` : `unset, so the default ${gateway}`;
+      log(
+        `cannot read the platform key from ${url} (${(e as Error).message}): set FAREBOX_URL to your gateway's address (${where}; npm start prints it), or FAREBOX_PLATFORM_PUBLIC_KEY to its key`,
+      );
     }
   }
   return env;

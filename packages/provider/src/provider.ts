@@ -16,6 +16,7 @@ import {
   type Manifest,
 } from '@farebox/protocol';
 import { createRegistryClient, type RegistryClient } from '@farebox/stellar';
+import { linkOwnerToAccount, type AccountLinkOptions, type AccountLinkResult } from './account-link.js';
 import { bootstrapOnChain, type BootstrapResult } from './bootstrap.js';
 import { NO_PAYMENT_MESSAGE, resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
 import { ProviderError } from './errors.js';
@@ -87,9 +88,10 @@ export interface Provider {
   /**
    * Puts the service on-chain, signing as the owner: funds the account through
    * the friendbot (local, testnet), sets the USDC trustline, then registers the
-   * service or updates the price, endpoint and description that changed.
+   * service or updates the price, endpoint and description that changed. With `account` (an API key of a
+   * publisher account), it then links the owner key to that account, so its earnings show there (`linked`).
    */
-  bootstrap(): Promise<BootstrapResult>;
+  bootstrap(options?: { account?: AccountLinkOptions }): Promise<BootstrapResult & { linked?: AccountLinkResult }>;
   /** Closes every server started by listen(). */
   close(): Promise<void>;
 }
@@ -415,14 +417,13 @@ export function createProvider(options: ProviderOptions): Provider {
     return quote(price, request.headers);
   }
 
-  function health(): ProviderResponse {
-    return respond(200, {
-      status: degradedMessage || noPayment ? 'degraded' : 'ok',
-      service: config.service,
-      network: config.network,
-      verified: config.contractId !== undefined,
-      ...(degradedMessage ? { error: degradedMessage } : noPayment ? { error: NO_PAYMENT_MESSAGE } : {}),
-    });
+  /** `registered`/`verified`: the registry names this wallet as the owner (an unregistered service is `degraded`, saying so). */
+  async function health(): Promise<ProviderResponse> {
+    const unregistered = degradedMessage ? null : await checkRegistration();
+    const error = degradedMessage ?? (noPayment ? NO_PAYMENT_MESSAGE : undefined) ?? unregistered;
+    const registered = !!registry && !degradedMessage && !unregistered;
+    const body = { status: error ? 'degraded' : 'ok', service: config.service, network: config.network, registered, verified: registered };
+    return respond(200, { ...body, ...(error ? { error } : {}) });
   }
 
   async function handle(request: PaidRequest): Promise<ProviderResponse> {
@@ -431,7 +432,7 @@ export function createProvider(options: ProviderOptions): Provider {
       const path = request.path === undefined ? undefined : request.path.length > 1 ? request.path.replace(/\/+$/, '') : request.path;
       if (method === 'GET' && path !== undefined) {
         if (manifestPaths.has(path)) return respond(200, manifest());
-        if (healthPaths.has(path)) return health();
+        if (healthPaths.has(path)) return await health();
       }
       if (path !== undefined && path !== config.endpointPath) return fail(404, 'not found');
       if (method !== 'POST') return fail(405, `method not allowed: POST the JSON payload to ${config.endpointPath}`, { allow: 'POST' });
@@ -458,7 +459,7 @@ export function createProvider(options: ProviderOptions): Provider {
       return listening;
     },
     manifest,
-    async bootstrap() {
+    async bootstrap(options = {}) {
       // On the local network the listening address is a usable endpoint; elsewhere it must be public.
       const endpoint = config.endpoint ?? (config.network === 'local' ? listenUrl : undefined);
       const problems: string[] = [];
@@ -479,12 +480,9 @@ export function createProvider(options: ProviderOptions): Provider {
       }
       registration = undefined;
       try {
-        return await bootstrapOnChain(stellar, registry, walletSecret!, {
-          service: config.service,
-          pricePerCall: config.pricePerCall,
-          endpoint: endpoint!,
-          description: config.description,
-        });
+        const desired = { service: config.service, pricePerCall: config.pricePerCall, endpoint: endpoint!, description: config.description };
+        const done = await bootstrapOnChain(stellar, registry, walletSecret!, desired);
+        return options.account ? { ...done, linked: await linkOwnerToAccount(walletSecret!, options.account, config.platformUrl) } : done;
       } finally {
         registration = undefined;
       }

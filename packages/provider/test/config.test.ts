@@ -44,7 +44,7 @@ describe('configuration', () => {
     });
     expect(error.problems).toEqual([
       'service: service name too long (max 32)',
-      'pricePerCall: amount has more than 7 decimals',
+      `pricePerCall "0.00000001": amount has more than 7 decimals; a price is USDC as a decimal string, e.g. '0.002'`,
       'network must be testnet, mainnet or local (got "devnet")',
       'endpoint must be an http(s) URL: "ftp://example.com"',
       'platform.publicKey is not a valid G... public key',

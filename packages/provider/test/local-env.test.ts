@@ -88,8 +88,20 @@ it('logs a gateway that answers no valid key, and returns the environment withou
   answer = { status: 503, body: { error: 'starting' } };
   await prepareLocalEnv({ FAREBOX_URL: gateway, KEYPAIR_PATH: 'unused' }, { log: (l) => lines.push(l) });
   expect(lines).toEqual([
-    `cannot read the platform key from ${gateway}/v1/platform/key (the answer has no valid publicKey): start the gateway or set FAREBOX_PLATFORM_PUBLIC_KEY`,
-    `cannot read the platform key from ${gateway}/v1/platform/key (the answer has no valid publicKey): start the gateway or set FAREBOX_PLATFORM_PUBLIC_KEY`,
-    `cannot read the platform key from ${gateway}/v1/platform/key (HTTP 503): start the gateway or set FAREBOX_PLATFORM_PUBLIC_KEY`,
+    `cannot read the platform key from ${gateway}/v1/platform/key (the answer has no valid publicKey): set FAREBOX_URL to your gateway's address (now ${gateway}; npm start prints it), or FAREBOX_PLATFORM_PUBLIC_KEY to its key`,
+    `cannot read the platform key from ${gateway}/v1/platform/key (the answer has no valid publicKey): set FAREBOX_URL to your gateway's address (now ${gateway}; npm start prints it), or FAREBOX_PLATFORM_PUBLIC_KEY to its key`,
+    `cannot read the platform key from ${gateway}/v1/platform/key (HTTP 503): set FAREBOX_URL to your gateway's address (now ${gateway}; npm start prints it), or FAREBOX_PLATFORM_PUBLIC_KEY to its key`,
+  ]);
+});
+
+it('a gateway that is not there (another port): the message names FAREBOX_URL', async () => {
+  const closed = createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise((r) => closed.close(r));
+  const lines: string[] = [];
+  await prepareLocalEnv({ FAREBOX_URL: `http://127.0.0.1:${port}`, KEYPAIR_PATH: 'unused' }, { log: (l) => lines.push(l) });
+  expect(lines).toEqual([
+    `cannot read the platform key from http://127.0.0.1:${port}/v1/platform/key (fetch failed): set FAREBOX_URL to your gateway's address (now http://127.0.0.1:${port}; npm start prints it), or FAREBOX_PLATFORM_PUBLIC_KEY to its key`,
   ]);
 });

@@ -58,3 +58,28 @@ describe('the lowest price a provider takes', () => {
     }
   });
 });
+
+describe('a price that could be misread (issue 50)', () => {
+  it('refuses base units written as a number, a dollar sign, and a price over 100 USDC, naming the unit and an example', () => {
+    expect(problems(baseOptions(platform, { pricePerCall: 20000 }))).toEqual([
+      "pricePerCall 20000 looks like base units: a price is USDC, written as a decimal string, e.g. '0.002' (0.002 USDC = 20000 base units); 20000 base units is '0.002'",
+    ]);
+    expect(problems(baseOptions(platform, { pricePerCall: '$0.002' }))).toEqual([
+      `pricePerCall "$0.002": write the USDC amount alone, as a decimal string, e.g. '0.002' (no currency sign or unit)`,
+    ]);
+    expect(problems(baseOptions(platform, { pricePerCall: '250' }))).toEqual([
+      `pricePerCall "250" is 250 USDC per call, over the bound of 100 USDC: a price is USDC, e.g. '0.002'; to charge 250 USDC per call, raise the bound (maxPricePerCall: '250')`,
+    ]);
+  });
+  it('takes the decimal string, a small number, and a high price with the bound raised', () => {
+    for (const [price, units] of [
+      ['0.002', 20_000n],
+      [0.002, 20_000n],
+      [5, 50_000_000n],
+    ] as const) {
+      const p = createProvider(baseOptions(platform, { pricePerCall: price }));
+      expect(p.config.pricePerCall, String(price)).toBe(units);
+    }
+    expect(createProvider(baseOptions(platform, { pricePerCall: '250', maxPricePerCall: '250' })).config.pricePerCall).toBe(2_500_000_000n);
+  });
+});

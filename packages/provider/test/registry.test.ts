@@ -65,6 +65,22 @@ describe('bootstrap() on the devnet', () => {
     expect(await registry.getAgent(service)).toMatchObject({ owner: ownerWallet, pricePerCall: 10_000n, endpoint });
   });
 
+  it('/health of a service not registered yet says so (degraded, registered: false); once bootstrapped it is ok', async () => {
+    const service = freshName();
+    const p = provider(service).serve(() => 'x');
+    const { url } = await p.listen(0, '127.0.0.1');
+    expect(await (await fetch(`${url}/health`)).json()).toEqual({
+      status: 'degraded',
+      service,
+      network: 'local',
+      registered: false,
+      verified: false,
+      error: `service "${service}" is not registered in the registry ${LOCAL_REGISTRY_CONTRACT_ID}; run provider.bootstrap()`,
+    });
+    await p.bootstrap();
+    expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: 'ok', service, network: 'local', registered: true, verified: true });
+  });
+
   it('funds the owner, sets the USDC trustline and registers the service with its price, endpoint and description', async () => {
     const service = freshName();
     const result = await provider(service).bootstrap();
