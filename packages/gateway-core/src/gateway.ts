@@ -112,7 +112,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     dependencies,
   });
   const walletAudit = createWalletCreditAudit({ ledger, db, network, treasuryAddress });
-  const operator = createOperator({ db, ledger, network, settlement, treasury, treasuryQueue, walletAudit, settings: config.operators, log });
+  const operator = createOperator({ db, ledger, network, settlement, treasury, treasuryQueue, walletAudit, settings: config.operators, log, now });
   noteSettlementFailure = (m, e) => operator.noteSettlementFailure(m, e);
   // Each service's health, counted from the calls that reach it (health/index.ts).
   const health = createServiceHealth({ db, now, log, ownerOf: (service) => mirror.get(service)?.owner });
@@ -191,6 +191,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     balanceStroops: config.x402.channelStroops,
     perPayer: config.x402.payerConcurrency,
     log,
+    now,
   });
   const x402 = createX402Runtime({
     ...{ ledger, network, channels, logger, metrics, log, crashPoint, now },

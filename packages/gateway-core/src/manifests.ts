@@ -2,6 +2,7 @@ import { request } from 'undici';
 import { ManifestSchema, manifestUrl, type Manifest } from '@farebox/protocol';
 import { GatewayError } from './errors.js';
 import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from './security/endpoint-guard.js';
+import { systemClock } from './clock.js';
 
 /** What a caller may want to know before paying, from the service's own `/manifest`. */
 export interface ManifestView {
@@ -35,7 +36,7 @@ export function createManifests(options: ManifestsOptions) {
   const timeoutMs = options.timeoutMs ?? 3_000;
   const maxBytes = options.maxBytes ?? 64 * 1024;
   const ttlMs = options.ttlMs ?? 5 * 60_000;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? systemClock;
   const dispatcher = guardedDispatcher(options.policy, { keepAliveTimeout: 5_000, connections: 16 });
   const cache = new Map<string, { view: ManifestView; bazaar: unknown; until: number }>();
 

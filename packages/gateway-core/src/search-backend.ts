@@ -3,6 +3,7 @@ import type { SearchIndex, SearchMode, SearchStatus } from '@farebox/discovery';
 import type { RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from './errors.js';
 import { isUnreachable } from './observability/dependencies.js';
+import { systemClock, type Clock } from './clock.js';
 
 /** One ranked service: its name, the fused score and, from a remote backend, its registry entry. */
 export interface SearchBackendHit {
@@ -61,8 +62,11 @@ export function remoteSearchBackend(
     fetch?: typeof fetch;
     /** Each answer (`true`) or unreachable backend (`false`, with the error): the gateway's dependency state. */
     onReachable?: (up: boolean, err?: unknown) => void;
+    /** The gateway's clock (default the machine's): the backend's health is asked at most every 5 s by it. */
+    now?: Clock;
   } = {},
 ): SearchBackend {
+  const now = options.now ?? systemClock;
   const reachable = options.onReachable ?? (() => undefined);
   const client = createDiscoveryClient({ url: baseUrl, timeoutMs: options.timeoutMs ?? 5_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
   const url = client.url;
@@ -71,8 +75,8 @@ export function remoteSearchBackend(
   let healthAt = 0;
 
   async function refreshHealth(): Promise<void> {
-    if (Date.now() - healthAt < 5_000) return;
-    healthAt = Date.now();
+    if (now() - healthAt < 5_000) return;
+    healthAt = now();
     try {
       const h = await client.health();
       backend = { mode: String(h.mode), documents: Number(h.documents ?? 0), vectors: Number(h.vectors ?? 0), ledger: h.ledger ?? null };

@@ -12,6 +12,7 @@ import type { NetworkConfig } from '@farebox/stellar';
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { Principal } from './auth/accounts.js';
 import type { CallableService, CallResponse, TraceStep } from './calls.js';
+import { round } from './call-timeline.js';
 import { CALL_MODES } from './calls.js';
 import { systemClock, type Clock } from './clock.js';
 import { GatewayError } from './errors.js';
@@ -57,7 +58,7 @@ export interface WalletPathOptions {
   /** The account wallet's USDC (base units), 0 when it has no trustline or does not exist. */
   walletBalance(address: string): Promise<bigint>;
   log?(message: string, err?: unknown): void;
-  /** The gateway's clock (default `Date.now`): the age after which an interrupted wallet payment is given up. */
+  /** The gateway's clock (default the machine's): the age after which an interrupted wallet payment is given up. */
   now?: Clock;
   /**
    * Test hook: called at named points (`wallet:recorded`, after the payment and its budget reservation are recorded;
@@ -73,11 +74,17 @@ export interface WalletPathOptions {
 export const WALLET_STEPS = ['wallet_path', ...DIRECT_CALL_STEPS.map((s) => `wallet_${s}` as const), 'wallet_refund', 'wallet_topup'] as const;
 export type WalletStep = (typeof WALLET_STEPS)[number];
 
-const step = (name: WalletStep, started: number, status: TraceStep['status'], detail?: Record<string, unknown>): TraceStep => ({
+/** A step's start: by the gateway's clock (its `startedAt`), and the machine's monotonic time (its duration, clock.ts). */
+interface Started {
+  at: number;
+  t0: number;
+}
+
+const step = (name: WalletStep, started: Started, status: TraceStep['status'], detail?: Record<string, unknown>): TraceStep => ({
   name,
   status,
-  startedAt: new Date(started).toISOString(),
-  durationMs: Date.now() - started,
+  startedAt: new Date(started.at).toISOString(),
+  durationMs: round(performance.now() - started.t0),
   ...(detail ? { detail } : {}),
 });
 
@@ -117,7 +124,7 @@ export function createWalletPath(o: WalletPathOptions) {
       ...(input.budget ? { budget: input.budget } : {}),
     });
     o.crashPoint?.('wallet:recorded');
-    const started = Date.now();
+    const started: Started = { at: now(), t0: performance.now() };
     // The same payer as `@farebox/client`'s direct calls, signing with the account's wallet.
     const payer = createEscrowPayer({
       fetch: fetchGuarded,
@@ -222,6 +229,7 @@ export function createWalletPath(o: WalletPathOptions) {
         status: 500,
         body: JSON.stringify({
           error: `${reason}${walletOutcome(escrowId, refund)}`,
+          code: 'UPSTREAM',
           callId: input.callId,
           paidWith: 'wallet',
           mode: CALL_MODES.walletEscrow,
@@ -242,7 +250,7 @@ export function createWalletPath(o: WalletPathOptions) {
 
   /** A funded escrow the service did not serve goes back to the payer: the treasury (platform party and dispute resolver) disputes and resolves it. */
   async function refundEscrow(escrowId: string, payer: string): Promise<EscrowRefund> {
-    const started = Date.now();
+    const started: Started = { at: now(), t0: performance.now() };
     let held: bigint | undefined;
     try {
       const [e] = await o.escrow.getEscrows([escrowId]);
@@ -287,7 +295,7 @@ export function createWalletPath(o: WalletPathOptions) {
   /** Decides between the wallet path, the combined case and `insufficient balance` (in the wallet's turn). */
   async function decide(input: ShortfallInput): Promise<ShortfallOutcome> {
     const user = input.principal.user;
-    const started = Date.now();
+    const started: Started = { at: now(), t0: performance.now() };
     const [credits, walletUnits] = await Promise.all([o.ledger.balance(user.id), o.walletBalance(user.walletAddress).catch(() => 0n)]);
     if (walletUnits >= input.amount) {
       try {

@@ -2,6 +2,7 @@ import type { Accounts as ChainAccounts, NetworkConfig, TxSigner } from '@farebo
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { Db } from './db.js';
 import type { TreasuryQueue } from './runtime/treasury-queue.js';
+import { leadOf } from './clock.js';
 
 export interface WalletProvisioningOptions {
   db: Db;
@@ -40,9 +41,9 @@ const backoffSeconds = (attempts: number) => Math.min(300, 2 ** Math.min(attempt
  */
 export function createWalletProvisioning(o: WalletProvisioningOptions) {
   const log = o.log ?? (() => undefined);
-  const now = o.now;
+  const ahead = leadOf(o.now);
   /** Seconds the gateway's clock runs ahead of the machine's (0 with the default clock). */
-  const lead = now ? () => (now() - Date.now()) / 1000 : () => 0;
+  const lead = () => ahead() / 1000;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let again = false;

@@ -18,6 +18,7 @@ import {
   type PostOptions,
   type ResolveResult,
 } from './types.js';
+import { leadOf } from './clock.js';
 
 // Two-phase holds: place (debit into a hold), post (charge, record the
 // publisher earning) or void (refund), and the reaper; each move is one
@@ -220,7 +221,7 @@ export class HoldBook {
     now?: LedgerOptions['now'],
     private readonly instance: () => string | null = () => null,
   ) {
-    this.lead = now ? () => now() - Date.now() : () => 0;
+    this.lead = leadOf(now);
     const server = db.kind === 'postgres';
     this.holdSql = server ? HOLD_SQL_ASYNC : HOLD_SQL;
     this.holdBatchSql = server ? HOLD_BATCH_SQL_ASYNC : HOLD_BATCH_SQL;

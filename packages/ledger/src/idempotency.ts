@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { leadOf, systemClock, type Clock } from './clock.js';
 import { ASYNC_COMMIT_CONDITION, type Database } from './db.js';
 import { LedgerError } from './errors.js';
 import { positiveInt, sleep, str, text } from './rows.js';
@@ -28,7 +29,9 @@ export function hashRequest(request: unknown): string {
 }
 
 // `owned`: the lease records the ledger's instance ($5, migration 0012); a
-// ledger that joined none sends the statement without it.
+// ledger that joined none sends the statement without it. A lease is stamped
+// and compared by the database's time moved by the host clock's lead
+// (clock.ts): $4 is the lease plus that lead.
 const claimSql = (commit: string, owned: boolean) => `
 INSERT INTO idempotency_keys (account_id, key, request_hash, state, locked_until${owned ? ', instance_id' : ''})
 SELECT $1, $2, $3, 'in_progress', now() + make_interval(secs => $4::float8 / 1000)${owned ? ', $5::int8' : ''}${commit}
@@ -55,19 +58,27 @@ const RELEASE_SQL = `DELETE FROM idempotency_keys WHERE account_id = $1 AND key 
  * outcome that `fn` said comes later ({@link IdempotencyClaim}), stored under
  * the claim when it resolves, or a release the database did not take (it was
  * gone). The database has usually just come back then; a statement that
- * still fails is asked again each second for `leaseMs`, after which the lease
- * would have ended the claim anyway.
+ * still fails is asked again each second for `leaseMs` (by the host's
+ * clock), after which the lease would have ended the claim anyway.
  */
-async function settleLater<T>(db: Database, accountId: string, key: string, attempt: number, outcome: Promise<T | undefined>, leaseMs: number): Promise<void> {
+async function settleLater<T>(
+  db: Database,
+  accountId: string,
+  key: string,
+  attempt: number,
+  outcome: Promise<T | undefined>,
+  leaseMs: number,
+  now: Clock,
+): Promise<void> {
   const response = await outcome.catch(() => undefined);
-  const until = Date.now() + leaseMs;
+  const until = now() + leaseMs;
   for (;;) {
     try {
       if (response === undefined) await db.query(RELEASE_SQL, [accountId, key, attempt]);
       else await db.query(COMPLETE_SQL, [accountId, key, attempt, JSON.stringify(response) ?? 'null']);
       return;
     } catch {
-      if (Date.now() >= until) return;
+      if (now() >= until) return;
       await new Promise((r) => setTimeout(r, 1_000).unref());
     }
   }
@@ -81,22 +92,26 @@ export async function withIdempotency<T>(
   fn: (claim: IdempotencyClaim<T>) => Promise<T>,
   options: IdempotencyOptions = {},
   instance: string | null = null,
+  now: Clock = systemClock,
 ): Promise<IdempotentResult<T>> {
   text(accountId, 'accountId', 128);
   text(key, 'idempotency key', 255);
   text(requestHash, 'requestHash', 256);
   const leaseMs = options.leaseMs === undefined ? 60_000 : positiveInt(options.leaseMs, 'leaseMs', 86_400_000);
   const waitMs = options.waitMs ?? 0;
-  const started = Date.now();
+  const started = now();
+  const ahead = leadOf(now);
   for (;;) {
+    const lead = ahead();
+    const lease = leaseMs + lead;
     const claim = (db.kind === 'postgres' ? CLAIM_SQL_ASYNC : CLAIM_SQL)[instance === null ? 0 : 1];
-    const inserted = await db.query(claim, instance === null ? [accountId, key, requestHash, leaseMs] : [accountId, key, requestHash, leaseMs, instance]);
+    const inserted = await db.query(claim, instance === null ? [accountId, key, requestHash, lease] : [accountId, key, requestHash, lease, instance]);
     let attempt: number | undefined = inserted.rows[0] ? Number(inserted.rows[0].attempt) : undefined;
     if (attempt === undefined) {
       const { rows } = await db.query(
-        `SELECT request_hash, state, response, ceil(extract(epoch FROM locked_until - now()))::int8 AS lease_left
+        `SELECT request_hash, state, response, ceil(extract(epoch FROM locked_until - now()) - $3::float8 / 1000)::int8 AS lease_left
            FROM idempotency_keys WHERE account_id = $1 AND key = $2`,
-        [accountId, key],
+        [accountId, key, lead],
       );
       const row = rows[0];
       if (!row) continue; // released by a failed attempt in between: try again
@@ -105,13 +120,13 @@ export async function withIdempotency<T>(
       }
       if (row.state === 'completed') return { response: JSON.parse(str(row.response)) as T, replayed: true };
       const takeover = await db.query(
-        `UPDATE idempotency_keys SET attempt = attempt + 1, locked_until = now() + make_interval(secs => $3::float8 / 1000)${instance === null ? '' : ', instance_id = $4::int8'}
-         WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND locked_until < now() RETURNING attempt`,
-        instance === null ? [accountId, key, leaseMs] : [accountId, key, leaseMs, instance],
+        `UPDATE idempotency_keys SET attempt = attempt + 1, locked_until = now() + make_interval(secs => $3::float8 / 1000)${instance === null ? '' : ', instance_id = $5::int8'}
+         WHERE account_id = $1 AND key = $2 AND state = 'in_progress' AND locked_until < now() + make_interval(secs => $4::float8 / 1000) RETURNING attempt`,
+        instance === null ? [accountId, key, lease, lead] : [accountId, key, lease, lead, instance],
       );
       attempt = takeover.rows[0] ? Number(takeover.rows[0].attempt) : undefined;
       if (attempt === undefined) {
-        if (Date.now() - started < waitMs) {
+        if (now() - started < waitMs) {
           await sleep(Math.min(25, waitMs));
           continue;
         }
@@ -125,11 +140,11 @@ export async function withIdempotency<T>(
     try {
       response = await fn({ later: (outcome) => void (later = outcome) });
     } catch (error) {
-      if (later !== undefined) void settleLater(db, accountId, key, attempt, later, leaseMs);
+      if (later !== undefined) void settleLater(db, accountId, key, attempt, later, leaseMs, now);
       // A release the database does not take (it is gone) is asked again in the background, so a retry need not wait
       // out the lease once the database is back; the caller learns fn's error, not the release's.
       else
-        await db.query(RELEASE_SQL, [accountId, key, attempt]).catch(() => void settleLater(db, accountId, key, attempt, Promise.resolve(undefined), leaseMs));
+        await db.query(RELEASE_SQL, [accountId, key, attempt]).catch(() => void settleLater(db, accountId, key, attempt, Promise.resolve(undefined), leaseMs, now));
       throw error;
     }
     const stored = JSON.stringify(response) ?? 'null';
@@ -139,7 +154,7 @@ export async function withIdempotency<T>(
     } catch {
       // fn ran (a call was charged): its response is the caller's even when the database went away before it was
       // stored. It is stored once the database takes it; a retry meanwhile is told the key is still in progress.
-      void settleLater(db, accountId, key, attempt, Promise.resolve(response), leaseMs);
+      void settleLater(db, accountId, key, attempt, Promise.resolve(response), leaseMs, now);
       return { response, replayed: false };
     }
     if (done.rowCount === 0) {

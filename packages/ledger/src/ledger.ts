@@ -51,6 +51,7 @@ import {
   type WalletPayment,
   type WalletPaymentInput,
 } from './types.js';
+import { systemClock, type Clock } from './clock.js';
 
 /**
  * The ledger: credits, two-phase holds, journal, idempotency keys, publisher
@@ -70,6 +71,8 @@ export class Ledger {
   private readonly hooks: LedgerHooks;
   /** This process's row in `ledger_instances` (see {@link joinInstance}). */
   private instance: string | null = null;
+  /** The host's clock (clock.ts). */
+  private readonly now: Clock;
 
   /**
    * `batch` (default on): key-less holds and exact posts that arrive while others are being written go together in
@@ -82,6 +85,7 @@ export class Ledger {
       invalid('signupCredit must be 0 to 1,000 USD in base units', { field: 'signupCredit' });
     this.signupCredit = credit;
     this.hooks = options.hooks ?? {};
+    this.now = options.now ?? systemClock;
     this.holds = new HoldBook(db, options.batch, options.now, () => this.instance);
   }
 
@@ -193,7 +197,7 @@ export class Ledger {
     fn: (claim: IdempotencyClaim<T>) => Promise<T>,
     options: IdempotencyOptions = {},
   ): Promise<IdempotentResult<T>> {
-    return idempotency.withIdempotency(this.db, accountId, key, requestHash, fn, options, this.instance);
+    return idempotency.withIdempotency(this.db, accountId, key, requestHash, fn, options, this.instance, this.now);
   }
 
   // --------------------------------------------------------------- liveness

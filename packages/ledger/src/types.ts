@@ -438,11 +438,13 @@ export interface LedgerOptions {
   /** Credits a new account starts with (base units, default {@link SIGNUP_CREDIT}; 0 for none). */
   signupCredit?: bigint;
   /**
-   * The host's clock, epoch ms (default `Date.now`). A hold's expiry is
-   * stamped and reaped by the database's time (one clock for every process
-   * on the database), moved by how far this clock runs ahead of the
-   * machine's: a host whose clock a test moves sees its holds age with it.
-   * With the default clock nothing moves.
+   * The host's clock, epoch ms (default the machine's). A hold's expiry and
+   * an idempotency key's lease are stamped and compared by the database's
+   * time (one clock for every process on the database), moved by how far
+   * this clock runs ahead of the machine's: a host whose clock a test moves
+   * sees its holds age and its leases end with it. A duplicate's `waitMs`
+   * and the time an unwritten outcome is asked again are measured by it.
+   * With the default clock nothing moves (clock.ts).
    */
   now?: () => number;
   /** Code the host runs inside the ledger's transactions, once per change applied (see {@link LedgerHooks}). */

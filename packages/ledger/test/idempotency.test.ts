@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '@farebox/test-kit';
-import { hashRequest, LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
-import type { Ledger } from '@farebox/ledger';
+import { eventually, testClock } from '@farebox/test-kit';
+import { hashRequest, Ledger, LedgerError, SIGNUP_CREDIT } from '@farebox/ledger';
 import { accountId, openTestLedger, USD, type TestLedger } from './helpers.js';
 
 let t: TestLedger;
@@ -255,5 +254,80 @@ describe('withIdempotency', () => {
     expect(result.response.status).toBe(200);
     expect((await t.ledger.getHold(crashed.hold.id)).state).toBe('posted');
     expect((await t.ledger.verify()).mismatches).toEqual([]);
+  });
+});
+
+// The lease and the waits by the host's clock (LedgerOptions.now): a ledger on the same database whose clock the test
+// moves. The lease is stamped and compared by the database's time moved by that clock's lead, so a test moves time
+// instead of waiting a minute.
+describe('withIdempotency on the host’s clock', () => {
+  it('refuses a retry while the attempt’s lease lasts by the clock, with the seconds left, then takes the key over and reuses its hold', async () => {
+    const clock = testClock();
+    const ledger = new Ledger(t.ledger.db, { now: clock.now });
+    const id = accountId();
+    await ledger.openAccount(id);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let arrived!: () => void;
+    const atService = new Promise<void>((r) => (arrived = r));
+    let upstreamCalls = 0;
+    // The first attempt's service hangs (its gateway stalled); the retry's answers at once.
+    const call = paidCall(
+      ledger,
+      id,
+      'key-clock-lease',
+      { service: 'echo', payload: {} },
+      async () => {
+        upstreamCalls += 1;
+        if (upstreamCalls === 1) {
+          arrived();
+          await gate;
+        }
+        return `served ${upstreamCalls}`;
+      },
+      60_000,
+    );
+    const first = call.run();
+    await atService;
+    await expect(call.run()).rejects.toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS', data: { retryAfterSeconds: 60 } });
+    clock.advance(45_000);
+    await expect(call.run()).rejects.toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS', data: { retryAfterSeconds: 15 } });
+    expect(call.runs()).toBe(1);
+    // Past the lease by the clock: the retry takes the key over at once (no minute waited), on the first attempt's hold.
+    clock.advance(15_001);
+    const retried = await call.run();
+    expect(retried).toEqual({ replayed: false, response: { status: 200, body: { result: 'served 2', cost: Number(USD) } } });
+    expect(call.runs()).toBe(2);
+    // The stalled attempt ends later: its answer is the one on record, and nothing is charged twice.
+    release();
+    expect(await first).toEqual({ replayed: true, response: retried.response });
+    const { rows } = await t.ledger.db.query<{ state: string }>('SELECT state FROM holds WHERE account_id = $1', [id]);
+    expect(rows.map((r) => r.state)).toEqual(['posted']);
+    expect((await ledger.balance(id)).balance).toBe(SIGNUP_CREDIT - USD);
+    expect((await ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('lets a duplicate wait for the first attempt no longer than its waitMs by the clock', async () => {
+    const clock = testClock();
+    const ledger = new Ledger(t.ledger.db, { now: clock.now });
+    const id = accountId();
+    await ledger.openAccount(id);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let running!: () => void;
+    const started = new Promise<void>((r) => (running = r));
+    const first = ledger.withIdempotency(id, 'key-clock-wait', 'h', async () => {
+      running();
+      await gate;
+      return 'first';
+    });
+    await started;
+    // A duplicate that may wait ten minutes gives up as soon as the clock passes its wait (not ten minutes later),
+    // told the key is still in progress; its own fn never runs.
+    const waiting = ledger.withIdempotency(id, 'key-clock-wait', 'h', async () => 'duplicate', { waitMs: 600_000 });
+    clock.advance(600_000);
+    await expect(waiting).rejects.toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS' });
+    release();
+    expect(await first).toEqual({ replayed: false, response: 'first' });
   });
 });

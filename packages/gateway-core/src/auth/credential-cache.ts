@@ -1,4 +1,5 @@
 import type { Principal } from './accounts.js';
+import { systemClock } from '../clock.js';
 
 /** What changed: a revoked API key, or a user whose attributes changed. */
 export type Invalidation = { keyId: string } | { userId: string };
@@ -48,7 +49,7 @@ export class CredentialCache {
     this.#ttlMs = options.ttlMs ?? 5_000;
     this.#maxEntries = options.maxEntries ?? 10_000;
     this.#bus = options.bus;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? systemClock;
     this.#bus?.subscribe(
       (m) => this.#drop(m),
       () => {

@@ -25,6 +25,7 @@ export type {
   ProtectedResourceMetadata,
   TokenResponse,
 } from './types.js';
+import { systemClock } from '../clock.js';
 
 /**
  * The OAuth 2.1 authorization server over the gateway database, composed of
@@ -35,7 +36,7 @@ export type {
 export function createOAuth(options: CreateOAuthOptions): OAuthServer {
   const issuer = options.baseUrl.replace(/\/+$/, '');
   const resource = `${issuer}/mcp`;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? systemClock;
   const allowedOrigins = new Set([new URL(issuer).origin, ...(options.allowedOrigins ?? [])]);
 
   const store = createOAuthStore(options.db);

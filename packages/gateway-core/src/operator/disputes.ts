@@ -11,6 +11,7 @@ import { createStepRunner, type ChainProbe, type PendingTx } from '../settlement
 import { emitEvent } from '../webhooks/events.js';
 import { writeAudit } from './audit.js';
 import { verifyDisputeProof } from './proof.js';
+import { systemClock } from '../clock.js';
 
 /** A dispute on a direct escrow, as the gateway records it. */
 export interface Dispute {
@@ -145,9 +146,9 @@ export function disputeView(d: Dispute, network: NetworkConfig) {
  */
 export function createDisputes(o: DisputesOptions) {
   const { db, escrow, network, treasury } = o;
-  const now = o.now ?? Date.now;
+  const now = o.now ?? systemClock;
   const server = new rpc.Server(network.rpcUrl, { allowHttp: network.allowHttp });
-  const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase });
+  const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, now });
   const perEscrow = new KeyedMutex();
   /** Runs `fn` in a transaction where the database has them: a dispute's record and its webhook events commit together. */
   const atomically = <T>(fn: (q: Db) => Promise<T>): Promise<T> => {

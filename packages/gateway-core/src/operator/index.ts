@@ -2,6 +2,7 @@ import { ConfigError, formatAmount, toUsd } from '@farebox/protocol';
 import type { Ledger } from '@farebox/ledger';
 import { createAccounts as createStellarAccounts, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import type { User } from '../auth/accounts.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { Db } from '../db.js';
 import type { WalletCreditAudit } from '../wallet-audit.js';
 import { GatewayError } from '../errors.js';
@@ -62,6 +63,8 @@ export interface CreateOperatorOptions {
   /** Validated once with the rest of the gateway's configuration (`resolveGatewayConfig`). */
   settings: OperatorSettings;
   log(message: string, err?: unknown): void;
+  /** The gateway's clock (default the machine's): reports' time, stalled cycles, disputes' age. */
+  now?: Clock;
 }
 
 /** `{ base_units, usdc, usd }`: base units as a string (exact at any size), USDC text, USD number. */
@@ -100,6 +103,7 @@ function parseDecision(body: unknown): Decision {
 export function createOperator(o: CreateOperatorOptions) {
   const settings = o.settings;
   const { db, ledger, network, settlement } = o;
+  const now = o.now ?? systemClock;
   const chain = createStellarAccounts(network);
   const disputes: Disputes | undefined = settlement.escrow
     ? createDisputes({
@@ -111,6 +115,7 @@ export function createOperator(o: CreateOperatorOptions) {
         autoRefundAfterMs: settings.autoRefundAfterMs,
         treasuryQueue: o.treasuryQueue,
         log: o.log,
+        now,
       })
     : undefined;
   /** Last failure per settlement cycle, as the settlement ticks reported it (this process). */
@@ -204,7 +209,7 @@ export function createOperator(o: CreateOperatorOptions) {
     /** Settlement log hook: remembers the last failure of each cycle for the operator view. */
     noteSettlementFailure(message: string, err?: unknown) {
       const m = /settlement of cycle (\d+)/.exec(message);
-      if (m) failures.set(m[1]!, { message: err instanceof Error ? err.message : String(err ?? message), at: new Date() });
+      if (m) failures.set(m[1]!, { message: err instanceof Error ? err.message : String(err ?? message), at: new Date(now()) });
     },
 
     /** `POST /v1/disputes` (no account: the proof is the funder's signature). */
@@ -275,7 +280,7 @@ export function createOperator(o: CreateOperatorOptions) {
         credits_outstanding: money(stats.credits),
         open_disputes: { count: open.count, ...money(open.amount) },
         publishers: owed.map((r) => ({ owner: r.owner, calls: r.calls, owed: money(r.owed), to_fund: money(r.toFund), in_escrow: money(r.inEscrow) })),
-        at: new Date().toISOString(),
+        at: new Date(now()).toISOString(),
       };
     },
 
@@ -296,7 +301,7 @@ export function createOperator(o: CreateOperatorOptions) {
       for (const r of rows) {
         const c = await ledger.getCycle(String(r.id));
         const failure = failures.get(c.id);
-        const stalled = !['open', 'done'].includes(c.state) && Date.now() - c.updatedAt.getTime() > stallAfter;
+        const stalled = !['open', 'done'].includes(c.state) && now() - c.updatedAt.getTime() > stallAfter;
         out.push({
           ...settlementView(c, network),
           publisher_owner: c.publisherOwner,
@@ -394,7 +399,7 @@ export function createOperator(o: CreateOperatorOptions) {
         },
         ledger: { ok: report.ok, mismatches: report.mismatches },
         treasury: { balance: money(balance), owed: money(due), covered, status: bal ? (bal.exists ? 'ok' : 'not_created') : 'unavailable' },
-        at: new Date().toISOString(),
+        at: new Date(now()).toISOString(),
       };
     },
 

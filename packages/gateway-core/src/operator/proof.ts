@@ -1,4 +1,5 @@
 import { Keypair, StrKey, TransactionBuilder, type Transaction } from '@stellar/stellar-sdk';
+import { systemClock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 
 /**
@@ -18,7 +19,7 @@ const refuse = (message: string) => new GatewayError('BAD_REQUEST', `invalid dis
  * Checks a dispute proof for `escrowId` and returns the funder's public key
  * that signed it. Throws `BAD_REQUEST` naming what is wrong.
  */
-export function verifyDisputeProof(proofXdr: string, passphrase: string, escrowId: string, nowMs = Date.now()): string {
+export function verifyDisputeProof(proofXdr: string, passphrase: string, escrowId: string, nowMs = systemClock()): string {
   let tx: Transaction;
   try {
     const parsed = TransactionBuilder.fromXDR(proofXdr, passphrase);

@@ -129,7 +129,7 @@ export async function openInfrastructure(
     redis.on('ready', () => dependencies.up('redis'));
     redis.on('error', (err: unknown) => dependencies.down('redis', reasonOf(err)));
     redis.on('close', () => dependencies.down('redis', 'connection closed'));
-    rateLimits = new RedisRateLimitStore(redis, { onError: (err) => dependencies.down('redis', reasonOf(err)) });
+    rateLimits = new RedisRateLimitStore(redis, { onError: (err) => dependencies.down('redis', reasonOf(err)), ...(options.now ? { now: options.now } : {}) });
   }
 
   // With FAREBOX_DISCOVERY_URL a discovery backend ranks (no model loaded here); else the in-process index.
@@ -147,7 +147,10 @@ export async function openInfrastructure(
   const searchIndex = options.searchIndex ?? createSearchIndex(embedder ? { embedder } : {});
   if (embedder && logger) reportSearchModel(embedder, searchIndex, logger);
   const searchBackend = discoveryUrl
-    ? remoteSearchBackend(discoveryUrl, { onReachable: (up, err) => (up ? dependencies.up('discovery') : dependencies.down('discovery', reasonOf(err))) })
+    ? remoteSearchBackend(discoveryUrl, {
+        onReachable: (up, err) => (up ? dependencies.up('discovery') : dependencies.down('discovery', reasonOf(err))),
+        ...(options.now ? { now: options.now } : {}),
+      })
     : localSearchBackend(searchIndex);
   if (discoveryUrl) dependencies.watch('discovery');
   const search: Infrastructure['search'] = { attachment: undefined };
@@ -166,7 +169,7 @@ export async function openInfrastructure(
     ledger,
     wallets,
     treasuryAddress,
-    treasuryQueue: createTreasuryQueue(db),
+    treasuryQueue: createTreasuryQueue(db, options.now ? { now: options.now } : {}),
     webhookWake,
     certificateSigner,
     network,

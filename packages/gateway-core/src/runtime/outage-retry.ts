@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../clock.js';
 import { isDatabaseUnavailable } from '../db-errors.js';
 
 // A hold's post or void that meets a database outage is asked again, not
@@ -20,6 +21,11 @@ export interface OutageRetryOptions {
   pausesMs?: readonly number[];
   /** What resolves the operation once the background gives up (default: the hold reaper, for posts and voids). */
   resolvedBy?: string;
+  /**
+   * The gateway's clock (default the machine's): `waitMs` and `keepTryingMs` are measured by it. The pauses between
+   * attempts are the machine's timers; a clock moved ahead ends the wait at the next attempt.
+   */
+  now?: Clock;
 }
 
 const PAUSES_MS = [100, 250, 500, 1000, 2000] as const;
@@ -39,15 +45,16 @@ export async function throughOutage<T>(
   background?: (outcome: Promise<T | undefined>) => void,
 ): Promise<T> {
   const pauses = o.pausesMs ?? PAUSES_MS;
-  const started = Date.now();
+  const now = o.now ?? systemClock;
+  const started = now();
   for (let attempt = 0; ; attempt++) {
     try {
       return await op();
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
       const pause = pauses[Math.min(attempt, pauses.length - 1)]!;
-      if (Date.now() - started + pause > o.waitMs) {
-        const outcome = inBackground(op, what, o, pauses);
+      if (now() - started + pause > o.waitMs) {
+        const outcome = inBackground(op, what, o, pauses, now);
         background?.(outcome);
         throw err;
       }
@@ -56,9 +63,9 @@ export async function throughOutage<T>(
   }
 }
 
-async function inBackground<T>(op: () => Promise<T>, what: string, o: OutageRetryOptions, pauses: readonly number[]): Promise<T | undefined> {
-  const until = Date.now() + o.keepTryingMs;
-  while (Date.now() < until) {
+async function inBackground<T>(op: () => Promise<T>, what: string, o: OutageRetryOptions, pauses: readonly number[], now: Clock): Promise<T | undefined> {
+  const until = now() + o.keepTryingMs;
+  while (now() < until) {
     await sleep(pauses[pauses.length - 1]!);
     try {
       return await op();

@@ -51,9 +51,12 @@ export function ledgerCredits(
   ledger: Ledger,
   holdTimeoutMs: number,
   metrics: Metrics,
-  outage: { waitMs: number; log: (message: string, err?: unknown) => void; leaseRetryAfterMaxS?: number } = { waitMs: 15_000, log: () => undefined },
+  outage: { waitMs: number; log: (message: string, err?: unknown) => void; leaseRetryAfterMaxS?: number; now?: Clock } = {
+    waitMs: 15_000,
+    log: () => undefined,
+  },
 ): CreditsPort {
-  const retry = { waitMs: outage.waitMs, keepTryingMs: holdTimeoutMs, log: outage.log };
+  const retry = { waitMs: outage.waitMs, keepTryingMs: holdTimeoutMs, log: outage.log, ...(outage.now ? { now: outage.now } : {}) };
   const cap = outage.leaseRetryAfterMaxS;
   return {
     // One shape of options for every hold (absent fields undefined): the ledger's hold stays monomorphic.
@@ -213,6 +216,7 @@ export function createPayments({ infra, config, settlement, spending, logger, me
       ledgerCredits(ledger, config.holdTimeoutMs, metrics, {
         waitMs: config.dbOutageWaitMs,
         log,
+        now,
         leaseRetryAfterMaxS: Math.ceil((config.liveness.timeoutMs + 2 * config.liveness.intervalMs) / 1000),
       }),
     ),

@@ -1,4 +1,5 @@
 import type { Database } from '@farebox/ledger';
+import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import { createCycleLocks } from '../settlement/lock.js';
 
@@ -22,8 +23,8 @@ export interface TreasuryQueue {
 }
 
 /** The gateway's {@link TreasuryQueue} over its database (PGlite: one process, the in-process mutex alone). */
-export function createTreasuryQueue(db: Database, opts: { waitMs?: number } = {}): TreasuryQueue {
-  const locks = createCycleLocks(db);
+export function createTreasuryQueue(db: Database, opts: { waitMs?: number; now?: Clock } = {}): TreasuryQueue {
+  const locks = createCycleLocks(db, opts.now);
   const waitMs = opts.waitMs ?? TREASURY_WAIT_MS;
   return {
     async run(what, fn) {

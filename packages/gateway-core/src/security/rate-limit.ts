@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import { systemClock } from '../clock.js';
 
 /** A fixed-window counter store. The memory store serves one process; a Redis store shares limits across gateways. */
 export interface RateLimitStore {
@@ -18,7 +19,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   /** `now`: the clock windows are measured by, epoch ms (default `Date.now`; the gateway passes its own). */
   constructor(options: { now?: () => number } = {}) {
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? systemClock;
     this.#lastPrune = this.#now();
   }
 

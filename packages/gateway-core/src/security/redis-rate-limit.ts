@@ -1,4 +1,5 @@
 import type { RateLimitStore } from './rate-limit.js';
+import { systemClock } from '../clock.js';
 
 /** The subset of an ioredis / node-redis client the store uses. */
 export interface RedisEvalClient {
@@ -74,7 +75,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.#redis = redis;
     this.#prefix = options.prefix ?? 'farebox:rl:';
     this.#onError = options.onError ?? (() => undefined);
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? systemClock;
     this.#lastPrune = this.#now();
   }
 

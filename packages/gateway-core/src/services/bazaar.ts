@@ -19,6 +19,7 @@ import { servicePayTo, type CatalogMirror, type NetworkConfig, type RegistryAgen
 import { GatewayError } from '../errors.js';
 import type { ManifestView } from '../manifests.js';
 import type { SearchBackend } from '../search-backend.js';
+import { systemClock } from '../clock.js';
 
 /** The x402 bazaar catalog of this gateway (`GET /discovery/resources`, `GET /discovery/search`, also under `/x402`). */
 export interface BazaarService {
@@ -65,7 +66,7 @@ export function createBazaarService(d: BazaarServiceDeps): BazaarService {
   // An exact offer pays the treasury's address for the service (the payer signs which service it pays).
   const ctx: BazaarContext = { network: d.network, treasury, ...(treasury ? { exactPayTo: (service: string) => servicePayTo(treasury, service) } : {}) };
   const waitMs = d.manifestWaitMs ?? 1_500;
-  const now = d.now ?? Date.now;
+  const now = d.now ?? systemClock;
   const failed = new Map<string, number>();
 
   const manifestOf = (a: RegistryAgent): BazaarManifest | undefined => {

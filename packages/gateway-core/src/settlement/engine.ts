@@ -54,10 +54,10 @@ const TX_STEPS = ['deploy', 'complete', 'approve', 'release', 'sweep'] as const;
 export function createSettlementEngine(o: SettlementEngineOptions) {
   const { ledger, escrow, network, treasury } = o;
   const log = o.log ?? (() => undefined);
-  const locks = createCycleLocks(o.db);
-  const crashPoint = o.crashPoint ?? (() => undefined);
   const now = o.now ?? systemClock;
-  const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint });
+  const locks = createCycleLocks(o.db, now);
+  const crashPoint = o.crashPoint ?? (() => undefined);
+  const execute = createStepRunner({ escrow, probe: o.probe, passphrase: network.passphrase, crashPoint, now });
   /** `ledger.advance`, reporting each applied state change. */
   const advance: typeof ledger.advance = async (cycleId, from, to, data) => {
     const r = await ledger.advance(cycleId, from, to, data);
@@ -234,7 +234,7 @@ export function createSettlementEngine(o: SettlementEngineOptions) {
               ...(confirm ? { txHash: confirm, explorerUrl: network.explorer.tx(confirm) } : {}),
               data: {
                 ...(sweepTx ? { sweepTx, swept: state.balance.toString() } : {}),
-                verified: { escrowBalance: '0', released: true, at: new Date().toISOString() },
+                verified: { escrowBalance: '0', released: true, at: new Date(now()).toISOString() },
                 pending: null,
               },
             })

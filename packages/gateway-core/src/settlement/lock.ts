@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '@farebox/ledger';
+import { systemClock, type Clock } from '../clock.js';
 
 /** Serialises async work per key inside one process. */
 export class KeyedMutex {
@@ -37,7 +38,8 @@ export function advisoryKeys(db: Pick<Database, 'schema'>, name: string): [numbe
  * that session and dies with it if the process is killed). PGlite is one
  * process by construction (its lock file), so the in-process mutex is enough.
  */
-export function createCycleLocks(db: Database) {
+/** `now`: the gateway's clock, which a lock's wait (`waitMs`) is measured by. */
+export function createCycleLocks(db: Database, now: Clock = systemClock) {
   const local = new KeyedMutex();
   const keys = (name: string) => advisoryKeys(db, name);
 
@@ -54,11 +56,11 @@ export function createCycleLocks(db: Database) {
       const client = await db.pool.connect();
       let locked = false;
       try {
-        const deadline = Date.now() + (opts.waitMs ?? 0);
+        const deadline = now() + (opts.waitMs ?? 0);
         for (;;) {
           const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [a, b]);
           locked = rows[0]?.ok === true;
-          if (locked || Date.now() >= deadline) break;
+          if (locked || now() >= deadline) break;
           await new Promise((r) => setTimeout(r, 100));
         }
         if (!locked) return { ran: false as const };

@@ -1,6 +1,7 @@
 import { Address, TransactionBuilder, rpc, type xdr } from '@stellar/stellar-sdk';
 import type { EscrowClient } from '@farebox/escrow';
 import type { NetworkConfig, TxSigner } from '@farebox/stellar';
+import { systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 
 /** A signed transaction recorded before it is submitted (the exactly-once rule). */
@@ -58,7 +59,9 @@ export async function canStillApplyTx(probe: ChainProbe, signedXdr: string, pass
   const tx = TransactionBuilder.fromXDR(signedXdr, passphrase);
   if ('innerTransaction' in tx) return false;
   const maxTime = Number(tx.timeBounds?.maxTime ?? '0');
-  if (maxTime !== 0 && Date.now() / 1000 > maxTime) return false;
+  // The network judges time bounds by its ledgers' close time, the machine's (never a clock a test moved ahead: that
+  // would build a second transaction while the first can still apply).
+  if (maxTime !== 0 && systemClock() / 1000 > maxTime) return false;
   const current = await probe.sequence(tx.source);
   return current < BigInt(tx.sequence);
 }
@@ -90,7 +93,8 @@ export interface ExecuteStep {
  * envelope is submitted again (the chain applies a transaction at most once);
  * failed or unable to ever apply -> a new transaction is built.
  */
-export function createStepRunner(deps: { escrow: EscrowClient; probe: ChainProbe; passphrase: string; crashPoint?: (name: string) => void }) {
+export function createStepRunner(deps: { escrow: EscrowClient; probe: ChainProbe; passphrase: string; crashPoint?: (name: string) => void; now?: Clock }) {
+  const now = deps.now ?? systemClock;
   const { escrow, probe, passphrase } = deps;
   const crash = deps.crashPoint ?? (() => undefined);
 
@@ -143,7 +147,7 @@ export function createStepRunner(deps: { escrow: EscrowClient; probe: ChainProbe
     const unsigned = await s.build();
     const signed = await s.signer.signTransaction(unsigned, passphrase);
     const hash = txHashOf(signed, passphrase);
-    await s.persist({ step: s.step, hash, xdr: signed, at: new Date().toISOString() });
+    await s.persist({ step: s.step, hash, xdr: signed, at: new Date(now()).toISOString() });
     crash(`signed:${s.step}`);
     const sent = await submit(signed, hash);
     if (!sent.ok) throw new GatewayError('UPSTREAM', `${s.step}: ${sent.message}`);

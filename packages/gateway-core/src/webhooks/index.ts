@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { webhooks as contract } from '@farebox/contract';
 import type { Database, Queryable } from '@farebox/ledger';
 import type { z } from 'zod';
-import { systemClock, type Clock } from '../clock.js';
+import { leadOf, systemClock, type Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import { checkEndpoint, type EndpointPolicy } from '../security/endpoint-guard.js';
 import { enforceRateLimit, type RateLimitStore } from '../security/rate-limit.js';
@@ -123,6 +123,8 @@ const DELIVERY_SELECT = `
  */
 export function createWebhooks(o: WebhooksOptions) {
   const now = o.now ?? systemClock;
+  /** How far the gateway's clock runs ahead of the database's (a secret's grace period is stamped by the database). */
+  const lead = leadOf(now);
   const worker = createWebhookWorker({
     db: o.db,
     secrets: o.secrets,
@@ -144,13 +146,13 @@ export function createWebhooks(o: WebhooksOptions) {
   const subscribed = new Map<string, { yes: boolean; until: number }>();
   async function wantsBudgetEvents(accountId: string): Promise<boolean> {
     const hit = subscribed.get(accountId);
-    if (hit && hit.until > Date.now()) return hit.yes;
+    if (hit && hit.until > now()) return hit.yes;
     const { rows } = await o.db.query(
       `SELECT 1 FROM gw_webhook_endpoints WHERE account_id = $1 AND deleted_at IS NULL AND 'budget.threshold_reached' = ANY (events) LIMIT 1`,
       [accountId],
     );
     if (subscribed.size >= 10_000) subscribed.clear();
-    subscribed.set(accountId, { yes: rows.length > 0, until: Date.now() + SUBSCRIBED_TTL_MS });
+    subscribed.set(accountId, { yes: rows.length > 0, until: now() + SUBSCRIBED_TTL_MS });
     return rows.length > 0;
   }
 
@@ -243,7 +245,7 @@ export function createWebhooks(o: WebhooksOptions) {
            secret_sealed = $3, secret_prefix = $6, rotated_at = now()
          WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
          RETURNING id, url, events, secret_prefix, created_at, rotated_at, previous_expires_at`,
-        [id, accountId, seal(id, secret), hours, (now() - Date.now()) / 1000, secret.slice(0, 10)],
+        [id, accountId, seal(id, secret), hours, lead() / 1000, secret.slice(0, 10)],
       );
       if (!rows[0]) throw new GatewayError('NOT_FOUND', 'webhook not found');
       return { ...endpointView(rows[0], now()), secret };

@@ -1,7 +1,7 @@
 import { signWebhookPayload, WEBHOOK_HEADERS } from '@farebox/protocol';
 import type { Database } from '@farebox/ledger';
 import { request } from 'undici';
-import { systemClock, type Clock } from '../clock.js';
+import { leadOf, systemClock, type Clock } from '../clock.js';
 import { checkEndpoint, guardedDispatcher, type EndpointPolicy } from '../security/endpoint-guard.js';
 
 /** What the worker needs of the keystore: the endpoints' sealed secrets opened. */
@@ -69,7 +69,8 @@ interface Outcome {
 export function createWebhookWorker(o: WebhookWorkerOptions) {
   const now = o.now ?? systemClock;
   /** Seconds the gateway's clock runs ahead of the machine's (0 with the default clock). */
-  const lead = () => (now() - Date.now()) / 1000;
+  const ahead = leadOf(now);
+  const lead = () => ahead() / 1000;
   const timeoutMs = o.timeoutMs ?? 10_000;
   const concurrency = o.concurrency ?? 8;
   const dispatcher = guardedDispatcher(o.policy, { keepAliveTimeout: 5_000, connections: 4 });
@@ -100,12 +101,13 @@ export function createWebhookWorker(o: WebhookWorkerOptions) {
   }
 
   async function send(d: Claimed): Promise<Outcome> {
-    const started = Date.now();
+    // The attempt's duration (the delivery log's): the machine's monotonic time (clock.ts).
+    const started = performance.now();
     const done = (status: number | null, error: string | null, response: string | null = null): Outcome => ({
       status,
       error,
       response,
-      durationMs: Date.now() - started,
+      durationMs: Math.round(performance.now() - started),
     });
     try {
       await checkEndpoint(d.url, o.policy);

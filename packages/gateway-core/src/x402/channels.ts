@@ -2,6 +2,7 @@ import type { Database } from '@farebox/ledger';
 import type { Accounts, NetworkConfig, TxSigner } from '@farebox/stellar';
 import { walletSigner, type WalletProvider } from '@farebox/wallets';
 import type { TreasuryQueue } from '../runtime/treasury-queue.js';
+import { systemClock, type Clock } from '../clock.js';
 import { advisoryKeys } from '../settlement/lock.js';
 import { FairSlots, SlotTimeout } from './fair-queue.js';
 
@@ -38,6 +39,8 @@ export interface ChannelPoolOptions {
   /** The most settlements of one payer in flight at once (`FAREBOX_X402_PAYER_CONCURRENCY`). */
   perPayer: number;
   log(message: string, err?: unknown): void;
+  /** The gateway's clock (default the machine's): a lease's deadline and when a channel is looked at again. */
+  now?: Clock;
 }
 
 /** One channel account lent to one settlement. */
@@ -83,6 +86,7 @@ export async function createChannelPool(o: ChannelPoolOptions) {
     checking: undefined,
   }));
   const slots = new FairSlots(o.count, o.perPayer);
+  const now = o.now ?? systemClock;
   let prepared: Promise<void> | undefined;
   let session: Promise<LockSession> | undefined;
   let sessionTurn: Promise<unknown> = Promise.resolve();
@@ -103,7 +107,7 @@ export async function createChannelPool(o: ChannelPoolOptions) {
       } catch (err) {
         o.log(`x402 channel account ${c.address} could not be set up or topped up (the treasury pays its XLM: fund it); it is left out until it is`, err);
       } finally {
-        c.checkedAt = Date.now();
+        c.checkedAt = now();
         c.checking = undefined;
       }
     })();
@@ -180,7 +184,7 @@ export async function createChannelPool(o: ChannelPoolOptions) {
       for (const c of channels) {
         if (!c.ready) {
           // One that could not be set up is tried again now and then.
-          if (!c.checking && Date.now() - c.checkedAt > RECHECK_MS) void check(c);
+          if (!c.checking && now() - c.checkedAt > RECHECK_MS) void check(c);
           continue;
         }
         if (c.leased) continue;
@@ -193,7 +197,7 @@ export async function createChannelPool(o: ChannelPoolOptions) {
         }
         if (mine) return c;
       }
-      if (Date.now() >= deadline) throw new ChannelsBusy('every x402 channel account is in use (by other gateways too)');
+      if (now() >= deadline) throw new ChannelsBusy('every x402 channel account is in use (by other gateways too)');
       await new Promise((r) => setTimeout(r, RETRY_LOCK_MS));
     }
   }
@@ -216,11 +220,11 @@ export async function createChannelPool(o: ChannelPoolOptions) {
      */
     async lease(payer: string, waitMs: number): Promise<ChannelLease> {
       if (closed) throw new ChannelsUnavailable('the gateway is closing');
-      const deadline = Date.now() + waitMs;
+      const deadline = now() + waitMs;
       await prepare();
       let freeSlot: () => void;
       try {
-        freeSlot = await slots.acquire(payer, deadline - Date.now());
+        freeSlot = await slots.acquire(payer, deadline - now());
       } catch (err) {
         if (err instanceof SlotTimeout) throw new ChannelsBusy(`no x402 channel account came free within ${Math.round(waitMs / 1000)} s`);
         throw err;
@@ -243,7 +247,7 @@ export async function createChannelPool(o: ChannelPoolOptions) {
             c.leased = false;
             freeSlot();
           });
-          if (opts.recheck || Date.now() - c.checkedAt > RECHECK_MS) void check(c);
+          if (opts.recheck || now() - c.checkedAt > RECHECK_MS) void check(c);
         },
       };
     },

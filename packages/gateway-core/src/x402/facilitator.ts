@@ -17,6 +17,7 @@ import { createSponsorship } from './sponsorship.js';
 import { EXACT_RECONCILE_GRACE_MS, EXACT_RECONCILE_INTERVAL_MS } from './reconcile.js';
 import { EXACT_REFUND_WINDOW_MS } from './refund.js';
 import { authorizationOf, payerOf, readSettledTransfer } from './transfer.js';
+import { systemClock } from '../clock.js';
 
 /** A ledger's close time assumed when an authorization's expiry is turned into a time (testnet and pubnet close every 5 to 6 s). */
 const LEDGER_SECONDS = 6;
@@ -117,7 +118,7 @@ function toSigner(signer: TxSigner, passphrase: string): FacilitatorStellarSigne
  */
 export function createFacilitator(o: CreateFacilitatorOptions) {
   const x402Network = o.network.x402Network as string;
-  const now = o.now ?? Date.now;
+  const now = o.now ?? systemClock;
   const passphrase = o.network.passphrase;
   const off = !o.settings.enabled
     ? 'the x402 facilitator is off on this gateway (FAREBOX_X402_FACILITATOR)'
@@ -309,6 +310,7 @@ export function createFacilitator(o: CreateFacilitatorOptions) {
         await throughOutage(() => o.ledger.recordExactPayment(input), `record of x402 payment ${hash}`, {
           ...outage,
           log: o.log,
+          now,
           resolvedBy: 'the x402 reconciler (from the chain)',
         });
         o.note?.(

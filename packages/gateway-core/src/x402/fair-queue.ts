@@ -36,7 +36,8 @@ export class FairSlots {
   /** Waits for a slot of `key` (at most `waitMs`); resolves with the function that gives it back (once). */
   acquire(key: string, waitMs: number): Promise<() => void> {
     return new Promise((resolve, reject) => {
-      const started = Date.now();
+      // The wait's length, for the error only (the timer decides): a duration (clock.ts).
+      const started = performance.now();
       const w: Waiter = { key, grant: (release) => resolve(release), timer: undefined };
       const queue = this.waiting.get(key);
       if (queue) queue.push(w);
@@ -46,7 +47,7 @@ export class FairSlots {
         w.timer = setTimeout(
           () => {
             if (!this.remove(w)) return;
-            reject(new SlotTimeout(Date.now() - started));
+            reject(new SlotTimeout(performance.now() - started));
           },
           Math.max(0, waitMs),
         );

@@ -2,6 +2,7 @@ import { Address, nativeToScVal, rpc } from '@stellar/stellar-sdk';
 import type { ExactIntent, Ledger } from '@farebox/ledger';
 import type { NetworkConfig } from '@farebox/stellar';
 import { authorizationOf, settledTransfer } from './transfer.js';
+import { systemClock } from '../clock.js';
 
 /** How long after its intent a settlement is left to record itself before the reconciler looks (ms). */
 export const EXACT_RECONCILE_GRACE_MS = 120_000;
@@ -60,7 +61,7 @@ export interface ExactReconciler {
  */
 export function createExactReconciler(o: ExactReconcilerOptions): ExactReconciler {
   const server = new rpc.Server(o.network.rpcUrl, { allowHttp: o.network.allowHttp });
-  const now = o.now ?? Date.now;
+  const now = o.now ?? systemClock;
   const graceMs = o.graceMs ?? EXACT_RECONCILE_GRACE_MS;
   const leaseMs = o.leaseMs ?? 60_000;
   let timer: ReturnType<typeof setInterval> | undefined;

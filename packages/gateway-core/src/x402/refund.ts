@@ -9,6 +9,7 @@ import { enforceRateLimit, type RateLimitStore } from '../security/rate-limit.js
 import { canStillApplyTx, createChainProbe, type ChainProbe } from '../settlement/onchain.js';
 import type { X402Settings } from './config.js';
 import type { FacilitatorAnswer } from './facilitator.js';
+import { systemClock } from '../clock.js';
 
 /** How long after its settlement a payment may be refunded by default (ms; `FAREBOX_X402_REFUND_WINDOW`). */
 export const EXACT_REFUND_WINDOW_MS = 10 * 60_000;
@@ -97,7 +98,7 @@ function parse(body: unknown): { transaction: string; service: string; timestamp
  * can still apply, or replaced when it never can.
  */
 export function createExactRefunds(o: ExactRefundsOptions) {
-  const now = o.now ?? Date.now;
+  const now = o.now ?? systemClock;
   const x402Network = o.network.x402Network as string;
   const probe = o.probe ?? createChainProbe(o.network);
   const horizon = new Horizon.Server(o.network.horizonUrl, { allowHttp: o.network.allowHttp });
