@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { StrKey } from '@stellar/stellar-sdk';
-import { ConfigError } from '@farebox/protocol';
+import { ConfigError, readSettings } from '@farebox/protocol';
 import { resolveNetwork, type NetworkName } from '@farebox/stellar';
 import type { SearchIndex } from '@farebox/discovery';
 import { createDiscoveryHandler, type DiscoveryHttpOptions } from './http.js';
 import { createHealthFeed, type HealthFeed } from './health-feed.js';
+import { DISCOVERY_SETTINGS } from './settings.js';
 import { createDiscoveryService, type DiscoveryService, type DiscoveryServiceOptions } from './service.js';
 
 export interface DiscoveryConfig {
@@ -34,58 +34,41 @@ export interface DiscoveryConfig {
   healthFeedIntervalMs: number;
 }
 
-function intSetting(env: Record<string, string | undefined>, name: string, fallback: number, min: number, problems: string[]): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(n) || n < min) {
-    problems.push(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
-    return fallback;
-  }
-  return n;
-}
-
 /**
- * The discovery host's settings from its environment (docs/deploy.md lists
- * them), typed and validated; every problem at once. The host's one
- * configuration reader: `main.ts` hands it `process.env`, nothing else in the
- * host reads the environment.
+ * The discovery host's settings from its environment (`DISCOVERY_SETTINGS`,
+ * docs/configuration.md), typed and validated; every problem at once. The
+ * host's one configuration reader: `main.ts` hands it `process.env`, nothing
+ * else in the host reads the environment.
  */
 export function loadDiscoveryConfig(env: Record<string, string | undefined>): DiscoveryConfig {
   const problems: string[] = [];
   // The gateway's rule: STELLAR_NETWORK (default testnet); FAREBOX_NETWORK is an older alias that may not disagree.
-  const network = (env.STELLAR_NETWORK || env.FAREBOX_NETWORK || 'testnet') as NetworkName;
   if (env.STELLAR_NETWORK && env.FAREBOX_NETWORK && env.STELLAR_NETWORK !== env.FAREBOX_NETWORK) {
     problems.push(`STELLAR_NETWORK (${env.STELLAR_NETWORK}) and FAREBOX_NETWORK (${env.FAREBOX_NETWORK}) disagree: set STELLAR_NETWORK only`);
   }
-  if (!['local', 'testnet', 'mainnet'].includes(network)) problems.push(`STELLAR_NETWORK must be local, testnet or mainnet, got ${JSON.stringify(network)}`);
-  const vectorIndex = (env.FAREBOX_DISCOVERY_VECTOR_INDEX || 'hnsw') as 'hnsw' | 'flat';
-  if (vectorIndex !== 'hnsw' && vectorIndex !== 'flat')
-    problems.push(`FAREBOX_DISCOVERY_VECTOR_INDEX must be hnsw or flat, got ${JSON.stringify(vectorIndex)}`);
+  const { values: v, problems: malformed } = readSettings(env, DISCOVERY_SETTINGS);
+  problems.push(...malformed);
+  const network: NetworkName = v.STELLAR_NETWORK ?? v.FAREBOX_NETWORK ?? 'testnet';
   const config: DiscoveryConfig = {
-    port: intSetting(env, 'PORT', 8790, 0, problems),
-    host: env.FAREBOX_DISCOVERY_HOST || '0.0.0.0',
-    dataDir: resolve(env.FAREBOX_DISCOVERY_DATA_DIR || join(env.FAREBOX_DATA_DIR || './.farebox', 'discovery')),
+    port: v.PORT,
+    host: v.FAREBOX_DISCOVERY_HOST,
+    dataDir: resolve(v.FAREBOX_DISCOVERY_DATA_DIR ?? join(v.FAREBOX_DATA_DIR ?? './.farebox', 'discovery')),
     network,
-    ...(env.FAREBOX_DEVNET_URL ? { devnetUrl: env.FAREBOX_DEVNET_URL.replace(/\/+$/, '') } : {}),
-    ...(env.STELLAR_RPC_URL ? { rpcUrl: env.STELLAR_RPC_URL } : {}),
-    ...(env.STELLAR_CONTRACT_ID ? { contractId: env.STELLAR_CONTRACT_ID } : {}),
-    ...(env.FAREBOX_MODEL_DIR ? { modelDir: env.FAREBOX_MODEL_DIR } : {}),
-    allowModelDownload: env.FAREBOX_ALLOW_MODEL_DOWNLOAD === 'true',
-    ...(env.FAREBOX_MODEL_HUB_URL ? { modelHubUrl: env.FAREBOX_MODEL_HUB_URL } : {}),
-    vectorIndex,
-    pollIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_POLL_MS', 100, 10, problems),
-    snapshotIntervalMs: intSetting(env, 'FAREBOX_DISCOVERY_SNAPSHOT_MS', 30_000, 0, problems),
-    rateLimitPerMinute: intSetting(env, 'FAREBOX_DISCOVERY_RATE_LIMIT', 600, 0, problems),
-    trustProxy: env.FAREBOX_TRUST_PROXY === '1' || env.FAREBOX_TRUST_PROXY === 'true',
-    ...(env.FAREBOX_TREASURY_ADDRESS ? { treasury: env.FAREBOX_TREASURY_ADDRESS } : {}),
-    ...(env.FAREBOX_HEALTH_FEED_URL ? { healthFeedUrl: env.FAREBOX_HEALTH_FEED_URL } : {}),
-    healthFeedIntervalMs: intSetting(env, 'FAREBOX_HEALTH_FEED_MS', 30_000, 1_000, problems),
+    ...(v.FAREBOX_DEVNET_URL ? { devnetUrl: v.FAREBOX_DEVNET_URL.replace(/\/+$/, '') } : {}),
+    ...(v.STELLAR_RPC_URL ? { rpcUrl: v.STELLAR_RPC_URL } : {}),
+    ...(v.STELLAR_CONTRACT_ID ? { contractId: v.STELLAR_CONTRACT_ID } : {}),
+    ...(v.FAREBOX_MODEL_DIR ? { modelDir: v.FAREBOX_MODEL_DIR } : {}),
+    allowModelDownload: v.FAREBOX_ALLOW_MODEL_DOWNLOAD ?? false,
+    ...(v.FAREBOX_MODEL_HUB_URL ? { modelHubUrl: v.FAREBOX_MODEL_HUB_URL } : {}),
+    vectorIndex: v.FAREBOX_DISCOVERY_VECTOR_INDEX,
+    pollIntervalMs: v.FAREBOX_DISCOVERY_POLL_MS,
+    snapshotIntervalMs: v.FAREBOX_DISCOVERY_SNAPSHOT_MS,
+    rateLimitPerMinute: v.FAREBOX_DISCOVERY_RATE_LIMIT,
+    trustProxy: v.FAREBOX_TRUST_PROXY,
+    ...(v.FAREBOX_TREASURY_ADDRESS ? { treasury: v.FAREBOX_TREASURY_ADDRESS } : {}),
+    ...(v.FAREBOX_HEALTH_FEED_URL ? { healthFeedUrl: v.FAREBOX_HEALTH_FEED_URL } : {}),
+    healthFeedIntervalMs: v.FAREBOX_HEALTH_FEED_MS,
   };
-  if (config.healthFeedUrl !== undefined && !/^https?:\/\/[^/]/.test(config.healthFeedUrl))
-    problems.push(`FAREBOX_HEALTH_FEED_URL must be an http(s) URL (the gateway's /discovery/health), got ${JSON.stringify(config.healthFeedUrl)}`);
-  if (config.treasury !== undefined && !StrKey.isValidEd25519PublicKey(config.treasury))
-    problems.push(`FAREBOX_TREASURY_ADDRESS must be a G... public key, got ${JSON.stringify(config.treasury)}`);
   if (network === 'local' && !config.devnetUrl)
     problems.push('FAREBOX_DEVNET_URL required on the local network (the devnet to follow, e.g. http://127.0.0.1:8787/devnet)');
   if (problems.length) throw new ConfigError(problems);

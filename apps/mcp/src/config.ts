@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { configDir, DEFAULT_GATEWAY_URL } from '@farebox/client/oauth';
 import { AdapterError } from './errors.js';
+import type { z } from 'zod';
+import { ADAPTER_SETTINGS } from './settings.js';
 
 /** The package name: the default client name shown on the consent page. */
 export const PACKAGE_NAME = '@farebox/mcp';
@@ -29,25 +31,31 @@ export interface AdapterConfig {
  * const config = loadAdapterConfig(process.env);
  */
 export function loadAdapterConfig(env: Record<string, string | undefined>): AdapterConfig {
-  const problems: string[] = [];
-  const rawUrl = (env.FAREBOX_URL ?? '').trim() || DEFAULT_GATEWAY_URL;
-  let url = rawUrl.replace(/\/+$/, '');
-  try {
-    const parsed = new URL(rawUrl);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') problems.push(`FAREBOX_URL must be an http(s) URL, got ${JSON.stringify(rawUrl)}`);
-    if (parsed.search || parsed.hash) problems.push('FAREBOX_URL must not carry a query or fragment');
-    url = `${parsed.origin}${parsed.pathname}`.replace(/\/+$/, '');
-    // Accept the connector URL too: `https://host/mcp` means the gateway `https://host`.
-    if (url.endsWith('/mcp')) url = url.slice(0, -'/mcp'.length);
-  } catch {
-    problems.push(`FAREBOX_URL is not a valid URL: ${JSON.stringify(rawUrl)}`);
-  }
-  const apiKey = env.FAREBOX_API_KEY?.trim() || undefined;
-  if (apiKey !== undefined && (/\s/.test(apiKey) || !apiKey.startsWith('sk_live_')))
-    problems.push('FAREBOX_API_KEY must be a Farebox API key (it starts with sk_live_)');
-  const tokenPath = env.FAREBOX_TOKEN_PATH?.trim() || join(configDir(env), 'mcp-token.json');
-  const clientName = env.FAREBOX_CLIENT_NAME?.trim() || PACKAGE_NAME;
-  if (clientName.length > 200) problems.push('FAREBOX_CLIENT_NAME is too long (max 200 characters)');
+  // Every variable is declared in settings.ts (docs/configuration.md); the token path's default folder follows the user's.
+  const { values, problems } = readAdapterSettings(env);
   if (problems.length > 0) throw new AdapterError('CONFIG', `invalid configuration: ${problems.join('; ')}`);
-  return { url, mcpUrl: `${url}/mcp`, apiKey, tokenPath, clientName, openBrowser: (env.BROWSER ?? '').toLowerCase() !== 'none' };
+  const url = values.FAREBOX_URL ?? DEFAULT_GATEWAY_URL.replace(/\/+$/, '');
+  return {
+    url,
+    mcpUrl: `${url}/mcp`,
+    apiKey: values.FAREBOX_API_KEY,
+    tokenPath: values.FAREBOX_TOKEN_PATH ?? join(configDir(env), 'mcp-token.json'),
+    clientName: values.FAREBOX_CLIENT_NAME ?? PACKAGE_NAME,
+    openBrowser: (values.BROWSER ?? '').toLowerCase() !== 'none',
+  };
+}
+
+/** The environment read against `ADAPTER_SETTINGS`: the typed values and every problem. */
+export function readAdapterSettings(env: Record<string, string | undefined>): {
+  values: { [K in keyof typeof ADAPTER_SETTINGS]: z.output<ReturnType<(typeof ADAPTER_SETTINGS)[K]['kind']['schema']>> };
+  problems: string[];
+} {
+  const values: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, spec] of Object.entries(ADAPTER_SETTINGS)) {
+    const parsed = spec.kind.schema(name).safeParse(env[name]);
+    if (parsed.success) values[name] = parsed.data;
+    else problems.push(...parsed.error.issues.map((i) => i.message));
+  }
+  return { values: values as ReturnType<typeof readAdapterSettings>['values'], problems };
 }

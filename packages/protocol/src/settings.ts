@@ -44,7 +44,7 @@ export type SettingSpecs = Record<string, Setting<any>>;
 
 /** The typed values of a record of settings (undefined when unset and without a fallback). */
 export type SettingValues<S extends SettingSpecs> = {
-  [K in keyof S]: S[K] extends Setting<infer T> ? (S[K] extends { fallback: T } ? T : T | undefined) : never;
+  [K in keyof S]: S[K]['kind'] extends SettingKind<infer T> ? ('fallback' extends keyof S[K] ? (undefined extends S[K]['fallback'] ? T | undefined : T) : T | undefined) : never;
 };
 
 /** Declares a record of settings (typed; the order is the docs' order and the order problems are named in). */
