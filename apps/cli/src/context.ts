@@ -2,8 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createGatewayClient, type GatewayClient } from '@farebox/client';
 import { configDir, createOAuthSession, writeFileAtomic, DEFAULT_GATEWAY_URL, type OAuthSession } from '@farebox/client/oauth';
+import { readSettings } from '@farebox/protocol';
 import { z } from 'zod';
 import { CliError } from './errors.js';
+import { CLI_SETTINGS } from './settings.js';
 
 /** What `farebox login` stores (`cli.json`, mode 0600). */
 const StoredConfigSchema = z.looseObject({
@@ -45,6 +47,8 @@ export interface CliSettings {
   /** `DATABASE_URL` and `FAREBOX_DATA_DIR` (default `./.farebox`): the gateway database the operator grants open. */
   databaseUrl: string | undefined;
   dataDir: string;
+  /** `FAREBOX_MODEL_HUB_URL`: where `farebox model fetch` downloads from, unless `--hub` names a hub. */
+  modelHubUrl: string | undefined;
   /** `PATH`: where `farebox dev` and `farebox discovery` look for the programs they start. */
   path: string;
   /** The environment `farebox discovery` starts its program with: the CLI's own, passed on. */
@@ -59,29 +63,36 @@ export interface CliSettings {
   devnet: { passphrase: string | undefined; local: boolean };
 }
 
-/** The CLI's settings from an environment (README, "Configuration"). */
+/**
+ * The CLI's settings from an environment (`CLI_SETTINGS`, docs/configuration.md).
+ * A malformed value stops the command with every problem named (`USAGE`).
+ */
 export function cliSettingsFromEnv(env: Env): CliSettings {
+  const { values: v, problems } = readSettings(env, CLI_SETTINGS);
+  if (problems.length) throw new CliError('USAGE', `invalid configuration: ${problems.join('; ')}`, { problems });
+  const network = v.STELLAR_NETWORK ?? v.FAREBOX_NETWORK;
   return {
     configDir: cliConfigDir(env),
-    url: env.FAREBOX_URL,
-    apiKey: env.FAREBOX_API_KEY,
-    clientName: env.FAREBOX_CLIENT_NAME?.trim() || 'farebox CLI',
-    openBrowser: (env.BROWSER ?? '').toLowerCase() !== 'none',
-    escrowApiKey: env.TRUSTLESS_WORK_API_KEY,
-    databaseUrl: env.DATABASE_URL || undefined,
-    dataDir: env.FAREBOX_DATA_DIR ?? './.farebox',
-    path: env.PATH ?? '',
+    url: v.FAREBOX_URL,
+    apiKey: v.FAREBOX_API_KEY,
+    clientName: v.FAREBOX_CLIENT_NAME.trim() || 'farebox CLI',
+    openBrowser: (v.BROWSER ?? '').toLowerCase() !== 'none',
+    escrowApiKey: v.TRUSTLESS_WORK_API_KEY,
+    databaseUrl: v.DATABASE_URL,
+    dataDir: v.FAREBOX_DATA_DIR,
+    modelHubUrl: v.FAREBOX_MODEL_HUB_URL,
+    path: v.PATH,
     childEnv: env,
     devStackEnv: {
       ...env,
       // The local stack: the embedded devnet (the gateway's default network is testnet).
-      ...(env.STELLAR_NETWORK || env.FAREBOX_NETWORK ? {} : { STELLAR_NETWORK: 'local' }),
+      ...(network ? {} : { STELLAR_NETWORK: 'local' }),
       // It calls the developer's services on localhost (never the gateway's own port; refused on mainnet).
       FAREBOX_ALLOW_LOOPBACK_ENDPOINTS: env.FAREBOX_ALLOW_LOOPBACK_ENDPOINTS ?? 'true',
       // A missing search model downloads in the background where the network allows (docs/search.md); offline, keyword-only.
       FAREBOX_ALLOW_MODEL_DOWNLOAD: env.FAREBOX_ALLOW_MODEL_DOWNLOAD ?? 'true',
     },
-    devnet: { passphrase: env.FAREBOX_DEVNET_PASSPHRASE, local: (env.STELLAR_NETWORK || env.FAREBOX_NETWORK || 'local') === 'local' },
+    devnet: { passphrase: v.FAREBOX_DEVNET_PASSPHRASE, local: (network ?? 'local') === 'local' },
   };
 }
 

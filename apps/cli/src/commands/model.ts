@@ -18,7 +18,7 @@ export async function runModelFetch(ctx: Context, opts: { dir?: string; hub?: st
   } catch {
     throw new CliError('LOCAL', 'model fetch needs @farebox/discovery: npm install -g @farebox/discovery (it brings the ONNX runtime)');
   }
-  const hub = opts.hub ?? (ctx.settings.childEnv.FAREBOX_MODEL_HUB_URL || undefined);
+  const hub = opts.hub ?? ctx.settings.modelHubUrl;
   // A line at every 10%; the total grows as each file starts (the small ones first), and the count restarts with it.
   let step = -1;
   let known = 0;
