@@ -112,6 +112,8 @@ it('npm start prints its banner last, after no line of its own polling, with sho
   // The model is still downloading (the hub holds its weights): keyword-only for now, and it says so.
   expect(banner).toMatch(/\n {2}search {6}keyword-only for now: embedding model is downloading[^\n]*\(no restart needed\)\n/);
   expect(banner).toMatch(/\n {2}demo login {2}demo@farebox\.local \/ \S+/);
+  // Settlement you can watch: every minute here, and the command that pays out now (issue 50).
+  expect(banner).toContain('\n  settlement  publishers are paid out every 1m (FAREBOX_SETTLEMENT_INTERVAL); now: pnpm farebox publisher settle\n');
   const key = /\n {2}API key {5}(sk_live_\S+)/.exec(banner)?.[1];
   expect(key).toBeDefined();
 

@@ -31,6 +31,8 @@ if (process.env.FAREBOX_DEVNET_PASSPHRASE === undefined) {
   } else process.env.FAREBOX_DEVNET_PASSPHRASE = 'testnet';
 }
 const base = process.env.FAREBOX_BASE_URL ?? `http://127.0.0.1:${port}`;
+/** How often the local stack pays publishers out (the gateway's default, 1 h, is for production). */
+const settlementInterval = process.env.FAREBOX_SETTLEMENT_INTERVAL ?? '1m';
 const children = [];
 /** When a child last printed a line (the banner waits for a quiet moment, so it is the last block printed at start). */
 let lastOutput = Date.now();
@@ -149,6 +151,8 @@ start('gateway', process.execPath, [gatewayMain], {
   // One short readable line per request (FAREBOX_LOG_PRETTY=false: JSON lines, as in production),
   // coloured when this script's output is a terminal (the gateway writes through a pipe).
   FAREBOX_LOG_PRETTY: process.env.FAREBOX_LOG_PRETTY ?? 'true',
+  // Earnings are paid out every minute here, so a publisher sees the release while watching (1 h elsewhere).
+  FAREBOX_SETTLEMENT_INTERVAL: settlementInterval,
   ...(colors && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
 });
 await waitFor(`${base}/health`);
@@ -265,6 +269,7 @@ ${
     : ''
 }  examples    ${examples.map((e) => `${e.name} http://127.0.0.1:${e.port}/`).join('   ')}
   search      ${searchLine(health.body)}
+  settlement  publishers are paid out every ${settlementInterval} (FAREBOX_SETTLEMENT_INTERVAL); now: pnpm farebox publisher settle
   demo login  ${bold(`${demo.email} / ${demo.password}`)}
   API key     ${bold(demo.apiKey)}
 

@@ -47,7 +47,7 @@ describe('GET /v1/publisher/by-owner/:owner (no credential, read-only)', () => {
     expect(r.body.services.map((x: { service: string }) => x.service)).toEqual([name]);
   });
   it('refuses what is not an account key', async () => {
-    expect(await s.request('/v1/publisher/by-owner/nobody')).toEqual({ status: 400, body: { error: 'owner is not a Stellar account key (G...)' } });
+    expect(await s.request('/v1/publisher/by-owner/nobody')).toMatchObject({ status: 400, body: { error: 'owner is not a Stellar account key (G...)' } });
   });
 });
 
@@ -63,7 +63,7 @@ describe('linking the key to the account', () => {
     expect(ch.challenge).toMatch(/^farebox-publisher-link:v1\nowner: G/);
     expect(
       await pub.api('/v1/publisher/links', { body: { owner: svc.owner, challenge: ch.challenge, signature: sign(other.secret(), ch.challenge) } }),
-    ).toEqual({
+    ).toMatchObject({
       status: 400,
       body: {
         error: `signature does not verify with the owner key ${svc.owner}: sign the challenge with its secret (farebox publisher link --keypair .farebox/keypair)`,
@@ -77,13 +77,13 @@ describe('linking the key to the account', () => {
     expect((await pub.api('/v1/publisher/links', { body: { owner: svc.owner, challenge: expired, signature: sign(svc.secret, expired) } })).body.error).toBe(
       'challenge expired: ask POST /v1/publisher/links/challenge for a new one and sign it within 10 minutes',
     );
-    expect((await pub.api('/v1/publisher/links/challenge', { body: { owner: 'GNOPE' } })).body).toEqual({ error: 'owner is not a Stellar account key (G...)' });
+    expect((await pub.api('/v1/publisher/links/challenge', { body: { owner: 'GNOPE' } })).body.error).toBe('owner is not a Stellar account key (G...)');
     expect((await pub.api('/v1/publisher/overview')).body.linked_owners).toEqual([]);
   });
 
   it('a publisher account is needed', async () => {
     const plain = await s.user();
-    expect(await plain.api('/v1/publisher/links/challenge', { body: { owner: svc.owner } })).toEqual({
+    expect(await plain.api('/v1/publisher/links/challenge', { body: { owner: svc.owner } })).toMatchObject({
       status: 403,
       body: { error: 'activate publishing first (POST /v1/publisher/activate)' },
     });
@@ -121,6 +121,11 @@ describe('linking the key to the account', () => {
     const byOwner = (await s.request(`/v1/publisher/by-owner/${svc.owner}`)).body;
     expect(byOwner).toMatchObject({ settled_base_units: Number(net), pending_base_units: 0, payouts: [{ state: 'done', paid: { base_units: Number(net) } }] });
     expect(byOwner.payouts[0].transactions.map((t: { step: string }) => t.step)).toContain('release');
+    // The devnet explorer's page of the owner's account lists the release that paid it, and the USDC it moved.
+    const release = byOwner.payouts[0].transactions.find((t: { step: string }) => t.step === 'release');
+    const page = await (await fetch(`${s.devnet.url}/explorer/local/account/${svc.owner}`)).text();
+    expect(page).toContain(`/tx/${release.tx_hash}`);
+    expect(page).toContain(`+${(Number(net) / 1e7).toFixed(7)} USDC`);
     expect((await pub.api('/v1/publisher/overview')).body).toMatchObject({ settled_base_units: Number(net), pending_base_units: 0 });
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { xdr, type Asset } from '@stellar/stellar-sdk';
+import { scValToNative, xdr, type Asset } from '@stellar/stellar-sdk';
 import { resultCodesFromXdr } from '@farebox/stellar';
 import { invoke, simulate } from './chain-invoke.js';
 import { applyOp, describeOp } from './chain-ops.js';
@@ -314,6 +314,9 @@ export class Chain {
       if (!ok) return;
       evs.forEach((e, ei) => {
         touched.add(e.contractId);
+        // An account a contract event names (the receiver of a token transfer: an escrow's release) was touched too.
+        for (const t of e.topics)
+          if (t.switch().name === 'scvAddress' && t.address().switch().name === 'scAddressTypeAccount') touched.add(scValToNative(t) as string);
         eventRecords.push({
           id: `${toid(ledger, order, opIndex)}-${String(ei).padStart(10, '0')}`,
           ledger,

@@ -28,12 +28,31 @@ const show = (v: string) => {
   }
 };
 
-function txRows(base: string, txs: TxRecord[]): string {
+/** What token transfers (`transfer` events: from, to, asset) moved in and out of `account` in each transaction: `+0.0076000 USDC`. */
+function transfersOf(chain: Chain, account: string, txs: TxRecord[]): Map<string, string[]> {
+  const hashes = new Set(txs.map((t) => t.hash));
+  const out = new Map<string, string[]>();
+  for (const e of chain.events) {
+    if (!hashes.has(e.txHash) || e.topic.length < 4) continue;
+    try {
+      const [name, from, to, asset] = e.topic.map((t) => scValToNative(xdr.ScVal.fromXDR(t, 'base64')) as unknown);
+      const amount = scValToNative(xdr.ScVal.fromXDR(e.value, 'base64')) as unknown;
+      if (name !== 'transfer' || typeof amount !== 'bigint' || (from !== account && to !== account) || from === to) continue;
+      const line = `${to === account ? '+' : '-'}${formatStroops(amount)} ${String(asset).split(':')[0]}`;
+      out.set(e.txHash, [...(out.get(e.txHash) ?? []), line]);
+    } catch {
+      // not a token transfer
+    }
+  }
+  return out;
+}
+
+function txRows(base: string, txs: TxRecord[], moved?: Map<string, string[]>): string {
   if (!txs.length) return '<p>No transactions.</p>';
-  return `<table><tr><th>ledger</th><th>transaction</th><th>result</th><th>operations</th></tr>${txs
+  return `<table><tr><th>ledger</th><th>transaction</th><th>result</th>${moved ? '<th>moved</th>' : ''}<th>operations</th></tr>${txs
     .map(
       (t) =>
-        `<tr><td>${t.ledger}</td><td>${link(base, 'tx', t.hash, `${t.hash.slice(0, 12)}…`)}</td><td class="${t.successful ? 'ok' : 'bad'}">${esc(t.resultCodes.transaction)}</td><td>${t.summary.map((s) => linkify(base, s)).join('<br>')}</td></tr>`,
+        `<tr><td>${t.ledger}</td><td>${link(base, 'tx', t.hash, `${t.hash.slice(0, 12)}…`)}</td><td class="${t.successful ? 'ok' : 'bad'}">${esc(t.resultCodes.transaction)}</td>${moved ? `<td>${esc((moved.get(t.hash) ?? []).join(', '))}</td>` : ''}<td>${t.summary.map((s) => linkify(base, s)).join('<br>')}</td></tr>`,
     )
     .join('')}</table>`;
 }
@@ -67,12 +86,11 @@ ${t.returnValueXdr ? `<tr><th>return value</th><td>${esc(show(t.returnValueXdr))
     const a = chain.accounts.get(id);
     if (!a)
       return { status: 404, html: page('Account not found', `<p>No account <code>${esc(id)}</code> on this devnet (fund it with the friendbot).</p>`, base) };
+    // Every transaction that touched the account, payments into it included (a settlement's release names it in its transfer).
+    const mine = recent((t) => t.touched.includes(id));
     const body = `<table><tr><th>account</th><td>${esc(a.id)}</td></tr><tr><th>XLM</th><td>${esc(formatStroops(a.balance))}</td></tr>
 <tr><th>USDC</th><td>${a.usdc ? esc(formatStroops(a.usdc.balance)) : 'no trustline'}</td></tr><tr><th>sequence</th><td>${esc(a.seq.toString())}</td></tr></table>
-<h2>Recent transactions</h2>${txRows(
-      base,
-      recent((t) => t.touched.includes(id)),
-    )}`;
+<h2>Recent transactions</h2>${txRows(base, mine, transfersOf(chain, id, mine))}`;
     return { status: 200, html: page(`Account ${id.slice(0, 8)}…`, body, base) };
   }
   if (kind === 'contract') {
