@@ -103,7 +103,7 @@ describe('farebox against a running local stack', () => {
     expect(unknown.code).toBe(1);
     expect(json(unknown.stderr)).toMatchObject({
       error: 'service not found',
-      code: 'GATEWAY',
+      code: 'NOT_FOUND',
       status: 404,
       requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
     });
@@ -169,7 +169,9 @@ describe('farebox against a running local stack', () => {
     expect((await runFarebox(['keys', 'revoke', created.id], { env: e })).stdout).toContain(`Revoked API key ${created.id}`);
     const dead = await runFarebox(['balance', '--api-key', created.key], { env: await env() });
     expect(dead.code).toBe(1);
-    expect(dead.stderr).toContain('invalid credential');
+    expect(dead.stderr).toContain(
+      'invalid credential: the gateway does not know this API key (revoked, mistyped, or made on another gateway: check --url / FAREBOX_URL); sign in again with `farebox login --api-key sk_live_...` (a key from the dashboard or `farebox keys create`), or fix --api-key / FAREBOX_API_KEY',
+    );
     expect(json((await runFarebox(['connections', '--json'], { env: e })).stdout)).toEqual([]);
     // --spend-only: a key that may call and read its own, never manage keys (docs/api.md, "Credentials and what each may do").
     const spendOnly = await runFarebox(['keys', 'create', 'reader', '--spend-only'], { env: e });

@@ -38,16 +38,27 @@ export const priceOf = (s: { pricePerCall: number; [k: string]: unknown }) =>
         .replace(/\.$/, '')
     : String(s.pricePerCall);
 
+/** What to do about `invalid credential` (an API key the gateway does not know: revoked, mistyped, or another gateway's). */
+export const INVALID_CREDENTIAL_HINT =
+  'the gateway does not know this API key (revoked, mistyped, or made on another gateway: check --url / FAREBOX_URL); sign in again with `farebox login --api-key sk_live_...` (a key from the dashboard or `farebox keys create`), or fix --api-key / FAREBOX_API_KEY';
+
 /** Turns client errors into CLI errors with the gateway's own message. */
 export async function gatewayCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
     if (e instanceof GatewayApiError) {
-      const hint = e.status === 403 && /OAuth access token/.test(e.message) ? ' (signed in through the browser: this needs `farebox login --api-key`)' : '';
+      const hint =
+        e.status === 403 && /OAuth access token/.test(e.message)
+          ? ' (signed in through the browser: this needs `farebox login --api-key`)'
+          : e.status === 401 && e.message === 'invalid credential'
+            ? `: ${INVALID_CREDENTIAL_HINT}`
+            : '';
       throw new CliError('GATEWAY', `${e.message}${hint}`, {
         status: e.status,
         body: e.body,
+        // The gateway's answer ({ error, code, ...details }), what `--json` prints.
+        answer: e.answer,
         ...(e.requestId ? { requestId: e.requestId } : {}),
         // A refusal by the key's or connection's spending policy: whose, the limit, what is left, when it resets.
         ...(e.spendingLimit ? { spendingLimit: e.spendingLimit } : {}),
