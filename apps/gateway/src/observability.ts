@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
+import { findOperation } from '@farebox/contract';
 import { safeEqual, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { bearerToken } from './browser-policy.js';
 
@@ -22,7 +23,12 @@ export function notePrincipal(req: Request, principal: Principal): void {
 /** The route template a request matched (`/v1/agents/:service`), never the raw path with its ids and query. */
 function routeOf(req: Request): string {
   const path = req.route?.path;
-  if (typeof path === 'string') return `${req.baseUrl}${path}`;
+  if (typeof path === 'string' && req.baseUrl) return `${req.baseUrl}${path}`;
+  // Refused inside the `/v1` router (no or an invalid credential, a handler's 403), a request has left the router
+  // when it is logged (`baseUrl` is '' again): its route is the contract's operation for the path it was sent to.
+  const op = findOperation(req.method, req.originalUrl.split('?')[0] ?? '');
+  if (op) return op.path;
+  if (typeof path === 'string') return path;
   // The embedded devnet (its RPC, Horizon, friendbot, explorer) is one route for the log and the metrics.
   if (req.originalUrl === '/devnet' || req.originalUrl.startsWith('/devnet/') || req.originalUrl.startsWith('/devnet?')) return '/devnet/*';
   return 'unmatched';
@@ -117,12 +123,15 @@ export function mountOperations(app: Express, core: GatewayCore): void {
   const token = core.config.metricsToken;
   app.get('/metrics', (req, res, next) => {
     if (!token) {
-      res.status(404).json({ error: 'not found' });
+      res.status(404).json({ error: 'not found', code: 'NOT_FOUND' });
       return;
     }
     const bearer = bearerToken(req);
     if (!bearer || !safeEqual(bearer, token)) {
-      res.status(401).setHeader('WWW-Authenticate', 'Bearer realm="metrics"').json({ error: 'metrics need the bearer token (FAREBOX_METRICS_TOKEN)' });
+      res
+        .status(401)
+        .setHeader('WWW-Authenticate', 'Bearer realm="metrics"')
+        .json({ error: 'metrics need the bearer token (FAREBOX_METRICS_TOKEN)', code: 'UNAUTHENTICATED' });
       return;
     }
     core.metrics.registry.metrics().then((text) => {
@@ -137,14 +146,14 @@ export async function startMetricsServer(core: GatewayCore): Promise<Server | un
   if (!address) return undefined;
   const server = createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found","code":"NOT_FOUND"}');
       return;
     }
     core.metrics.registry.metrics().then(
       (text) => res.writeHead(200, { 'content-type': core.metrics.registry.contentType }).end(text),
       (err: unknown) => {
         core.logger.error({ err }, 'metrics scrape failed');
-        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal error"}');
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal error","code":"INTERNAL"}');
       },
     );
   });

@@ -57,3 +57,18 @@ it('prints readable lines in colour on a terminal, or when the reader asks for c
   expect(loadConfig({ NO_COLOR: '1' }, true).log).toMatchObject({ pretty: true, colors: false });
   expect(loadConfig({ FAREBOX_LOG_PRETTY: 'false', FORCE_COLOR: '1' }, true).log).toMatchObject({ pretty: false, colors: false });
 });
+
+it('logs a refused request under its full route: a 401 and a 403 under /v1 are /v1/..., not the path inside the router (issue 50)', async () => {
+  await fetch(`${gw.url}/v1/publisher/overview`);
+  await fetch(`${gw.url}/v1/agents/nope`, { headers: { authorization: 'Bearer sk_live_unknown' } });
+  const signup = await fetch(`${gw.url}/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `log${process.pid}@example.com`, password: 'correct horse battery' }),
+  });
+  const cookie = (signup.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+  expect((await fetch(`${gw.url}/v1/publisher/overview`, { headers: { cookie } })).status).toBe(403);
+  await eventually('the three are logged', () => requests().filter((r) => r.status === 401 || r.status === 403).length >= 3);
+  const refused = requests().filter((r) => r.status === 401 || r.status === 403);
+  expect(refused.map((r) => `${r.status} ${r.route}`).sort()).toEqual(['401 /v1/agents/:service', '401 /v1/publisher/overview', '403 /v1/publisher/overview']);
+});
