@@ -10,7 +10,11 @@ import { defineSettings, oneOfSetting, SHARED_SETTINGS, textSetting } from '@far
 const network = oneOfSetting(['local', 'testnet', 'mainnet']);
 
 export const CLI_SETTINGS = defineSettings({
-  FAREBOX_URL: { meaning: 'The gateway, unless `--url` names one (or `farebox login` stored one).', kind: textSetting('an http(s) URL'), default: '`http://127.0.0.1:8787`' },
+  FAREBOX_URL: {
+    meaning: 'The gateway, unless `--url` names one (or `farebox login` stored one).',
+    kind: textSetting('an http(s) URL'),
+    default: '`http://127.0.0.1:8787`',
+  },
   FAREBOX_API_KEY: {
     meaning: 'The credential, unless `--api-key` gives one (or `farebox login` stored one).',
     kind: textSetting('an API key (`sk_live_…`)'),
@@ -23,7 +27,11 @@ export const CLI_SETTINGS = defineSettings({
     default: '`~/.config/farebox` (`$XDG_CONFIG_HOME/farebox`, `%APPDATA%\\farebox` on Windows)',
   },
   FAREBOX_CLIENT_NAME: { meaning: 'The name the browser sign-in registers (shown on the consent page).', kind: textSetting(), fallback: 'farebox CLI' },
-  BROWSER: { meaning: '`none` turns off opening a browser for the sign-in (the URL is still printed).', kind: textSetting('`none`, or anything else'), default: 'unset: the system browser' },
+  BROWSER: {
+    meaning: '`none` turns off opening a browser for the sign-in (the URL is still printed).',
+    kind: textSetting('`none`, or anything else'),
+    default: 'unset: the system browser',
+  },
   TRUSTLESS_WORK_API_KEY: {
     meaning: "The escrow provider's key for direct calls (`farebox call --direct`), unless `--escrow-key` gives one.",
     kind: textSetting(),
@@ -36,10 +44,14 @@ export const CLI_SETTINGS = defineSettings({
     default: "unset: the gateway's PGlite in `$FAREBOX_DATA_DIR/db`",
     secret: true,
   },
-  FAREBOX_DATA_DIR: { ...SHARED_SETTINGS.FAREBOX_DATA_DIR, meaning: "The gateway's data folder, for `farebox operator grant` and `farebox dev`.", fallback: './.farebox' },
+  FAREBOX_DATA_DIR: {
+    ...SHARED_SETTINGS.FAREBOX_DATA_DIR,
+    meaning: "The gateway's data folder, for `farebox operator grant` and `farebox dev`.",
+    fallback: './.farebox',
+  },
   STELLAR_NETWORK: {
     ...SHARED_SETTINGS.STELLAR_NETWORK,
-    meaning: 'The network of `farebox dev`\'s stack (passed on to it) and of direct calls.',
+    meaning: "The network of `farebox dev`'s stack (passed on to it) and of direct calls.",
     kind: network,
     default: '`local` for `farebox dev`',
   },
@@ -59,6 +71,9 @@ export const CLI_SETTINGS = defineSettings({
     ...SHARED_SETTINGS.FAREBOX_DEVNET_PASSPHRASE,
     default: '`testnet` for a new `farebox dev` stack (x402 `exact` works), else the one its devnet was made under',
   },
-  FAREBOX_MODEL_HUB_URL: { ...SHARED_SETTINGS.FAREBOX_MODEL_HUB_URL, meaning: '`farebox model fetch` downloads the search model from there, unless `--hub` names one.' },
+  FAREBOX_MODEL_HUB_URL: {
+    ...SHARED_SETTINGS.FAREBOX_MODEL_HUB_URL,
+    meaning: '`farebox model fetch` downloads the search model from there, unless `--hub` names one.',
+  },
   PATH: { meaning: 'Where `farebox dev` and `farebox discovery` look for the programs they start.', kind: textSetting(), fallback: '' },
 });

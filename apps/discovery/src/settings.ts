@@ -13,7 +13,11 @@ const network = oneOfSetting(['local', 'testnet', 'mainnet'], (_name, text) => g
 export const DISCOVERY_SETTINGS = defineSettings({
   PORT: { meaning: 'The port the discovery service listens on.', kind: int(0), fallback: 8790 },
   FAREBOX_DISCOVERY_HOST: { meaning: 'The address it listens on.', kind: textSetting('an address or host name'), fallback: '0.0.0.0' },
-  FAREBOX_DISCOVERY_DATA_DIR: { meaning: 'Where its snapshots and registry cursor are kept.', kind: textSetting('a folder'), default: '`$FAREBOX_DATA_DIR/discovery`' },
+  FAREBOX_DISCOVERY_DATA_DIR: {
+    meaning: 'Where its snapshots and registry cursor are kept.',
+    kind: textSetting('a folder'),
+    default: '`$FAREBOX_DATA_DIR/discovery`',
+  },
   FAREBOX_DATA_DIR: { ...SHARED_SETTINGS.FAREBOX_DATA_DIR, meaning: 'The data folder `FAREBOX_DISCOVERY_DATA_DIR` defaults under.' },
   STELLAR_NETWORK: { ...SHARED_SETTINGS.STELLAR_NETWORK, meaning: 'The network whose service registry it follows.', kind: network },
   FAREBOX_NETWORK: { ...SHARED_SETTINGS.FAREBOX_NETWORK, kind: network },
@@ -43,7 +47,9 @@ export const DISCOVERY_SETTINGS = defineSettings({
   FAREBOX_TREASURY_ADDRESS: {
     meaning:
       "The platform treasury's address (the gateway's `GET /v1/platform/key` `treasury`): `payTo` of the `exact` offers in the x402 bazaar listing on testnet/pubnet, and the escrows' platform address; without it the listing offers escrow only (docs/search.md).",
-    kind: settingKind('a `G...` public key', (text, name, problem) => (StrKey.isValidEd25519PublicKey(text) ? text : problem(got(name, text, 'a G... public key')))),
+    kind: settingKind('a `G...` public key', (text, name, problem) =>
+      StrKey.isValidEd25519PublicKey(text) ? text : problem(got(name, text, 'a G... public key')),
+    ),
     default: 'unset',
   },
   FAREBOX_HEALTH_FEED_URL: {

@@ -1,12 +1,5 @@
 import { ConfigError, readSettings, type SettingValues } from '@farebox/protocol';
-import {
-  DEFAULT_NETWORK,
-  resolveGatewayConfig,
-  type GatewayConfig,
-  type GatewayOptions,
-  type LogLevel,
-  type NetworkName,
-} from '@farebox/gateway-core';
+import { DEFAULT_NETWORK, resolveGatewayConfig, type GatewayConfig, type GatewayOptions, type LogLevel, type NetworkName } from '@farebox/gateway-core';
 import type { StartGatewayOptions } from './server.js';
 import { GATEWAY_SETTINGS } from './settings.js';
 
@@ -102,11 +95,7 @@ export function listenSettingsFromEnv(
     dataDir: options.dataDir ?? values.FAREBOX_DATA_DIR ?? './.farebox',
     // The embedded devnet's passphrase, in the precedence the gateway's own network config uses (resolveNetwork).
     devnetPassphrase:
-      options.stellar?.passphrase ||
-      values.STELLAR_NETWORK_PASSPHRASE ||
-      options.stellar?.devnetPassphrase ||
-      values.FAREBOX_DEVNET_PASSPHRASE ||
-      'local',
+      options.stellar?.passphrase || values.STELLAR_NETWORK_PASSPHRASE || options.stellar?.devnetPassphrase || values.FAREBOX_DEVNET_PASSPHRASE || 'local',
   };
 }
 

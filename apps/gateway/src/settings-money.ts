@@ -22,12 +22,13 @@ export const MONEY_SETTINGS = defineSettings({
     default: '`10s`',
   },
   TRUSTLESS_WORK_URL: {
-    meaning: 'The escrow provider (Trustless Work, or the devnet\'s emulation).',
+    meaning: "The escrow provider (Trustless Work, or the devnet's emulation).",
     kind: textSetting('an http(s) URL'),
-    default: 'the devnet\'s `/escrow` on `local`, `https://dev.api.trustlesswork.com` on `testnet`, `https://api.trustlesswork.com` on `mainnet`',
+    default: "the devnet's `/escrow` on `local`, `https://dev.api.trustlesswork.com` on `testnet`, `https://api.trustlesswork.com` on `mainnet`",
   },
   TRUSTLESS_WORK_API_KEY: {
-    meaning: 'The escrow provider\'s API key. Without one off the `local` network, settlement and the wallet path are off (`POST /v1/publisher/settle` answers 503).',
+    meaning:
+      "The escrow provider's API key. Without one off the `local` network, settlement and the wallet path are off (`POST /v1/publisher/settle` answers 503).",
     kind: textSetting(),
     default: 'any key on the devnet',
     secret: true,
@@ -66,7 +67,7 @@ export const MONEY_SETTINGS = defineSettings({
   },
   FAREBOX_X402_FEE_ACCOUNT_SECRET: {
     meaning:
-      "A dedicated account that pays the fees through fee-bump transactions; a channel account still signs the inner transaction. Keep only XLM there, as much as you accept to spend: it is the most the fees can ever cost. Must be neither the treasury nor a channel account.",
+      'A dedicated account that pays the fees through fee-bump transactions; a channel account still signs the inner transaction. Keep only XLM there, as much as you accept to spend: it is the most the fees can ever cost. Must be neither the treasury nor a channel account.',
     kind: textSetting('an `S...` secret'),
     default: 'unset: the channel accounts pay',
     secret: true,
@@ -96,8 +97,8 @@ export const MONEY_SETTINGS = defineSettings({
   },
   FAREBOX_X402_SERVICE_NEW_PAYER_DAILY_FEE_STROOPS: {
     meaning: 'The same per service: an attack through one service stops newcomers there only.',
-    kind: stroops('a whole number of stroops, below the newcomers\' total'),
-    default: 'a tenth of the newcomers\' total, at most `1000000` (0.1 XLM)',
+    kind: stroops("a whole number of stroops, below the newcomers' total"),
+    default: "a tenth of the newcomers' total, at most `1000000` (0.1 XLM)",
   },
   FAREBOX_X402_IP_RATE_LIMIT: {
     meaning: "Verify and settle requests per minute and client IP (a provider's server makes two per paid call).",

@@ -1,14 +1,4 @@
-import {
-  defineSettings,
-  flagSetting,
-  intSetting,
-  listSetting,
-  oneOfSetting,
-  settingKind,
-  SHARED_SETTINGS,
-  textSetting,
-} from '@farebox/protocol';
-import { LOG_LEVELS } from '@farebox/gateway-core';
+import { defineSettings, flagSetting, intSetting, listSetting, oneOfSetting, settingKind, SHARED_SETTINGS, textSetting } from '@farebox/protocol';
 import { MONEY_SETTINGS } from './settings-money.js';
 
 /**
@@ -21,6 +11,8 @@ import { MONEY_SETTINGS } from './settings-money.js';
  */
 const { STELLAR_NETWORK, FAREBOX_NETWORK } = SHARED_SETTINGS;
 const network = textSetting('`local`, `testnet` or `mainnet`');
+/** gateway-core's `LOG_LEVELS`, written out so that the docs generator loads no gateway (test/settings.test.ts compares them). */
+export const LOG_LEVEL_NAMES = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** `FAREBOX_TRUST_PROXY`: `true`, `false`, a hop count, or addresses and subnets (express `trust proxy`). */
 const trustProxy = settingKind<boolean | number | string>('`true`, `false`, a number of proxies, or comma-separated addresses or subnets', (text) =>
@@ -41,8 +33,7 @@ export const GATEWAY_SETTINGS = defineSettings({
     meaning: 'The data folder: the embedded PGlite database, the keystore, the catalog cursor and the embedded devnet.',
   },
   DATABASE_URL: {
-    meaning:
-      'A PostgreSQL server instead of the embedded PGlite (one process, no fsync): required on `mainnet` unless `FAREBOX_ALLOW_EMBEDDED_DB=true`.',
+    meaning: 'A PostgreSQL server instead of the embedded PGlite (one process, no fsync): required on `mainnet` unless `FAREBOX_ALLOW_EMBEDDED_DB=true`.',
     kind: textSetting('a `postgres://` URL'),
     default: 'unset: PGlite in `$FAREBOX_DATA_DIR/db`',
     secret: true,
@@ -59,7 +50,8 @@ export const GATEWAY_SETTINGS = defineSettings({
     secret: true,
   },
   FAREBOX_CREDENTIAL_CACHE_MS: {
-    meaning: "How long an API key's principal is served from memory; a revocation drops it at once, on every gateway sharing `FAREBOX_REDIS_URL`. 0 turns the cache off.",
+    meaning:
+      "How long an API key's principal is served from memory; a revocation drops it at once, on every gateway sharing `FAREBOX_REDIS_URL`. 0 turns the cache off.",
     kind: intSetting({ min: 0, label: 'credentialCacheMs' }),
     values: 'an integer from 0 to 60000 (ms)',
     fallback: 5000,
@@ -80,8 +72,8 @@ export const GATEWAY_SETTINGS = defineSettings({
     default: 'unset',
   },
   FAREBOX_LOG_LEVEL: {
-    meaning: 'What is logged; logs are JSON lines on stdout (docs/operations.md). `debug` adds the stack\'s own traffic (devnet polling, health probes).',
-    kind: oneOfSetting(LOG_LEVELS, (name) => `${name} must be one of ${LOG_LEVELS.join(', ')}`),
+    meaning: "What is logged; logs are JSON lines on stdout (docs/operations.md). `debug` adds the stack's own traffic (devnet polling, health probes).",
+    kind: oneOfSetting(LOG_LEVEL_NAMES, (name) => `${name} must be one of ${LOG_LEVEL_NAMES.join(', ')}`),
     default: '`info`',
   },
   FAREBOX_LOG_PRETTY: {
@@ -175,7 +167,8 @@ export const GATEWAY_SETTINGS = defineSettings({
     fallback: 30000,
   },
   FAREBOX_ANONYMOUS_RATE_LIMIT: {
-    meaning: 'Requests per minute and IP without a credential (sign-up, sign-in, OAuth, the public catalog).',
+    meaning:
+      'Requests per minute and IP without a credential: sign-up, sign-in, OAuth, the x402 bazaar `/discovery/*`, an owner\'s earnings (docs/api.md, "Routes without a credential", lists them; `GET /v1/agents` needs a key).',
     kind: intSetting({ min: 1, label: 'anonymousPerMinute' }),
     fallback: 300,
   },
@@ -202,7 +195,7 @@ export const GATEWAY_SETTINGS = defineSettings({
   },
   FAREBOX_KEYSTORE_KEY: {
     meaning:
-      'The key that encrypts every wallet secret in the database, the treasury\'s included; required off the `local` network (without it a key file is generated beside the data it protects).',
+      "The key that encrypts every wallet secret in the database, the treasury's included; required off the `local` network (without it a key file is generated beside the data it protects).",
     kind: textSetting('32 bytes: 64 hex characters or base64'),
     default: 'a generated key file (`local` only)',
     secret: true,

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@farebox/protocol';
-import { resolveGatewayConfig, type GatewayConfig } from '@farebox/gateway-core';
+import { LOG_LEVELS, resolveGatewayConfig, type GatewayConfig } from '@farebox/gateway-core';
 import { configFromEnv, loadConfig } from '../src/config.js';
-import { GATEWAY_SETTINGS } from '../src/settings.js';
+import { GATEWAY_SETTINGS, LOG_LEVEL_NAMES } from '../src/settings.js';
 import { spawnGateway, type GatewayProcess } from './process-kit.js';
 
 // The gateway's settings are declared once (src/settings.ts: meaning, default, values, zod parse);
@@ -101,6 +101,7 @@ describe('the gateway settings schema', () => {
       expect([name, field[name]!(core)]).toEqual([name, (spec as { fallback: unknown }).fallback]);
       expect([name, field[name]!(env)]).toEqual([name, (spec as { fallback: unknown }).fallback]);
     }
+    expect([...LOG_LEVEL_NAMES]).toEqual([...LOG_LEVELS]);
     // Defaults the docs state in words, checked here against the values.
     expect(core).toMatchObject({ port: 8787, baseUrl: 'http://127.0.0.1:8787', holdTimeoutMs: 90_000, liveness: { timeoutMs: 10_000 }, logLevel: 'info' });
     expect(core).toMatchObject({ trustProxy: false, freeTopups: true, allowLoopbackEndpoints: false, signupCredit: 50_000_000n, allowModelDownload: false });

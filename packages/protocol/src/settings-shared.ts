@@ -30,7 +30,8 @@ export const SHARED_SETTINGS = defineSettings({
     default: "the network's preset (the devnet's on `local`)",
   },
   STELLAR_FRIENDBOT_URL: {
-    meaning: "The friendbot that funds new accounts with XLM, instead of the preset's; `none` turns a preset's friendbot off (a private network run like mainnet).",
+    meaning:
+      "The friendbot that funds new accounts with XLM, instead of the preset's; `none` turns a preset's friendbot off (a private network run like mainnet).",
     kind: textSetting('an http(s) URL, or `none`'),
     default: "the network's preset (none on `mainnet`)",
   },
@@ -57,12 +58,12 @@ export const SHARED_SETTINGS = defineSettings({
   FAREBOX_DEVNET_URL: {
     meaning: 'The devnet the `local` network runs on (its RPC, Horizon, friendbot and escrow emulation live under it).',
     kind: textSetting('an http(s) URL'),
-    default: '`http://127.0.0.1:8787/devnet` (the gateway\'s embedded devnet)',
+    default: "`http://127.0.0.1:8787/devnet` (the gateway's embedded devnet)",
   },
   FAREBOX_DEVNET_PASSPHRASE: {
     meaning:
       "The devnet's passphrase on the `local` network: `local`, `testnet` (the devnet stands in for Stellar testnet, so x402 `exact` works with stock clients; `npm start` sets it) or a literal passphrase, never the mainnet one (docs/devnet.md).",
-    kind: textSetting('`local`, `testnet` or a passphrase other than mainnet\'s'),
+    kind: textSetting("`local`, `testnet` or a passphrase other than mainnet's"),
     default: '`local`',
   },
   FAREBOX_DATA_DIR: {
@@ -72,7 +73,7 @@ export const SHARED_SETTINGS = defineSettings({
   },
   FAREBOX_MODEL_DIR: {
     meaning:
-      'A local copy of the search embedding model (`farebox model fetch` writes one). Without a model search is keyword-only, and `/health`, each search hit\'s `search_mode` and the dashboard say so.',
+      "A local copy of the search embedding model (`farebox model fetch` writes one). Without a model search is keyword-only, and `/health`, each search hit's `search_mode` and the dashboard say so.",
     kind: textSetting('a folder'),
     default: '`~/.cache/farebox/models`',
   },

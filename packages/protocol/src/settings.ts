@@ -44,7 +44,13 @@ export type SettingSpecs = Record<string, Setting<any>>;
 
 /** The typed values of a record of settings (undefined when unset and without a fallback). */
 export type SettingValues<S extends SettingSpecs> = {
-  [K in keyof S]: S[K]['kind'] extends SettingKind<infer T> ? ('fallback' extends keyof S[K] ? (undefined extends S[K]['fallback'] ? T | undefined : T) : T | undefined) : never;
+  [K in keyof S]: S[K]['kind'] extends SettingKind<infer T>
+    ? 'fallback' extends keyof S[K]
+      ? undefined extends S[K]['fallback']
+        ? T | undefined
+        : T
+      : T | undefined
+    : never;
 };
 
 /** Declares a record of settings (typed; the order is the docs' order and the order problems are named in). */
@@ -120,7 +126,9 @@ export function textSetting(values = 'text'): SettingKind<string> {
 
 /** `true` or `false`; anything else is a problem (`NAME must be true or false`). */
 export function flagSetting(): SettingKind<boolean> {
-  return settingKind('`true` or `false`', (text, name, problem) => (text === 'true' ? true : text === 'false' ? false : problem(`${name} must be true or false`)));
+  return settingKind('`true` or `false`', (text, name, problem) =>
+    text === 'true' ? true : text === 'false' ? false : problem(`${name} must be true or false`),
+  );
 }
 
 /** On when the text is exactly `true`; any other text is off (the variables that have always read so). */
@@ -150,7 +158,11 @@ export function oneOfSetting<const T extends string>(choices: readonly T[], mess
   return settingKind(listed, (text, name, problem) =>
     (choices as readonly string[]).includes(text)
       ? (text as T)
-      : problem(message ? message(name, text) : `${name} must be ${choices.slice(0, -1).join(', ')}${choices.length > 1 ? ' or ' : ''}${choices.at(-1)}, got ${JSON.stringify(text)}`),
+      : problem(
+          message
+            ? message(name, text)
+            : `${name} must be ${choices.slice(0, -1).join(', ')}${choices.length > 1 ? ' or ' : ''}${choices.at(-1)}, got ${JSON.stringify(text)}`,
+        ),
   );
 }
 
