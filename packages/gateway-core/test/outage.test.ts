@@ -8,17 +8,20 @@
 // db-outage.pg.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '@farebox/test-kit';
+import { asDatabaseUnavailable } from '../src/index.js';
 import { startCoreStack, type CoreStack } from './core-kit.js';
 
 const PRICE = 200_000n;
 // Half a minute, under the idempotency key's 60 s lease and the hold's 40 s timeout (core-kit: callTimeoutMs 5 s).
 const WAIT_MS = 30_000;
+const DB_DOWN = 'database unavailable; nothing was charged, retry in a few seconds';
 const CHARGE_PENDING =
   'database unavailable; the service answered, and its charge is recorded or refunded once the database is back: ask again with the same Idempotency-Key to learn which';
 
 let s: CoreStack;
 const logs: string[] = [];
 let served = 0;
+let failing = 0;
 
 beforeAll(async () => {
   // Half a minute of waiting for the database, by the clock: without the clock moving, a caller would wait all of it
@@ -27,6 +30,12 @@ beforeAll(async () => {
   await s.publish('outage-echo', '0.02', (payload) => {
     served++;
     return { echo: payload };
+  });
+  // Fails the first time (its refund then meets the outage), answers after.
+  await s.publish('outage-fail', '0.03', () => {
+    failing++;
+    if (failing === 1) throw new Error('upstream broke');
+    return { ok: true };
   });
   await s.core.db.query(`CREATE TABLE outage_state (down boolean NOT NULL)`);
   await s.core.db.query(`INSERT INTO outage_state VALUES (false)`);
@@ -40,6 +49,15 @@ beforeAll(async () => {
       RETURN NEW;
     END $$`);
   await s.core.db.query(`CREATE TRIGGER outage_refuse BEFORE UPDATE ON holds FOR EACH ROW EXECUTE FUNCTION outage_refuse()`);
+  // An idempotency key's answer or release is refused too: it waits for the database like the post or void.
+  await s.core.db.query(`CREATE FUNCTION outage_refuse_key() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF (SELECT down FROM outage_state) THEN
+        RAISE EXCEPTION 'Connection terminated unexpectedly' USING ERRCODE = '08006';
+      END IF;
+      RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+    END $$`);
+  await s.core.db.query(`CREATE TRIGGER outage_refuse_key BEFORE UPDATE OR DELETE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION outage_refuse_key()`);
 }, 60_000);
 afterAll(async () => {
   await s?.close();
@@ -50,7 +68,7 @@ const refusals = async () => Number((await s.core.db.query<{ n: string }>(`SELEC
 const holds = async (accountId: string) =>
   (await s.core.db.query<{ state: string }>('SELECT state FROM holds WHERE account_id = $1', [accountId])).rows.map((r) => r.state);
 
-describe('a post that meets a database outage, on the gateway’s clock', () => {
+describe('a call whose charge or refund meets a database outage, on the gateway’s clock', () => {
   it('answers 503 charge pending once the clock passes the wait, charges once when the database is back, and the key then answers the result', async () => {
     const u = await s.user();
     const before = await s.credits(u);
@@ -109,6 +127,37 @@ describe('a post that meets a database outage, on the gateway’s clock', () => 
     expect(served).toBe(3);
     expect((await holds(u.user.id)).sort()).toEqual(['posted', 'voided']);
     expect(await s.credits(u)).toBe(before - PRICE);
+    expect((await s.core.ledger.verify()).ok).toBe(true);
+  });
+
+  it('frees the key of a call whose refund met the outage as soon as the database is back: a retry runs, not a 409 until the lease ends', async () => {
+    const u = await s.user();
+    const before = await s.credits(u);
+    const call = () => s.core.calls.call(u.principal, { service: 'outage-fail', payload: {} }, { idempotencyKey: 'outage-3' });
+    await down(true);
+    const seen = await refusals();
+    const first = call().catch((e: unknown) => e);
+    await eventually('the refund met the outage', async () => (await refusals()) > seen);
+    s.clock.advance(WAIT_MS);
+    // The driver's error, which every host answers as the 503 of an outage.
+    expect(asDatabaseUnavailable(await first)).toMatchObject({ status: 503, message: DB_DOWN, headers: { 'Retry-After': '5' } });
+    // The key's release waits for the database as well: until then a retry is told the call is in progress.
+    await expect(call()).rejects.toMatchObject({ status: 409 });
+    await down(false);
+    // Once back, the refund and the release are asked again (within seconds, not the 60 s lease): the retry runs.
+    const again = await eventually(
+      'the same key runs again',
+      async () => {
+        const r = await call().catch(() => undefined);
+        return r?.status === 200 ? r : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    expect(again.value).toMatchObject({ result: { ok: true } });
+    expect(failing).toBe(2);
+    // The failed attempt charged nothing (its hold refunded, or reused by the retry), the retry charged once; nothing is left held.
+    expect((await holds(u.user.id)).filter((state) => state === 'pending')).toEqual([]);
+    expect(await s.credits(u)).toBe(before - 300_000n);
     expect((await s.core.ledger.verify()).ok).toBe(true);
   });
 });
