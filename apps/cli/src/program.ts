@@ -66,9 +66,11 @@ export function buildProgram(io: ProgramIO = {}): Command {
       const status = typeof e.data.status === 'number' ? e.data.status : undefined;
       const spendingLimit = e.data.spendingLimit;
       const message = cliMessage(e.message, url);
+      // The gateway's answer as every surface gives it ({ error, code, ...details }); the CLI's own failures say theirs.
+      const answer = (e.data.answer as Record<string, unknown> | undefined) ?? { error: message, code: e.code };
       if (globals().json)
         err(
-          `${toJson({ error: message, code: e.code, ...(status !== undefined ? { status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}), ...(spendingLimit ? { spendingLimit } : {}) })}\n`,
+          `${toJson({ ...answer, ...(status !== undefined ? { status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}), ...(spendingLimit ? { spendingLimit } : {}) })}\n`,
         );
       else {
         const where = [...(status !== undefined ? [`HTTP ${status}`] : []), ...(requestId ? [`request id ${requestId}`] : [])];

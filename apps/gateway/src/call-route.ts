@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import proxyAddr from 'proxy-addr';
-import { asDatabaseUnavailable, callIdOf, GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
+import { asDatabaseUnavailable, GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { API_BODY_LIMIT, BodyError, hasBody, isJsonBody, readJsonBody, refuseBody, type JsonBodyOptions } from './body.js';
 import { admit, type requestAuthenticator } from './credentials.js';
 import { idempotencyKey, stringHeader } from './headers.js';
-import { gatewayErrorAnswer, setSecurityHeaders } from './http.js';
+import { bodyErrorCode, errorJson, gatewayErrorAnswer, setSecurityHeaders } from './http.js';
 import { recordRequest, requestIdFrom } from './observability.js';
 
 const CALL_ROUTE = '/v1/call';
@@ -83,15 +83,14 @@ export function callRoute(core: GatewayCore, options: CallRouteOptions) {
       // A lost database is a 503 with Retry-After, never a 500 (docs/api.md "Errors").
       const err = asDatabaseUnavailable(thrown) ?? thrown;
       if (err instanceof GatewayError) {
-        const answer = gatewayErrorAnswer(err, res);
-        refusedBy = answer.rateLimitRule;
         // Once the call has its id, its error answer names it (`callId`, as the call result does).
-        const callId = callIdOf(thrown);
-        return send(res, answer.status, callId ? `${answer.body.slice(0, -1)},"callId":${JSON.stringify(callId)}}` : answer.body);
+        const answer = gatewayErrorAnswer(err, res, thrown);
+        refusedBy = answer.rateLimitRule;
+        return send(res, answer.status, answer.body);
       }
-      if (err instanceof BodyError) return send(res, err.status, JSON.stringify({ error: err.message }));
+      if (err instanceof BodyError) return send(res, err.status, errorJson(bodyErrorCode(err.status), err.message));
       log('request failed', err);
-      send(res, 500, '{"error":"internal error"}');
+      send(res, 500, errorJson('INTERNAL', 'internal error'));
     }
   }
 }

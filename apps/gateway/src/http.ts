@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
-import { asDatabaseUnavailable, GatewayError, HTTP_STATUS } from '@farebox/gateway-core';
+import { asDatabaseUnavailable, callIdOf, errorAnswer, GatewayError, HTTP_STATUS, type GatewayErrorCode } from '@farebox/gateway-core';
 import { inputError } from './body.js';
 
 /** Wraps an async route so a rejection reaches the error handler. */
@@ -38,17 +38,24 @@ export function setSecurityHeaders(res: ServerResponse): void {
   res.setHeader('Referrer-Policy', 'no-referrer');
 }
 
+/** The code of an error answer the body reader gives (413, 415 or 400). */
+export function bodyErrorCode(status: number): GatewayErrorCode {
+  return status === 413 ? 'PAYLOAD_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'BAD_REQUEST';
+}
+
+/** The JSON of an error answer that is no {@link GatewayError}: `{ "error": message, "code": code }`. */
+export const errorJson = (code: GatewayErrorCode, message: string): string => JSON.stringify({ error: message, code });
+
 /**
  * The answer to a {@link GatewayError}: its status from the code table, its
- * headers set on `res`, the body `{ "error": message }`, and the rate-limit
- * rule that refused the request, if one did (for the access log and metrics).
+ * headers set on `res`, the body `{ error, code, ...details }`
+ * ({@link errorAnswer}: the same fields `/mcp` and the adapter give), and the
+ * rate-limit rule that refused the request, if one did (for the access log and metrics).
  */
-export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse): { status: number; body: string; rateLimitRule: string | undefined } {
+export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse, thrown: unknown = err): { status: number; body: string; rateLimitRule: string | undefined } {
   for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
   const rule = err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string' ? err.data.rule : undefined;
-  // A spending policy's refusal, and one with a machine-readable `code`, carry their fields next to `error` (docs/api.md).
-  const fields = err.data && ('limit_source' in err.data || 'code' in err.data) ? err.data : undefined;
-  return { status: HTTP_STATUS[err.code], body: JSON.stringify({ error: err.message, ...fields }), rateLimitRule: rule };
+  return { status: HTTP_STATUS[err.code], body: JSON.stringify(errorAnswer(err, callIdOf(thrown))), rateLimitRule: rule };
 }
 
 /** The one error handler: `{ "error": message }` with the status of the code table. */
@@ -58,7 +65,7 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
     // A lost database is a 503 with Retry-After, never a 500 (docs/api.md "Errors").
     const err = asDatabaseUnavailable(thrown) ?? thrown;
     if (err instanceof GatewayError) {
-      const answer = gatewayErrorAnswer(err, res);
+      const answer = gatewayErrorAnswer(err, res, thrown);
       // The access log counts refusals by rule (farebox_rate_limited_total).
       if (answer.rateLimitRule !== undefined) res.locals.rateLimitRule = answer.rateLimitRule;
       res.status(answer.status).type('application/json').send(answer.body);
@@ -66,15 +73,15 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
     }
     const bad = inputError(err);
     if (bad) {
-      res.status(bad.status).json({ error: bad.message });
+      res.status(bad.status).type('application/json').send(errorJson(bodyErrorCode(bad.status), bad.message));
       return;
     }
     const e = err as { type?: string; status?: number; expose?: boolean };
     if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
-      res.status(e.status).json({ error: (err as Error).message });
+      res.status(e.status).type('application/json').send(errorJson(bodyErrorCode(e.status), (err as Error).message));
       return;
     }
     log('request failed', err);
-    res.status(500).json({ error: 'internal error' });
+    res.status(500).type('application/json').send(errorJson('INTERNAL', 'internal error'));
   };
 }

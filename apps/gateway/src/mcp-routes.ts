@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import express, { type Request, type Response } from 'express';
-import { createMcpHandler, McpServer, type AuthInfo } from '@modelcontextprotocol/server';
+import { createMcpHandler, McpServer, SUPPORTED_PROTOCOL_VERSIONS, type AuthInfo } from '@modelcontextprotocol/server';
 import { API_BODY_LIMIT, inputError, jsonBody } from './body.js';
 import { bearerToken } from './browser-policy.js';
 import {
@@ -20,11 +20,38 @@ export interface McpRoutesOptions {
 /** The principal a request was authenticated as, carried to the server factory in `AuthInfo.extra`. */
 type FareboxAuthInfo = AuthInfo & { extra: { principal: Principal } };
 
-/** One MCP server per request (stateless): the four tools, run as `principal`. */
+/** The revisions `/mcp` serves: 2026-07-28 and those of the SDK's 2025 line. */
+export const MCP_REVISIONS: readonly string[] = ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS];
+
+/** JSON-RPC error codes `/mcp` answers itself (the SDK answers the others: -32600, -32601, -32602). */
+const PARSE_ERROR = -32700;
+const UNSUPPORTED_REVISION = -32022;
+/** An authentication or authorization refusal (the HTTP status and `WWW-Authenticate` say which). */
+const UNAUTHORIZED = -32001;
+
+/**
+ * One MCP server per request (stateless): the four tools, run as `principal`.
+ * The tool list never changes while a client is connected (a request's
+ * server lives for that request), so `tools.listChanged` is not advertised.
+ */
 function mcpServer(core: GatewayCore, principal: Principal): McpServer {
-  const server = new McpServer({ name: 'farebox', title: 'Farebox', version: '0.1.0' }, { instructions: MCP_INSTRUCTIONS });
+  const server = new McpServer(
+    { name: 'farebox', title: 'Farebox', version: '0.1.0' },
+    { instructions: MCP_INSTRUCTIONS, capabilities: { tools: { listChanged: false } } },
+  );
   registerGatewayMcpTools(server, core, principal);
   return server;
+}
+
+/** The id of a JSON-RPC request body (null when the body is none, a batch or a notification). */
+function requestIdOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** An error the SDK reports for a request it refused as malformed: the client's mistake, not the server's. */
+function isClientMistake(err: Error): boolean {
+  return /^Rejected inbound request\b/.test(err.message);
 }
 
 /** A quoted-string of an HTTP auth parameter (RFC 9110 5.6.4). */
@@ -78,7 +105,10 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       if (!principal) throw new Error('mcp: no principal for this request');
       return mcpServer(core, principal);
     },
-    { onerror: (err) => log('mcp request failed', err) },
+    {
+      // A request the SDK refused (bad headers, a body that is no JSON-RPC message) is the client's mistake: an info line, no stack.
+      onerror: (err) => (isClientMistake(err) ? core.logger.info({ reason: err.message }, 'mcp request refused') : log('mcp request failed', err)),
+    },
   );
 
   // RFC 6750 3 / MCP authorization: where the metadata is, and every scope the server knows (what to ask for).
@@ -92,9 +122,10 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       .join(', ')
       .replace(/^/, 'Bearer ');
 
-  function rpcError(res: Response, status: number, message: string, headers: Record<string, string> = {}) {
+  function rpcError(res: Response, status: number, message: string, headers: Record<string, string> = {}, code?: number, data?: unknown, id: unknown = null) {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-    res.status(status).json({ jsonrpc: '2.0', error: { code: status === 401 || status === 403 ? -32001 : -32000, message }, id: null });
+    const rpcCode = code ?? (status === 401 || status === 403 ? UNAUTHORIZED : -32000);
+    res.status(status).json({ jsonrpc: '2.0', id, error: { code: rpcCode, message, ...(data === undefined ? {} : { data }) } });
   }
 
   router.all('/mcp', (req: Request, res: Response, next) => {
@@ -127,6 +158,11 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, principal.user.id);
       if (principal.clientId) await enforceRateLimit(core.rateLimits, core.config.rateLimits.oauthClient, principal.clientId);
       if (req.method === 'POST') await new Promise<void>((resolve, reject) => json(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+      // A revision this server does not serve, whichever era the request looks like: -32022 with the ones it does.
+      const revision = req.headers['mcp-protocol-version'];
+      if (typeof revision === 'string' && !MCP_REVISIONS.includes(revision)) {
+        return rpcError(res, 400, `Unsupported protocol version: ${revision}`, {}, UNSUPPORTED_REVISION, { supported: MCP_REVISIONS, requested: revision }, requestIdOf(req.body));
+      }
       const authInfo: FareboxAuthInfo = {
         token: bearer,
         clientId: principal.clientId ?? '',
@@ -139,6 +175,13 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
         authInfo,
         ...(req.method === 'POST' && req.body !== undefined ? { parsedBody: req.body } : {}),
       });
+      // The SDK's scope challenge (403 insufficient_scope) has an OAuth body: a JSON-RPC client reads a JSON-RPC error too.
+      if (answer.status === 403 && answer.headers.get('www-authenticate')?.includes('insufficient_scope')) {
+        const oauthError = (await answer.json().catch(() => ({}))) as { error?: string; error_description?: string };
+        const headers = { 'WWW-Authenticate': answer.headers.get('www-authenticate') ?? '' };
+        const message = oauthError.error_description ?? 'insufficient scope';
+        return rpcError(res, 403, message, headers, UNAUTHORIZED, { error: 'insufficient_scope', error_description: message }, requestIdOf(req.body));
+      }
       await send(res, answer);
     })().catch((thrown: unknown) => {
       const err = asDatabaseUnavailable(thrown) ?? thrown;
@@ -147,7 +190,7 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
         return rpcError(res, err.code === 'RATE_LIMITED' ? 429 : err.code === 'UNAVAILABLE' ? 503 : 400, err.message);
       }
       const e = err as { type?: string };
-      if (e?.type === 'entity.parse.failed') return rpcError(res, 400, 'parse error: invalid JSON');
+      if (e?.type === 'entity.parse.failed') return rpcError(res, 400, 'parse error: invalid JSON', {}, PARSE_ERROR);
       const bad = inputError(err);
       if (bad) return rpcError(res, bad.status, bad.message);
       log('mcp request failed', err);

@@ -54,7 +54,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
   const host = settings.host;
   const requestedPort = settings.port;
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting' }));
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting', code: 'UNAVAILABLE' }));
   };
   const server = createServer((req, res) => handler(req, res));
   server.keepAliveTimeout = 65_000;
@@ -81,7 +81,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
         req.url = req.url.slice('/devnet'.length) || '/';
         return dn.handler(req, res);
       }
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting' }));
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting', code: 'UNAVAILABLE' }));
     };
   }
 

@@ -135,7 +135,7 @@ export function apiSuite(kind: DbKind) {
         body: JSON.stringify({ name: 'x' }),
       });
       expect(noToken.status).toBe(403);
-      expect(await noToken.json()).toEqual({ error: 'missing or invalid CSRF token' });
+      expect(await noToken.json()).toEqual({ error: 'missing or invalid CSRF token', code: 'CSRF' });
       const crossOrigin = await fetch(`${h.url}/v1/api-keys`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', cookie: alice.cookie, 'x-csrf-token': alice.csrf, origin: 'https://evil.example' },
@@ -152,7 +152,7 @@ export function apiSuite(kind: DbKind) {
         expect(none.status, path).toBe(401);
         const bad = await fetch(`${h.url}${path}`, { headers: { authorization: 'Bearer sk_live_nottherightkey' } });
         expect(bad.status, path).toBe(401);
-        expect(await bad.json()).toEqual({ error: 'invalid credential' });
+        expect(await bad.json()).toEqual({ error: 'invalid credential', code: 'UNAUTHENTICATED' });
       }
     });
 
@@ -178,7 +178,7 @@ export function apiSuite(kind: DbKind) {
       const before = await credits(alice);
       const r = await alice.api('/v1/topup', { body: amount === undefined ? {} : { amount } });
       expect(r.status).toBe(400);
-      expect(r.body).toEqual({ error: 'invalid amount (must be 0 < n <= 1000)' });
+      expect(r.body).toEqual({ error: 'invalid amount (must be 0 < n <= 1000)', code: 'BAD_REQUEST' });
       expect(await credits(alice)).toBe(before);
     });
 
@@ -191,7 +191,7 @@ export function apiSuite(kind: DbKind) {
       expect(await credits(u)).toBe(90_050_000_000);
       const over = await u.api('/v1/topup', { body: { amount: 995.0000001 } });
       expect(over.status).toBe(400);
-      expect(over.body).toEqual({ error: 'balance cap exceeded (max $10000)' });
+      expect(over.body).toEqual({ error: 'balance cap exceeded (max $10000)', code: 'BAD_REQUEST' });
       expect(await credits(u)).toBe(90_050_000_000);
       expect((await u.api('/v1/topup', { body: { amount: 995 } })).status).toBe(200);
       expect(await credits(u)).toBe(100_000_000_000);
@@ -305,7 +305,7 @@ export function apiSuite(kind: DbKind) {
       await h.publish('pricey', { price: '6' });
       const u = await h.user();
       const r = await u.api('/v1/call', { body: { service: 'pricey', payload: {} } });
-      expect(r.body).toEqual({ error: 'insufficient balance', callId: expect.stringMatching(/^call_/) });
+      expect(r.body).toEqual({ error: 'insufficient balance', code: 'INSUFFICIENT_BALANCE', callId: expect.stringMatching(/^call_/) });
       expect(r.status).toBe(402);
       expect(await credits(u)).toBe(50_000_000);
     });

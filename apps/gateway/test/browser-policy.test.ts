@@ -74,14 +74,14 @@ describe('cookie routes', () => {
 
     const login = await raw('/auth/login', { method: 'POST', headers: framed, body: form({ email: u.email, password: PASSWORD, next: '/' }) });
     expect(login.status).toBe(403);
-    expect(JSON.parse(login.body)).toEqual({ error: 'cross-origin request refused' });
+    expect(JSON.parse(login.body)).toEqual({ error: 'cross-origin request refused', code: 'CSRF' });
     expect(login.headers['set-cookie']).toBeUndefined();
     expect(login.headers.location).toBeUndefined();
 
     const email = freshEmail();
     const signup = await raw('/auth/signup', { method: 'POST', headers: framed, body: form({ email, password: PASSWORD, next: '/' }) });
     expect(signup.status).toBe(403);
-    expect(JSON.parse(signup.body)).toEqual({ error: 'cross-origin request refused' });
+    expect(JSON.parse(signup.body)).toEqual({ error: 'cross-origin request refused', code: 'CSRF' });
     expect(signup.headers['set-cookie']).toBeUndefined();
     expect(await canSignIn(email), 'no account was made').toBe(false);
 
@@ -95,7 +95,7 @@ describe('cookie routes', () => {
       body: '{"name":"framed"}',
     });
     expect(write.status).toBe(403);
-    expect(JSON.parse(write.body)).toEqual({ error: 'cross-origin request refused' });
+    expect(JSON.parse(write.body)).toEqual({ error: 'cross-origin request refused', code: 'CSRF' });
     expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('framed');
 
     // The OAuth consent: a valid form, posted from an opaque origin, grants nothing.
@@ -122,10 +122,10 @@ describe('cookie routes', () => {
         body: '{"name":"forged"}',
       });
       expect(write.status).toBe(403);
-      expect(JSON.parse(write.body)).toEqual({ error: 'missing or invalid CSRF token' });
+      expect(JSON.parse(write.body)).toEqual({ error: 'missing or invalid CSRF token', code: 'CSRF' });
       const logout = await raw('/auth/logout', { method: 'POST', headers: { ...own, ...(token ? { 'x-csrf-token': token } : {}) } });
       expect(logout.status).toBe(403);
-      expect(JSON.parse(logout.body)).toEqual({ error: 'missing or invalid CSRF token' });
+      expect(JSON.parse(logout.body)).toEqual({ error: 'missing or invalid CSRF token', code: 'CSRF' });
     }
     expect((await u.api('/v1/api-keys')).body.map((k: { name: string }) => k.name)).not.toContain('forged');
     expect(await sessionAlive(u), 'the session was not ended').toBe(true);
@@ -152,7 +152,7 @@ describe('cookie routes', () => {
     for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer a b', u.key.slice(0, 10)]) {
       const me = await raw('/v1/me', { headers: { authorization, cookie: u.cookie } });
       expect(me.status).toBe(401);
-      expect(JSON.parse(me.body)).toEqual({ error: 'invalid credential' });
+      expect(JSON.parse(me.body)).toEqual({ error: 'invalid credential', code: 'UNAUTHENTICATED' });
       const mcp = await raw('/mcp', {
         method: 'POST',
         headers: { ...JSON_BODY, authorization, accept: 'application/json, text/event-stream' },
@@ -241,7 +241,7 @@ describe('cookie routes', () => {
       body: JSON.stringify({ email: u.email, password: PASSWORD }),
     });
     expect(otherScheme.status).toBe(403);
-    expect(JSON.parse(otherScheme.body)).toEqual({ error: 'cross-origin request refused' });
+    expect(JSON.parse(otherScheme.body)).toEqual({ error: 'cross-origin request refused', code: 'CSRF' });
   });
 
   it('follow `next` only to a same-origin path, parsed as the browser will read it', async () => {

@@ -80,6 +80,11 @@ afterAll(async () => {
   await h?.close();
 });
 
+/** The code an error answer carries with its status (docs/api.md, "Errors"): a 403 is a CSRF or another refusal. */
+const codeOf = (status: number): unknown =>
+  ({ 400: 'BAD_REQUEST', 401: 'UNAUTHENTICATED', 404: 'NOT_FOUND', 413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE' })[status] ??
+  (status === 403 ? expect.stringMatching(/^(CSRF|FORBIDDEN)$/) : expect.any(String));
+
 describe('POST /v1/call: one route on node:http', () => {
   it('answers every POST /v1/call itself (any credential, body, path case, trailing slash); express sees only the other requests', async () => {
     const u = await h.user();
@@ -232,12 +237,12 @@ describe('POST /v1/call: one route on node:http', () => {
     ];
     for (const [name, s, status, error] of cases) {
       const a = await send(h.url, s);
-      expect([a.status, a.json], name).toEqual([status, { error }]);
+      expect([a.status, a.json], name).toEqual([status, { error, code: codeOf(status) }]);
       expect(a.headers, name).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff' });
     }
     // An unknown service: the call had begun, so its answer names it (callId).
     const unknown = await send(h.url, { headers: bearer(u.key), body: JSON.stringify({ service: 'no-such-service', payload: {} }) });
-    expect([unknown.status, unknown.json]).toEqual([404, { error: 'service not found', callId: expect.stringMatching(/^call_/) }]);
+    expect([unknown.status, unknown.json]).toEqual([404, { error: 'service not found', code: 'NOT_FOUND', callId: expect.stringMatching(/^call_/) }]);
     expect(await balanceOf(u)).toBe(START);
   });
 
@@ -285,7 +290,7 @@ describe('POST /v1/call: one route on node:http', () => {
     ];
     for (const [name, s, status, error, headers] of cases) {
       const a = await send(h.url, s);
-      expect([a.status, a.json], name).toEqual([status, { error }]);
+      expect([a.status, a.json], name).toEqual([status, { error, code: codeOf(status) }]);
       if (headers) expect(a.headers, name).toMatchObject(headers);
     }
     // A session cookie sent to another Host name (DNS rebinding) is refused before the session is read.

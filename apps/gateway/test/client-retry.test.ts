@@ -175,6 +175,7 @@ describe('the callId of a paid call is in its error answers', () => {
     expect(capped.status).toBe(400);
     expect(capped.body).toEqual({
       error: 'this call to steady costs $0.01, over the most it may cost ($0.001: Farebox-Max-Cost, --max-cost in the CLI); nothing was charged',
+      code: 'BAD_REQUEST',
       callId: expect.stringMatching(/^call_/),
     });
 
@@ -186,10 +187,10 @@ describe('the callId of a paid call is in its error answers', () => {
       .call('pricey', {})
       .catch((x: unknown) => x)) as GatewayApiError;
     expect(poor.status).toBe(402);
-    expect(poor.body).toEqual({ error: 'insufficient balance', callId: expect.stringMatching(/^call_/) });
+    expect(poor.body).toEqual({ error: 'insufficient balance', code: 'INSUFFICIENT_BALANCE', callId: expect.stringMatching(/^call_/) });
 
     const invalid = await u.api('/v1/call', { body: { payload: {} } });
     expect(invalid.status).toBe(400);
-    expect(invalid.body).toEqual({ error: 'service required' });
+    expect(invalid.body).toEqual({ error: 'service required', code: 'BAD_REQUEST' });
   });
 });

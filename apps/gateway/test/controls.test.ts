@@ -120,9 +120,9 @@ describe('controls that bind', () => {
     const user = await h.user();
     expect(await session(user, '/v1/api-keys', { body: { name: 'x', kind: 'manage', limit_usd: 1, limit_period: 'day' } })).toEqual({
       status: 400,
-      body: { error: 'a key with a spending policy is a spend key: leave kind out or send kind "spend"' },
+      body: { error: 'a key with a spending policy is a spend key: leave kind out or send kind "spend"', code: 'BAD_REQUEST' },
     });
-    expect((await session(user, '/v1/api-keys', { body: { name: 'x', kind: 'admin' } })).body).toEqual({ error: 'kind must be spend or manage' });
+    expect((await session(user, '/v1/api-keys', { body: { name: 'x', kind: 'admin' } })).body).toEqual({ error: 'kind must be spend or manage', code: 'BAD_REQUEST' });
     const spendOnly = await session(user, '/v1/api-keys', { body: { name: 'reader', kind: 'spend' } });
     expect(spendOnly.body).toMatchObject({ kind: 'spend', limit_usd: null });
     expect(await bearer(spendOnly.body.key, '/v1/api-keys', { body: { name: 'more' } })).toMatchObject({ status: 403, body: SPEND_REFUSAL });
@@ -318,6 +318,7 @@ describe('controls that bind', () => {
         status: 400,
         body: {
           error: `the number ${token} cannot be carried exactly: JSON numbers must fit a 64-bit float (no overflow, no -0, no whole number beyond 2^53, no more digits than it keeps); send it as a string`,
+          code: 'BAD_REQUEST',
         },
       });
     }

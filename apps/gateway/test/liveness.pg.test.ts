@@ -130,7 +130,7 @@ describe('a gateway killed with calls in flight, beside another on the same Post
     // While its gateway runs, the key's retry elsewhere is refused with the seconds its lease has left.
     const early = await call(liveUrl, 'k-dead');
     expect(early.status).toBe(409);
-    expect(await early.json()).toEqual({ error: 'a request with this idempotency key is still in progress' });
+    expect(await early.json()).toMatchObject({ error: 'a request with this idempotency key is still in progress', code: 'CONFLICT' });
     expect(Number(early.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Number(early.headers.get('retry-after'))).toBeLessThanOrEqual(60);
 

@@ -98,7 +98,7 @@ describe('the wallet path', () => {
     const before = { credits: (await user.api('/v1/balance')).body.balance_base_units, wallet: await s.usdc(user.wallet), txs: s.devnet.stats().transactions };
     const r = await user.api('/v1/call', { body: { service, payload: {} } });
     expect(r.status).toBe(402);
-    expect(r.body).toEqual({ error: 'insufficient balance', callId: expect.stringMatching(/^call_/) });
+    expect(r.body).toEqual({ error: 'insufficient balance', code: 'INSUFFICIENT_BALANCE', callId: expect.stringMatching(/^call_/) });
     expect((await user.api('/v1/balance')).body.balance_base_units).toBe(before.credits);
     expect(await s.usdc(user.wallet)).toBe(before.wallet);
     expect(s.devnet.stats().transactions).toBe(before.txs);

@@ -39,10 +39,6 @@ type ToolResult = CallToolResult;
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-const SPENDING_FIELDS = ['limit_source', 'limit_usd', 'remaining_usd', 'resets_at', 'allowed_services', 'max_call_usd'];
-/** The machine-readable fields of a spending-policy refusal's body. */
-const spendingFields = (body: Record<string, unknown>) => Object.fromEntries(SPENDING_FIELDS.filter((k) => k in body).map((k) => [k, body[k]]));
-
 /**
  * API-key mode: the tools of `@farebox/client/mcp` run here over the REST
  * client (the remote `/mcp` takes OAuth tokens only). A refusal carries the
@@ -62,18 +58,20 @@ function registerRestTools(server: McpServer, config: AdapterConfig, api: Return
   registerMcpTools(server, tools, {
     onError(e) {
       if (e instanceof GatewayApiError) {
-        const body = e.body && typeof e.body === 'object' && !Array.isArray(e.body) ? (e.body as Record<string, unknown>) : {};
-        const said = typeof body.error === 'string' ? body.error : `the gateway answered HTTP ${e.status}`;
+        // The gateway's answer as it gave it ({ error, code, ...details }: the fields /mcp gives for the same failure),
+        // plus what this transport adds: the HTTP status and the request id (the gateway's log lines carry it).
         const requestId = e.requestId ?? 'unknown';
-        return toolError(`${said} (request id ${requestId})`, {
+        const { error, ...fields } = e.answer;
+        // Every error answer of a paid call names it; a 500 with a call id is a call that failed and was refunded.
+        const refunded = typeof fields.callId === 'string' && e.status === 500 && fields.refunded === undefined ? { refunded: true } : {};
+        const result = toolError(error, {
+          ...fields,
+          ...refunded,
           status: e.status,
           requestId,
-          // Every error answer of a paid call names it; a 500 is a call that failed and was refunded.
-          ...(typeof body.callId === 'string' ? { callId: body.callId, ...(e.status === 500 ? { refunded: true } : {}) } : {}),
           ...(typeof e.data.idempotencyKey === 'string' ? { idempotencyKey: e.data.idempotencyKey } : {}),
-          // A refusal by the key's spending policy: its fields, as the gateway's /mcp tools give them (docs/api.md, "Spending policies").
-          ...(e.spendingLimit ? spendingFields(body) : {}),
         });
+        return { ...result, content: [{ type: 'text', text: `${error} (request id ${requestId})` }] };
       }
       if (e instanceof ClientError && e.code === 'NETWORK') {
         // A paid call asked twice under one key and still unanswered: that key tells whether it was charged.
@@ -207,7 +205,8 @@ export function createAdapter(options: AdapterOptions): Adapter {
     // A paid call may take as long as the service does: the gateway bounds it.
     const api = createGatewayClient({ baseUrl: config.url, apiKey: config.apiKey, fetch: doFetch, timeoutMs: 10 * 60_000 });
     const createServer = () => {
-      const server = new McpServer(info, { instructions: MCP_INSTRUCTIONS });
+      // The tool list never changes: `tools.listChanged` is not advertised.
+      const server = new McpServer(info, { instructions: MCP_INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
       registerRestTools(server, config, api);
       return server;
     };

@@ -1,3 +1,4 @@
+import type { ErrorAnswer } from '@farebox/contract';
 import { FareboxError } from '@farebox/protocol';
 /** Every code a {@link ClientError} may carry. */
 export type ClientErrorCode =
@@ -97,6 +98,15 @@ export class GatewayApiError extends ClientError {
    * remains and when the period resets. Nothing was charged.
    */
   readonly spendingLimit: SpendingLimitRefusal | undefined;
+  /**
+   * The gateway's answer as every Farebox surface carries it: `error` (the
+   * message), `code` (`NOT_FOUND`, `INSUFFICIENT_BALANCE`, `CREDENTIAL_KIND`,
+   * ...) and the refusal's details (`callId`, `retryAfterSeconds`, a spending
+   * policy's fields): the same fields `/mcp`'s `_meta["farebox/error"]` and
+   * the CLI's `--json` give for the same failure. Without a JSON body (a proxy's
+   * page), `code` is `HTTP_<status>`.
+   */
+  readonly answer: ErrorAnswer;
 
   constructor(status: number, message: string, body?: unknown, requestId?: string, retryAfterSeconds?: number) {
     // A paid call's error answers carry its `callId` (the gateway's log lines and `/v1/transactions` name it too).
@@ -108,6 +118,13 @@ export class GatewayApiError extends ClientError {
     this.requestId = requestId;
     this.retryAfterSeconds = retryAfterSeconds;
     this.spendingLimit = spendingLimitOf(body);
+    const fields = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    const { trace: _trace, ...rest } = fields;
+    this.answer = {
+      ...rest,
+      error: typeof fields.error === 'string' ? fields.error : message,
+      code: typeof fields.code === 'string' ? fields.code : `HTTP_${status}`,
+    };
   }
 }
 

@@ -1,6 +1,7 @@
 export { operations, operationList, findOperation, openApiPath, OAUTH_SCOPES, CREDENTIAL_KINDS, credentialReaches } from './operations.js';
 export type { Operation, OperationId, Operations, OperationInput, Auth, CredentialKind, HttpMethod, OAuthScope } from './operations.js';
 export * as schemas from './all-schemas.js';
+export type { ErrorAnswer } from './schemas.js';
 export * as inputs from './inputs.js';
 /** OAuth connections with their confirmation thresholds (the schemas of `/v1/oauth/connections`). */
 export * as connections from './connection-confirmations.js';

@@ -189,6 +189,7 @@ export const CallResult = z
 /** A failed call: refunded; the reason, the call id and the trace. */
 export const CallError = ErrorBody.extend({
   callId: z.string().optional(),
+  refunded: z.boolean().optional().meta({ description: 'The call was charged and the charge is back in credits.' }),
   paidWith: z.string().optional(),
   mode: z.string().optional(),
   escrowId: z.string().optional(),

@@ -382,7 +382,13 @@ export function createCalls(options: CallsOptions) {
       if (err instanceof UpstreamError || err instanceof GatewayError) {
         if (err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE') throw err;
         // What happened to the money follows the reason: the hold was voided, the charge is back in credits.
-        const failure: CallFailureBody = { error: `${err.message}${holdId ? refundedToCredits(amount) : ''}`, callId, trace: { steps: timeline.steps } };
+        const failure: CallFailureBody = {
+          error: `${err.message}${holdId ? refundedToCredits(amount) : ''}`,
+          code: 'UPSTREAM',
+          callId,
+          ...(holdId ? { refunded: true } : {}),
+          trace: { steps: timeline.steps },
+        };
         return answerFrom({ status: 500, body: JSON.stringify(failure) }, failure);
       }
       throw err;

@@ -1,3 +1,4 @@
+import type { ErrorAnswer } from '@farebox/contract';
 import { FareboxError } from '@farebox/protocol';
 
 /** Every code a gateway operation may fail with; the HTTP layer maps them to statuses in {@link HTTP_STATUS}. */
@@ -11,6 +12,7 @@ export type GatewayErrorCode =
   | 'INSUFFICIENT_BALANCE'
   | 'SPENDING_LIMIT'
   | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMITED'
   | 'UPSTREAM'
   | 'UNAVAILABLE'
@@ -52,11 +54,36 @@ export const HTTP_STATUS: Record<GatewayErrorCode, number> = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   UPSTREAM: 500,
   INTERNAL: 500,
   UNAVAILABLE: 503,
 };
+
+/** Data of an error that stays inside the gateway (the access log and the OAuth endpoints read it): never in an answer. */
+const INTERNAL_FIELDS: ReadonlySet<string> = new Set(['rule', 'oauthError']);
+
+/**
+ * The one answer of a failure, on every surface: the REST body, `/mcp`'s
+ * `_meta["farebox/error"]`, the stdio adapter's tool error and the CLI's
+ * `--json` carry these same fields (docs/api.md, "Errors"): `error` (the
+ * message), `code` (the error table's code, or the refusal's own, such as
+ * `CREDENTIAL_KIND`), the refusal's details, `callId` once a call had its id,
+ * and `retryAfterSeconds` when the answer says when to ask again.
+ */
+export function errorAnswer(err: GatewayError, callId?: string): ErrorAnswer {
+  const details: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(err.data ?? {})) if (!INTERNAL_FIELDS.has(k) && v !== undefined) details[k] = v;
+  const retryAfter = Number(err.headers?.['Retry-After']);
+  return {
+    error: err.message,
+    code: err.code,
+    ...details,
+    ...(callId ? { callId } : {}),
+    ...(Number.isInteger(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
+  };
+}
 
 export const badRequest = (message: string) => new GatewayError('BAD_REQUEST', message);
 export const notFound = (message: string) => new GatewayError('NOT_FOUND', message);

@@ -5,7 +5,7 @@ export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from
 export type { Clock } from './clock.js';
 export { DEFAULT_NETWORK, resolveGatewayConfig } from './config.js';
 export type { GatewayConfig, GatewayOptions, NetworkName } from './config.js';
-export { GatewayError, HTTP_STATUS } from './errors.js';
+export { errorAnswer, GatewayError, HTTP_STATUS } from './errors.js';
 export type { GatewayErrorCode } from './errors.js';
 export type { Principal, User } from './auth/accounts.js';
 export { safeEqual } from './auth/tokens.js';

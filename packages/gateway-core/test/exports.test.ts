@@ -19,6 +19,7 @@ it('exports exactly the runtime names hosts use', () => {
     'createGateway',
     'createLogger',
     'enforceRateLimit',
+    'errorAnswer',
     'flushLogger',
     'formatLogLine',
     'gatewayFacilitator',

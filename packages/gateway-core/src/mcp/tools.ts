@@ -12,7 +12,7 @@ import {
 import type { Principal, User } from '../auth/accounts.js';
 import { callIdOf, type CallAnswer, type CallOptions } from '../calls.js';
 import { asDatabaseUnavailable } from '../db-errors.js';
-import { GatewayError } from '../errors.js';
+import { errorAnswer, GatewayError } from '../errors.js';
 import { budgetLeft, confirmationFields, type CallConfirmations } from '../oauth/confirmations.js';
 
 /** The `requestState` of a URL-mode elicitation: the approval the person decides on the gateway's page. */
@@ -60,7 +60,11 @@ export function mcpApi(deps: McpToolDeps, principal: Principal, maxCost?: bigint
           ...(confirmed ? { confirmed } : {}),
         },
       );
-      if (!answer.ok) throw new GatewayError('UPSTREAM', answer.value.error, { refunded: true, callId: answer.value.callId });
+      if (!answer.ok) {
+        // The REST answer's fields (code, callId, paidWith, escrowId, ...) without its trace, which stays REST's.
+        const { error, trace: _trace, code: _code, ...fields } = answer.value;
+        throw new GatewayError('UPSTREAM', error, { refunded: true, ...fields });
+      }
       return answer.value as Awaited<ReturnType<FareboxApi['call']>>;
     },
     async balance() {
@@ -238,14 +242,8 @@ function idempotencyKeyOf(ctx: RequestContext | undefined): string | undefined {
 export function mcpToolError(thrown: unknown): McpToolResult | undefined {
   const err = asDatabaseUnavailable(thrown) ?? thrown;
   if (!(err instanceof GatewayError)) return undefined;
-  const callId = callIdOf(thrown);
-  const retryAfter = Number(err.headers?.['Retry-After']);
-  return toolError(err.message, {
-    code: err.code,
-    ...(err.data ?? {}),
-    ...(callId ? { callId } : {}),
-    ...(Number.isInteger(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
-  });
+  const { error, ...fields } = errorAnswer(err, callIdOf(thrown));
+  return toolError(error, fields);
 }
 
 /**
