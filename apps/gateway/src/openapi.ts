@@ -87,7 +87,7 @@ export function openApiDocument(options: { serverUrl?: string; version?: string 
       title: 'Farebox gateway',
       version: options.version ?? '1',
       description:
-        'Pay-per-call marketplace for AI agents and APIs: the REST API of the gateway. Errors are `{ "error": message, "code": code }` with the refusal's details. Amounts: `*_base_units` (1 USDC = 10,000,000) and `*_usd`.',
+        'Pay-per-call marketplace for AI agents and APIs: the REST API of the gateway. Errors are `{ "error": message, "code": code }` with its details. Amounts: `*_base_units` (1 USDC = 10,000,000) and `*_usd`.',
     },
     ...(options.serverUrl ? { servers: [{ url: options.serverUrl }] } : {}),
     tags: TAGS,
