@@ -107,6 +107,34 @@ describe('the gateway settings schema', () => {
     expect(core).toMatchObject({ trustProxy: false, freeTopups: true, allowLoopbackEndpoints: false, signupCredit: 50_000_000n, allowModelDownload: false });
   });
 
+  it('the defaults it states in words for settlement, operators and the x402 facilitator are the ones the parts run with', () => {
+    // The first code span of each stated default, as the parts hold it (durations in ms).
+    const ms = (d: string) => Number(/^(\d+)(ms|s|m|h)$/.exec(d)![1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[/(ms|s|m|h)$/.exec(d)![1] as 'ms'];
+    const c = configFromEnv(LOCAL);
+    const held: Record<string, [unknown, (stated: string) => unknown]> = {
+      FAREBOX_SETTLEMENT_INTERVAL: [c.settlement.settlementIntervalMs, ms],
+      FAREBOX_FUNDING_INTERVAL: [c.settlement.fundingIntervalMs, ms],
+      FAREBOX_ESCROW_BUDGET: [`${c.settlement.escrowBudget.requests}/${c.settlement.escrowBudget.windowMs}`, String],
+      FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: [c.operators.autoRefundAfterMs, (d) => Number(d) * 60_000],
+      FAREBOX_DISPUTE_INTERVAL: [c.operators.disputeIntervalMs, ms],
+      FAREBOX_X402_MAX_FEE_STROOPS: [c.x402.maxFeeStroops, BigInt],
+      FAREBOX_X402_PAYER_DAILY_FEE_STROOPS: [c.x402.payerDailyFeeStroops, BigInt],
+      FAREBOX_X402_DAILY_FEE_STROOPS: [c.x402.dailyFeeStroops, BigInt],
+      FAREBOX_X402_IP_RATE_LIMIT: [c.x402.rateLimits.ip.limit, Number],
+      FAREBOX_X402_PAYER_RATE_LIMIT: [c.x402.rateLimits.payer.limit, Number],
+      FAREBOX_X402_CHANNELS: [c.x402.channels, Number],
+      FAREBOX_X402_CHANNEL_STROOPS: [c.x402.channelStroops, BigInt],
+      FAREBOX_X402_PAYER_CONCURRENCY: [c.x402.payerConcurrency, Number],
+      FAREBOX_X402_REFUND_WINDOW: [c.x402.refundWindowMs, ms],
+    };
+    for (const [name, [value, parse]] of Object.entries(held)) {
+      const stated = /`([^`]+)`/.exec((GATEWAY_SETTINGS as Record<string, { default?: string }>)[name]!.default ?? '')![1]!;
+      expect([name, parse(stated)]).toEqual([name, value]);
+    }
+    // On mainnet the facilitator is off unless turned on; on local it is on.
+    expect(c.x402.enabled).toBe(true);
+  });
+
   it('farebox-gateway refuses to start on malformed values, the port included, and lists every problem', async () => {
     const p = spawnGateway({
       PORT: '99999',
