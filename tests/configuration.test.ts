@@ -115,6 +115,36 @@ describe('settings: one declaration per host', () => {
     expect(Object.fromEntries(unknown)).toEqual({});
   });
 
+  it('a default a page states in prose (`NAME` ... default 30) is the declared one', () => {
+    // Every value each host declares for a name: its fallback and the code spans of its stated default.
+    const declaredDefaults = new Map<string, Set<string>>();
+    for (const host of HOSTS) {
+      for (const [name, s] of Object.entries(host.settings)) {
+        const set = declaredDefaults.get(name) ?? new Set<string>();
+        if (s.fallback !== undefined) set.add(String(s.fallback));
+        for (const [, span] of (s.default ?? '').matchAll(/`([^`]+)`/g)) set.add(span!.replace(/,/g, ''));
+        declaredDefaults.set(name, set);
+      }
+    }
+    const contradicted: string[] = [];
+    let checked = 0;
+    // A new service's own README (apps/cli/templates) speaks of that service's variables, not Farebox's.
+    for (const page of pages().filter((p) => !p.includes('/templates/'))) {
+      const text = read(page).replace(/<!-- settings:[\s\S]*?<!-- \/settings -->/g, '');
+      for (const m of text.matchAll(/`([A-Z][A-Z0-9_]+)`[^`.;]{0,40}?\bdefault:? `?(\d[\d,]*(?:ms|s|m|h)?)\b(?!\s*(?:XLM|USDC))/g)) {
+        const name = m[1]!;
+        const stated = m[2]!;
+        const known = declaredDefaults.get(name);
+        if (!known) continue;
+        checked++;
+        if (!known.has(stated.replace(/,/g, '')))
+          contradicted.push(`${relative(ROOT, page)}: ${name} default ${stated} (declared: ${[...known].join(', ') || 'none'})`);
+      }
+    }
+    expect(contradicted).toEqual([]);
+    expect(checked).toBeGreaterThan(5);
+  });
+
   it('defaults are stated in generated tables only: no page keeps a hand-written settings table with a default column', () => {
     const found: string[] = [];
     for (const page of pages()) {
