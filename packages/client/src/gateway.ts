@@ -103,16 +103,17 @@ export interface GatewayCallOptions {
 }
 
 /** Registration of a service from the dashboard account (`POST /v1/agents`). */
-export interface RegisterServiceInput {
+export interface RegisterServiceInput extends UpdateServiceInput {
   service: string;
-  /** Base units (1 USDC = 10,000,000). */
-  pricePerCallLamports: number | bigint;
   endpoint: string;
   description: string;
 }
 
+/** The price as `price`, USDC in a decimal string ("0.002"), or `pricePerCallLamports`, base units (1 USDC = 10,000,000); over 100 USDC with `maxPrice`. */
 export interface UpdateServiceInput {
+  price?: string;
   pricePerCallLamports?: number | bigint;
+  maxPrice?: string;
   endpoint?: string;
   description?: string;
 }
@@ -423,10 +424,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       get: (service) => request('getAgent', { params: { service } }),
       health: (service, opts = {}) => request('agentHealth', { params: { service }, query: { window: opts.window } }),
       mine: () => request('myAgents'),
-      register: (input) =>
-        request('registerAgent', { body: price(input) as { service: string; pricePerCallLamports: number; endpoint: string; description: string } }),
-      update: (service, changes) =>
-        request('updateAgent', { params: { service }, body: price(changes) as { pricePerCallLamports?: number; endpoint?: string; description?: string } }),
+      register: (input) => request('registerAgent', { body: price(input) as z.input<typeof inputs.RegisterServiceBody> }),
+      update: (service, changes) => request('updateAgent', { params: { service }, body: price(changes) as z.input<typeof inputs.UpdateServiceBody> }),
       remove: (service) => request('removeAgent', { params: { service } }),
     },
     apiKeys: {

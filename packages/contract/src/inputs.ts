@@ -130,13 +130,54 @@ const Price = z
 const Endpoint = z.string({ error: 'endpoint required' }).min(1, 'endpoint required').max(256, 'endpoint too long (max 256)');
 const Description = z.string({ error: 'description required' }).max(512, 'description too long (max 512)');
 
+/** How a price is asked for: USDC as a decimal string (`price`), or base units (`pricePerCallLamports`). */
+export const PRICE_REQUIRED = 'price required: USDC per call as a decimal string, e.g. "0.002" (or pricePerCallLamports, in base units: 20000)';
+const PriceText = z
+  .string({ error: 'price must be a string: USDC per call as a decimal string, e.g. "0.002"' })
+  .max(40, 'price must be a string: USDC per call as a decimal string, e.g. "0.002"')
+  .meta({ description: 'USDC per call as a decimal string, e.g. "0.002" (at most 7 decimals, at most 100 unless maxPrice says more).' });
+const MaxPrice = z
+  .string({ error: 'maxPrice must be a decimal string of USDC, e.g. "500"' })
+  .max(40, 'maxPrice must be a decimal string of USDC, e.g. "500"')
+  .meta({ description: 'Accept a price above 100 USDC per call, up to this (USDC, a decimal string).' });
+const onePrice = (b: { price?: string | undefined; pricePerCallLamports?: number | undefined }, ctx: z.RefinementCtx, required: boolean) => {
+  if (b.price !== undefined && b.pricePerCallLamports !== undefined)
+    ctx.addIssue({ code: 'custom', message: 'give price (USDC, e.g. "0.002") or pricePerCallLamports (base units), not both' });
+  else if (required && b.price === undefined && b.pricePerCallLamports === undefined) ctx.addIssue({ code: 'custom', message: PRICE_REQUIRED });
+};
+
 export const RegisterServiceBody = z
-  .strictObject({ service: ServiceName, pricePerCallLamports: Price, endpoint: Endpoint, description: Description }, { error: unknownField })
-  .meta({ id: 'RegisterServiceBody', description: 'A service registered from the account (signed by its wallet); the price in base units.' });
+  .strictObject(
+    {
+      service: ServiceName,
+      price: PriceText.optional(),
+      pricePerCallLamports: Price.optional(),
+      maxPrice: MaxPrice.optional(),
+      endpoint: Endpoint,
+      description: Description,
+    },
+    { error: unknownField },
+  )
+  .superRefine((b, ctx) => onePrice(b, ctx, true))
+  .meta({
+    id: 'RegisterServiceBody',
+    description:
+      'A service registered from the account (signed by its wallet); the price as `price`, USDC as a decimal string ("0.002"), or `pricePerCallLamports`, base units (20000). A price over 100 USDC needs `maxPrice`.',
+  });
 
 export const UpdateServiceBody = z
-  .strictObject({ pricePerCallLamports: Price.optional(), endpoint: Endpoint.optional(), description: Description.optional() }, { error: unknownField })
-  .meta({ id: 'UpdateServiceBody', description: 'Any of the price, the endpoint and the description.' });
+  .strictObject(
+    {
+      price: PriceText.optional(),
+      pricePerCallLamports: Price.optional(),
+      maxPrice: MaxPrice.optional(),
+      endpoint: Endpoint.optional(),
+      description: Description.optional(),
+    },
+    { error: unknownField },
+  )
+  .superRefine((b, ctx) => onePrice(b, ctx, false))
+  .meta({ id: 'UpdateServiceBody', description: 'Any of the price (`price` in USDC or `pricePerCallLamports`), the endpoint and the description.' });
 
 export const NameBody = z
   .object({

@@ -298,7 +298,7 @@ export const operations = {
     input: { body: I.RegisterServiceBody },
     status: 201,
     output: S.RegisteredService,
-    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field (invalid service name: ...; invalid <field>: control character U+.... not allowed; pricePerCallLamports must be at least 20 base units ...); endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
+    errors: { ...AUTH_ERRORS, 400: 'a missing or invalid field (invalid service name: ...; invalid <field>: control character U+.... not allowed; pricePerCallLamports must be at least 20 base units ...; price required: USDC per call as a decimal string, e.g. "0.002" ...; a price over 100 USDC without maxPrice); endpoint resolves to a private or reserved address', 403: 'activate publishing first (POST /v1/publisher/activate)', 409: 'the name is taken' },
   }),
   updateAgent: op({
     id: 'updateAgent',
@@ -310,7 +310,7 @@ export const operations = {
     input: { params: I.ServiceParams, body: I.UpdateServiceBody },
     status: 200,
     output: S.RegisteredService,
-    errors: { ...AUTH_ERRORS, 400: 'nothing to update (pricePerCallLamports, endpoint or description); an invalid field (pricePerCallLamports must be at least 20 base units ...)', 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
+    errors: { ...AUTH_ERRORS, 400: 'nothing to update (price, pricePerCallLamports, endpoint or description); an invalid field (pricePerCallLamports must be at least 20 base units ...; price "$0.002": write the USDC amount alone ...; price over 100 USDC without maxPrice)', 403: 'activate publishing first (POST /v1/publisher/activate); service <name> belongs to another publisher', 404: 'service not found' },
   }),
   removeAgent: op({
     id: 'removeAgent',

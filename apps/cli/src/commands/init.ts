@@ -3,8 +3,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MIN_PRICE_BASE_UNITS, parseAmount, serviceNameProblem } from '@farebox/protocol';
-import { MIN_PRICE_PROBLEM } from './publisher.js';
+import { serviceNameProblem } from '@farebox/protocol';
+import { priceUnits } from './publisher.js';
 import type { CommandGroup, CommandResult } from './shared.js';
 import { resolveTarballs, TARBALLS_DIR, useTarballs, type Tarballs } from './init-tarballs.js';
 import type { Env } from '../context.js';
@@ -58,11 +58,7 @@ export async function runInit(dir: string, opts: InitOptions, env: Env = {}): Pr
   const problem = serviceNameProblem(name);
   if (problem) throw new CliError('USAGE', `${problem} (got ${JSON.stringify(name)}; use --name)`);
   const price = opts.price ?? '0.001';
-  try {
-    if (parseAmount(price) < MIN_PRICE_BASE_UNITS) throw new Error(MIN_PRICE_PROBLEM);
-  } catch (e) {
-    throw new CliError('USAGE', `--price ${JSON.stringify(price)}: ${(e as Error).message}`);
-  }
+  priceUnits(price, undefined, "set maxPricePerCall: '{}' next to pricePerCall in the scaffold's src/index.ts");
   const description = (opts.description ?? 'Reverses a text. Input: {"text": string}. Output: {"reversed": string, "length": number}.').replace(/["\\]/g, '');
   if (existsSync(target)) {
     if (!(await stat(target)).isDirectory()) throw new CliError('USAGE', `${target} exists and is not a folder`);

@@ -1,4 +1,4 @@
-import { MIN_PRICE_BASE_UNITS, formatAmount, parseAmount, serviceNameProblem, signPublisherLink } from '@farebox/protocol';
+import { MIN_PRICE_BASE_UNITS, formatAmount, parseAmount, parsePrice, serviceNameProblem, signPublisherLink } from '@farebox/protocol';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { pairs, table, usd } from '../format.js';
@@ -9,16 +9,34 @@ import { gatewayCall, priceOf, readKeypair, result, walletNote, type CommandGrou
 /** Why a price under MIN_PRICE_BASE_UNITS is refused (the gateway and the provider SDK refuse it too). */
 export const MIN_PRICE_PROBLEM = `must be at least ${formatAmount(MIN_PRICE_BASE_UNITS, { trim: true })} USDC (${MIN_PRICE_BASE_UNITS} base units), so that the 5 % platform fee of a call is at least one base unit`;
 
-function priceUnits(price: string): number {
+/**
+ * A `--price` in USDC to base units: a decimal string (`0.002`); a price under the lowest, a currency sign and a price
+ * over 100 USDC (`--max-price` raises the bound; `20000` is likely base units) are refused with the unit and an example.
+ */
+export function priceUnits(price: string, maxPrice?: string, raise = '--max-price {}'): number {
+  let max: bigint | undefined;
+  if (maxPrice !== undefined) {
+    try {
+      max = parseAmount(maxPrice);
+    } catch (e) {
+      throw new CliError('USAGE', `--max-price ${JSON.stringify(maxPrice)}: ${(e as Error).message}`);
+    }
+  }
   let units: bigint;
   try {
-    units = parseAmount(price);
+    units = parsePrice(price, { field: '--price', raise, ...(max === undefined ? {} : { max }) });
   } catch (e) {
-    throw new CliError('USAGE', `--price: ${(e as Error).message}`);
+    throw new CliError('USAGE', (e as Error).message);
   }
   if (units < MIN_PRICE_BASE_UNITS) throw new CliError('USAGE', `--price ${JSON.stringify(price)}: ${MIN_PRICE_PROBLEM}`);
   return Number(units);
 }
+
+/** What the gateway is sent: the checked price in USDC (`price`), with `maxPrice` when the bound is raised. */
+const priceInput = (price: string, maxPrice?: string) => ({
+  price: formatAmount(BigInt(priceUnits(price, maxPrice)), { trim: true }),
+  ...(maxPrice === undefined ? {} : { maxPrice }),
+});
 
 export async function runPublisherActivate(ctx: Context, name: string): Promise<CommandResult> {
   const gw = await ctx.gateway();
@@ -32,14 +50,14 @@ export async function runPublisherActivate(ctx: Context, name: string): Promise<
 
 export async function runPublisherRegister(
   ctx: Context,
-  opts: { service: string; price: string; endpoint: string; description: string },
+  opts: { service: string; price: string; maxPrice?: string; endpoint: string; description: string },
 ): Promise<CommandResult> {
   // The gateway's rule (@farebox/protocol's name policy), checked before anything is sent.
   const problem = serviceNameProblem(opts.service);
   if (problem) throw new CliError('USAGE', `--service ${JSON.stringify(opts.service)}: ${problem}`);
   const gw = await ctx.gateway();
   const r = await gatewayCall(() =>
-    gw.agents.register({ service: opts.service, pricePerCallLamports: priceUnits(opts.price), endpoint: opts.endpoint, description: opts.description }),
+    gw.agents.register({ service: opts.service, ...priceInput(opts.price, opts.maxPrice), endpoint: opts.endpoint, description: opts.description }),
   );
   return result(r, `Registered "${r.service}" at ${r.endpoint} for ${priceOf(r)} USDC per call.${r.explorerUrl ? `\n${r.explorerUrl}` : ''}`);
 }
@@ -47,14 +65,14 @@ export async function runPublisherRegister(
 export async function runPublisherUpdate(
   ctx: Context,
   service: string,
-  opts: { price?: string; endpoint?: string; description?: string },
+  opts: { price?: string; maxPrice?: string; endpoint?: string; description?: string },
 ): Promise<CommandResult> {
   if (opts.price === undefined && opts.endpoint === undefined && opts.description === undefined)
     throw new CliError('USAGE', 'nothing to change: give --price, --endpoint or --description');
   const gw = await ctx.gateway();
   const r = await gatewayCall(() =>
     gw.agents.update(service, {
-      ...(opts.price !== undefined ? { pricePerCallLamports: priceUnits(opts.price) } : {}),
+      ...(opts.price !== undefined ? priceInput(opts.price, opts.maxPrice) : {}),
       ...(opts.endpoint !== undefined ? { endpoint: opts.endpoint } : {}),
       ...(opts.description !== undefined ? { description: opts.description } : {}),
     }),
@@ -211,17 +229,23 @@ export const publisherCommands: CommandGroup = {
       .command('register')
       .description('register a service on the registry (signed by your account wallet)')
       .requiredOption('--service <name>', 'service name')
-      .requiredOption('--price <usdc>', 'price per call in USDC, e.g. 0.01')
+      .requiredOption('--price <usdc>', 'price per call in USDC, e.g. 0.002 (not base units)')
+      .option('--max-price <usdc>', 'accept a --price above 100 USDC, up to this')
       .requiredOption('--endpoint <url>', 'https address of the service')
       .requiredOption('--description <text>', 'what it does and what input it expects')
-      .action((o: { service: string; price: string; endpoint: string; description: string }) => act((ctx) => runPublisherRegister(ctx, o))());
+      .action((o: { service: string; price: string; maxPrice?: string; endpoint: string; description: string }) =>
+        act((ctx) => runPublisherRegister(ctx, o))(),
+      );
     pub
       .command('update <service>')
       .description('change price, endpoint or description')
-      .option('--price <usdc>')
+      .option('--price <usdc>', 'price per call in USDC, e.g. 0.002 (not base units)')
+      .option('--max-price <usdc>', 'accept a --price above 100 USDC, up to this')
       .option('--endpoint <url>')
       .option('--description <text>')
-      .action((service: string, o: { price?: string; endpoint?: string; description?: string }) => act((ctx) => runPublisherUpdate(ctx, service, o))());
+      .action((service: string, o: { price?: string; maxPrice?: string; endpoint?: string; description?: string }) =>
+        act((ctx) => runPublisherUpdate(ctx, service, o))(),
+      );
     pub
       .command('remove <service>')
       .description('remove a service from the registry')

@@ -12,7 +12,7 @@ import type { ManifestView } from '../manifests.js';
 import { checkEndpoint, type EndpointPolicy } from '../security/endpoint-guard.js';
 import { serviceView, type ServiceView } from '../views.js';
 import type { WalletProvisioning } from '../wallet-provisioning.js';
-import { parse } from './input.js';
+import { parse, priceOfBody } from './input.js';
 import { requirePublisher } from './publisher-rule.js';
 
 /** A registry change this gateway made, with its transaction. */
@@ -181,12 +181,13 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
     async register(user, body) {
       requirePublisher(user);
       const input = parse(RegisterSchema, body);
+      const price = priceOfBody(input)!;
       await checkEndpoint(input.endpoint, d.policy);
       await translated(() => d.provisioning.ensure(user.walletAddress, user.id));
       const { txHash } = await translated(() =>
         registry.register(walletSigner(d.wallets, user.walletAddress), {
           service: input.service,
-          pricePerCall: BigInt(input.pricePerCallLamports),
+          pricePerCall: price,
           endpoint: input.endpoint,
           description: input.description,
         }),
@@ -204,8 +205,9 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
     async update(user, service, body) {
       requirePublisher(user);
       const input = parse(UpdateSchema, body);
-      if (input.pricePerCallLamports === undefined && input.endpoint === undefined && input.description === undefined) {
-        throw new GatewayError('BAD_REQUEST', 'nothing to update (pricePerCallLamports, endpoint or description)');
+      const price = priceOfBody(input);
+      if (price === undefined && input.endpoint === undefined && input.description === undefined) {
+        throw new GatewayError('BAD_REQUEST', 'nothing to update (price, pricePerCallLamports, endpoint or description)');
       }
       // A name registered before the name policy is never listed or called again: it can be removed, not changed (nothing is written).
       const nameProblem = serviceNameProblem(service);
@@ -214,7 +216,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       if (input.endpoint !== undefined) await checkEndpoint(input.endpoint, d.policy);
       const { txHash } = await translated(() =>
         registry.update(walletSigner(d.wallets, user.walletAddress), service, {
-          ...(input.pricePerCallLamports !== undefined ? { pricePerCall: BigInt(input.pricePerCallLamports) } : {}),
+          ...(price !== undefined ? { pricePerCall: price } : {}),
           ...(input.endpoint !== undefined ? { endpoint: input.endpoint } : {}),
           ...(input.description !== undefined ? { description: input.description } : {}),
         }),
