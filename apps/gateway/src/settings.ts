@@ -1,4 +1,4 @@
-import { defineSettings, flagSetting, intSetting, listSetting, oneOfSetting, settingKind, SHARED_SETTINGS, textSetting } from '@farebox/protocol';
+import { defineSettings, flagSetting, intSetting, listSetting, oneOfSetting, settingKind, SHARED_SETTINGS, textSetting, urlSetting } from '@farebox/protocol';
 import { MONEY_SETTINGS } from './settings-money.js';
 
 /**
@@ -45,7 +45,9 @@ export const GATEWAY_SETTINGS = defineSettings({
   },
   FAREBOX_REDIS_URL: {
     meaning: 'A Redis server shared by several gateways: rate limits and credential revocations are counted there (docs/deploy.md).',
-    kind: textSetting('a `redis://` URL'),
+    kind: settingKind('a `redis://` or `rediss://` URL', (text, name, problem) =>
+      /^rediss?:\/\/[^/]/.test(text) ? text : problem(`${name} must be a redis:// or rediss:// URL`),
+    ),
     default: 'unset: in memory, one gateway',
     secret: true,
   },
@@ -214,7 +216,7 @@ export const GATEWAY_SETTINGS = defineSettings({
   },
   FAREBOX_DISCOVERY_URL: {
     meaning: 'A discovery backend (`farebox-discovery`) that ranks searches, instead of the in-process index (docs/deploy.md).',
-    kind: textSetting('an http(s) URL'),
+    kind: urlSetting(),
     default: 'unset: the in-process index',
   },
   FAREBOX_MODEL_DIR: SHARED_SETTINGS.FAREBOX_MODEL_DIR,

@@ -40,14 +40,18 @@ describe('the gateway settings schema', () => {
         FAREBOX_ALLOW_EMBEDDED_DB: 'on',
         FAREBOX_X402_FACILITATOR: 'sometimes',
         FAREBOX_METRICS_TOKEN: 'short',
+        FAREBOX_REDIS_URL: 'localhost:6379',
+        FAREBOX_DISCOVERY_URL: 'discovery.internal',
       }),
     ).toEqual([
       'PORT must be an integer from 0 to 65535',
       'databasePoolSize must be an integer >= 1',
+      'FAREBOX_REDIS_URL must be a redis:// or rediss:// URL',
       'FAREBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
       'FAREBOX_LOG_PRETTY must be true or false',
       'anonymousPerMinute must be an integer >= 1',
       'FAREBOX_ALLOW_EMBEDDED_DB must be true or false',
+      'FAREBOX_DISCOVERY_URL must be an http(s) URL, got "discovery.internal"',
       'FAREBOX_X402_FACILITATOR must be true or false',
       'FAREBOX_METRICS_TOKEN must be at least 16 characters',
     ]);

@@ -1,4 +1,4 @@
-import { defineSettings, oneOfSetting, onWhenTrueSetting, textSetting } from './settings.js';
+import { defineSettings, oneOfSetting, onWhenTrueSetting, textSetting, urlSetting } from './settings.js';
 
 /**
  * The settings several hosts and SDKs read with one meaning: the settlement
@@ -85,7 +85,7 @@ export const SHARED_SETTINGS = defineSettings({
   },
   FAREBOX_MODEL_HUB_URL: {
     meaning: 'Where the model is downloaded from (a mirror in the Hugging Face layout); also read by `farebox model fetch`.',
-    kind: textSetting('an http(s) URL'),
+    kind: urlSetting(),
     default: '`https://huggingface.co/`',
   },
 });
