@@ -9,6 +9,9 @@ export interface AccountLinkOptions {
   url?: string;
 }
 
+/** The gateway `npm start` runs, on the local network when no `platform.url` (`FAREBOX_URL`) names one. */
+export const localGateway = (network: string): string | undefined => (network === 'local' ? 'http://127.0.0.1:8787' : undefined);
+
 /** What {@link linkOwnerToAccount} did: the key and the services the account now sees. */
 export interface AccountLinkResult {
   owner: string;

@@ -16,7 +16,7 @@ import {
   type Manifest,
 } from '@farebox/protocol';
 import { createRegistryClient, type RegistryClient } from '@farebox/stellar';
-import { linkOwnerToAccount, type AccountLinkOptions, type AccountLinkResult } from './account-link.js';
+import { linkOwnerToAccount, localGateway, type AccountLinkOptions, type AccountLinkResult } from './account-link.js';
 import { bootstrapOnChain, type BootstrapResult } from './bootstrap.js';
 import { NO_PAYMENT_MESSAGE, resolveConfig, type ProviderOptions, type ResolvedProviderConfig } from './config.js';
 import { ProviderError } from './errors.js';
@@ -482,7 +482,9 @@ export function createProvider(options: ProviderOptions): Provider {
       try {
         const desired = { service: config.service, pricePerCall: config.pricePerCall, endpoint: endpoint!, description: config.description };
         const done = await bootstrapOnChain(stellar, registry, walletSecret!, desired);
-        return options.account ? { ...done, linked: await linkOwnerToAccount(walletSecret!, options.account, config.platformUrl) } : done;
+        return options.account
+          ? { ...done, linked: await linkOwnerToAccount(walletSecret!, options.account, config.platformUrl ?? localGateway(config.network)) }
+          : done;
       } finally {
         registration = undefined;
       }
