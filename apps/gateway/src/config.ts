@@ -85,7 +85,7 @@ export function listenSettingsFromEnv(
   options: StartGatewayOptions = {},
 ): { host: string; port: number; baseUrl: string | undefined; network: string; devnetUrl: string | undefined; dataDir: string; devnetPassphrase: string } {
   const { values, problems } = readGatewaySettings(env);
-  if (problems.length) configFromEnv(env, options);
+  if (problems.length) configFromEnv(env, { ...options, ...(options.wallets ? { keystoreKeyProvided: true } : {}) });
   return {
     host: options.host ?? values.HOST ?? '127.0.0.1',
     port: options.port ?? values.PORT ?? 8787,
