@@ -134,7 +134,7 @@ export function settingsTable(settings: AnySettings, names: readonly string[], f
   const rows = names.map((name) => {
     const s = settings[name];
     if (!s) throw new Error(`no setting ${name}`);
-    const values = `${s.values ?? s.kind.values}${s.secret ? ' (secret)' : ''}`;
+    const values = `${s.values ?? s.kind.values}${s.secret ? ' (sensitive)' : ''}`;
     return full
       ? `| \`${name}\` | ${cell(defaultText(s))} | ${cell(values)} | ${cell(meaningText(s))} |`
       : `| \`${name}\` | ${cell(defaultText(s))} | ${cell(meaningText(s))} |`;
