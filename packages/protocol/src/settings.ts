@@ -33,7 +33,7 @@ export interface Setting<T = unknown> {
   default?: string;
   /** The values it takes, when the docs should say more than the kind does (markdown). */
   values?: string;
-  /** A secret (never logged or shown). */
+  /** Sensitive (a key, a password in a URL): the docs mark it so. */
   secret?: boolean;
   /** A deprecated variable: what to set instead (markdown). */
   deprecated?: string;
