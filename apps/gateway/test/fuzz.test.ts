@@ -187,7 +187,7 @@ describe('fuzzing every JSON endpoint', () => {
       body: 'email=x%40example.com&password=a%00b',
       redirect: 'manual',
     });
-    expect([form.status, await form.json()]).toEqual([400, { error: 'invalid password: control character U+0000 not allowed' }]);
+    expect([form.status, await form.json()]).toEqual([400, { error: 'invalid password: control character U+0000 not allowed', code: 'BAD_REQUEST' }]);
     // The OAuth forms and /authorize's query too.
     for (const path of ['/token', '/revoke']) {
       const res = await fetch(`${h.url}${path}`, {

@@ -18,8 +18,9 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
     h = await startHarness('pglite');
     alice = await h.user();
     const oauth = await rawClient(h.url);
-    full = (await oauth.authorize(alice)).tokens.access_token;
-    readOnly = (await oauth.authorize(alice, { scope: 'agents:read' })).tokens.access_token;
+    full = (await oauth.authorize(alice, { scope: 'agents:read agents:call account:read', fields: { confirm_above_usd: '', confirm_below_left_percent: '0' } })).tokens.access_token;
+    // Another app (a connection of its own) with the read scope only.
+    readOnly = (await (await rawClient(h.url)).authorize(alice, { scope: 'agents:read' })).tokens.access_token;
   }, 120_000);
 
   afterAll(async () => {
@@ -102,6 +103,65 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
     expect(r.headers.get('www-authenticate')).toMatch(/error="insufficient_scope"/);
     expect(r.headers.get('www-authenticate')).toMatch(/scope="account:read"/);
     expect(r.json).toMatchObject({ jsonrpc: '2.0', id: 11, error: { code: expect.any(Number), message: expect.stringContaining('account:read') } });
+  });
+
+  /** A 2026-07-28 tools/call of `name` with `args`: its result. */
+  async function tool(name: string, args: Record<string, unknown>, meta: Record<string, unknown> = {}) {
+    const r = await post(
+      { jsonrpc: '2.0', id: 20, method: 'tools/call', params: { name, arguments: args, _meta: { ...envelope(), ...meta } } },
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name },
+    );
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    return r.json.result as { structuredContent: Record<string, any>; isError?: boolean; _meta?: Record<string, any> };
+  }
+
+  it('does not advertise tools.listChanged, which it never sends (the tool list cannot change)', async () => {
+    const r = await post({ jsonrpc: '2.0', id: 30, method: 'server/discover', params: { _meta: envelope() } }, { 'mcp-protocol-version': MODERN, 'mcp-method': 'server/discover' });
+    expect(r.json.result.capabilities.tools).toBeDefined();
+    expect(r.json.result.capabilities.tools.listChanged).not.toBe(true);
+  });
+
+  it('list_agents pages the catalog with a cursor: every service once, newest first, and a cursor of another query is refused', async () => {
+    for (const n of [1, 2, 3, 4, 5]) await h.registerRaw(`page-${n}`, `http://127.0.0.1:9/${n}`, '0.001');
+    const everything = (await alice.api('/v1/agents')).body as Array<{ service: string }>;
+    expect(everything.length).toBeGreaterThanOrEqual(5);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = (await tool('list_agents', { limit: 2, ...(cursor ? { cursor } : {}) })).structuredContent;
+      expect(page.count).toBe(page.services.length);
+      expect(page.services.length).toBeLessThanOrEqual(2);
+      seen.push(...page.services.map((x: { service: string }) => x.service));
+      cursor = page.nextCursor;
+      pages += 1;
+    } while (cursor && pages < 20);
+    // The same services in the same order as REST's GET /v1/agents, each once.
+    expect(seen).toEqual(everything.map((x) => x.service));
+    expect(pages).toBe(Math.ceil(everything.length / 2));
+
+    const first = (await tool('list_agents', { limit: 2 })).structuredContent;
+    const other = await tool('list_agents', { query: 'page', cursor: first.nextCursor });
+    expect(other.isError).toBe(true);
+    expect(other._meta?.['farebox/error']).toEqual({ error: 'invalid cursor: it continues another query; pass the same query as the first page', code: 'BAD_REQUEST' });
+    const junk = await tool('list_agents', { cursor: 'not-a-cursor' });
+    expect(junk._meta?.['farebox/error']).toMatchObject({ code: 'BAD_REQUEST', error: expect.stringMatching(/^invalid cursor/) });
+  });
+
+  it('get_transactions rows carry the call’s callId and the idempotency key it was made under', async () => {
+    const echo = await h.publish('keyed-echo', { price: '0.001' });
+    const key = 'mcp-key-7f3a';
+    const call = await tool('call_agent', { service: 'keyed-echo', payload: { hi: 1 } }, { 'farebox/idempotencyKey': key });
+    expect(call.isError).toBeFalsy();
+    const { callId } = call.structuredContent;
+    expect(callId).toMatch(/^call_/);
+    const rows = (await tool('get_transactions', {})).structuredContent.transactions as Array<Record<string, unknown>>;
+    expect(rows.find((r) => r.callId === callId)).toMatchObject({ type: 'call', service: 'keyed-echo', status: 'completed', callId, idempotencyKey: key });
+    // The REST list says the same, and a top-up row has neither.
+    const rest = (await alice.api('/v1/transactions')).body as Array<Record<string, unknown>>;
+    expect(rest.find((r) => r.callId === callId)).toMatchObject({ idempotencyKey: key });
+    expect(rest.find((r) => r.type === 'topup')).toMatchObject({ callId: null, idempotencyKey: null });
+    await echo.close();
   });
 
   it('none of these client mistakes is logged as an error or with a stack', async () => {

@@ -158,7 +158,7 @@ describe('service names and the text of requests', () => {
         headers: { 'content-type': 'application/json', cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url },
         body,
       });
-      expect([viaExpress.status, await viaExpress.json()], body).toEqual([400, { error: message }]);
+      expect([viaExpress.status, await viaExpress.json()], body).toEqual([400, { error: message, code: 'BAD_REQUEST' }]);
     }
     expect(await state()).toBe(before);
     // Tab, line feed, carriage return and any well-formed text (emoji) in a payload are served as sent.
@@ -180,7 +180,7 @@ describe('service names and the text of requests', () => {
         ['/v1/api-keys', { authorization: `Bearer ${u.key}` }],
       ] as const) {
         const r = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: new Uint8Array(body) });
-        expect([r.status, await r.json()], path).toEqual([400, { error: 'invalid UTF-8 in the JSON body' }]);
+        expect([r.status, await r.json()], path).toEqual([400, { error: 'invalid UTF-8 in the JSON body', code: 'BAD_REQUEST' }]);
       }
     }
     expect(await state()).toBe(before);
@@ -214,14 +214,14 @@ describe('service names and the text of requests', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: 'n\u0000@example.com', password: 'correct horse battery' }),
     });
-    expect([signup.status, await signup.json()]).toEqual([400, { error: nul }]);
+    expect([signup.status, await signup.json()]).toEqual([400, { error: nul, code: 'BAD_REQUEST' }]);
     const form = await fetch(`${h.url}/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'email=n%00%40example.com&password=x',
       redirect: 'manual',
     });
-    expect([form.status, await form.json()]).toEqual([400, { error: nul }]);
+    expect([form.status, await form.json()]).toEqual([400, { error: nul, code: 'BAD_REQUEST' }]);
     const reg = await fetch(`${h.url}/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -96,7 +96,7 @@ describe('registering webhook endpoints', () => {
     ];
     for (const [body, error] of cases) {
       const res = await u.api('/v1/webhooks', { body });
-      expect([res.status, res.body], JSON.stringify(body).slice(0, 80)).toEqual([400, { error }]);
+      expect([res.status, res.body], JSON.stringify(body).slice(0, 80)).toEqual([400, { error, code: 'BAD_REQUEST' }]);
     }
     expect((await u.api('/v1/webhooks')).body).toEqual([]);
     expect((await h.gw.core.db.query('SELECT 1 FROM gw_webhook_endpoints WHERE account_id = $1', [u.id])).rows).toHaveLength(0);
@@ -107,7 +107,7 @@ describe('registering webhook endpoints', () => {
     const r = await receiver();
     for (let i = 0; i < 16; i++) await register(u, `${r.url}?n=${i}`);
     const refused = await u.api('/v1/webhooks', { body: { url: r.url, events: ['topup.completed'] } });
-    expect([refused.status, refused.body]).toEqual([400, { error: 'too many webhook endpoints (max 16): delete one first' }]);
+    expect([refused.status, refused.body]).toEqual([400, { error: 'too many webhook endpoints (max 16): delete one first', code: 'BAD_REQUEST' }]);
     expect((await u.api('/v1/webhooks')).body).toHaveLength(16);
   });
 
@@ -152,7 +152,7 @@ describe('registering webhook endpoints', () => {
       ['GET', `/v1/webhooks/${w.id}/deliveries`],
     ] as const) {
       const res = await other.api(path, { method, ...(method === 'POST' ? { body: {} } : {}) });
-      expect([res.status, res.body], `${method} ${path}`).toEqual([404, { error: 'webhook not found' }]);
+      expect([res.status, res.body], `${method} ${path}`).toEqual([404, { error: 'webhook not found', code: 'NOT_FOUND' }]);
     }
     expect((await owner.api('/v1/webhooks')).body).toEqual([expect.objectContaining({ id: w.id, rotated_at: null })]);
   });
@@ -289,7 +289,7 @@ describe('deliveries', () => {
       [failed.id, 'failed'],
     ]);
     const unknown = await u.api(`/v1/webhooks/${w.id}/deliveries/dlv_nope/redeliver`, { body: {} });
-    expect([unknown.status, unknown.body]).toEqual([404, { error: 'delivery not found' }]);
+    expect([unknown.status, unknown.body]).toEqual([404, { error: 'delivery not found', code: 'NOT_FOUND' }]);
   });
 
   it('redelivers a delivered event: the same event and body, signed again', async () => {
@@ -340,7 +340,7 @@ describe('deliveries', () => {
     expect((await verified(third, rotated.body.secret)).ok).toBe(true);
 
     const bad = await u.api(`/v1/webhooks/${w.id}/rotate-secret`, { body: { expire_previous_in_hours: 200 } });
-    expect([bad.status, bad.body]).toEqual([400, { error: 'expire_previous_in_hours must be a whole number from 0 to 168' }]);
+    expect([bad.status, bad.body]).toEqual([400, { error: 'expire_previous_in_hours must be a whole number from 0 to 168', code: 'BAD_REQUEST' }]);
     expect((await u.api('/v1/webhooks')).body[0].secret_prefix).toBe(overlap.body.secret.slice(0, 10));
   });
 
@@ -372,6 +372,6 @@ describe('deliveries', () => {
     const two = await u.api(`/v1/webhooks/${w.id}/deliveries?limit=2`);
     expect(two.body.map((d: any) => d.payload.data.amount_usd)).toEqual([3, 2]);
     const bad = await u.api(`/v1/webhooks/${w.id}/deliveries?limit=101`);
-    expect([bad.status, bad.body]).toEqual([400, { error: 'invalid limit (must be 1 <= n <= 100)' }]);
+    expect([bad.status, bad.body]).toEqual([400, { error: 'invalid limit (must be 1 <= n <= 100)', code: 'BAD_REQUEST' }]);
   });
 });

@@ -92,26 +92,88 @@ export const MCP_INSTRUCTIONS =
 /** How many transactions `get_transactions` shows. */
 const TRANSACTIONS_SHOWN = 50;
 
-const listAgents: McpTool<{ query: z.ZodOptional<z.ZodString> }> = {
+/** A bad argument the tool finds itself (a cursor it did not write): a tool error with `code` BAD_REQUEST. */
+export class ToolInputError extends Error {
+  override name = 'ToolInputError';
+}
+
+/** How many services a `list_agents` page holds by default, and at most. */
+const AGENTS_PAGE = 50;
+const AGENTS_PAGE_MAX = 100;
+
+/** Where the next page of a listing starts: after `after` (a service name) of the listing for `q`. */
+interface AgentsCursor {
+  q: string;
+  after: string;
+  /** The last service's `createdAt`: where the catalog's order resumes when that service is gone. */
+  t: number;
+}
+
+const encodeCursor = (c: AgentsCursor) => btoa(JSON.stringify(c)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+function decodeCursor(cursor: string, q: string): AgentsCursor {
+  let c: Partial<AgentsCursor> | undefined;
+  try {
+    c = JSON.parse(atob(cursor.replace(/-/g, '+').replace(/_/g, '/'))) as Partial<AgentsCursor>;
+  } catch {
+    c = undefined;
+  }
+  if (!c || typeof c.after !== 'string' || typeof c.q !== 'string' || typeof c.t !== 'number')
+    throw new ToolInputError('invalid cursor: pass the nextCursor of the previous list_agents answer as it was');
+  if (c.q !== q) throw new ToolInputError('invalid cursor: it continues another query; pass the same query as the first page');
+  return c as AgentsCursor;
+}
+
+/**
+ * One page of a listing: the services after the cursor's, in the listing's
+ * order. A catalog listing (newest first, then by name) resumes where the
+ * cursor's service stood even when it has gone; a search resumes after its
+ * service, or says to search again when it dropped out.
+ */
+function agentsPage(services: unknown[], q: string, cursor: string | undefined, limit: number): { page: unknown[]; nextCursor?: string } {
+  const rows = services as Array<{ service: string; createdAt: number }>;
+  let start = 0;
+  if (cursor !== undefined) {
+    const c = decodeCursor(cursor, q);
+    const at = rows.findIndex((s) => s.service === c.after);
+    if (at >= 0) start = at + 1;
+    else if (q === '') start = rows.findIndex((s) => s.createdAt < c.t || (s.createdAt === c.t && s.service > c.after));
+    else throw new ToolInputError('invalid cursor: the results of this query changed; search again without cursor');
+    if (start < 0) start = rows.length;
+  }
+  const page = rows.slice(start, start + limit);
+  const last = page[page.length - 1];
+  return { page, ...(last && start + limit < rows.length ? { nextCursor: encodeCursor({ q, after: last.service, t: last.createdAt }) } : {}) };
+}
+
+const listAgents: McpTool<{ query: z.ZodOptional<z.ZodString>; cursor: z.ZodOptional<z.ZodString>; limit: z.ZodOptional<z.ZodNumber> }> = {
   name: 'list_agents',
   title: 'Find paid services',
   description:
     'Search the Farebox catalog of paid services (AI agents, APIs, tools) that call_agent can call. ' +
     'Pass `query` as free text in any language (e.g. "translate to German", "weather forecast") to get the best matches first; ' +
-    'omit it to list the whole catalog. Each result has the service name to pass to call_agent, its description ' +
-    '(which says what input the service expects), its price per call in USDC, its endpoint and usage stats.',
-  inputSchema: { query: z.string().max(512).optional().describe('What you need, in plain words, any language. Omit to list every service.') },
+    'omit it to list the whole catalog, newest first. Each result has the service name to pass to call_agent, its description ' +
+    '(which says what input the service expects), its price per call in USDC, its endpoint and usage stats. ' +
+    `Answers come in pages of ${AGENTS_PAGE} (\`limit\` up to ${AGENTS_PAGE_MAX}); when there are more, pass the answer's \`nextCursor\` as \`cursor\` (with the same query) for the next page.`,
+  inputSchema: {
+    query: z.string().max(512).optional().describe('What you need, in plain words, any language. Omit to list every service.'),
+    cursor: z.string().max(1024).optional().describe("The previous answer's nextCursor, for the next page."),
+    limit: z.number().int().min(1).max(AGENTS_PAGE_MAX).optional().describe(`How many services a page holds (default ${AGENTS_PAGE}).`),
+  },
   outputSchema: z.looseObject({
-    services: z.array(ServiceOut).describe('The matching services, best first (the whole catalog without a query).'),
-    count: z.number().int(),
+    services: z.array(ServiceOut).describe('The matching services, best first (the catalog newest first without a query): this page.'),
+    count: z.number().int().describe('How many services this page holds.'),
     query: z.string().optional(),
+    nextCursor: z.string().optional().describe('Present when there are more: pass it as cursor for the next page.'),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   icons: icon('<circle cx="11" cy="11" r="7"/><path d="m20 20-3.5-3.5"/>'),
   scope: 'agents:read',
   async run(api, args) {
-    const services = args.query ? await api.agents.search(args.query) : await api.agents.list();
-    return { services, count: services.length, ...(args.query ? { query: args.query } : {}) };
+    const q = args.query?.trim() ? args.query : '';
+    const all = q ? await api.agents.search(q) : await api.agents.list();
+    const { page, nextCursor } = agentsPage(all, q, args.cursor, args.limit ?? AGENTS_PAGE);
+    return { services: page, count: page.length, ...(q ? { query: q } : {}), ...(nextCursor ? { nextCursor } : {}) };
   },
 };
 
@@ -259,11 +321,12 @@ export async function runMcpTool(tool: McpTool, api: FareboxApi, args: unknown, 
     const parsed = z.object(tool.inputSchema).safeParse(args ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      return toolError(`invalid arguments: ${issue?.path.join('.') || 'input'}: ${issue?.message ?? 'invalid'}`);
+      return toolError(`invalid arguments: ${issue?.path.join('.') || 'input'}: ${issue?.message ?? 'invalid'}`, { code: 'BAD_REQUEST' });
     }
     const run = async (over: FareboxApi = api) => toolResult(await tool.run(over, parsed.data));
     return await (host.around ? host.around(tool, parsed.data, context, run) : run());
   } catch (err) {
+    if (err instanceof ToolInputError) return toolError(err.message, { code: 'BAD_REQUEST' });
     const result = host.onError(err);
     if (result) return result;
     throw err;

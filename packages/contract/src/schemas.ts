@@ -107,6 +107,13 @@ export const Transaction = z
     paid_with: z.string().nullable(),
     /** `signup`, `free:...` for free top-ups, a failed payment's reason. */
     note: z.string().nullable(),
+    /** A call's id, the `callId` of its answer or error (camel case, as it is named there); null for a top-up. */
+    callId: z.string().nullable().meta({ description: "A call's id, as its answer's or error's `callId` names it; null for a top-up." }),
+    /** The idempotency key the call was made under (the stdio adapter's and the client's own, or a random one), or null. */
+    idempotencyKey: z
+      .string()
+      .nullable()
+      .meta({ description: 'The idempotency key the call was made under (`Idempotency-Key`, `_meta["farebox/idempotencyKey"]`), or null.' }),
     created_at: Timestamp,
   })
   .meta({ id: 'Transaction', description: 'A top-up or a call, newest first in lists.' });

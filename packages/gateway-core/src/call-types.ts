@@ -94,6 +94,8 @@ export interface CallsOptions {
     payload: Record<string, unknown>;
     amount: bigint;
     callId: string;
+    /** The call's idempotency key, when it had one (the wallet payment records it: `get_transactions` shows it). */
+    idempotencyKey?: string | undefined;
     steps: TraceStep[];
   }) => Promise<{ response: CallResponse } | { retry: true }>;
   /** Called once per call that reached the payment steps: the call's log line and metrics. */

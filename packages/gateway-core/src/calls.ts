@@ -340,7 +340,7 @@ export function createCalls(options: CallsOptions) {
       ({ holdId } = await holding);
     } catch (err) {
       if (!(err instanceof GatewayError && err.code === 'INSUFFICIENT_BALANCE' && options.onInsufficientCredits)) throw err;
-      const other = await options.onInsufficientCredits({ principal, service: svc, payload, amount, callId, steps: timeline.steps });
+      const other = await options.onInsufficientCredits({ principal, service: svc, payload, amount, callId, idempotencyKey: key, steps: timeline.steps });
       if ('response' in other) {
         ctx.wallet = true;
         return answerFrom(other.response);

@@ -53,6 +53,9 @@ export interface TopupView {
   status: 'completed' | 'pending' | 'failed';
   paid_with: 'wallet' | null;
   note: string | null;
+  /** A top-up is no call: null (the Transaction item's fields). */
+  callId: null;
+  idempotencyKey: null;
   created_at: string;
 }
 
@@ -68,6 +71,8 @@ const paymentView = (p: WalletPayment, hash: string | null): TopupView => ({
   status: p.state,
   paid_with: 'wallet',
   note: p.error,
+  callId: null,
+  idempotencyKey: null,
   created_at: p.createdAt.toISOString(),
 });
 
@@ -275,6 +280,8 @@ export function createTopups(o: TopupsOptions) {
         status: 'completed',
         paid_with: null,
         note: 'free',
+        callId: null,
+        idempotencyKey: null,
         created_at: new Date(now()).toISOString(),
       };
     }

@@ -69,6 +69,8 @@ export function transactionView(t: LedgerTransaction): TransactionView {
     status: t.status,
     paid_with: t.paidWith,
     note: t.note,
+    callId: t.callId,
+    idempotencyKey: t.idempotencyKey,
     created_at: t.createdAt.toISOString(),
   };
 }

@@ -31,6 +31,8 @@ export interface ShortfallInput {
   /** The price to pay (the registry floor, or the accepted dynamic quote). */
   amount: bigint;
   callId: string;
+  /** The call's idempotency key, recorded with the payment (a transaction row shows it). */
+  idempotencyKey?: string | undefined;
   /** The call's trace so far; the wallet path appends its steps. */
   steps: TraceStep[];
   /**
@@ -122,6 +124,7 @@ export function createWalletPath(o: WalletPathOptions) {
       service: svc.service,
       publisherOwner: svc.owner,
       ...(input.budget ? { budget: input.budget } : {}),
+      ...(input.idempotencyKey ? { data: { idempotencyKey: input.idempotencyKey } } : {}),
     });
     o.crashPoint?.('wallet:recorded');
     const started: Started = { at: now(), t0: performance.now() };

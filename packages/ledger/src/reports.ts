@@ -16,7 +16,7 @@ export async function transactions(db: Database, accountId: string, limit = 50):
        (SELECT 'call' AS type, h.id::text AS id, COALESCE(h.posted_amount, h.amount) AS amount, h.service,
                fb.tx_hash AS tx_signature, fb.explorer_url,
                CASE h.state WHEN 'pending' THEN 'pending' WHEN 'posted' THEN 'completed' ELSE 'refunded' END AS status,
-               h.paid_with, NULL::text AS note, h.created_at, 1 AS ord
+               h.paid_with, NULL::text AS note, h.created_at, 1 AS ord, h.call_id, h.idempotency_key
         FROM holds h
         LEFT JOIN earnings e ON e.hold_id = h.id
         LEFT JOIN funding_batches fb ON fb.id = e.funding_batch_id AND fb.state = 'confirmed'
@@ -24,20 +24,22 @@ export async function transactions(db: Database, accountId: string, limit = 50):
         ORDER BY h.created_at DESC LIMIT $2)
        UNION ALL
        (SELECT 'call', w.id::text, w.amount, w.service, w.tx_hash, w.explorer_url,
-               w.state, 'wallet', w.error, w.created_at, 1
+               w.state, 'wallet', w.error, w.created_at, 1, w.call_id, w.data->>'idempotencyKey'
         FROM wallet_payments w WHERE w.account_id = $1 AND w.kind = 'call'
         ORDER BY w.created_at DESC LIMIT $2)
        UNION ALL
        (SELECT 'topup', j.id::text, j.amount, NULL, w.tx_hash, w.explorer_url, 'completed',
                CASE WHEN w.id IS NOT NULL THEN 'wallet' END,
-               CASE WHEN j.kind = 'signup' THEN 'signup' WHEN w.id IS NOT NULL THEN NULL ELSE j.reference END, j.created_at, 0
+               CASE WHEN j.kind = 'signup' THEN 'signup' WHEN w.id IS NOT NULL THEN NULL ELSE j.reference END, j.created_at, 0,
+               NULL::text, NULL::text
         FROM journal j
         LEFT JOIN wallet_payments w ON w.account_id = j.account_id AND w.kind = 'topup' AND w.state = 'completed'
                                    AND j.reference = 'wallet:' || w.tx_hash
         WHERE j.account_id = $1 AND j.kind IN ('signup', 'topup')
         ORDER BY j.id DESC LIMIT $2)
        UNION ALL
-       (SELECT 'topup', w.id::text, w.amount, NULL, w.data->>'hash', w.explorer_url, w.state, 'wallet', w.error, w.created_at, 0
+       (SELECT 'topup', w.id::text, w.amount, NULL, w.data->>'hash', w.explorer_url, w.state, 'wallet', w.error, w.created_at, 0,
+               NULL::text, NULL::text
         FROM wallet_payments w WHERE w.account_id = $1 AND w.kind = 'topup' AND w.state <> 'completed'
         ORDER BY w.created_at DESC LIMIT $2)
      ) t ORDER BY created_at DESC, ord DESC, id DESC LIMIT $2`,
@@ -53,6 +55,8 @@ export async function transactions(db: Database, accountId: string, limit = 50):
     status: r.status as TransactionStatus,
     paidWith: (r.paid_with ?? null) as PaidWith | null,
     note: strOrNull(r.note),
+    callId: strOrNull(r.call_id),
+    idempotencyKey: strOrNull(r.idempotency_key),
     createdAt: date(r.created_at),
   }));
 }

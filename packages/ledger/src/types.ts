@@ -150,6 +150,10 @@ export interface LedgerTransaction {
   paidWith: PaidWith | null;
   /** `signup` for the sign-up credit, the top-up reference, or null. */
   note: string | null;
+  /** A call's id (the `callId` its answer and error name); null for a top-up. */
+  callId: string | null;
+  /** The idempotency key the call was made under, or null. */
+  idempotencyKey: string | null;
   createdAt: Date;
 }
 
