@@ -5,6 +5,7 @@ import { formatBaseUnits, formatDate, formatUsd, parseUsdc, plural, shorten } fr
 import { Link } from '../router.js';
 import { Badge, Empty, ErrorBox, ExplorerLink, Loading, Notice, Stat, Units, useEvery, useLoad } from '../ui.js';
 import { EarningsChart } from '../Chart.js';
+import { LinkedKeys } from './LinkedKeys.js';
 
 export function PublisherPage({ me, onChanged }: { me: Account; onChanged: () => Promise<void> }) {
   if (!me.is_publisher) return <Activate onDone={onChanged} />;
@@ -105,6 +106,7 @@ function PublisherHome({ me }: { me: Account }) {
       </section>
       <Analytics />
       <MyServices services={mine.data} loading={mine.loading} error={mine.error} onChanged={reloadAll} wallet={me.custodial_wallet} />
+      <LinkedKeys owners={o?.linked_owners ?? []} services={o?.services ?? []} onLinked={reloadAll} />
       <Settlements />
     </section>
   );
@@ -375,12 +377,35 @@ function MyServices({
 
 function Settlements() {
   const list = useLoad(() => gw.publisher.settlements({ limit: 50 }));
+  const [note, setNote] = useState<string>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const settleNow = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const r = await gw.publisher.settle();
+      setNote(r.settled ? `Paid out ${plural(r.settlements?.length ?? 1, 'cycle')} now.` : (r.message ?? 'Nothing to settle.'));
+      list.reload();
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
   return (
     <section className="card" aria-labelledby="settle-title">
-      <h2 id="settle-title">Settlements</h2>
+      <div className="title-row">
+        <h2 id="settle-title">Settlements</h2>
+        <button type="button" className="small" disabled={busy} onClick={settleNow}>
+          {busy ? 'Settling…' : 'Settle now'}
+        </button>
+      </div>
       <p className="muted small-text">
         Earnings are funded into one escrow per cycle and released to your wallet in batches, with the platform fee applied at release.
       </p>
+      {note ? <Notice>{note}</Notice> : null}
+      <ErrorBox error={error} />
       <ErrorBox title="Settlements unavailable" error={list.error} />
       {list.loading && !list.data ? <Loading label="Loading settlements…" /> : null}
       {list.data && list.data.length === 0 ? <Empty>No settlement yet: your first cycle opens with your first paid call.</Empty> : null}
