@@ -172,18 +172,24 @@ describe.concurrent('the documented commands, run as written', { timeout: 240_00
     });
     expect(published).toEqual(expect.arrayContaining(['provider', 'client', 'ledger', 'devnet']));
     expect(await readFile(join(repo, 'packages/devnet/README.md'), 'utf8')).toContain('`pnpm tarballs <folder> @farebox/devnet`');
-    for (const short of published.filter((d) => d !== 'devnet'))
+    for (const short of published.filter((d) => d !== 'devnet')) {
       await docBlock(`packages/${short}/README.md`, [
         `pnpm tarballs ~/farebox-tarballs @farebox/${short}`,
         'npm i ~/farebox-tarballs/*.tgz',
         '# once it is published',
       ]);
+      // Its snippets are ES modules, and it says how to run them in a fresh `npm init -y` folder (issue 50).
+      expect(await readFile(join(repo, `packages/${short}/README.md`), 'utf8'), short).toContain(
+        'The snippets below are ES modules (`import`, top-level `await`): in a fresh\n`npm init -y` folder run `npm pkg set type=module` first',
+      );
+    }
     expect((await ok(pack!)).out).toMatch(/farebox-provider-\d+\.\d+\.\d+\.tgz/);
     await ok(install!);
     const imported = await ok(`node --input-type=module -e "const m = await import('@farebox/provider'); console.log(typeof m.createProvider)"`, {
       cwd: join(home, 'my-project'),
     });
     expect(imported.out.trim()).toBe('function');
+    // The provider README's own service, run as written from its tarballs, is e2e/publisher-journey.test.ts (npm init -y, npm pkg set type=module).
   });
 
   it('README: farebox init --tarballs, npm install and npm start publish a service that takes paid calls', async () => {
