@@ -88,3 +88,20 @@ describe('farebox publisher earnings / link / settle', () => {
     expect(printedRoutes().offenders).toEqual([]);
   }, 60_000);
 });
+
+// After the publisher's figures above (its call adds to them).
+describe('farebox call --max-cost (issue 50, item 5)', () => {
+  it('a call priced over --max-cost is refused naming the price, the flag and that nothing was charged; the balance shows the tenth of a cent', async () => {
+    const caller = await s.user({ topup: 5 });
+    const env = await cliEnv(caller);
+    const refused = await runFarebox(['call', name, '{"x":1}', '--max-cost', '0.001'], { env });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      `this call to ${name} costs $0.002, over the most it may cost ($0.001: Farebox-Max-Cost, --max-cost in the CLI); nothing was charged`,
+    );
+    const paid = await runFarebox(['call', name, '{"x":1}', '--max-cost', '0.002'], { env });
+    expect(paid.code, paid.stderr).toBe(0);
+    const balance = await runFarebox(['balance'], { env });
+    expect(balance.stdout).toMatch(/credits\s+\$9\.998 \(99980000 base units\)/);
+  });
+});
