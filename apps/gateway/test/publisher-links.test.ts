@@ -45,6 +45,8 @@ describe('GET /v1/publisher/by-owner/:owner (no credential, read-only)', () => {
       payouts: [],
     });
     expect(r.body.services.map((x: { service: string }) => x.service)).toEqual([name]);
+    // The catalog's totalEarned is the same net.
+    expect(r.body.services[0]).toMatchObject({ totalCalls: 4, totalEarned: 0.0076 });
   });
   it('refuses what is not an account key', async () => {
     expect(await s.request('/v1/publisher/by-owner/nobody')).toMatchObject({ status: 400, body: { error: 'owner is not a Stellar account key (G...)' } });
