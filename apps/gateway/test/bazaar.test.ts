@@ -150,7 +150,7 @@ describe('the x402 bazaar on the gateway', () => {
   it('refuses bad parameters with their message', async () => {
     const client = withBazaar(new HTTPFacilitatorClient({ url: `${h.url}/x402` }));
     await expect(client.extensions.discovery.listResources({ limit: 0 })).rejects.toThrow(
-      'Facilitator listDiscoveryResources failed (400): {"error":"invalid limit (must be an integer from 1 to 500)"}',
+      'Facilitator listDiscoveryResources failed (400): {"error":"invalid limit (must be an integer from 1 to 500)","code":"BAD_REQUEST"}',
     );
     const cases: Array<[string, string]> = [
       ['/x402/discovery/resources?offset=x', 'invalid offset (must be an integer from 0 to 1000000)'],
@@ -161,6 +161,6 @@ describe('the x402 bazaar on the gateway', () => {
       ['/discovery/search?query=x&cursor=-1', 'invalid cursor (pass the pagination.cursor of the previous page)'],
       ['/discovery/search?query=x&limit=0', 'invalid limit (must be an integer from 1 to 100)'],
     ];
-    for (const [path, error] of cases) expect(await get(path), path).toEqual({ status: 400, body: { error } });
+    for (const [path, error] of cases) expect(await get(path), path).toEqual({ status: 400, body: { error, code: 'BAD_REQUEST' } });
   });
 });

@@ -144,7 +144,12 @@ describe('/mcp serves protocol 2026-07-28 and the 2025 revisions at one URL (the
     expect(modern.body.result._meta['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'farebox', title: 'Farebox' });
     const unknown = await discover('2099-01-01');
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error).toMatchObject({ code: -32022, message: 'Unsupported protocol version: 2099-01-01', data: { supported: ['2026-07-28'] } });
+    // Every revision the server serves, both eras (they share the URL), and the one asked for.
+    expect(unknown.body.error).toMatchObject({
+      code: -32022,
+      message: 'Unsupported protocol version: 2099-01-01',
+      data: { supported: expect.arrayContaining(['2026-07-28', '2025-11-25']), requested: '2099-01-01' },
+    });
   });
 
   it('answers a token without agents:call calling call_agent with 403 insufficient_scope naming the scope, in both eras, and charges nothing', async () => {

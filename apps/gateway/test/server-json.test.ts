@@ -64,8 +64,10 @@ describe('server.json for the MCP Registry', () => {
       version: pkg.version,
       transport: { type: 'stdio' },
     });
-    const config = readFileSync(join(root, 'apps/mcp/src/config.ts'), 'utf8');
-    const read_ = [...new Set([...config.matchAll(/env\.(FAREBOX_[A-Z_]+)/g)].map((m) => m[1]))].sort();
+    // The variables the adapter reads are those it declares (apps/mcp/src/settings.ts, read by config.ts through it).
+    const settings = readFileSync(join(root, 'apps/mcp/src/settings.ts'), 'utf8');
+    const read_ = [...new Set([...settings.matchAll(/^ {2}(FAREBOX_[A-Z_]+): \{/gm)].map((m) => m[1]))].sort();
+    expect(read_.length).toBeGreaterThan(2);
     expect(entry.environmentVariables.map((v: { name: string }) => v.name).sort()).toEqual(read_);
     expect(entry.environmentVariables.find((v: { name: string }) => v.name === 'FAREBOX_API_KEY')).toMatchObject({ isSecret: true });
   });

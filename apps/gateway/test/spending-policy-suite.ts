@@ -75,6 +75,7 @@ export function spendingPolicySuite(kind: DbKind) {
       expect(last.status).toBe(402);
       expect(last.body).toEqual({
         error: `spending limit reached: this API key may spend $0.5 per day (UTC); $0 is left until ${nextUtcMidnight()} and this call costs $0.01`,
+        code: 'SPENDING_LIMIT',
         limit_source: 'key',
         limit_usd: 0.5,
         remaining_usd: 0,
@@ -111,6 +112,7 @@ export function spendingPolicySuite(kind: DbKind) {
       expect(wc.status).toBe(403);
       expect(wc.body).toEqual({
         error: 'this API key may not call word-count (allowed: echo)',
+        code: 'FORBIDDEN',
         limit_source: 'key',
         limit_usd: null,
         remaining_usd: null,

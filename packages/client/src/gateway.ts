@@ -387,10 +387,11 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       json = undefined;
     }
     if (!res.ok) {
-      const err = schemas.ErrorBody.safeParse(json);
+      // `{ error, code, ... }`; an older gateway's `{ error }` keeps its message too (the answer's code is then `HTTP_<status>`).
+      const said = (json as { error?: unknown } | undefined)?.error;
       throw new GatewayApiError(
         res.status,
-        err.success ? err.data.error : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+        typeof said === 'string' ? said : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
         json,
         res.headers.get('x-request-id') ?? headers['x-request-id'],
         retryAfterOf(res.headers.get('retry-after')),
