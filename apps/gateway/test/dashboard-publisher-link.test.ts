@@ -71,5 +71,16 @@ it('links the key with its secret signed in the browser; the overview counts its
   await page.getByText('Paid out 1 cycle now.').waitFor({ timeout: 30_000 });
   expect(await s.usdc(svc.owner)).toBe(before + 38_000n);
   await page.getByRole('row').filter({ hasText: 'done' }).first().waitFor();
+  // On a phone the linked key (56 characters) wraps: nothing scrolls sideways.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const layout = await page.evaluate(() => ({
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+    // What widens it: an element whose content is wider than its box and not clipped.
+    wide: [...document.querySelectorAll('body *')]
+      .filter((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow === 'visible' && e.tagName !== 'text')
+      .map((e) => `${e.tagName} ${(e.textContent ?? '').slice(0, 60)}`),
+  }));
+  expect(layout.scrollWidth, layout.wide.join('; ')).toBeLessThanOrEqual(layout.innerWidth);
   expect(problems).toEqual([]);
 }, 120_000);

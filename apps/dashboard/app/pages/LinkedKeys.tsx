@@ -33,7 +33,8 @@ export function LinkedKeys({ owners, services, onLinked }: { owners: string[]; s
     }
   };
   return (
-    <section className="card" aria-labelledby="linked-title">
+    // A key is 56 characters without a break: it wraps anywhere rather than widen the page on a phone.
+    <section className="card" aria-labelledby="linked-title" style={{ overflowWrap: 'anywhere' }}>
       <h2 id="linked-title">Services published with their own key</h2>
       <p className="muted small-text">
         A service started with the provider SDK is owned by its key (<code>.farebox/keypair</code>), not by this account. Link the key to see its calls and
