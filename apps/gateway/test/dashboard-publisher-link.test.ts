@@ -77,7 +77,7 @@ it('links the key with its secret signed in the browser; the overview counts its
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
     // What widens it: an element whose content is wider than its box and not clipped.
-    wide: [...document.querySelectorAll('body *')]
+    wide: Array.from(document.querySelectorAll('body *'))
       .filter((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow === 'visible' && e.tagName !== 'text')
       .map((e) => `${e.tagName} ${(e.textContent ?? '').slice(0, 60)}`),
   }));
