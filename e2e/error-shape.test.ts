@@ -57,7 +57,9 @@ describe('one failure, one answer: an unknown service as REST, /mcp, the stdio a
     const client = (err as GatewayApiError).answer;
 
     // The CLI's --json.
-    const cli = await runFarebox(['call', call.service, '{}', '--json'], { env: { FAREBOX_URL: h.url, FAREBOX_API_KEY: alice.key, HOME: await mkdtemp(join(tmpdir(), 'fb-home-')) } });
+    const cli = await runFarebox(['call', call.service, '{}', '--json'], {
+      env: { FAREBOX_URL: h.url, FAREBOX_API_KEY: alice.key, HOME: await mkdtemp(join(tmpdir(), 'fb-home-')) },
+    });
     expect(cli.code).toBe(1);
     const cliAnswer = JSON.parse(cli.stderr) as Record<string, unknown>;
     expect(cliAnswer).toMatchObject({ status: 404, requestId: expect.any(String) });

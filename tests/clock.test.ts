@@ -21,7 +21,7 @@ const DURATIONS: Record<string, string> = {
   'packages/gateway-core/src/calls.ts': "a call's total duration (access log, metrics)",
   'packages/gateway-core/src/wallet-path.ts': "the wallet path's trace steps' durations",
   'packages/gateway-core/src/webhooks/worker.ts': "a delivery attempt's duration (the delivery log)",
-  'packages/gateway-core/src/x402/fair-queue.ts': "how long a settlement waited for its slot, in the error (the timer decides)",
+  'packages/gateway-core/src/x402/fair-queue.ts': 'how long a settlement waited for its slot, in the error (the timer decides)',
 };
 
 const root = resolve(import.meta.dirname, '..');

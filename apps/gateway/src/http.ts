@@ -52,7 +52,11 @@ export const errorJson = (code: GatewayErrorCode, message: string): string => JS
  * ({@link errorAnswer}: the same fields `/mcp` and the adapter give), and the
  * rate-limit rule that refused the request, if one did (for the access log and metrics).
  */
-export function gatewayErrorAnswer(err: GatewayError, res: ServerResponse, thrown: unknown = err): { status: number; body: string; rateLimitRule: string | undefined } {
+export function gatewayErrorAnswer(
+  err: GatewayError,
+  res: ServerResponse,
+  thrown: unknown = err,
+): { status: number; body: string; rateLimitRule: string | undefined } {
   for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
   const rule = err.code === 'RATE_LIMITED' && typeof err.data?.rule === 'string' ? err.data.rule : undefined;
   return { status: HTTP_STATUS[err.code], body: JSON.stringify(errorAnswer(err, callIdOf(thrown))), rateLimitRule: rule };
@@ -73,12 +77,18 @@ export function errorHandler(log: (message: string, err: unknown) => void) {
     }
     const bad = inputError(err);
     if (bad) {
-      res.status(bad.status).type('application/json').send(errorJson(bodyErrorCode(bad.status), bad.message));
+      res
+        .status(bad.status)
+        .type('application/json')
+        .send(errorJson(bodyErrorCode(bad.status), bad.message));
       return;
     }
     const e = err as { type?: string; status?: number; expose?: boolean };
     if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
-      res.status(e.status).type('application/json').send(errorJson(bodyErrorCode(e.status), (err as Error).message));
+      res
+        .status(e.status)
+        .type('application/json')
+        .send(errorJson(bodyErrorCode(e.status), (err as Error).message));
       return;
     }
     log('request failed', err);

@@ -161,7 +161,15 @@ export function mcpRoutes(core: GatewayCore, options: McpRoutesOptions = {}): ex
       // A revision this server does not serve, whichever era the request looks like: -32022 with the ones it does.
       const revision = req.headers['mcp-protocol-version'];
       if (typeof revision === 'string' && !MCP_REVISIONS.includes(revision)) {
-        return rpcError(res, 400, `Unsupported protocol version: ${revision}`, {}, UNSUPPORTED_REVISION, { supported: MCP_REVISIONS, requested: revision }, requestIdOf(req.body));
+        return rpcError(
+          res,
+          400,
+          `Unsupported protocol version: ${revision}`,
+          {},
+          UNSUPPORTED_REVISION,
+          { supported: MCP_REVISIONS, requested: revision },
+          requestIdOf(req.body),
+        );
       }
       const authInfo: FareboxAuthInfo = {
         token: bearer,

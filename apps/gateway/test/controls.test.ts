@@ -122,7 +122,10 @@ describe('controls that bind', () => {
       status: 400,
       body: { error: 'a key with a spending policy is a spend key: leave kind out or send kind "spend"', code: 'BAD_REQUEST' },
     });
-    expect((await session(user, '/v1/api-keys', { body: { name: 'x', kind: 'admin' } })).body).toEqual({ error: 'kind must be spend or manage', code: 'BAD_REQUEST' });
+    expect((await session(user, '/v1/api-keys', { body: { name: 'x', kind: 'admin' } })).body).toEqual({
+      error: 'kind must be spend or manage',
+      code: 'BAD_REQUEST',
+    });
     const spendOnly = await session(user, '/v1/api-keys', { body: { name: 'reader', kind: 'spend' } });
     expect(spendOnly.body).toMatchObject({ kind: 'spend', limit_usd: null });
     expect(await bearer(spendOnly.body.key, '/v1/api-keys', { body: { name: 'more' } })).toMatchObject({ status: 403, body: SPEND_REFUSAL });

@@ -68,7 +68,11 @@ describe('a retry while the first attempt runs', () => {
     await eventually('the service has the call', () => arrived === 1);
     const retry = await call();
     expect(retry.status).toBe(409);
-    expect(retry.body).toEqual({ error: 'a request with this idempotency key is still in progress', code: 'CONFLICT', retryAfterSeconds: Number(retry.headers.get('retry-after')) });
+    expect(retry.body).toEqual({
+      error: 'a request with this idempotency key is still in progress',
+      code: 'CONFLICT',
+      retryAfterSeconds: Number(retry.headers.get('retry-after')),
+    });
     // The lease is 60 s from the first attempt's start, but a dead gateway's lease ends within the liveness
     // timeout (10 s) and two beats (2 s each): the caller is asked back after 14 s at most.
     expect(retry.headers.get('retry-after')).toBe('14');

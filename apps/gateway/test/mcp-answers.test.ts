@@ -18,7 +18,8 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
     h = await startHarness('pglite');
     alice = await h.user();
     const oauth = await rawClient(h.url);
-    full = (await oauth.authorize(alice, { scope: 'agents:read agents:call account:read', fields: { confirm_above_usd: '', confirm_below_left_percent: '0' } })).tokens.access_token;
+    full = (await oauth.authorize(alice, { scope: 'agents:read agents:call account:read', fields: { confirm_above_usd: '', confirm_below_left_percent: '0' } }))
+      .tokens.access_token;
     // Another app (a connection of its own) with the read scope only.
     readOnly = (await (await rawClient(h.url)).authorize(alice, { scope: 'agents:read' })).tokens.access_token;
   }, 120_000);
@@ -72,7 +73,10 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
   });
 
   it('an unknown method is -32601 in both eras', async () => {
-    const modern = await post({ jsonrpc: '2.0', id: 7, method: 'no/such', params: { _meta: envelope() } }, { 'mcp-protocol-version': MODERN, 'mcp-method': 'no/such' });
+    const modern = await post(
+      { jsonrpc: '2.0', id: 7, method: 'no/such', params: { _meta: envelope() } },
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'no/such' },
+    );
     expect(modern.json).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32601 } });
     const legacy = await post({ jsonrpc: '2.0', id: 8, method: 'no/such', params: {} }, { 'mcp-protocol-version': '2025-11-25' });
     expect(legacy.json).toMatchObject({ jsonrpc: '2.0', id: 8, error: { code: -32601 } });
@@ -116,7 +120,10 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
   }
 
   it('does not advertise tools.listChanged, which it never sends (the tool list cannot change)', async () => {
-    const r = await post({ jsonrpc: '2.0', id: 30, method: 'server/discover', params: { _meta: envelope() } }, { 'mcp-protocol-version': MODERN, 'mcp-method': 'server/discover' });
+    const r = await post(
+      { jsonrpc: '2.0', id: 30, method: 'server/discover', params: { _meta: envelope() } },
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'server/discover' },
+    );
     expect(r.json.result.capabilities.tools).toBeDefined();
     expect(r.json.result.capabilities.tools.listChanged).not.toBe(true);
   });
@@ -143,7 +150,10 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
     const first = (await tool('list_agents', { limit: 2 })).structuredContent;
     const other = await tool('list_agents', { query: 'page', cursor: first.nextCursor });
     expect(other.isError).toBe(true);
-    expect(other._meta?.['farebox/error']).toEqual({ error: 'invalid cursor: it continues another query; pass the same query as the first page', code: 'BAD_REQUEST' });
+    expect(other._meta?.['farebox/error']).toEqual({
+      error: 'invalid cursor: it continues another query; pass the same query as the first page',
+      code: 'BAD_REQUEST',
+    });
     const junk = await tool('list_agents', { cursor: 'not-a-cursor' });
     expect(junk._meta?.['farebox/error']).toMatchObject({ code: 'BAD_REQUEST', error: expect.stringMatching(/^invalid cursor/) });
   });

@@ -1,4 +1,4 @@
-import { type connections, type inputs, operations, schemas, type Operation, type OperationId, type Operations, type webhooks } from '@farebox/contract';
+import { type connections, type inputs, operations, type schemas, type Operation, type OperationId, type Operations, type webhooks } from '@farebox/contract';
 import type { z } from 'zod';
 import { ClientError, GatewayApiError } from './errors.js';
 

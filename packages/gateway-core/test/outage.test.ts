@@ -64,7 +64,8 @@ afterAll(async () => {
 });
 
 const down = (yes: boolean) => s.core.db.query('UPDATE outage_state SET down = $1', [yes]);
-const refusals = async () => Number((await s.core.db.query<{ n: string }>(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM outage_refusals`)).rows[0]!.n);
+const refusals = async () =>
+  Number((await s.core.db.query<{ n: string }>(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM outage_refusals`)).rows[0]!.n);
 const holds = async (accountId: string) =>
   (await s.core.db.query<{ state: string }>('SELECT state FROM holds WHERE account_id = $1', [accountId])).rows.map((r) => r.state);
 
@@ -113,9 +114,13 @@ describe('a call whose charge or refund meets a database outage, on the gatewayâ
     expect(await first).toMatchObject({ status: 503, message: CHARGE_PENDING });
     // The background asks for the hold's timeout by the clock: past it, it stops and says who resolves the hold.
     s.clock.advance(s.core.config.holdTimeoutMs);
-    await eventually('the background gives up', () => logs.some((l) => /^post of hold \S+ still waits for the database; the hold reaper resolves it$/.test(l)), {
-      timeoutMs: 20_000,
-    });
+    await eventually(
+      'the background gives up',
+      () => logs.some((l) => /^post of hold \S+ still waits for the database; the hold reaper resolves it$/.test(l)),
+      {
+        timeoutMs: 20_000,
+      },
+    );
     await down(false);
     // The hold is past its timeout by the same clock: the reaper (this pass, or its timer's) refunds it.
     await s.core.reapExpiredHolds();

@@ -144,7 +144,9 @@ export async function withIdempotency<T>(
       // A release the database does not take (it is gone) is asked again in the background, so a retry need not wait
       // out the lease once the database is back; the caller learns fn's error, not the release's.
       else
-        await db.query(RELEASE_SQL, [accountId, key, attempt]).catch(() => void settleLater(db, accountId, key, attempt, Promise.resolve(undefined), leaseMs, now));
+        await db
+          .query(RELEASE_SQL, [accountId, key, attempt])
+          .catch(() => void settleLater(db, accountId, key, attempt, Promise.resolve(undefined), leaseMs, now));
       throw error;
     }
     const stored = JSON.stringify(response) ?? 'null';
