@@ -66,8 +66,9 @@ export function buildProgram(io: ProgramIO = {}): Command {
       const status = typeof e.data.status === 'number' ? e.data.status : undefined;
       const spendingLimit = e.data.spendingLimit;
       const message = cliMessage(e.message, url);
-      // The gateway's answer as every surface gives it ({ error, code, ...details }); the CLI's own failures say theirs.
-      const answer = (e.data.answer as Record<string, unknown> | undefined) ?? { error: message, code: e.code };
+      // The gateway's answer as every surface gives it ({ error, code, ...details }), its message in the CLI's words
+      // (a command where the gateway names an HTTP route); the CLI's own failures say theirs.
+      const answer = { ...((e.data.answer as Record<string, unknown> | undefined) ?? { code: e.code }), error: message };
       if (globals().json)
         err(
           `${toJson({ ...answer, ...(status !== undefined ? { status } : {}), ...(requestId ? { requestId } : {}), ...(idempotencyKey ? { idempotencyKey } : {}), ...(spendingLimit ? { spendingLimit } : {}) })}\n`,

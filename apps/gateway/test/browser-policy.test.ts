@@ -354,7 +354,7 @@ describe('login CSRF from a sandboxed iframe, in Chromium', () => {
         origin: 'null',
         status: 403,
         landedOn: `${h.url}/auth/login`,
-        shows: '{"error":"cross-origin request refused"}',
+        shows: '{"error":"cross-origin request refused","code":"CSRF"}',
         signedInAs: null,
       });
     } finally {
