@@ -1,15 +1,16 @@
-// POST /v1/call over HTTP: its one route (src/call-route.ts, on node:http)
-// answers every such request, whatever its credential or body; express has
-// no route for it and never sees one. What only HTTP can show: credentials
-// and browser checks, the body rules of the gateway's one JSON reader
-// (body.ts), headers, draining, the access log, the rate limits.
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+// POST /v1/call over HTTP: an ordinary route of @farebox/gateway-http's
+// handler (src/routes/call.ts), behind the /v1 chain like every account
+// route. The first test calls the gateway's handler in process with every
+// kind of call request; the rest go through the running gateway (node:http)
+// for what only HTTP can show: credentials and browser checks, the body rules
+// of the gateway's one JSON reader (body.ts), headers, draining, the access
+// log, the rate limits.
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, requestHandler } from '../src/index.js';
+import type { HttpRequest } from '@farebox/gateway-http';
+import { createHost } from '../src/index.js';
 import { startHarness, type Harness, type TestUser } from './harness.js';
-
 let h: Harness;
 
 interface Sent {
@@ -85,50 +86,72 @@ const codeOf = (status: number): unknown =>
   ({ 400: 'BAD_REQUEST', 401: 'UNAUTHENTICATED', 404: 'NOT_FOUND', 413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE' })[status] ??
   (status === 403 ? expect.stringMatching(/^(CSRF|FORBIDDEN)$/) : expect.any(String));
 
-describe('POST /v1/call: one route on node:http', () => {
-  it('answers every POST /v1/call itself (any credential, body, path case, trailing slash); express sees only the other requests', async () => {
+/** A request as the handler takes it, from this machine: a body goes whole, with its Content-Length. */
+function record(s: Sent): HttpRequest {
+  const body = s.body === undefined ? undefined : Buffer.isBuffer(s.body) ? s.body : Buffer.from(s.body);
+  return {
+    method: s.method ?? 'POST',
+    url: s.path ?? '/v1/call',
+    headers: { ...(body ? { 'content-length': String(body.length) } : {}), ...s.headers },
+    body,
+    remoteAddress: '127.0.0.1',
+    encrypted: false,
+  };
+}
+
+describe('POST /v1/call: a route of the handler', () => {
+  it('answers every POST /v1/call itself (any path case, trailing slash, credential, body); other methods and paths answer as other /v1 paths do', async () => {
     const u = await h.user();
-    const app = createApp(h.gw.core);
-    const seenByExpress: string[] = [];
-    // express's own entry point (the app function calls it): every request express handles passes here.
-    type Handle = (req: IncomingMessage, res: ServerResponse, next?: () => void) => void;
-    const inner = app as unknown as { handle: Handle };
-    const handle = inner.handle.bind(app);
-    inner.handle = (req, res, next) => {
-      seenByExpress.push(`${req.method} ${req.url}`);
-      handle(req, res, next);
+    const { handler } = createHost(h.gw.core, { dashboard: false });
+    const answer = async (s: Sent) => {
+      const a = await handler(record(s));
+      expect(a, JSON.stringify(s)).not.toHaveProperty('unmatched');
+      expect(a.headers['x-request-id'], JSON.stringify(s)).toMatch(/^[0-9a-f-]{36}$/);
+      expect(a.headers['content-type'], JSON.stringify(s)).toBe('application/json; charset=utf-8');
+      return { status: a.status, json: JSON.parse(String(a.body)) as Record<string, unknown> };
     };
-    const server: Server = createServer(requestHandler(app));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      const calls: Sent[] = [
-        { headers: bearer(u.key), body: ok },
-        { path: '/v1/call/', headers: bearer(u.key), body: ok },
-        { path: '/V1/CALL?debug=1', headers: bearer(u.key), body: ok },
-        // This server is not at the gateway's public origin: the session's Host check wants its name.
+    const echoed = { echoed: { text: 'héllo', n: 1 } };
+    const needsJson = 'POST /v1/call takes a JSON body (Content-Type: application/json)';
+    const cases: Array<[string, Sent, number, Record<string, unknown>]> = [
+      ['a call', { headers: bearer(u.key), body: ok }, 200, { result: echoed }],
+      ['a trailing slash', { path: '/v1/call/', headers: bearer(u.key), body: ok }, 200, { result: echoed }],
+      ['another case, a query', { path: '/V1/CALL?debug=1', headers: bearer(u.key), body: ok }, 200, { result: echoed }],
+      [
+        'a session cookie with its CSRF token',
+        // The session's Host check wants the gateway's public name.
         { headers: { cookie: u.cookie, 'x-csrf-token': u.csrf, 'content-type': 'application/json', host: new URL(h.url).host }, body: ok },
-        { headers: bearer(u.key, { 'content-type': 'application/x-www-form-urlencoded' }), body: 'service=route-echo' },
+        200,
+        { result: echoed },
+      ],
+      ['a form', { headers: bearer(u.key, { 'content-type': 'application/x-www-form-urlencoded' }), body: 'service=route-echo' }, 415, { error: needsJson }],
+      [
+        'a UTF-16 charset',
         { headers: bearer(u.key, { 'content-type': 'application/json; charset=utf-16' }), body: ok },
-        { headers: bearer(u.key, { 'content-encoding': 'gzip' }), body: gzipSync(ok) },
-        { headers: { authorization: `Bearer ${u.key}` } },
-        { headers: { 'content-type': 'application/json' }, body: ok },
-      ];
-      for (const s of calls) {
-        const a = await send(base, s);
-        expect(a.status, JSON.stringify(s)).toBeLessThan(500);
-        expect(a.headers['x-request-id'], JSON.stringify(s)).toBeDefined();
-      }
-      expect(seenByExpress).toEqual([]);
-      // Everything else is express's: another method on the path, a path that only starts alike.
-      for (const s of [{ method: 'GET' }, { method: 'PUT', body: ok }, { path: '/v1/callx', body: ok }, { path: '/v1/call//', body: ok }])
-        await send(base, { ...s, headers: bearer(u.key) });
-      expect(seenByExpress).toEqual(['GET /v1/call', 'PUT /v1/call', 'POST /v1/callx', 'POST /v1/call//']);
-      // The charged ones: bearer (three paths), the cookie session, the gzip body.
-      expect(await balanceOf(u)).toBe(START - 5n * PRICE);
-    } finally {
-      await new Promise((r) => server.close(r));
+        415,
+        { error: 'JSON bodies must be UTF-8' },
+      ],
+      ['a gzip body', { headers: bearer(u.key, { 'content-encoding': 'gzip' }), body: gzipSync(ok) }, 200, { result: echoed }],
+      ['no body', { headers: { authorization: `Bearer ${u.key}` } }, 400, { error: 'body must be a JSON object' }],
+      ['an empty body', { headers: { authorization: `Bearer ${u.key}`, 'content-length': '0' } }, 400, { error: 'body must be a JSON object' }],
+      ['an empty JSON body', { headers: bearer(u.key), body: '' }, 400, { error: 'service required' }],
+      ['no credential', { headers: { 'content-type': 'application/json' }, body: ok }, 401, { error: 'authentication required' }],
+    ];
+    for (const [name, s, status, json] of cases) {
+      const a = await answer(s);
+      expect([a.status, a.json], name).toEqual([status, status === 200 ? expect.objectContaining(json) : { ...json, code: codeOf(status) }]);
     }
+    // Another method on the path, a path that only starts alike: what any /v1 path that names no operation gets.
+    const notFound = { error: 'not found', code: 'NOT_FOUND' };
+    expect(await answer({ method: 'GET', path: '/v1/no-such-path', headers: bearer(u.key) })).toEqual({ status: 404, json: notFound });
+    for (const s of [{ method: 'GET' }, { method: 'PUT', body: ok }, { path: '/v1/callx', body: ok }, { path: '/v1/call//', body: ok }]) {
+      expect(await answer({ ...s, headers: bearer(u.key) }), JSON.stringify(s)).toEqual({ status: 404, json: notFound });
+      expect(await answer({ ...s, headers: { 'content-type': 'application/json' } }), JSON.stringify(s)).toEqual({
+        status: 401,
+        json: { error: 'authentication required', code: 'UNAUTHENTICATED' },
+      });
+    }
+    // The charged ones: bearer (three paths), the cookie session, the gzip body.
+    expect(await balanceOf(u)).toBe(START - 5n * PRICE);
   });
 
   it('serves a call with a bearer key or a session cookie, in any JSON framing, and echoes the request id', async () => {
