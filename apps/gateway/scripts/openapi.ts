@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { openApiDocument } from '../src/openapi.js';
+import { openApiDocument } from '@farebox/gateway-http';
 
 const target = fileURLToPath(new URL('../../../docs/openapi.json', import.meta.url));
 writeFileSync(target, `${JSON.stringify(openApiDocument(), null, 2)}\n`);

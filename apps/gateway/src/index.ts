@@ -1,5 +1,6 @@
-export { createApp, requestHandler, SESSION_COOKIE, CSRF_COOKIE } from './app.js';
-export type { AppOptions } from './app.js';
+export { createHost } from './host.js';
+export type { Host, HostOptions } from './host.js';
+export { SESSION_COOKIE, CSRF_COOKIE } from '@farebox/gateway-http';
 export { startGateway } from './server.js';
 export type { StartGatewayOptions, RunningGateway } from './server.js';
 export { serveDashboard, dashboardDir, DASHBOARD_CSP, RESERVED_PREFIXES } from './dashboard.js';

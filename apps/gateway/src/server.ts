@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createDevnet, type DevnetCore } from '@farebox/devnet';
 import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
-import { createApp, requestHandler } from './app.js';
+import type { GatewayHandler } from '@farebox/gateway-http';
+import { createHost } from './host.js';
 import { configFromEnv, listenSettingsFromEnv, type Env } from './config.js';
-import { serveDashboard } from './dashboard.js';
-import { startMetricsServer } from './observability.js';
+import { startMetricsServer } from './metrics-server.js';
 
 export interface StartGatewayOptions extends CreateGatewayOptions {
   /**
@@ -34,6 +34,8 @@ export interface RunningGateway {
   url: string;
   port: number;
   core: GatewayCore;
+  /** The gateway's transport-neutral handler, which the server carries requests to (tests call it in process). */
+  handler: GatewayHandler;
   devnet: DevnetCore | undefined;
   server: Server;
   close(): Promise<void>;
@@ -104,13 +106,8 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
     await devnet?.close();
     throw err;
   }
-  const app = createApp(core, {
-    mount: (a) => {
-      if (devnet) a.use('/devnet', devnet.handler);
-      if (options.dashboard !== false) serveDashboard(a, options.dashboard);
-    },
-  });
-  handler = requestHandler(app);
+  const served = createHost(core, { devnet, dashboard: options.dashboard });
+  handler = served.listener;
   await core.start();
   const metricsServer = await startMetricsServer(core);
 
@@ -118,6 +115,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
     url: baseUrl,
     port,
     core,
+    handler: served.handler,
     devnet,
     server,
     async close() {

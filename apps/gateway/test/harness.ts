@@ -7,6 +7,7 @@ import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { parseAmount } from '@farebox/protocol';
 import { createLogger } from '@farebox/gateway-core';
 import { dropSchema } from '@farebox/test-kit/postgres';
+import { fetchAdapter } from '@farebox/gateway-http';
 import { startGateway, type RunningGateway } from '../src/index.js';
 
 export type DbKind = 'pglite' | 'postgres';
@@ -14,6 +15,8 @@ export type DbKind = 'pglite' | 'postgres';
 export interface Harness {
   gw: RunningGateway;
   url: string;
+  /** `fetch` to the gateway in this process (its handler, no socket); a path is taken under `url`. Redirects are not followed. */
+  fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
   /** Signs up a new user and returns an API key for it plus its session cookie. */
   user(): Promise<TestUser>;
   /** Publishes a real provider-SDK service on the devnet registry (owned by its own keypair). */
@@ -79,12 +82,13 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   const registry = createRegistryClient(gw.core.network);
   const closers: Array<() => Promise<void>> = [];
 
+  // The gateway's API in this process: requests go to its handler directly, not through a socket.
+  const local = fetchAdapter(gw.handler, { origin: gw.url });
   async function request(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-    const res = await fetch(`${gw.url}${path}`, {
+    const res = await local(path, {
       method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
       headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
       ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
-      redirect: 'manual',
     });
     const text = await res.text();
     let body: unknown = text;
@@ -105,6 +109,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   return {
     gw,
     url: gw.url,
+    fetch: local,
     logs: () => logLines,
     secrets: () => [...secrets],
     async user() {

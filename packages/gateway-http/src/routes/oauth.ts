@@ -1,4 +1,3 @@
-import express, { type Request, type Response } from 'express';
 import {
   asDatabaseUnavailable,
   enforceRateLimit,
@@ -10,15 +9,10 @@ import {
   type Principal,
 } from '@farebox/gateway-core';
 import { displayText, formatAmount } from '@farebox/protocol';
-import { formBody, inputError, jsonBody, unsafeTextError } from './body.js';
-import { browserPolicy } from './browser-policy.js';
-import { readCookies } from './http.js';
-
-export interface OAuthRoutesOptions {
-  /** Name of the gateway's session cookie (the consent screen signs in with it). */
-  sessionCookie: string;
-  log?: (message: string, err?: unknown) => void;
-}
+import { hasBody, inputError, isFormBody, isJsonBody, readFormBody, readJsonBody, unsafeTextError } from '../body.js';
+import type { RequestContext } from '../context.js';
+import type { RouteKit, RouteSpec } from '../handler.js';
+import { readCookies, type Reply } from '../http.js';
 
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -31,18 +25,18 @@ export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&
 export const appText = (s: string, fallback: string) => `<bdi>${escapeHtml(displayText(s, fallback))}</bdi>`;
 
 /** Clickjacking protection and no caching on every page of the authorization flow. */
-export function pageHeaders(res: Response) {
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader(
+export function pageHeaders(reply: Reply) {
+  reply.set('X-Frame-Options', 'DENY');
+  reply.set(
     'Content-Security-Policy',
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'",
   );
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Pragma', 'no-cache');
+  reply.set('Cache-Control', 'no-store');
+  reply.set('Pragma', 'no-cache');
   // The sign-in and consent forms post to this origin, which refuses a post without its own Origin.
   // Under `no-referrer` (every other answer's policy) a browser sends `Origin: null` with a form's
   // post, so these pages say `same-origin`: Origin on their own posts, no Referer to the app.
-  res.setHeader('Referrer-Policy', 'same-origin');
+  reply.set('Referrer-Policy', 'same-origin');
 }
 
 export function page(title: string, body: string): string {
@@ -70,140 +64,138 @@ export const hidden = (name: string, value: string | undefined) =>
  * `/register` (RFC 7591), `/authorize` (sign-in and consent), `/token` and
  * `/revoke` (RFC 7009). The protocol lives in the core (`core.oauth`).
  */
-export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): express.Router {
-  const browser = browserPolicy(core.config);
+export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): RouteSpec[] {
   const oauth = core.oauth;
-  const log = options.log ?? ((m: string, e?: unknown) => console.error(m, e));
-  const router = express.Router();
-  // The authorization server answers only for the gateway's own host names (DNS rebinding).
-  router.use(
-    ['/authorize', '/token', '/register', '/revoke', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource'],
-    (req, res, next) => {
-      try {
-        browser.checkHost(req);
-        next();
-      } catch (err) {
-        if (req.baseUrl.startsWith('/authorize')) return errorPage(res, (err as Error).message, 403);
-        res.status(403).json({ error: 'invalid_request', error_description: (err as Error).message });
-      }
-    },
-  );
+  const specs: RouteSpec[] = [];
+  /** A route of the authorization server: it answers only for the gateway's own host names (DNS rebinding). */
+  const add = (method: string, path: string, handle: (ctx: RequestContext) => Promise<void> | void) =>
+    specs.push({
+      method,
+      path,
+      async handle(ctx) {
+        try {
+          browser.checkHost(ctx.req);
+        } catch (err) {
+          if (path === '/authorize') return errorPage(ctx.reply, (err as Error).message, 403);
+          return void ctx.reply.json(403, { error: 'invalid_request', error_description: (err as Error).message });
+        }
+        await handle(ctx);
+      },
+    });
 
   // Forms keep to the text rule of every body (no control characters, no unpaired surrogates).
-  const form = formBody({ limit: '64kb', parameterLimit: 50 });
-  const json = jsonBody({ limit: '64kb' });
+  const form = (ctx: RequestContext) => (hasBody(ctx.req) && isFormBody(ctx.req) ? readFormBody(ctx.req, { limit: 64 * 1024, parameterLimit: 50 }) : Promise.resolve(undefined));
+  const json = (ctx: RequestContext) => (hasBody(ctx.req) && isJsonBody(ctx.req) ? readJsonBody(ctx.req, { limit: 64 * 1024 }) : Promise.resolve(undefined));
 
   /** Public, cookie-less endpoints may be called from browser-based clients. */
-  const cors = (req: Request, res: Response, next: () => void) => {
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
-    res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, MCP-Protocol-Version');
-    res.setHeader('Access-Control-Max-Age', '600');
-    if (req.method === 'OPTIONS') return void res.status(204).end();
-    next();
+  const cors = (reply: Reply) => {
+    reply.set('Access-Control-Allow-Origin', '*');
+    reply.set('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+    reply.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, MCP-Protocol-Version');
+    reply.set('Access-Control-Max-Age', '600');
+  };
+  const preflight = (ctx: RequestContext) => {
+    cors(ctx.reply);
+    ctx.reply.empty(204);
   };
 
   /** Runs an OAuth endpoint: errors become `{ error, error_description }` (RFC 6749 5.2). */
-  const endpoint =
-    (fn: (req: Request, res: Response) => Promise<void>) =>
-    (req: Request, res: Response): void => {
-      res.setHeader('Cache-Control', 'no-store');
-      res.setHeader('Pragma', 'no-cache');
-      fn(req, res).catch((thrown: unknown) => {
-        const err = asDatabaseUnavailable(thrown) ?? thrown;
-        if (err instanceof GatewayError) {
-          for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-          res.status(HTTP_STATUS[err.code]).json(oauthErrorBody(err));
-          return;
-        }
-        const e = err as { type?: string };
-        if (e?.type === 'entity.parse.failed') return void res.status(400).json({ error: 'invalid_request', error_description: 'invalid request body' });
-        const bad = inputError(err);
-        if (bad) return void res.status(bad.status).json({ error: 'invalid_request', error_description: bad.message });
-        log('oauth endpoint failed', err);
-        res.status(500).json({ error: 'server_error', error_description: 'internal error' });
-      });
-    };
-
-  const parsed =
-    (parser: express.RequestHandler) =>
-    (req: Request, res: Response, next: (err?: unknown) => void): void => {
-      parser(req, res, (err?: unknown) => (err ? endpoint(() => Promise.reject(err))(req, res) : next()));
-    };
-
-  const isForm = (req: Request) => (req.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
-  const body = (req: Request): Record<string, unknown> => {
-    if (!isForm(req)) throw new GatewayError('BAD_REQUEST', 'send the parameters as application/x-www-form-urlencoded', { oauthError: 'invalid_request' });
-    return (req.body ?? {}) as Record<string, unknown>;
+  const endpoint = (fn: (ctx: RequestContext) => Promise<void>) => async (ctx: RequestContext) => {
+    cors(ctx.reply);
+    ctx.reply.set('Cache-Control', 'no-store');
+    ctx.reply.set('Pragma', 'no-cache');
+    try {
+      await fn(ctx);
+    } catch (thrown) {
+      const err = asDatabaseUnavailable(thrown) ?? thrown;
+      const { reply } = ctx;
+      if (err instanceof GatewayError) {
+        for (const [k, v] of Object.entries(err.headers ?? {})) reply.set(k, v);
+        return void reply.json(HTTP_STATUS[err.code], oauthErrorBody(err));
+      }
+      const e = err as { type?: string };
+      if (e?.type === 'entity.parse.failed') return void reply.json(400, { error: 'invalid_request', error_description: 'invalid request body' });
+      const bad = inputError(err);
+      if (bad) return void reply.json(bad.status, { error: 'invalid_request', error_description: bad.message });
+      log('oauth endpoint failed', err);
+      reply.json(500, { error: 'server_error', error_description: 'internal error' });
+    }
   };
-  const authorization = (req: Request) => (typeof req.headers.authorization === 'string' ? req.headers.authorization : undefined);
+
+  const body = (ctx: RequestContext, parsed: unknown): Record<string, unknown> => {
+    if (!isFormBody(ctx.req)) throw new GatewayError('BAD_REQUEST', 'send the parameters as application/x-www-form-urlencoded', { oauthError: 'invalid_request' });
+    return (parsed ?? {}) as Record<string, unknown>;
+  };
+  const authorization = (ctx: RequestContext) => (typeof ctx.req.headers.authorization === 'string' ? ctx.req.headers.authorization : undefined);
 
   // ---- metadata ---------------------------------------------------------------
   // RFC 9728 metadata of /mcp at the path-suffixed URL (what the 401 challenge names) and at the root (clients that look there first).
   const resourceMetadataPaths = ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'];
-  router.options(['/.well-known/oauth-authorization-server', ...resourceMetadataPaths], cors);
-  router.get('/.well-known/oauth-authorization-server', cors, (_req, res) => {
-    res.json(oauth.metadata());
+  for (const path of ['/.well-known/oauth-authorization-server', ...resourceMetadataPaths]) add('OPTIONS', path, preflight);
+  add('GET', '/.well-known/oauth-authorization-server', (ctx) => {
+    cors(ctx.reply);
+    ctx.reply.json(200, oauth.metadata());
   });
-  router.get(resourceMetadataPaths, cors, (_req, res) => {
-    res.json(oauth.resourceMetadata());
-  });
+  for (const path of resourceMetadataPaths)
+    add('GET', path, (ctx) => {
+      cors(ctx.reply);
+      ctx.reply.json(200, oauth.resourceMetadata());
+    });
 
   // ---- dynamic client registration --------------------------------------------
-  router.options('/register', cors);
-  router.post(
+  add('OPTIONS', '/register', preflight);
+  add(
+    'POST',
     '/register',
-    cors,
-    parsed(json),
-    endpoint(async (req, res) => {
-      await enforceRateLimit(core.rateLimits, oauth.rateLimits.register, req.ip ?? 'unknown');
-      res.status(201).json(await oauth.register(req.body));
+    endpoint(async (ctx) => {
+      const input = await json(ctx);
+      await enforceRateLimit(core.rateLimits, oauth.rateLimits.register, ctx.ip());
+      ctx.reply.json(201, await oauth.register(input));
     }),
   );
 
   // ---- token and revocation -----------------------------------------------------
-  router.options(['/token', '/revoke'], cors);
-  router.post(
+  add('OPTIONS', '/token', preflight);
+  add('OPTIONS', '/revoke', preflight);
+  add(
+    'POST',
     '/token',
-    cors,
-    parsed(form),
-    endpoint(async (req, res) => {
-      await enforceRateLimit(core.rateLimits, oauth.rateLimits.token, req.ip ?? 'unknown');
-      res.json(await oauth.token(body(req), authorization(req)));
+    endpoint(async (ctx) => {
+      const input = await form(ctx);
+      await enforceRateLimit(core.rateLimits, oauth.rateLimits.token, ctx.ip());
+      ctx.reply.json(200, await oauth.token(body(ctx, input), authorization(ctx)));
     }),
   );
-  router.post(
+  add(
+    'POST',
     '/revoke',
-    cors,
-    parsed(form),
-    endpoint(async (req, res) => {
-      await enforceRateLimit(core.rateLimits, oauth.rateLimits.token, req.ip ?? 'unknown');
-      await oauth.revoke(body(req), authorization(req));
-      res.status(200).json({});
+    endpoint(async (ctx) => {
+      const input = await form(ctx);
+      await enforceRateLimit(core.rateLimits, oauth.rateLimits.token, ctx.ip());
+      await oauth.revoke(body(ctx, input), authorization(ctx));
+      ctx.reply.json(200, {});
     }),
   );
 
   // ---- authorization: sign-in and consent ---------------------------------------
-  async function session(req: Request): Promise<Principal | undefined> {
-    const token = readCookies(req.headers.cookie)[options.sessionCookie];
+  async function session(ctx: RequestContext): Promise<Principal | undefined> {
+    const token = readCookies(ctx.req.headers.cookie)[sessionCookie];
     return token ? core.accounts.fromSession(token) : undefined;
   }
 
-  function errorPage(res: Response, message: string, status = 400) {
-    pageHeaders(res);
-    res
-      .status(status)
-      .type('html')
-      .send(
-        page(
+  function errorPage(reply: Reply, message: string, status = 400) {
+    pageHeaders(reply);
+    reply.html(
+      status,
+      page(
           'Cannot authorize',
           `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app (or one identified by a usable metadata document), so you are not sent back to it. Close this page and try connecting again.</p>`,
         ),
       );
   }
 
-  function signInPage(res: Response, next: string, client: AuthorizationRequest['client']) {
-    pageHeaders(res);
+  function signInPage(reply: Reply, next: string, client: AuthorizationRequest['client']) {
+    pageHeaders(reply);
     const fields = (action: string, label: string, autocomplete: string) => `
       <form method="post" action="${action}">
         ${hidden('next', next)}
@@ -211,11 +203,9 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         <label for="${label}-password">Password</label><input id="${label}-password" name="password" type="password" autocomplete="${autocomplete}" minlength="8" required>
         <div class="row"><button class="primary" type="submit">${label === 'in' ? 'Sign in' : 'Create account'}</button></div>
       </form>`;
-    res
-      .status(200)
-      .type('html')
-      .send(
-        page(
+    reply.html(
+      200,
+      page(
           'Sign in',
           `<h1>Sign in to Farebox</h1><p>${appIdentity(client)} wants to connect to your Farebox account. Sign in first.</p>
           ${fields('/auth/login', 'in', 'current-password')}
@@ -236,7 +226,7 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       : `<strong>${appText(client.clientName, 'Unnamed app')}</strong> <span class="muted">(name given by the app, not verified)</span>`;
 
   function consentPage(
-    res: Response,
+    reply: Reply,
     principal: Principal,
     request: AuthorizationRequest,
     opts: { error?: string; policy?: ConsentPolicyFields; confirmAbove?: string; appConfirms?: boolean } = {},
@@ -250,14 +240,12 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
     ]
       .map(([v, text]) => `<option value="${v}"${p.limit_period === v ? ' selected' : ''}>${text}</option>`)
       .join('');
-    pageHeaders(res);
+    pageHeaders(reply);
     const back = new URL(request.redirectUri);
     const scopes = request.scopes.map((s) => `<li>${escapeHtml(oauth.scopes[s])}</li>`).join('');
-    res
-      .status(opts.error ? 400 : 200)
-      .type('html')
-      .send(
-        page(
+    reply.html(
+      opts.error ? 400 : 200,
+      page(
           'Authorize',
           `<h1>Connect ${appText(request.client.clientName, 'Unnamed app')} to Farebox?</h1>
           <p>${appIdentity(request.client)} asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
@@ -296,54 +284,57 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
       );
   }
 
-  router.get('/authorize', (req, res, next) => {
-    (async () => {
-      const unsafe = unsafeTextError(req.query);
-      if (unsafe) return errorPage(res, unsafe.message);
+  add('GET', '/authorize', async (ctx) => {
+    const { reply } = ctx;
+    {
+      const query = ctx.query();
+      const unsafe = unsafeTextError(query);
+      if (unsafe) return errorPage(reply, unsafe.message);
       // A client_id URL makes the gateway fetch a document: such requests share the per-IP limit of /register.
-      if (typeof req.query.client_id === 'string' && req.query.client_id.startsWith('https://')) {
+      if (typeof query.client_id === 'string' && query.client_id.startsWith('https://')) {
         try {
-          await enforceRateLimit(core.rateLimits, oauth.rateLimits.register, req.ip ?? 'unknown');
+          await enforceRateLimit(core.rateLimits, oauth.rateLimits.register, ctx.ip());
         } catch (err) {
           if (!(err instanceof GatewayError)) throw err;
-          for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-          return errorPage(res, 'too many authorization requests with a client metadata document from this address; try again in a minute', 429);
+          for (const [k, v] of Object.entries(err.headers ?? {})) reply.set(k, v);
+          return errorPage(reply, 'too many authorization requests with a client metadata document from this address; try again in a minute', 429);
         }
       }
-      const check = await oauth.checkAuthorization(req.query as Record<string, unknown>);
-      if (check.kind === 'error_page') return errorPage(res, check.message);
-      if (check.kind === 'redirect') return res.redirect(302, check.location);
-      const principal = await session(req);
-      if (!principal) return signInPage(res, req.originalUrl, check.request.client);
+      const check = await oauth.checkAuthorization(query as Record<string, unknown>);
+      if (check.kind === 'error_page') return errorPage(reply, check.message);
+      if (check.kind === 'redirect') return void reply.redirect(302, check.location);
+      const principal = await session(ctx);
+      if (!principal) return signInPage(reply, ctx.req.url, check.request.client);
       const existing = await oauth.existingConnection(principal.user.id, check.request.client.clientId);
       const { above, appConfirms } = await core.callConfirmations.forClient(principal.user.id, check.request.client.clientId);
-      consentPage(res, principal, check.request, {
+      consentPage(reply, principal, check.request, {
         policy: policyFields(existing?.policy),
         confirmAbove: above === null ? '' : formatAmount(above, { trim: true }),
         appConfirms,
       });
-    })().catch(next);
+    }
   });
 
-  router.post('/authorize', form, (req, res, next) => {
-    (async () => {
-      const input = (req.body ?? {}) as Record<string, unknown>;
+  add('POST', '/authorize', async (ctx) => {
+    const { reply } = ctx;
+    {
+      const input = ((await form(ctx)) ?? {}) as Record<string, unknown>;
       try {
-        browser.checkOrigin(req);
+        browser.checkOrigin(ctx.req);
       } catch (err) {
-        return errorPage(res, (err as Error).message, 403);
+        return errorPage(reply, (err as Error).message, 403);
       }
-      const principal = await session(req);
-      if (!principal) return errorPage(res, 'your session expired; start connecting again from the app', 401);
+      const principal = await session(ctx);
+      if (!principal) return errorPage(reply, 'your session expired; start connecting again from the app', 401);
       try {
-        browser.checkCsrf(req, principal);
+        browser.checkCsrf({ headers: ctx.req.headers, parsed: input }, principal);
       } catch (err) {
-        return errorPage(res, (err as Error).message, 403);
+        return errorPage(reply, (err as Error).message, 403);
       }
       const check = await oauth.checkAuthorization(input);
-      if (check.kind === 'error_page') return errorPage(res, check.message);
-      if (check.kind === 'redirect') return res.redirect(303, check.location);
-      if (input.decision !== 'allow') return res.redirect(303, oauth.deny(check.request));
+      if (check.kind === 'error_page') return errorPage(reply, check.message);
+      if (check.kind === 'redirect') return void reply.redirect(303, check.location);
+      if (input.decision !== 'allow') return void reply.redirect(303, oauth.deny(check.request));
       try {
         // The confirmation threshold is checked before anything is granted; absent from the form: the defaults.
         // An unticked checkbox sends nothing: the app confirms only when the owner ticked it on this page.
@@ -354,10 +345,10 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         });
         const location = await oauth.approve(principal.user, check.request, input);
         await core.callConfirmations.setForClient(principal.user.id, check.request.client.clientId, confirm);
-        return res.redirect(303, location);
+        return void reply.redirect(303, location);
       } catch (err) {
         if (err instanceof GatewayError && err.code === 'BAD_REQUEST') {
-          return consentPage(res, principal, check.request, {
+          return consentPage(reply, principal, check.request, {
             error: err.message,
             policy: {
               limit_usd: formText(input.limit_usd ?? input.daily_limit_usd),
@@ -371,10 +362,10 @@ export function oauthRoutes(core: GatewayCore, options: OAuthRoutesOptions): exp
         }
         throw err;
       }
-    })().catch(next);
+    }
   });
 
-  return router;
+  return specs;
 }
 
 /** The consent form's spending policy fields, as the page shows them. */

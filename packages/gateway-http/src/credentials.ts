@@ -1,7 +1,6 @@
-import type { IncomingMessage } from 'node:http';
 import { enforceRateLimit, GatewayError, type GatewayCore, type Principal } from '@farebox/gateway-core';
 import { bearerToken, type BrowserPolicy } from './browser-policy.js';
-import { readCookies } from './http.js';
+import { readCookies, type HttpRequest } from './http.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -13,14 +12,13 @@ export async function principalForBearer(core: GatewayCore, token: string | null
 }
 
 /**
- * Who makes a `/v1` request (the express router's and the call route's one
- * reading): its bearer credential when it sends `Authorization`; else its
+ * Who makes a `/v1` request (the handler's one reading): its bearer credential when it sends `Authorization`; else its
  * session cookie, whose Host must be ours, and for a write its Origin ours
  * (or absent) and the session's CSRF token sent; with neither, 401 once the
  * anonymous rate limit (by the client's address, `ip`) has counted it.
  */
 export function requestAuthenticator(core: GatewayCore, browser: BrowserPolicy, sessionCookie: string) {
-  return async function authenticate(req: Pick<IncomingMessage, 'headers' | 'method'> & { body?: unknown }, ip: () => string | undefined): Promise<Principal> {
+  return async function authenticate(req: Pick<HttpRequest, 'headers' | 'method'> & { parsed?: unknown }, ip: () => string | undefined): Promise<Principal> {
     const bearer = bearerToken(req);
     if (bearer !== undefined) return principalForBearer(core, bearer);
     const token = readCookies(req.headers.cookie)[sessionCookie];
@@ -30,7 +28,7 @@ export function requestAuthenticator(core: GatewayCore, browser: BrowserPolicy, 
       await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, ip() ?? 'unknown');
       throw new GatewayError('UNAUTHENTICATED', token ? 'session expired' : 'authentication required', undefined, { 'WWW-Authenticate': 'Bearer' });
     }
-    if (UNSAFE.has(req.method ?? '')) {
+    if (UNSAFE.has(req.method)) {
       browser.checkOrigin(req);
       browser.checkCsrf(req, principal);
     }

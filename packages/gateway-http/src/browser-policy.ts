@@ -1,8 +1,8 @@
-import type { IncomingMessage } from 'node:http';
 import { GatewayError, safeEqual, type GatewayConfig, type Principal } from '@farebox/gateway-core';
+import type { HttpRequest } from './http.js';
 
-/** What the policy reads of a request: its headers, and for the CSRF form field its parsed body (express's `Request` is one; so is the call route's request). */
-type Req = Pick<IncomingMessage, 'headers'> & { body?: unknown };
+/** What the policy reads of a request: its headers, and for the CSRF form field its parsed body (`parsed`). */
+type Req = Pick<HttpRequest, 'headers'> & { parsed?: unknown };
 
 /**
  * The one policy for browser (cookie) requests and the OAuth endpoints:
@@ -32,9 +32,10 @@ export interface BrowserPolicy {
  * when the header is not a single Bearer token (refused as an invalid
  * credential), else the token.
  */
-export function bearerToken(req: Pick<IncomingMessage, 'headers'>): string | null | undefined {
+export function bearerToken(req: Pick<HttpRequest, 'headers'>): string | null | undefined {
   const auth = req.headers.authorization;
   if (auth === undefined) return undefined;
+  if (typeof auth !== 'string') return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
   return m ? m[1]! : null;
 }
@@ -52,7 +53,7 @@ export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allo
   // Only the public origin and the allowed hosts under the public origin's scheme: never `http://{Host}`.
   const origins = new Set([config.publicOrigin, ...[...hosts].map((h) => `${scheme}//${h}`)]);
   const checkHost = (req: Req) => {
-    const host = canonical(req.headers.host ?? '');
+    const host = canonical(typeof req.headers.host === 'string' ? req.headers.host : '');
     // The message names the public host only (other allowed names may be internal).
     if (!hosts.has(host))
       throw new GatewayError(
@@ -63,7 +64,7 @@ export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allo
   // `Origin: null` (sandboxed frames, some redirects) is never ours; no Origin at all is a non-browser client.
   const checkOrigin = (req: Req) => {
     const origin = req.headers.origin;
-    if (origin !== undefined && !origins.has(origin)) throw new GatewayError('CSRF', 'cross-origin request refused');
+    if (origin !== undefined && (typeof origin !== 'string' || !origins.has(origin))) throw new GatewayError('CSRF', 'cross-origin request refused');
   };
   return {
     checkHost,
@@ -74,7 +75,7 @@ export function browserPolicy(config: Pick<GatewayConfig, 'publicOrigin' | 'allo
     },
     checkCsrf(req, principal) {
       const header = req.headers['x-csrf-token'];
-      const field = (req.body as Record<string, unknown> | undefined)?._csrf;
+      const field = (req.parsed as Record<string, unknown> | undefined)?._csrf;
       const sent = header ?? (typeof field === 'string' ? field : undefined);
       if (typeof sent !== 'string' || !principal.csrfToken || !safeEqual(sent, principal.csrfToken)) {
         throw new GatewayError('CSRF', 'missing or invalid CSRF token');

@@ -1,9 +1,8 @@
 import { isUtf8 } from 'node:buffer';
-import type { IncomingMessage } from 'node:http';
-import type { Readable, Transform } from 'node:stream';
+import type { Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
-import express from 'express';
 import { unsafeTextIn } from '@farebox/protocol';
+import type { HttpRequest } from './http.js';
 
 /** The deepest JSON body any route accepts: deeper nesting is refused before parsing (no handler ever walks it). */
 export const MAX_JSON_DEPTH = 64;
@@ -44,9 +43,8 @@ export const JSON_BAD_UTF8 = 'invalid UTF-8 in the JSON body';
 export const UNSUPPORTED_ENCODING = 'unsupported body encoding';
 
 /**
- * A body the reader refused: its status and message, and the `type` under
- * which express's body parsers report the same refusal (`inputError` and the
- * OAuth and MCP routes read it).
+ * A body the reader refused: its status and message, and the `type` that
+ * names the refusal (`inputError` reads it).
  */
 export class BodyError extends Error {
   readonly expose = true;
@@ -60,15 +58,15 @@ export class BodyError extends Error {
 }
 
 /** type-is's rule: a request has a body when it says how long it is or that it is chunked. */
-export function hasBody(req: Pick<IncomingMessage, 'headers'>): boolean {
+export function hasBody(req: Pick<HttpRequest, 'headers'>): boolean {
   return req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number(req.headers['content-length'] ?? NaN));
 }
 
 const PLAIN_JSON = { type: 'application/json', charset: undefined } as const;
 
 /** The media type (lower case) and `charset` parameter (lower case, unquoted) of a Content-Type header. */
-function mediaTypeOf(header: string | undefined): { type: string; charset: string | undefined } | undefined {
-  if (header === undefined) return undefined;
+function mediaTypeOf(header: string | string[] | undefined): { type: string; charset: string | undefined } | undefined {
+  if (typeof header !== 'string') return undefined;
   if (header === 'application/json') return PLAIN_JSON;
   const semi = header.indexOf(';');
   const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
@@ -88,12 +86,17 @@ function mediaTypeOf(header: string | undefined): { type: string; charset: strin
 }
 
 /** True for `Content-Type: application/json` (any parameters): the bodies {@link readJsonBody} reads. */
-export function isJsonBody(req: Pick<IncomingMessage, 'headers'>): boolean {
+export function isJsonBody(req: Pick<HttpRequest, 'headers'>): boolean {
   return mediaTypeOf(req.headers['content-type'])?.type === 'application/json';
 }
 
+/** True for `Content-Type: application/x-www-form-urlencoded` (any parameters): the bodies {@link readFormBody} reads. */
+export function isFormBody(req: Pick<HttpRequest, 'headers'>): boolean {
+  return mediaTypeOf(req.headers['content-type'])?.type === 'application/x-www-form-urlencoded';
+}
+
 const zstd = (zlib as { createZstdDecompress?: () => Transform }).createZstdDecompress;
-/** The decompressors of the Content-Encodings a body may come in (as express's parsers take them). */
+/** The decompressors of the Content-Encodings a body may come in. */
 const DECOMPRESSORS: Record<string, (() => Transform) | undefined> = {
   gzip: zlib.createGunzip,
   deflate: zlib.createInflate,
@@ -101,108 +104,164 @@ const DECOMPRESSORS: Record<string, (() => Transform) | undefined> = {
   ...(zstd ? { zstd } : {}),
 };
 
-/**
- * Reads the rest of a request off without keeping it, then calls `done`
- * (at once when it is all in): a refused body is answered once the client
- * has sent it, as express's parsers do.
- */
-function drain(req: IncomingMessage, done: () => void): void {
-  req.resume();
-  if (req.complete) {
-    done();
-    return;
+const EMPTY = Buffer.alloc(0);
+
+/** The body's chunks, one at a time (a whole body is one chunk). */
+function chunksOf(body: HttpRequest['body']): AsyncIterator<Uint8Array> | undefined {
+  if (body === undefined) return undefined;
+  if (body instanceof Uint8Array) {
+    let sent = false;
+    return {
+      next: async () => (sent ? { done: true, value: undefined } : ((sent = true), { done: false, value: body })),
+    };
   }
-  let called = false;
-  const once = () => {
-    if (called) return;
-    called = true;
-    done();
-  };
-  req.once('end', once).once('error', once).once('close', once);
+  return body[Symbol.asyncIterator]();
 }
 
-/** Reads off the request, then rejects with a {@link BodyError}. */
-export function refuseBody(req: IncomingMessage, status: number, message: string, type: string): Promise<never> {
-  return new Promise((_resolve, reject) => drain(req, () => reject(new BodyError(status, message, type))));
+/**
+ * Reads the rest of a body off without keeping it: a refused body is
+ * answered once the client has sent it (the connection stays usable).
+ */
+async function drain(it: AsyncIterator<Uint8Array>): Promise<void> {
+  try {
+    for (;;) if ((await it.next()).done) return;
+  } catch {
+    // the client went away: nothing left to read
+  }
+}
+
+/** Reads the request's body off, then throws a {@link BodyError}. */
+export async function refuseBody(req: HttpRequest, status: number, message: string, type: string): Promise<never> {
+  const it = chunksOf(req.body);
+  req.body = undefined;
+  if (it) await drain(it);
+  throw new BodyError(status, message, type);
+}
+
+/**
+ * A body's bytes: Content-Encoding undone (gzip, deflate, br, and zstd where
+ * Node has it; another is a 415), at most `limit` bytes counted after
+ * decoding (said in Content-Length or counted: a 413 once the rest is read
+ * off). The body is read once: `req.body` is gone afterwards.
+ */
+export async function readBodyBytes(req: HttpRequest, limit: number): Promise<Buffer> {
+  const coding = (typeof req.headers['content-encoding'] === 'string' ? req.headers['content-encoding'] : 'identity').toLowerCase();
+  const identity = coding === 'identity';
+  const decompressor = identity ? undefined : Object.hasOwn(DECOMPRESSORS, coding) ? DECOMPRESSORS[coding] : undefined;
+  if (!identity && !decompressor) return refuseBody(req, 415, UNSUPPORTED_ENCODING, 'encoding.unsupported');
+  const declared = req.headers['content-length'];
+  if (identity && typeof declared === 'string' && Number(declared) > limit) return refuseBody(req, 413, BODY_TOO_LARGE, 'entity.too.large');
+  const it = chunksOf(req.body);
+  req.body = undefined;
+  if (!it) return EMPTY;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  let invalid = false;
+  const keep = (chunk: Uint8Array) => {
+    if (over) return;
+    size += chunk.length;
+    if (size > limit) {
+      over = true;
+      chunks.length = 0;
+      return;
+    }
+    chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  };
+  const dec = decompressor?.();
+  if (dec) {
+    dec.on('data', (c: Buffer) => {
+      keep(c);
+      if (over) dec.destroy();
+    });
+    dec.on('error', () => {
+      invalid = true;
+    });
+  }
+  for (;;) {
+    let r: IteratorResult<Uint8Array>;
+    try {
+      r = await it.next();
+    } catch {
+      throw new BodyError(400, 'request aborted', 'request.aborted');
+    }
+    if (r.done) break;
+    if (over || invalid) continue;
+    if (!dec) keep(r.value);
+    else if (!dec.write(r.value)) await new Promise<void>((resolve) => dec.once('drain', resolve).once('close', resolve));
+  }
+  if (dec && !over && !invalid) {
+    await new Promise<void>((resolve) => {
+      dec.once('end', resolve).once('close', resolve);
+      dec.end();
+    });
+  }
+  if (over) throw new BodyError(413, BODY_TOO_LARGE, 'entity.too.large');
+  if (invalid) throw new BodyError(400, `invalid ${coding} body`, 'encoding.invalid');
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
 
 export interface JsonBodyOptions {
   /** The most bytes taken, counted after any Content-Encoding is undone. */
   limit: number;
-  /** Only an object or an array at the top, as express's `strict` (default true). */
+  /** Only an object or an array at the top (default true). */
   strict?: boolean;
 }
 
 /**
- * The one JSON body reader of the gateway: the call route reads its bodies
- * with it, and {@link jsonBody} is it as express middleware for every other
- * route. The rules, in order: a `charset` other than UTF-8 is a 415 (JSON is
- * UTF-8, RFC 8259 8.1); gzip, deflate, br (and zstd where Node has it) are
- * undone, another Content-Encoding is a 415; more than `limit` bytes (said in
- * Content-Length or counted) is a 413, answered once the rest is read off;
- * then {@link parseJsonBytes}. Resolves the value, rejects with a
- * {@link BodyError}.
+ * The one JSON body reader of the gateway. The rules, in order: a `charset`
+ * other than UTF-8 is a 415 (JSON is UTF-8, RFC 8259 8.1); then
+ * {@link readBodyBytes} (encodings, the limit); then {@link parseJsonBytes}.
+ * Resolves the value, rejects with a {@link BodyError}.
  */
-export function readJsonBody(req: IncomingMessage, options: JsonBodyOptions): Promise<unknown> {
-  const { limit } = options;
-  const strict = options.strict !== false;
+export async function readJsonBody(req: HttpRequest, options: JsonBodyOptions): Promise<unknown> {
   const type = mediaTypeOf(req.headers['content-type']);
   if (type?.charset !== undefined && type.charset !== 'utf-8') return refuseBody(req, 415, JSON_NOT_UTF8, 'charset.unsupported');
-  const coding = req.headers['content-encoding']?.toLowerCase() ?? 'identity';
-  const identity = coding === 'identity';
-  const decompressor = identity ? undefined : Object.hasOwn(DECOMPRESSORS, coding) ? DECOMPRESSORS[coding] : undefined;
-  if (!identity && !decompressor) return refuseBody(req, 415, UNSUPPORTED_ENCODING, 'encoding.unsupported');
-  const declared = req.headers['content-length'];
-  if (identity && declared !== undefined && Number(declared) > limit) return refuseBody(req, 413, BODY_TOO_LARGE, 'entity.too.large');
-  return new Promise((resolve, reject) => {
-    const source: Readable = decompressor ? req.pipe(decompressor()) : req;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const stop = () => {
-      settled = true;
-      chunks.length = 0;
-      source.off('data', onData);
-      if (source !== req) {
-        req.unpipe(source as Transform);
-        source.destroy();
-      }
-    };
-    const refuse = (status: number, message: string, errorType: string) => {
-      stop();
-      drain(req, () => reject(new BodyError(status, message, errorType)));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) return refuse(413, BODY_TOO_LARGE, 'entity.too.large');
-      chunks.push(chunk);
-    };
-    source.on('data', onData);
-    const aborted = () => {
-      if (settled) return;
-      stop();
-      reject(new BodyError(400, 'request aborted', 'request.aborted'));
-    };
-    req.once('error', aborted).once('close', () => {
-      if (!req.complete) aborted();
-    });
-    if (source !== req) {
-      source.once('error', () => {
-        if (!settled) refuse(400, `invalid ${coding} body`, 'encoding.invalid');
-      });
-    }
-    source.once('end', () => {
-      if (settled) return;
-      settled = true;
-      // Whatever the client sent past the compressed stream's end.
-      if (source !== req) req.resume();
-      try {
-        resolve(parseJsonBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), strict));
-      } catch (err) {
-        reject(err);
-      }
-    });
-  });
+  return parseJsonBytes(await readBodyBytes(req, options.limit), options.strict !== false);
+}
+
+/**
+ * The body of an API route: JSON up to 1 MiB (any value: the operation's
+ * schema judges it), a form up to 64 KiB, or `undefined` for none or
+ * another type (the schema then answers what is missing).
+ */
+export async function readApiBody(req: HttpRequest): Promise<unknown> {
+  if (!hasBody(req)) return undefined;
+  if (isJsonBody(req)) return readJsonBody(req, { limit: API_BODY_LIMIT, strict: false });
+  if (isFormBody(req)) return readFormBody(req, { limit: 64 * 1024 });
+  return undefined;
+}
+
+export interface FormBodyOptions {
+  limit: number;
+  /** The most `name=value` pairs (default 1000): more is a 413. */
+  parameterLimit?: number;
+}
+
+/**
+ * A form body (`application/x-www-form-urlencoded`, UTF-8 or ISO-8859-1) as
+ * an object: a repeated field becomes an array of its values, in order; a
+ * string that breaks the text rule is a 400 naming it; more pairs than
+ * `parameterLimit` a 413.
+ */
+export async function readFormBody(req: HttpRequest, options: FormBodyOptions): Promise<Record<string, string | string[]>> {
+  const charset = mediaTypeOf(req.headers['content-type'])?.charset ?? 'utf-8';
+  if (charset !== 'utf-8' && charset !== 'iso-8859-1')
+    return refuseBody(req, 415, `unsupported charset "${charset.toUpperCase()}"`, 'charset.unsupported');
+  const bytes = await readBodyBytes(req, options.limit);
+  const text = bytes.toString(charset === 'utf-8' ? 'utf8' : 'latin1');
+  const out: Record<string, string | string[]> = Object.create(null);
+  if (text.length === 0) return out;
+  const limit = options.parameterLimit ?? 1000;
+  let pairs = 1;
+  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1)) if (++pairs > limit) throw new BodyError(413, 'too many parameters', 'parameters.too.many');
+  for (const [k, v] of new URLSearchParams(text)) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  const bad = unsafeTextIn(out);
+  if (bad !== undefined) throw new BodyError(400, bad, 'entity.text.unsafe');
+  return out;
 }
 
 const BOM = [0xef, 0xbb, 0xbf] as const;
@@ -326,32 +385,6 @@ function decimalOf(text: string): string {
   return `${sign}${kept}e${exp + t.length - kept.length}`;
 }
 
-/** `1048576`, `'64kb'`, `'1mb'`: a body limit in bytes. */
-function bytesOf(limit: string | number): number {
-  if (typeof limit === 'number') return limit;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb)?\s*$/i.exec(limit);
-  if (!m) throw new TypeError(`invalid body limit ${JSON.stringify(limit)}`);
-  return Math.floor(Number(m[1]) * 1024 ** ['b', 'kb', 'mb'].indexOf((m[2] ?? 'b').toLowerCase()));
-}
-
-/**
- * {@link readJsonBody} as express middleware, for every route but the call
- * route (which calls it itself): a JSON body becomes `req.body`; a request
- * without a body, with another Content-Type or already read is passed on
- * untouched (to the form parser, or to a handler that finds no body); a
- * refusal goes to the error handler (`inputError`).
- */
-export function jsonBody(options: { limit: string | number; strict?: boolean }): express.RequestHandler {
-  const read: JsonBodyOptions = { limit: bytesOf(options.limit), strict: options.strict !== false };
-  return (req, _res, next) => {
-    if ((req.complete && !req.readable) || !hasBody(req) || !isJsonBody(req)) return next();
-    readJsonBody(req, read).then((body) => {
-      req.body = body;
-      next();
-    }, next);
-  };
-}
-
 /**
  * False when JSON bytes (UTF-8, already checked) cannot hold a string that
  * breaks the text rule, so the parsed body need not be walked: JSON.parse
@@ -375,11 +408,6 @@ export function mayHoldUnsafeText(buf: Uint8Array): boolean {
   return false;
 }
 
-/** `express.urlencoded` with the same text rule as JSON bodies. */
-export function formBody(options: { limit: string | number; parameterLimit?: number }): express.RequestHandler {
-  return checkedText(express.urlencoded({ extended: false, ...options }));
-}
-
 /**
  * The error for a parsed body with a string (a value or a field name, at any depth) that carries a
  * control character other than tab, line feed and carriage return, or an unpaired surrogate
@@ -389,22 +417,6 @@ export function formBody(options: { limit: string | number; parameterLimit?: num
 export function unsafeTextError(body: unknown): Error | undefined {
   const message = unsafeTextIn(body);
   return message === undefined ? undefined : Object.assign(new Error(message), { status: 400, expose: true, type: 'entity.text.unsafe' });
-}
-
-/** Runs a body parser, then refuses the body it parsed if a string in it breaks the text rule. */
-function checkedText(parser: express.RequestHandler): express.RequestHandler {
-  return (req, res, next) => {
-    const before = req.body;
-    parser(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      // Only a body this parser read (another parser may have read it first and been checked then).
-      if (req.body !== before) {
-        const bad = unsafeTextError(req.body);
-        if (bad) return next(bad);
-      }
-      next();
-    });
-  };
 }
 
 /** True for the error a route raises on a path parameter that is not valid percent-encoding. */
