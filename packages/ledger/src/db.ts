@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { LedgerError, sqlState } from './errors.js';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.js';
+import { createMemoryPglite } from './pglite-template.js';
 
 /** Anything that runs a parameterised SQL statement: the database or an open transaction. */
 export interface Queryable {
@@ -153,7 +154,7 @@ async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promis
   const lock: DirectoryLock | undefined = inMemory ? undefined : acquireDirectoryLock(dataDir);
   let lite: PGlite | undefined;
   try {
-    lite = await PGlite.create(dataDir);
+    lite = inMemory ? await createMemoryPglite(dataDir) : await PGlite.create(dataDir);
     if (!inMemory) await ownerOnly(dataDir);
     if (options.schema) {
       await lite.exec(`CREATE SCHEMA IF NOT EXISTS "${options.schema}"; SET search_path TO "${options.schema}"`);
