@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { LedgerError, sqlState } from './errors.js';
-import { acquireDirectoryLock, type DirectoryLock } from './lock.js';
-import { createMemoryPglite } from './pglite-template.js';
+import { acquireDirectoryLock, LOCK_FILE_NAME, type DirectoryLock } from './lock.js';
+import { createFreshPglite } from './pglite-template.js';
 
 /** Anything that runs a parameterised SQL statement: the database or an open transaction. */
 export interface Queryable {
@@ -154,7 +154,8 @@ async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promis
   const lock: DirectoryLock | undefined = inMemory ? undefined : acquireDirectoryLock(dataDir);
   let lite: PGlite | undefined;
   try {
-    lite = inMemory ? await createMemoryPglite(dataDir) : await PGlite.create(dataDir);
+    // A new database starts from a dump of a fresh cluster (initdb's work, done once: pglite-template.ts).
+    lite = inMemory || (await isNewDataDir(dataDir)) ? await createFreshPglite(dataDir) : await PGlite.create(dataDir);
     if (!inMemory) await ownerOnly(dataDir);
     if (options.schema) {
       await lite.exec(`CREATE SCHEMA IF NOT EXISTS "${options.schema}"; SET search_path TO "${options.schema}"`);
@@ -177,6 +178,15 @@ async function openPglite(dataDir: string, options: OpenDatabaseOptions): Promis
       lock?.release();
     }
   });
+}
+
+/** True when `dir` holds no database yet: it does not exist, or holds nothing but this ledger's lock. */
+async function isNewDataDir(dir: string): Promise<boolean> {
+  try {
+    return (await readdir(dir)).every((name) => name.startsWith(LOCK_FILE_NAME));
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
 }
 
 /**

@@ -6,11 +6,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 /**
- * A fresh PGlite cluster (what initdb leaves) for `memory://` databases.
- * initdb is most of what opening a fresh in-memory PGlite costs: 2-9 s on
- * these machines, against about a second to load the same cluster from a
- * dump. So the first `memory://` database of a process dumps a fresh cluster
- * and every later one loads that dump; the dump is also kept on disk for the
+ * A fresh PGlite cluster (what initdb leaves) for new databases: `memory://`
+ * ones and a data directory that holds none yet. initdb is most of what
+ * opening a new PGlite costs: 2-9 s on these machines in memory, 3 s on disk,
+ * against about a second to load the same cluster from a dump. So the first
+ * new database of a process dumps a fresh cluster and every later one loads
+ * that dump; the dump is also kept on disk for the
  * user's next processes (tests open hundreds of throwaway databases), in a
  * directory of their own (0700, owned by them, under the system's temporary
  * directory), named after the PGlite version that wrote it. The dump holds
@@ -30,8 +31,8 @@ const VERSION = (() => {
   }
 })();
 
-/** Opens a fresh in-memory PGlite, from the cluster template when there is one. */
-export async function createMemoryPglite(dataDir: string): Promise<PGlite> {
+/** Opens a new PGlite database (in memory, or in a directory without one), from the cluster template when there is one. */
+export async function createFreshPglite(dataDir: string): Promise<PGlite> {
   template ??= loadTemplate().catch(() => undefined);
   const blob = await template;
   if (blob) {

@@ -61,3 +61,19 @@ describe('memory:// databases from the cluster dump', () => {
     }
   });
 });
+
+describe('a new data directory', () => {
+  it('starts from the same dump, keeps what it writes across a restart, and is opened as it is the second time', async () => {
+    const { mkdtemp, readdir: list } = await import('node:fs/promises');
+    const { openDatabase } = await freshModule();
+    const dataDir = join(await mkdtemp(join(tmpdir(), 'farebox-ledger-new-')), 'db');
+    const first = await openDatabase({ dataDir });
+    await first.query('CREATE TABLE kept (v int)');
+    await first.query('INSERT INTO kept VALUES (7)');
+    await first.close();
+    expect(await list(dataDir)).toContain('PG_VERSION');
+    const again = await openDatabase({ dataDir });
+    expect((await again.query<{ v: number }>('SELECT v FROM kept')).rows).toEqual([{ v: 7 }]);
+    await again.close();
+  });
+});
