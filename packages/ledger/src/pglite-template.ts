@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { randomBytes } from 'node:crypto';
 import { openAsBlob, readFileSync } from 'node:fs';
 import { lstat, mkdir, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -62,7 +63,7 @@ async function loadTemplate(): Promise<Blob | undefined> {
     // not written yet
   }
   const dump = await freshDump();
-  const partial = `${file}.${process.pid}.${Date.now()}`;
+  const partial = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   await writeFile(partial, Buffer.from(await dump.arrayBuffer()), { mode: 0o600 });
   await rename(partial, file);
   return dump;
