@@ -21,6 +21,7 @@ const entries: Record<string, () => Promise<Record<string, unknown>>> = {
   '@farebox/provider': () => import('../packages/provider/src/index.js'),
   '@farebox/devnet': () => import('../packages/devnet/src/index.js'),
   '@farebox/gateway-core': () => import('../packages/gateway-core/src/index.js'),
+  '@farebox/gateway-http': () => import('../packages/gateway-http/src/index.js'),
 };
 
 const isErrorClass = (v: unknown): v is new (...args: never[]) => Error => typeof v === 'function' && v.prototype instanceof Error;

@@ -5,7 +5,10 @@
 // round trip, a durable and an asynchronous commit (the ledger's own hold
 // and post are in the gateway bench's trace), a Redis round trip, the
 // certificate, JSON, the request to the service over a kept-alive
-// connection, and express's layers against node:http for the same answer.
+// connection, and for the same answer: node:http alone, @farebox/gateway-http's
+// adapter and body reader (every route of the gateway answers through them),
+// and express's layers (what every route but the call answered through before
+// issue 47).
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import express from 'express';
@@ -13,6 +16,7 @@ import pg from 'pg';
 import { Pool, request } from 'undici';
 import { createCertificateSigner, signCallCertificate } from '@farebox/protocol';
 import { Keypair } from '@stellar/stellar-sdk';
+import { readJsonBody, toNodeListener } from '@farebox/gateway-http';
 
 const N = Number(process.env.BENCH_N ?? 400);
 const dbUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -113,13 +117,22 @@ v1.post('/call', (_req, res) => {
   res.status(200).type('application/json').send('{"ok":true}');
 });
 app.use('/v1', v1);
+// The gateway's own adapter: the request as a record, its JSON body read by the gateway's reader, the answer written back.
+const adapted = createServer(
+  toNodeListener(async (req) => {
+    await readJsonBody(req, { limit: 1024 * 1024 });
+    return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"ok":true}' };
+  }),
+);
 const plainUrl = await listen(plain);
 const appUrl = await listen(createServer(app));
+const adaptedUrl = await listen(adapted);
 const client = (url: string) => new Pool(url, { connections: 2 });
-const [pc, ac] = [client(plainUrl), client(appUrl)];
+const [pc, ac, hc] = [client(plainUrl), client(appUrl), client(adaptedUrl)];
 const post = async (c: Pool) =>
   (await c.request({ method: 'POST', path: '/v1/call', headers: { 'content-type': 'application/json' }, body: '{"service":"noop","payload":{}}' })).body.text();
 await time('HTTP answer, node:http', () => post(pc));
+await time('HTTP answer, gateway-http adapter + JSON reader', () => post(hc));
 await time('HTTP answer, express (json + urlencoded, router)', () => post(ac));
 
 console.log(
@@ -130,8 +143,8 @@ console.log(
 );
 for (const [name, p50, p90] of rows) console.log(`  ${name.padEnd(52)} ${p50.toFixed(3).padStart(7)} ${p90.toFixed(3).padStart(7)}`);
 
-await Promise.all([pc.close(), ac.close(), agent.close()]);
-for (const s of [noop, plain]) s.close();
+await Promise.all([pc.close(), ac.close(), hc.close(), agent.close()]);
+for (const s of [noop, plain, adapted]) s.close();
 await pool.query(`DROP SCHEMA ${schema} CASCADE`);
 await pool.end();
 process.exit(0);

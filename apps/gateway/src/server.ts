@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createDevnet, type DevnetCore } from '@farebox/devnet';
 import { createGateway, type CreateGatewayOptions, type GatewayCore } from '@farebox/gateway-core';
-import type { GatewayHandler } from '@farebox/gateway-http';
+import { requestIdFrom, type GatewayHandler } from '@farebox/gateway-http';
 import { createHost } from './host.js';
 import { configFromEnv, listenSettingsFromEnv, type Env } from './config.js';
 import { startMetricsServer } from './metrics-server.js';
@@ -28,6 +28,13 @@ export interface StartGatewayOptions extends CreateGatewayOptions {
   devnetInMemory?: boolean;
   /** Serve the web dashboard at `/`: a built dashboard directory, or false (default: @farebox/dashboard's dist). */
   dashboard?: string | false;
+}
+
+/** The answer while the core is not up yet: 503, try again in a second. */
+function starting(req: IncomingMessage, res: ServerResponse): void {
+  res
+    .writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'x-request-id': requestIdFrom(req.headers) })
+    .end(JSON.stringify({ error: 'starting', code: 'UNAVAILABLE' }));
 }
 
 export interface RunningGateway {
@@ -55,9 +62,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
   const settings = listenSettingsFromEnv(env, options);
   const host = settings.host;
   const requestedPort = settings.port;
-  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting', code: 'UNAVAILABLE' }));
-  };
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = starting;
   const server = createServer((req, res) => handler(req, res));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -83,7 +88,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<R
         req.url = req.url.slice('/devnet'.length) || '/';
         return dn.handler(req, res);
       }
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'starting', code: 'UNAVAILABLE' }));
+      starting(req, res);
     };
   }
 

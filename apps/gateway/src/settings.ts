@@ -14,7 +14,7 @@ const network = textSetting('`local`, `testnet` or `mainnet`');
 /** gateway-core's `LOG_LEVELS`, written out so that the docs generator loads no gateway (test/settings.test.ts compares them). */
 export const LOG_LEVEL_NAMES = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** `FAREBOX_TRUST_PROXY`: `true`, `false`, a hop count, or addresses and subnets (express `trust proxy`). */
+/** `FAREBOX_TRUST_PROXY`: `true`, `false`, a hop count, or addresses and subnets (read as express reads `trust proxy`). */
 const trustProxy = settingKind<boolean | number | string>('`true`, `false`, a number of proxies, or comma-separated addresses or subnets', (text) =>
   text === 'true' ? true : text === 'false' ? false : /^\d+$/.test(text) ? Number(text) : text,
 );
@@ -59,7 +59,8 @@ export const GATEWAY_SETTINGS = defineSettings({
     fallback: 5000,
   },
   FAREBOX_TRUST_PROXY: {
-    meaning: "express `trust proxy` behind a reverse proxy, so that per-IP limits see the client's address, not the proxy's.",
+    meaning:
+      "Which proxies to believe behind a reverse proxy (`true`, a hop count, or addresses and subnets, as express's `trust proxy`), so that per-IP limits see the client's address, not the proxy's, and `X-Forwarded-Proto` says whether the client used TLS.",
     kind: trustProxy,
     default: '`false`',
   },

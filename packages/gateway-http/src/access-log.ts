@@ -58,4 +58,3 @@ export function recordRequest({ logger, metrics }: Pick<GatewayCore, 'logger' | 
     'request',
   );
 }
-

@@ -246,15 +246,15 @@ export interface FormBodyOptions {
  */
 export async function readFormBody(req: HttpRequest, options: FormBodyOptions): Promise<Record<string, string | string[]>> {
   const charset = mediaTypeOf(req.headers['content-type'])?.charset ?? 'utf-8';
-  if (charset !== 'utf-8' && charset !== 'iso-8859-1')
-    return refuseBody(req, 415, `unsupported charset "${charset.toUpperCase()}"`, 'charset.unsupported');
+  if (charset !== 'utf-8' && charset !== 'iso-8859-1') return refuseBody(req, 415, `unsupported charset "${charset.toUpperCase()}"`, 'charset.unsupported');
   const bytes = await readBodyBytes(req, options.limit);
   const text = bytes.toString(charset === 'utf-8' ? 'utf8' : 'latin1');
   const out: Record<string, string | string[]> = Object.create(null);
   if (text.length === 0) return out;
   const limit = options.parameterLimit ?? 1000;
   let pairs = 1;
-  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1)) if (++pairs > limit) throw new BodyError(413, 'too many parameters', 'parameters.too.many');
+  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1))
+    if (++pairs > limit) throw new BodyError(413, 'too many parameters', 'parameters.too.many');
   for (const [k, v] of new URLSearchParams(text)) {
     const prev = out[k];
     out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];

@@ -40,6 +40,15 @@ export function toWebResponse(answer: HttpResponse): Response {
 export function fetchAdapter(handler: GatewayHandler, options: FetchAdapterOptions): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
   return async (input, init) => {
     const request = new Request(typeof input === 'string' && input.startsWith('/') ? new URL(input, options.origin) : input, init);
-    return toWebResponse(await handler(await fromWebRequest(request, options.remoteAddress)));
+    const answer = await handler(await fromWebRequest(request, options.remoteAddress));
+    if ('unmatched' in answer) {
+      answer.answered(404);
+      return toWebResponse({
+        ...answer,
+        headers: { ...answer.headers, 'content-type': 'application/json; charset=utf-8' },
+        body: '{"error":"not found","code":"NOT_FOUND"}',
+      });
+    }
+    return toWebResponse(answer);
   };
 }

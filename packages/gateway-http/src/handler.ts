@@ -47,6 +47,8 @@ export interface RouteKit {
 /** An answer for a request no route of the gateway takes: the host may serve it (the dashboard's files), else it is this 404. */
 export interface UnmatchedResponse extends HttpResponse {
   unmatched: true;
+  /** Writes the request's access-log line and metrics (route `unmatched`) once the host has answered it with `status`. */
+  answered(status: number): void;
 }
 
 export interface GatewayHandlerOptions {
@@ -113,7 +115,20 @@ export function createGatewayHandler(core: GatewayCore, options: GatewayHandlerO
           if (req.method === 'OPTIONS' && methods.length > 0) {
             reply.set('allow', methods.join(', '));
             reply.text(200, methods.join(','), 'text/plain; charset=utf-8');
-          } else return { status: 404, headers: reply.headers, body: undefined, unmatched: true };
+          } else {
+            const record = (status: number) =>
+              recordRequest(core, {
+                requestId,
+                method: req.method,
+                route,
+                status,
+                ms: performance.now() - t0,
+                ip: ctx.ip,
+                principal: undefined,
+                refusedBy: undefined,
+              });
+            return { status: 404, headers: reply.headers, body: undefined, unmatched: true, answered: record };
+          }
         } else {
           // Every /v1 path is behind the credential, a path that names no operation too.
           route = findOperation(req.method, ctx.path)?.path ?? route;

@@ -24,6 +24,10 @@ export {
   jsonTooDeep,
   mayHoldUnsafeText,
   parseJsonBytes,
+  readApiBody,
+  readBodyBytes,
+  readFormBody,
+  readJsonBody,
 } from './body.js';
 export { fetchAdapter, fromWebRequest, toWebResponse } from './fetch.js';
 export type { FetchAdapterOptions } from './fetch.js';

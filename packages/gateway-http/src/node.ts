@@ -56,13 +56,21 @@ export function toNodeListener(handler: GatewayHandler, options: NodeListenerOpt
     handler(fromNodeRequest(req)).then(
       (answer) => {
         if (!('unmatched' in answer)) return writeNodeResponse(res, answer);
-        if (!options.fallback) return writeNodeResponse(res, { ...answer, headers: { ...answer.headers, 'content-type': 'application/json; charset=utf-8' }, body: NOT_FOUND });
+        if (!options.fallback) {
+          answer.answered(404);
+          return writeNodeResponse(res, { ...answer, headers: { ...answer.headers, 'content-type': 'application/json; charset=utf-8' }, body: NOT_FOUND });
+        }
         for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
+        res.once('finish', () => answer.answered(res.statusCode));
         options.fallback(req, res);
       },
       (err: unknown) => {
         options.log?.('request failed', err);
-        writeNodeResponse(res, { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"error":"internal error","code":"INTERNAL"}' });
+        writeNodeResponse(res, {
+          status: 500,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+          body: '{"error":"internal error","code":"INTERNAL"}',
+        });
       },
     );
   };
@@ -74,6 +82,7 @@ export function nodeMiddleware(handler: GatewayHandler): (req: IncomingMessage, 
     handler(fromNodeRequest(req)).then((answer) => {
       if (!('unmatched' in answer)) return writeNodeResponse(res, answer);
       for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
+      res.once('finish', () => answer.answered(res.statusCode));
       next();
     }, next);
   };

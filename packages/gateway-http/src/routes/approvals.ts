@@ -19,7 +19,8 @@ const usd = (n: number) => `$${n}`;
  */
 export function approvalRoutes({ core, browser, sessionCookie }: RouteKit): RouteSpec[] {
   const confirmations = core.callConfirmations;
-  const form = (ctx: RequestContext) => (hasBody(ctx.req) && isFormBody(ctx.req) ? readFormBody(ctx.req, { limit: 4 * 1024, parameterLimit: 10 }) : Promise.resolve(undefined));
+  const form = (ctx: RequestContext) =>
+    hasBody(ctx.req) && isFormBody(ctx.req) ? readFormBody(ctx.req, { limit: 4 * 1024, parameterLimit: 10 }) : Promise.resolve(undefined);
 
   async function session(ctx: RequestContext): Promise<Principal | undefined> {
     const token = readCookies(ctx.req.headers.cookie)[sessionCookie];

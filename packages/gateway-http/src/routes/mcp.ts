@@ -153,7 +153,15 @@ export function mcpRoutes({ core, log }: RouteKit): RouteSpec[] {
     // A revision this server does not serve, whichever era the request looks like: -32022 with the ones it does.
     const revision = req.headers['mcp-protocol-version'];
     if (typeof revision === 'string' && !MCP_REVISIONS.includes(revision)) {
-      return rpcError(reply, 400, `Unsupported protocol version: ${revision}`, {}, UNSUPPORTED_REVISION, { supported: MCP_REVISIONS, requested: revision }, requestIdOf(ctx.body));
+      return rpcError(
+        reply,
+        400,
+        `Unsupported protocol version: ${revision}`,
+        {},
+        UNSUPPORTED_REVISION,
+        { supported: MCP_REVISIONS, requested: revision },
+        requestIdOf(ctx.body),
+      );
     }
     const authInfo: FareboxAuthInfo = {
       token: bearer,

@@ -27,10 +27,7 @@ export const appText = (s: string, fallback: string) => `<bdi>${escapeHtml(displ
 /** Clickjacking protection and no caching on every page of the authorization flow. */
 export function pageHeaders(reply: Reply) {
   reply.set('X-Frame-Options', 'DENY');
-  reply.set(
-    'Content-Security-Policy',
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'",
-  );
+  reply.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'");
   reply.set('Cache-Control', 'no-store');
   reply.set('Pragma', 'no-cache');
   // The sign-in and consent forms post to this origin, which refuses a post without its own Origin.
@@ -84,7 +81,8 @@ export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): Ro
     });
 
   // Forms keep to the text rule of every body (no control characters, no unpaired surrogates).
-  const form = (ctx: RequestContext) => (hasBody(ctx.req) && isFormBody(ctx.req) ? readFormBody(ctx.req, { limit: 64 * 1024, parameterLimit: 50 }) : Promise.resolve(undefined));
+  const form = (ctx: RequestContext) =>
+    hasBody(ctx.req) && isFormBody(ctx.req) ? readFormBody(ctx.req, { limit: 64 * 1024, parameterLimit: 50 }) : Promise.resolve(undefined);
   const json = (ctx: RequestContext) => (hasBody(ctx.req) && isJsonBody(ctx.req) ? readJsonBody(ctx.req, { limit: 64 * 1024 }) : Promise.resolve(undefined));
 
   /** Public, cookie-less endpoints may be called from browser-based clients. */
@@ -123,7 +121,8 @@ export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): Ro
   };
 
   const body = (ctx: RequestContext, parsed: unknown): Record<string, unknown> => {
-    if (!isFormBody(ctx.req)) throw new GatewayError('BAD_REQUEST', 'send the parameters as application/x-www-form-urlencoded', { oauthError: 'invalid_request' });
+    if (!isFormBody(ctx.req))
+      throw new GatewayError('BAD_REQUEST', 'send the parameters as application/x-www-form-urlencoded', { oauthError: 'invalid_request' });
     return (parsed ?? {}) as Record<string, unknown>;
   };
   const authorization = (ctx: RequestContext) => (typeof ctx.req.headers.authorization === 'string' ? ctx.req.headers.authorization : undefined);
@@ -188,10 +187,10 @@ export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): Ro
     reply.html(
       status,
       page(
-          'Cannot authorize',
-          `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app (or one identified by a usable metadata document), so you are not sent back to it. Close this page and try connecting again.</p>`,
-        ),
-      );
+        'Cannot authorize',
+        `<h1>This app cannot be authorized</h1><p class="error">${escapeHtml(message)}</p><p class="muted">The request did not come from a registered app (or one identified by a usable metadata document), so you are not sent back to it. Close this page and try connecting again.</p>`,
+      ),
+    );
   }
 
   function signInPage(reply: Reply, next: string, client: AuthorizationRequest['client']) {
@@ -206,13 +205,13 @@ export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): Ro
     reply.html(
       200,
       page(
-          'Sign in',
-          `<h1>Sign in to Farebox</h1><p>${appIdentity(client)} wants to connect to your Farebox account. Sign in first.</p>
+        'Sign in',
+        `<h1>Sign in to Farebox</h1><p>${appIdentity(client)} wants to connect to your Farebox account. Sign in first.</p>
           ${fields('/auth/login', 'in', 'current-password')}
           <hr><p class="muted">New to Farebox? Create an account (it starts with 5 USD of credits).</p>
           ${fields('/auth/signup', 'up', 'new-password')}`,
-        ),
-      );
+      ),
+    );
   }
 
   /**
@@ -246,8 +245,8 @@ export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): Ro
     reply.html(
       opts.error ? 400 : 200,
       page(
-          'Authorize',
-          `<h1>Connect ${appText(request.client.clientName, 'Unnamed app')} to Farebox?</h1>
+        'Authorize',
+        `<h1>Connect ${appText(request.client.clientName, 'Unnamed app')} to Farebox?</h1>
           <p>${appIdentity(request.client)} asks to use the account <strong>${escapeHtml(principal.user.email)}</strong>. It will be able to:</p>
           <ul>${scopes}</ul>
           <form method="post" action="/authorize">
@@ -280,8 +279,8 @@ export function oauthRoutes({ core, browser, sessionCookie, log }: RouteKit): Ro
             <div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
           </form>
           <p class="muted">After your choice you are sent back to ${appText(back.origin, back.protocol)}.</p>`,
-        ),
-      );
+      ),
+    );
   }
 
   add('GET', '/authorize', async (ctx) => {
