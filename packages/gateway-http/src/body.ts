@@ -112,7 +112,11 @@ function chunksOf(body: HttpRequest['body']): AsyncIterator<Uint8Array> | undefi
   if (body instanceof Uint8Array) {
     let sent = false;
     return {
-      next: async () => (sent ? { done: true, value: undefined } : ((sent = true), { done: false, value: body })),
+      async next() {
+        if (sent) return { done: true, value: undefined };
+        sent = true;
+        return { done: false, value: body };
+      },
     };
   }
   return body[Symbol.asyncIterator]();

@@ -5,7 +5,6 @@ import {
   HTTP_STATUS,
   oauthErrorBody,
   type AuthorizationRequest,
-  type GatewayCore,
   type Principal,
 } from '@farebox/gateway-core';
 import { displayText, formatAmount } from '@farebox/protocol';
