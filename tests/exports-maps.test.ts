@@ -28,13 +28,19 @@ const manifests = ['packages', 'apps'].flatMap((top) =>
     }),
 );
 
+/**
+ * What a package publishes of its exports map: without the source condition, and without `./testing`
+ * (a test kit other workspaces' tests use, such as gateway-core's `test/core-kit.ts`: the repo's only, never in the tarball).
+ */
 const withoutSource = (exports: Record<string, Target>) =>
   Object.fromEntries(
-    Object.entries(exports).map(([subpath, target]) => {
-      if (typeof target === 'string') return [subpath, target];
-      const { '@farebox/source': _source, ...published } = target;
-      return [subpath, published];
-    }),
+    Object.entries(exports)
+      .filter(([subpath]) => subpath !== './testing')
+      .map(([subpath, target]) => {
+        if (typeof target === 'string') return [subpath, target];
+        const { '@farebox/source': _source, ...published } = target;
+        return [subpath, published];
+      }),
   );
 
 it('every entry point of every workspace package names types, import and default, types before the file conditions', () => {

@@ -1,0 +1,98 @@
+import { startCoreStack, type CoreStack, type CoreStackOptions } from '@farebox/gateway-core/testing';
+import { createGatewayHandler, fetchAdapter, type GatewayHandler } from '../src/index.js';
+
+/**
+ * The handler over gateway-core's in-process stack (`@farebox/gateway-core/testing`:
+ * PGlite in memory, the devnet and provider-SDK services on loopback ports, a
+ * test clock), called in this process through {@link fetchAdapter}: no
+ * gateway socket, no host.
+ */
+export interface HttpStack extends CoreStack {
+  handler: GatewayHandler;
+  /** The gateway's public origin (what `Host` and `Origin` must name). */
+  origin: string;
+  /** `fetch` to the handler; a path is taken under `origin`. Redirects are not followed. */
+  fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  /** A JSON request: the body as JSON (or text), the answer's status, JSON body (or text) and headers. */
+  request(path: string, init?: RequestOptions): Promise<Answer>;
+  /** A new account signed up through `/auth/signup`, with an API key made through `/v1/api-keys` by its session. */
+  account(): Promise<HttpAccount>;
+}
+
+export interface RequestOptions {
+  method?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface Answer {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read whatever JSON came back
+  body: any;
+  headers: Headers;
+}
+
+export interface HttpAccount {
+  id: string;
+  email: string;
+  key: string;
+  /** The session and CSRF cookies, as a browser sends them. */
+  cookie: string;
+  csrf: string;
+  /** A request with the account's API key. */
+  api(path: string, init?: RequestOptions): Promise<Answer>;
+}
+
+let counter = 0;
+
+export async function startHttpStack(options: CoreStackOptions = {}): Promise<HttpStack> {
+  const stack = await startCoreStack(options);
+  const handler = createGatewayHandler(stack.core);
+  const origin = stack.core.config.publicOrigin;
+  const local = fetchAdapter(handler, { origin });
+
+  async function request(path: string, init: RequestOptions = {}): Promise<Answer> {
+    const res = await local(path, {
+      method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
+      headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
+      ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
+    });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: the text
+    }
+    return { status: res.status, body, headers: res.headers };
+  }
+
+  return {
+    ...stack,
+    handler,
+    origin,
+    fetch: local,
+    request,
+    async account() {
+      const email = `http${process.pid}_${counter++}@example.com`;
+      const signup = await request('/auth/signup', { body: { email, password: 'correct horse battery' } });
+      if (signup.status !== 201) throw new Error(`signup failed: ${signup.status} ${JSON.stringify(signup.body)}`);
+      const cookie = signup.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
+      const csrf = signup.body.csrf_token as string;
+      const created = await request('/v1/api-keys', { body: { name: 'test' }, headers: { cookie, 'x-csrf-token': csrf } });
+      if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(created.body)}`);
+      const key = created.body.key as string;
+      return {
+        id: signup.body.id as string,
+        email,
+        key,
+        cookie,
+        csrf,
+        api: (path, init = {}) => request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } }),
+      };
+    },
+  };
+}
