@@ -27,7 +27,7 @@ export interface RequestOptions {
 
 export interface Answer {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: the tests read whatever JSON came back
+  /** The JSON body (the tests read whatever came back), or the text. */
   body: any;
   headers: Headers;
 }
