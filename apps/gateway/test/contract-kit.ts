@@ -10,10 +10,22 @@ export interface RecordedResponse {
   test: string | undefined;
 }
 
+type Tap = (input: string | URL | Request, init: RequestInit | undefined, res: Response) => void;
+const taps = new Set<Tap>();
+
 /**
- * Records every response a test file's `fetch` gets from `origin()` (the
- * gateway under test), untouched: the caller reads its own response, the
- * recorder reads a clone.
+ * Shows a response a test got without the global `fetch` (the harness's
+ * requests to the handler in process) to the recorders listening.
+ */
+export function tapResponse(input: string | URL | Request, init: RequestInit | undefined, res: Response): void {
+  for (const tap of taps) tap(input, init, res);
+}
+
+/**
+ * Records every response a test file gets from `origin()` (the gateway
+ * under test), through the global `fetch` or in process (the harness's
+ * requests, {@link tapResponse}), untouched: the caller reads its own
+ * response, the recorder reads a clone.
  */
 export function recordResponses(
   origin: () => string | undefined,
@@ -21,34 +33,36 @@ export function recordResponses(
 ): { responses: RecordedResponse[]; stop(): void } {
   const original = globalThis.fetch;
   const responses: RecordedResponse[] = [];
-  const pending: Promise<void>[] = [];
+  const tap: Tap = (input, init, res) => {
+    const base = origin();
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url, base);
+    if (!base || url.origin !== new URL(base).origin) return;
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    const test = currentTest();
+    res
+      .clone()
+      .text()
+      .then((text) => {
+        let body: unknown = text;
+        try {
+          body = text === '' ? undefined : JSON.parse(text);
+        } catch {
+          // not JSON: kept as text
+        }
+        responses.push({ method, path: `${url.pathname}${url.search}`, status: res.status, contentType: res.headers.get('content-type') ?? '', body, test });
+      })
+      .catch(() => undefined);
+  };
+  taps.add(tap);
   globalThis.fetch = async (input: string | URL | Request, init?: RequestInit) => {
     const res = await original(input, init);
-    const base = origin();
-    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
-    if (base && url.origin === new URL(base).origin) {
-      const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-      const test = currentTest();
-      const copy = res.clone();
-      const done = copy
-        .text()
-        .then((text) => {
-          let body: unknown = text;
-          try {
-            body = text === '' ? undefined : JSON.parse(text);
-          } catch {
-            // not JSON: kept as text
-          }
-          responses.push({ method, path: `${url.pathname}${url.search}`, status: res.status, contentType: res.headers.get('content-type') ?? '', body, test });
-        })
-        .catch(() => undefined);
-      pending.push(done);
-    }
+    tap(input, init, res);
     return res;
   };
   return {
     responses,
     stop() {
+      taps.delete(tap);
       globalThis.fetch = original;
     },
   };

@@ -8,6 +8,7 @@ import { parseAmount } from '@farebox/protocol';
 import { createLogger } from '@farebox/gateway-core';
 import { dropSchema } from '@farebox/test-kit/postgres';
 import { fetchAdapter } from '@farebox/gateway-http';
+import { tapResponse } from './contract-kit.js';
 import { startGateway, type RunningGateway } from '../src/index.js';
 
 export type DbKind = 'pglite' | 'postgres';
@@ -83,7 +84,13 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
   const closers: Array<() => Promise<void>> = [];
 
   // The gateway's API in this process: requests go to its handler directly, not through a socket.
-  const local = fetchAdapter(gw.handler, { origin: gw.url });
+  const handler = fetchAdapter(gw.handler, { origin: gw.url });
+  // The contract suites' recorders see these responses too (contract-kit.ts).
+  const local = async (input: string | URL | Request, init?: RequestInit) => {
+    const res = await handler(input, init);
+    tapResponse(input, init, res);
+    return res;
+  };
   async function request(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
     const res = await local(path, {
       method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
