@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { operationList } from '@farebox/contract';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startStack, type Stack } from './settlement-kit.js';
+import { startHttpStack, type HttpStack } from './kit.js';
 
 // Issue 50: docs/api.md says which routes (the catalog's among them) answer without a credential, and the
 // gateway agrees: the list is the contract's `auth: none`, and a request without a key is answered as it says.
@@ -14,9 +14,9 @@ function documented(): string[] {
   return [...block.matchAll(/`((?:GET|POST|PUT|PATCH|DELETE) [^`]+)`/g)].map((m) => m[1]!).sort();
 }
 
-let s: Stack;
+let s: HttpStack;
 beforeAll(async () => {
-  s = await startStack();
+  s = await startHttpStack();
 }, 60_000);
 afterAll(async () => {
   await s?.close();

@@ -1,7 +1,7 @@
 import { operationList } from '@farebox/contract';
 import { grantOperator } from '@farebox/gateway-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness, type TestUser } from './harness.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
 // The spec: "List endpoints are not paginated; they accept a `limit` query
 // parameter." Every list of the contract (a GET answering an array) is found
@@ -21,14 +21,14 @@ const lists = operationList
   });
 
 describe('limit on every list endpoint', () => {
-  let h: Harness;
-  let operator: TestUser;
+  let h: HttpStack;
+  let operator: HttpAccount;
 
   beforeAll(async () => {
-    h = await startHarness('pglite');
-    operator = await h.user();
+    h = await startHttpStack();
+    operator = await h.account();
     // An operator with publishing on reaches every list, the operator's and the publisher's included.
-    await grantOperator(h.gw.core.db, operator.id, 'test');
+    await grantOperator(h.core.db, operator.id, 'test');
     expect((await operator.api('/v1/publisher/activate', { body: { name: 'Limits Co' } })).status).toBeLessThan(300);
   }, 120_000);
   afterAll(async () => {
