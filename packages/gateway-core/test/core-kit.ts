@@ -25,6 +25,8 @@ export interface CoreStack {
   user(opts?: { email?: string }): Promise<CoreUser>;
   /** A provider-SDK service (its own owner keypair, on the devnet's registry), on the test's clock; the mirror knows it when this resolves. */
   publish(name: string, price: string, handler?: ServiceHandler, opts?: { escrow?: boolean }): Promise<{ owner: string; endpoint: string }>;
+  /** A provider-SDK service owned by `ownerWallet` (an account's custodial wallet), on the test's clock, not registered: the account registers it through the API. */
+  serve(name: string, price: string, ownerWallet: string): Promise<{ endpoint: string }>;
   /** An arbitrary endpoint registered on the registry (not an SDK service). */
   registerRaw(name: string, endpoint: string, price: string): Promise<{ owner: string }>;
   /** Waits for the account's wallet to be set up on chain (the sign-up job), then gives it `usdc` devnet USDC. */
@@ -140,6 +142,23 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
       });
       await core.mirror.syncOnce();
       return { owner: kp.publicKey(), endpoint };
+    },
+    async serve(name, price, ownerWallet) {
+      const provider = createProvider({
+        service: name,
+        pricePerCall: price,
+        description: `core test service ${name}`,
+        network: 'local',
+        devnetUrl: devnet.url,
+        platform: { publicKey: core.platformPublicKey },
+        ownerWallet,
+        registry,
+        now: clock.now,
+        env: {},
+      }).serve((payload) => ({ echo: payload }));
+      const listening = await provider.listen(0, '127.0.0.1');
+      closers.push(() => provider.close());
+      return { endpoint: `${listening.url}/` };
     },
     async registerRaw(name, endpoint, price) {
       const kp = await owner();

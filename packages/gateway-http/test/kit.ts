@@ -1,3 +1,4 @@
+import { createLogger, type LogLevel } from '@farebox/gateway-core';
 import { startCoreStack, type CoreStack, type CoreStackOptions } from '@farebox/gateway-core/testing';
 import { createGatewayHandler, fetchAdapter, type GatewayHandler } from '../src/index.js';
 
@@ -17,6 +18,13 @@ export interface HttpStack extends CoreStack {
   request(path: string, init?: RequestOptions): Promise<Answer>;
   /** A new account signed up through `/auth/signup`, with an API key made through `/v1/api-keys` by its session. */
   account(): Promise<HttpAccount>;
+  /** Every line the gateway logged so far (JSON), at `logLevel` and above; none without it. */
+  logs(): readonly string[];
+}
+
+export interface HttpStackOptions extends CoreStackOptions {
+  /** Keep the gateway's log (the access log among it) from this level up, for `logs()`; a logger in `gateway` wins. */
+  logLevel?: LogLevel;
 }
 
 export interface RequestOptions {
@@ -36,6 +44,8 @@ export interface HttpAccount {
   id: string;
   email: string;
   key: string;
+  /** Its custodial wallet (`GET /v1/me`). */
+  wallet: string;
   /** The session and CSRF cookies, as a browser sends them. */
   cookie: string;
   csrf: string;
@@ -45,8 +55,10 @@ export interface HttpAccount {
 
 let counter = 0;
 
-export async function startHttpStack(options: CoreStackOptions = {}): Promise<HttpStack> {
-  const stack = await startCoreStack(options);
+export async function startHttpStack({ logLevel, ...options }: HttpStackOptions = {}): Promise<HttpStack> {
+  const lines: string[] = [];
+  const logger = logLevel ? createLogger({ level: logLevel, destination: { write: (line: string) => void lines.push(line) } }) : undefined;
+  const stack = await startCoreStack({ ...options, gateway: { ...(logger ? { logger } : {}), ...options.gateway } });
   const handler = createGatewayHandler(stack.core);
   const origin = stack.core.config.publicOrigin;
   const local = fetchAdapter(handler, { origin });
@@ -73,6 +85,7 @@ export async function startHttpStack(options: CoreStackOptions = {}): Promise<Ht
     origin,
     fetch: local,
     request,
+    logs: () => lines,
     async account() {
       const email = `http${process.pid}_${counter++}@example.com`;
       const signup = await request('/auth/signup', { body: { email, password: 'correct horse battery' } });
@@ -85,10 +98,12 @@ export async function startHttpStack(options: CoreStackOptions = {}): Promise<Ht
       const created = await request('/v1/api-keys', { body: { name: 'test' }, headers: { cookie, 'x-csrf-token': csrf } });
       if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(created.body)}`);
       const key = created.body.key as string;
+      const me = await request('/v1/me', { headers: { authorization: `Bearer ${key}` } });
       return {
         id: signup.body.id as string,
         email,
         key,
+        wallet: me.body.custodial_wallet as string,
         cookie,
         csrf,
         api: (path, init = {}) => request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } }),

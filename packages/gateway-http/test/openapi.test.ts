@@ -9,7 +9,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { openApiPath, operationList } from '@farebox/contract';
-import { openApiDocument } from '@farebox/gateway-http';
+import { openApiDocument } from '../src/index.js';
 
 const DOC_PATH = fileURLToPath(new URL('../../../docs/openapi.json', import.meta.url));
 

@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startStack, type KitUser, type Stack } from './settlement-kit.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
 // Issue 50, item 3: the API takes a price as USDC in a decimal string (`price`), or in base units
 // (`pricePerCallLamports`); what could be misread is refused with the unit and an example, and nothing is registered.
 
-let s: Stack;
-let pub: KitUser;
+let s: HttpStack;
+let pub: HttpAccount;
 let endpoint: string;
 const name = `priced-${process.pid % 100000}`;
 
 beforeAll(async () => {
-  s = await startStack();
-  pub = await s.user();
+  s = await startHttpStack();
+  pub = await s.account();
   expect((await pub.api('/v1/publisher/activate', { body: { name: 'Prices' } })).status).toBe(200);
   endpoint = (await s.serve(name, '0.002', pub.wallet)).endpoint;
 }, 60_000);
