@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness, type TestUser } from './harness.js';
-import { rawClient } from './oauth-browser.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
 /**
  * What `/mcp` answers a client that got something wrong, as JSON-RPC numbers
@@ -9,19 +8,17 @@ import { rawClient } from './oauth-browser.js';
  * stack, never an `ERROR`.
  */
 describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code', () => {
-  let h: Harness;
-  let alice: TestUser;
+  let h: HttpStack;
+  let alice: HttpAccount;
   let full: string;
   let readOnly: string;
 
   beforeAll(async () => {
-    h = await startHarness('pglite');
-    alice = await h.user();
-    const oauth = await rawClient(h.url);
-    full = (await oauth.authorize(alice, { scope: 'agents:read agents:call account:read', fields: { confirm_above_usd: '', confirm_below_left_percent: '0' } }))
-      .tokens.access_token;
+    h = await startHttpStack({ logLevel: 'info' });
+    alice = await h.account();
+    full = await h.accessToken(alice, { scope: 'agents:read agents:call account:read', fields: { confirm_above_usd: '', confirm_below_left_percent: '0' } });
     // Another app (a connection of its own) with the read scope only.
-    readOnly = (await (await rawClient(h.url)).authorize(alice, { scope: 'agents:read' })).tokens.access_token;
+    readOnly = await h.accessToken(alice, { scope: 'agents:read' });
   }, 120_000);
 
   afterAll(async () => {
@@ -36,7 +33,7 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
   });
 
   async function post(body: string | object, headers: Record<string, string> = {}, token = full) {
-    const res = await fetch(`${h.url}/mcp`, {
+    const res = await h.fetch('/mcp', {
       method: 'POST',
       headers: {
         authorization: `Bearer ${token}`,
@@ -159,7 +156,7 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
   });
 
   it('get_transactions rows carry the call’s callId and the idempotency key it was made under', async () => {
-    const echo = await h.publish('keyed-echo', { price: '0.001' });
+    await h.publish('keyed-echo', '0.001');
     const key = 'mcp-key-7f3a';
     const call = await tool('call_agent', { service: 'keyed-echo', payload: { hi: 1 } }, { 'farebox/idempotencyKey': key });
     expect(call.isError).toBeFalsy();
@@ -171,7 +168,6 @@ describe('/mcp answers every mistake as a JSON-RPC error with the spec’s code'
     const rest = (await alice.api('/v1/transactions')).body as Array<Record<string, unknown>>;
     expect(rest.find((r) => r.callId === callId)).toMatchObject({ idempotencyKey: key });
     expect(rest.find((r) => r.type === 'topup')).toMatchObject({ callId: null, idempotencyKey: null });
-    await echo.close();
   });
 
   it('none of these client mistakes is logged as an error or with a stack', async () => {

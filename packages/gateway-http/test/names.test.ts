@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRegistryClient } from '@farebox/stellar';
-import { startHarness, type Harness, type TestUser } from './harness.js';
-import { rawClient } from './oauth-browser.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
 // Issue 33, items 4 and 5: names that cannot deceive, and no input that reaches a 500 or a half-done write.
 
@@ -12,11 +11,11 @@ const TOKEN = 'metrics-token-names-0123456789';
 const DECEPTIVE = ['\u0435cho', 'echo\u200b', 'ECHO', 'echo ', '\u202eohce', 'Qa Y!', 'my_echo', 'echo.v2', 'echo--2', '-echo'];
 
 describe('service names and the text of requests', () => {
-  let h: Harness;
-  let u: TestUser;
-  let pub: TestUser;
+  let h: HttpStack;
+  let u: HttpAccount;
+  let pub: HttpAccount;
   let endpoint: string;
-  const registry = () => createRegistryClient(h.gw.core.network);
+  const registry = () => createRegistryClient(h.core.network);
 
   async function state() {
     const [balance, keys, mine, tx, me] = await Promise.all([
@@ -30,11 +29,11 @@ describe('service names and the text of requests', () => {
   }
 
   beforeAll(async () => {
-    h = await startHarness('pglite', { metricsToken: TOKEN });
-    u = await h.user();
-    pub = await h.user();
+    h = await startHttpStack({ logLevel: 'info', gateway: { metricsToken: TOKEN } });
+    u = await h.account();
+    pub = await h.account();
     expect((await pub.api('/v1/publisher/activate', { body: { name: 'Names Co' } })).status).toBe(200);
-    ({ endpoint } = await h.publish('echo', { price: '0.01' }));
+    ({ endpoint } = await h.publish('echo', '0.01'));
   }, 120_000);
   afterAll(() => h?.close());
 
@@ -56,12 +55,12 @@ describe('service names and the text of requests', () => {
   });
 
   it('never lists, finds, describes or calls a name that breaks the policy when it reaches the registry contract directly, and the mirror goes on', async () => {
-    const before = h.gw.core.mirror.status().skipped;
+    const before = h.core.mirror.status().skipped;
     const onChain = [...DECEPTIVE, 'a\u0000b', 'tab\there'];
     for (const name of onChain) await h.registerRaw(name, endpoint, '0.01');
     // A good name written after the bad ones: the mirror did not stop at them.
     await h.registerRaw('after-bad', endpoint, '0.01');
-    expect(h.gw.core.mirror.status()).toMatchObject({ failures: 0, skipped: before + onChain.length });
+    expect(h.core.mirror.status()).toMatchObject({ failures: 0, skipped: before + onChain.length });
 
     const listed = ((await u.api('/v1/agents')).body as Array<{ service: string }>).map((a) => a.service).sort();
     expect(listed).toEqual(['after-bad', 'echo']);
@@ -84,10 +83,10 @@ describe('service names and the text of requests', () => {
     const skippedLines = h.logs().filter((l) => l.includes('skipped: invalid service name'));
     expect(skippedLines.length).toBe(onChain.length);
     expect(skippedLines.some((l) => l.includes('registry entry \\"\\\\u0435cho\\"'))).toBe(true);
-    const metrics = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    const metrics = await (await h.fetch(`/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metrics).toMatch(new RegExp(`^farebox_catalog_skipped_services ${before + onChain.length}$`, 'm'));
     // Read again (a restart of the sync): the same names are not logged again.
-    await h.gw.core.mirror.confirm('ECHO');
+    await h.core.mirror.confirm('ECHO');
     expect(h.logs().filter((l) => l.includes('skipped: invalid service name')).length).toBe(onChain.length);
   });
 
@@ -120,15 +119,10 @@ describe('service names and the text of requests', () => {
   it('lets the owner remove, not change, a service it registered before the name policy; it is never listed or called', async () => {
     // What a gateway upgraded to the policy holds: a name registered through it (signed by the account's wallet) before.
     const wallet = (await pub.api('/v1/wallet')).body.pubkey as string;
-    const signer = { publicKey: wallet, signTransaction: (xdr: string, passphrase: string) => h.gw.core.wallets.sign(wallet, xdr, passphrase) };
+    const signer = { publicKey: wallet, signTransaction: (xdr: string, passphrase: string) => h.core.wallets.sign(wallet, xdr, passphrase) };
     const { txHash } = await registry().register(signer, { service: 'Legacy_Svc', pricePerCall: 100_000n, endpoint, description: 'from before' });
-    await h.gw.core.db.query('INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)', [
-      'Legacy_Svc',
-      pub.id,
-      wallet,
-      txHash,
-    ]);
-    await h.gw.core.mirror.syncOnce();
+    await h.core.db.query('INSERT INTO gw_services (service, user_id, owner_wallet, tx_hash) VALUES ($1, $2, $3, $4)', ['Legacy_Svc', pub.id, wallet, txHash]);
+    await h.core.mirror.syncOnce();
     expect(((await u.api('/v1/agents')).body as Array<{ service: string }>).map((a) => a.service)).not.toContain('Legacy_Svc');
     expect(((await pub.api('/v1/agents/mine')).body as Array<{ service: string }>).map((a) => a.service)).toContain('Legacy_Svc');
     expect(await pub.api('/v1/agents/Legacy_Svc', { method: 'PUT', body: { description: 'changed' } })).toMatchObject({
@@ -153,12 +147,12 @@ describe('service names and the text of requests', () => {
     for (const [body, message] of cases) {
       expect(await u.api('/v1/call', { body }), body).toMatchObject({ status: 400, body: { error: message } });
       // A cookie session: the same route and reader, the same answer.
-      const viaExpress = await fetch(`${h.url}/v1/call`, {
+      const viaCookie = await h.fetch(`/v1/call`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url },
+        headers: { 'content-type': 'application/json', cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.origin },
         body,
       });
-      expect([viaExpress.status, await viaExpress.json()], body).toEqual([400, { error: message, code: 'BAD_REQUEST' }]);
+      expect([viaCookie.status, await viaCookie.json()], body).toEqual([400, { error: message, code: 'BAD_REQUEST' }]);
     }
     expect(await state()).toBe(before);
     // Tab, line feed, carriage return and any well-formed text (emoji) in a payload are served as sent.
@@ -176,10 +170,10 @@ describe('service names and the text of requests', () => {
     for (const body of bodies) {
       for (const [path, headers] of [
         ['/v1/call', { authorization: `Bearer ${u.key}` }],
-        ['/v1/call', { cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.url }],
+        ['/v1/call', { cookie: u.cookie, 'x-csrf-token': u.csrf, origin: h.origin }],
         ['/v1/api-keys', { authorization: `Bearer ${u.key}` }],
       ] as const) {
-        const r = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: new Uint8Array(body) });
+        const r = await h.fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: new Uint8Array(body) });
         expect([r.status, await r.json()], path).toEqual([400, { error: 'invalid UTF-8 in the JSON body', code: 'BAD_REQUEST' }]);
       }
     }
@@ -209,20 +203,20 @@ describe('service names and the text of requests', () => {
 
   it('refuses them in every other body (sign-in JSON and forms, OAuth registration, disputes, MCP) and in path parameters, without a 500', async () => {
     const nul = 'invalid email: control character U+0000 not allowed';
-    const signup = await fetch(`${h.url}/auth/signup`, {
+    const signup = await h.fetch(`/auth/signup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: 'n\u0000@example.com', password: 'correct horse battery' }),
     });
     expect([signup.status, await signup.json()]).toEqual([400, { error: nul, code: 'BAD_REQUEST' }]);
-    const form = await fetch(`${h.url}/auth/login`, {
+    const form = await h.fetch(`/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'email=n%00%40example.com&password=x',
       redirect: 'manual',
     });
     expect([form.status, await form.json()]).toEqual([400, { error: nul, code: 'BAD_REQUEST' }]);
-    const reg = await fetch(`${h.url}/register`, {
+    const reg = await h.fetch(`/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ client_name: 'x\u0000', redirect_uris: ['http://127.0.0.1:9/cb'] }),
@@ -236,11 +230,11 @@ describe('service names and the text of requests', () => {
       body: { error: 'invalid escrowId: unpaired surrogate U+D800 not allowed' },
     });
 
-    const { tokens } = await (await rawClient(h.url)).authorize(u);
-    const mcp = await fetch(`${h.url}/mcp`, {
+    const accessToken = await h.accessToken(u);
+    const mcp = await h.fetch('/mcp', {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${tokens.access_token}`,
+        authorization: `Bearer ${accessToken}`,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': '2025-06-18',
@@ -251,8 +245,8 @@ describe('service names and the text of requests', () => {
     expect(((await mcp.json()) as { error: { message: string } }).error.message).toBe('invalid params.arguments.service: control character U+0000 not allowed');
 
     // OAuth's query and form parameters: a NUL client id is an unknown client, not a 500.
-    expect((await fetch(`${h.url}/authorize?client_id=%00&response_type=code`, { headers: { cookie: u.cookie } })).status).toBe(400);
-    const token = await fetch(`${h.url}/token`, {
+    expect((await h.fetch(`/authorize?client_id=%00&response_type=code`, { headers: { cookie: u.cookie } })).status).toBe(400);
+    const token = await h.fetch(`/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=authorization_code&code=x&client_id=a%00b&code_verifier=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb',
