@@ -30,7 +30,7 @@ export interface CoreStack {
   /** An arbitrary endpoint registered on the registry (not an SDK service). */
   registerRaw(name: string, endpoint: string, price: string): Promise<{ owner: string }>;
   /** Waits for the account's wallet to be set up on chain (the sign-up job), then gives it `usdc` devnet USDC. */
-  fundWallet(user: CoreUser, usdc: bigint): Promise<void>;
+  fundWallet(user: Pick<CoreUser, 'wallet'>, usdc: bigint): Promise<void>;
   /** USDC on chain, base units (0 without a trustline). */
   usdc(address: string): Promise<bigint>;
   /** The account's credits, base units. */
@@ -168,7 +168,7 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
     },
     async fundWallet(u, usdc) {
       // The wallet is set up (friendbot, USDC trustline) by the job sign-up starts.
-      await eventually(`the wallet of ${u.user.email} is set up on chain`, async () => (await chain.balances(u.wallet)).usdc !== null, {
+      await eventually(`the wallet ${u.wallet} is set up on chain`, async () => (await chain.balances(u.wallet)).usdc !== null, {
         timeoutMs: 20_000,
         intervalMs: 50,
       });

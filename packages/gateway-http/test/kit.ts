@@ -17,8 +17,8 @@ export interface HttpStack extends CoreStack {
   fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
   /** A JSON request: the body as JSON (or text), the answer's status, JSON body (or text) and headers. */
   request(path: string, init?: RequestOptions): Promise<Answer>;
-  /** A new account signed up through `/auth/signup`, with an API key made through `/v1/api-keys` by its session. */
-  account(): Promise<HttpAccount>;
+  /** A new account signed up through `/auth/signup`, with an API key made through `/v1/api-keys` by its session; `topup`: USD of credits it buys through `/v1/topup` (1,000 at most a top-up). */
+  account(opts?: { topup?: number }): Promise<HttpAccount>;
   /**
    * An OAuth access token for the account: a new public client registered
    * through `/register`, allowed on the consent page as the account's browser
@@ -145,7 +145,7 @@ export async function startHttpStack({ logLevel, ...options }: HttpStackOptions 
       if (token.status !== 200) throw new Error(`token failed: ${JSON.stringify(tokens)}`);
       return tokens.access_token;
     },
-    async account() {
+    async account(opts = {}) {
       const email = `http${process.pid}_${counter++}@example.com`;
       const signup = await request('/auth/signup', { body: { email, password: 'correct horse battery' } });
       if (signup.status !== 201) throw new Error(`signup failed: ${signup.status} ${JSON.stringify(signup.body)}`);
@@ -157,16 +157,13 @@ export async function startHttpStack({ logLevel, ...options }: HttpStackOptions 
       const created = await request('/v1/api-keys', { body: { name: 'test' }, headers: { cookie, 'x-csrf-token': csrf } });
       if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(created.body)}`);
       const key = created.body.key as string;
-      const me = await request('/v1/me', { headers: { authorization: `Bearer ${key}` } });
-      return {
-        id: signup.body.id as string,
-        email,
-        key,
-        wallet: me.body.custodial_wallet as string,
-        cookie,
-        csrf,
-        api: (path, init = {}) => request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } }),
-      };
+      const api: HttpAccount['api'] = (path, init = {}) => request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } });
+      for (let left = opts.topup ?? 0; left > 0; left -= 1000) {
+        const t = await api('/v1/topup', { body: { amount: Math.min(1000, left) } });
+        if (t.status !== 200) throw new Error(`topup failed: ${t.status} ${JSON.stringify(t.body)}`);
+      }
+      const me = await api('/v1/me');
+      return { id: signup.body.id as string, email, key, wallet: me.body.custodial_wallet as string, cookie, csrf, api };
     },
   };
 }
