@@ -1,7 +1,9 @@
 import { createLogger, type LogLevel } from '@farebox/gateway-core';
 import { startCoreStack, type CoreStack, type CoreStackOptions } from '@farebox/gateway-core/testing';
 import { createHash, randomBytes } from 'node:crypto';
-import { createGatewayHandler, fetchAdapter, type GatewayHandler } from '../src/index.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGatewayHandler, fetchAdapter, toNodeListener, type GatewayHandler } from '../src/index.js';
 
 /**
  * The handler over gateway-core's in-process stack (`@farebox/gateway-core/testing`:
@@ -26,6 +28,8 @@ export interface HttpStack extends CoreStack {
    * `fields` over them), its code exchanged with PKCE.
    */
   accessToken(account: HttpAccount, opts?: { scope?: string; fields?: Record<string, string> }): Promise<string>;
+  /** The handler on node:http (`toNodeListener`) on a loopback port, for a client that takes only a URL: that URL. Closed with the stack. */
+  listen(): Promise<string>;
   /** Every line the gateway logged so far (JSON), at `logLevel` and above; none without it. */
   logs(): readonly string[];
 }
@@ -91,8 +95,20 @@ export async function startHttpStack({ logLevel, ...options }: HttpStackOptions 
     return { status: res.status, body, headers: res.headers };
   }
 
+  const servers: Server[] = [];
+
   return {
     ...stack,
+    async listen() {
+      const server = createServer(toNodeListener(handler));
+      servers.push(server);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+    async close() {
+      for (const server of servers) await new Promise((r) => server.close(r));
+      await stack.close();
+    },
     handler,
     origin,
     fetch: local,

@@ -10,14 +10,16 @@ import { createGatewayClient } from '@farebox/client';
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { eventually } from '@farebox/test-kit';
 import { writeTinyModel } from '@farebox/test-kit/tiny-model';
-import { startHarness, type Harness } from './harness.js';
+import { startHttpStack, type HttpStack } from './kit.js';
 
 // Issue 37, item 6: the gateway answers the x402 bazaar's catalog routes, at
 // its root and under the facilitator's base /x402, so a stock catalog client
 // lists Farebox services.
 /** The gateway's default model id (docs/search.md): a tiny model written under it gives hybrid search. */
 const DEFAULT_MODEL_ID = 'Xenova/multilingual-e5-small';
-let h: Harness;
+let h: HttpStack;
+/** The handler on a loopback port: the stock facilitator client takes a URL only. */
+let url: string;
 let server: Server;
 let owner: string;
 let endpoint: string;
@@ -27,7 +29,7 @@ const bazaar = {
 };
 
 async function get(path: string) {
-  const res = await fetch(`${h.url}${path}`);
+  const res = await h.fetch(path);
   return { status: res.status, body: (await res.json()) as any };
 }
 const names = (items: Array<{ serviceName: string }>) => items.map((r) => r.serviceName);
@@ -35,10 +37,11 @@ const names = (items: Array<{ serviceName: string }>) => items.map((r) => r.serv
 beforeAll(async () => {
   const modelDir = await mkdtemp(join(tmpdir(), 'farebox-models-'));
   await writeTinyModel(modelDir, DEFAULT_MODEL_ID, 'model_quantized.onnx');
-  h = await startHarness('pglite', { modelDir });
+  h = await startHttpStack({ gateway: { modelDir } });
+  url = await h.listen();
   // A loopback service whose manifest offers escrow and describes its input and output (the bazaar extension).
   const kp = Keypair.random();
-  await h.gw.devnet!.friendbot(kp.publicKey());
+  await h.devnet.friendbot(kp.publicKey());
   owner = kp.publicKey();
   server = createServer((req, res) => {
     if (req.url !== '/api/manifest') return void res.writeHead(402).end();
@@ -57,15 +60,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}/api`;
-  await createRegistryClient(h.gw.core.network).register(keypairSigner(kp.secret()), {
+  await createRegistryClient(h.core.network).register(keypairSigner(kp.secret()), {
     service: 'skycast',
     pricePerCall: 10_000n,
     endpoint,
     description: 'Weather forecast for the hub',
   });
   // A service made with @farebox/provider: paid through the gateway only on this network (no escrow configured).
-  await h.publish('echo', { price: '0.01' });
-  await eventually('both services embedded', async () => (h.gw.core.searchIndex.status().vectors === 2 ? true : undefined));
+  await h.publish('echo', '0.01');
+  await eventually('both services embedded', async () => (h.core.searchIndex.status().vectors === 2 ? true : undefined));
 }, 120_000);
 
 afterAll(async () => {
@@ -75,7 +78,7 @@ afterAll(async () => {
 
 describe('the x402 bazaar on the gateway', () => {
   it("lists every service to the stock client at the facilitator's base, with its price, payee, description and bazaar extension", async () => {
-    const client = withBazaar(new HTTPFacilitatorClient({ url: `${h.url}/x402` }));
+    const client = withBazaar(new HTTPFacilitatorClient({ url: `${url}/x402` }));
     const page = await client.extensions.discovery.listResources({ type: 'http' });
     expect(page.x402Version).toBe(2);
     expect(page.pagination).toEqual({ limit: 50, offset: 0, total: 2 });
@@ -91,23 +94,23 @@ describe('the x402 bazaar on the gateway', () => {
         {
           scheme: 'escrow',
           network: 'stellar:local',
-          asset: `USDC:${h.gw.core.network.usdc.issuer}`,
+          asset: `USDC:${h.core.network.usdc.issuer}`,
           amount: '10000',
           payTo: owner,
           maxTimeoutSeconds: 300,
-          extra: { service: 'skycast', escrow: { platformAddress: h.gw.core.treasuryAddress, platformFee: 5 } },
+          extra: { service: 'skycast', escrow: { platformAddress: h.core.treasuryAddress, platformFee: 5 } },
         },
       ],
       extensions: { bazaar },
       metadata: { price: '0.001', priceBaseUnits: '10000', input: bazaar.info.input, output: bazaar.info.output, schema: bazaar.schema },
     });
     // The SDK service's manifest lists no direct payment here: listed with its price, no offer.
-    expect(echo).toMatchObject({ description: 'test service echo', accepts: [], metadata: { price: '0.01', priceBaseUnits: '100000' } });
+    expect(echo).toMatchObject({ description: 'core test service echo', accepts: [], metadata: { price: '0.01', priceBaseUnits: '100000' } });
     // Each resource carries the service's health as the gateway measures it (docs/api.md, "Service health").
     expect((echo as { metadata: { health: unknown } }).metadata.health).toMatchObject({ status: 'new', windows: { '24h': { calls: 0 } } });
     // The same listing at the gateway's root; both answers are the contract's (the typed client checks them).
     expect((await get('/discovery/resources')).body).toEqual(page);
-    const api = createGatewayClient({ baseUrl: h.url });
+    const api = createGatewayClient({ baseUrl: h.origin, fetch: h.fetch as typeof fetch });
     expect(await api.request('facilitatorBazaarResources', { query: { scheme: 'escrow' } })).toMatchObject({ items: [{ serviceName: 'skycast' }] });
     expect(await api.request('bazaarSearch', { query: { query: 'weather' } })).toMatchObject({
       resources: [{ serviceName: 'skycast', extensions: { bazaar } }],
@@ -115,7 +118,7 @@ describe('the x402 bazaar on the gateway', () => {
   });
 
   it('pages and filters as the reference does', async () => {
-    const client = withBazaar(new HTTPFacilitatorClient({ url: h.url }));
+    const client = withBazaar(new HTTPFacilitatorClient({ url }));
     const second = await client.extensions.discovery.listResources({ limit: 1, offset: 1 });
     expect(names(second.items as never)).toEqual(['skycast']);
     expect(second.pagination).toEqual({ limit: 1, offset: 1, total: 2 });
@@ -136,7 +139,7 @@ describe('the x402 bazaar on the gateway', () => {
       expect(names(body.resources)).toEqual(['skycast']);
       expect(body.resources[0]).toMatchObject({ resource: endpoint, accepts: [{ scheme: 'escrow', amount: '10000' }], extensions: { bazaar } });
     }
-    const u = await h.user();
+    const u = await h.account();
     expect((await u.api(`/v1/agents?q=${q}`)).body[0]).toMatchObject({ service: 'skycast' });
     const both = encodeURIComponent('weather forecast test service echo');
     const first = (await get(`/discovery/search?query=${both}&limit=1`)).body;
@@ -148,7 +151,7 @@ describe('the x402 bazaar on the gateway', () => {
   });
 
   it('refuses bad parameters with their message', async () => {
-    const client = withBazaar(new HTTPFacilitatorClient({ url: `${h.url}/x402` }));
+    const client = withBazaar(new HTTPFacilitatorClient({ url: `${url}/x402` }));
     await expect(client.extensions.discovery.listResources({ limit: 0 })).rejects.toThrow(
       'Facilitator listDiscoveryResources failed (400): {"error":"invalid limit (must be an integer from 1 to 500)","code":"BAD_REQUEST"}',
     );
