@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { loadWorkspaces, manifestDeps, parseDependencies, parseLayers, repoRoot } from './dependency-rule.js';
@@ -38,4 +38,21 @@ it('the layers block places every workspace once, and names no other', () => {
     const [from, to] = exception.split(' -> ');
     expect(workspaces.find((w) => w.short === from)?.deps.dependencies, `the exception ${exception} is a dependency of the manifest`).toContain(to);
   }
+});
+
+// Issue 47: the gateway's host carries bytes; the policy is @farebox/gateway-http's. A route, a credential
+// check, a rate limit or an error answer written in apps/gateway/src is a second door to the same money.
+it('apps/gateway/src holds no policy: no route, credential, limit or error answer of its own', () => {
+  const dir = join(repoRoot, 'apps', 'gateway', 'src');
+  const policy =
+    /\b(enforceRateLimit|checkAccess|authenticateBearer|fromSession|createApiHandlers|errorAnswer|HTTP_STATUS|GatewayError|core\.calls|core\.oauth|core\.accounts)\b|\b(app|router)\.(get|post|put|patch|delete|all)\(/;
+  const found: string[] = [];
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+    readFileSync(join(dir, name), 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (policy.test(line)) found.push(`apps/gateway/src/${name}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  expect(found).toEqual([]);
 });
