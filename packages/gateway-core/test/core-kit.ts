@@ -23,8 +23,8 @@ export interface CoreStack {
   clock: TestClock;
   /** A new account, signed up through the core, with an API key; `principal` is what the host hands the core for it. */
   user(opts?: { email?: string }): Promise<CoreUser>;
-  /** A provider-SDK service (its own owner keypair, on the devnet's registry), on the test's clock; the mirror knows it when this resolves. */
-  publish(name: string, price: string, handler?: ServiceHandler, opts?: { escrow?: boolean }): Promise<{ owner: string; endpoint: string }>;
+  /** A provider-SDK service (its own owner keypair, on the devnet's registry), on the test's clock; the mirror knows it when this resolves. `secret`: the owner key's (what signs a publisher link). */
+  publish(name: string, price: string, handler?: ServiceHandler, opts?: { escrow?: boolean }): Promise<{ owner: string; endpoint: string; secret: string }>;
   /** A provider-SDK service owned by `ownerWallet` (an account's custodial wallet), on the test's clock, not registered: the account registers it through the API. */
   serve(name: string, price: string, ownerWallet: string): Promise<{ endpoint: string }>;
   /** An arbitrary endpoint registered on the registry (not an SDK service). */
@@ -141,7 +141,7 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
         description: `core test service ${name}`,
       });
       await core.mirror.syncOnce();
-      return { owner: kp.publicKey(), endpoint };
+      return { owner: kp.publicKey(), endpoint, secret: kp.secret() };
     },
     async serve(name, price, ownerWallet) {
       const provider = createProvider({

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '@farebox/provider';
+import { verifyWebhook } from '@farebox/protocol';
 import { eventually } from '@farebox/test-kit';
-import { startHarness, type Harness, type TestUser } from './harness.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 import { startReceiver } from './webhook-receiver.js';
 
 // Know a service before you pay it (docs/api.md, "Service health"; docs/search.md,
@@ -11,23 +11,20 @@ import { startReceiver } from './webhook-receiver.js';
 // service are not counted.
 
 describe('service health, measured where calls pass', () => {
-  let h: Harness;
-  let caller: TestUser;
+  let h: HttpStack;
+  let caller: HttpAccount;
   let broken = true;
 
   beforeAll(async () => {
-    h = await startHarness('pglite');
-    caller = await h.user();
+    h = await startHttpStack();
+    caller = await h.account();
     // 'weather' matches the query best (its name is the query), 'weather-now' a little less.
-    await h.publish('weather', {
-      price: '0.001',
-      handler: () => {
-        if (broken) throw new Error('upstream station offline');
-        return { ok: true };
-      },
+    await h.publish('weather', '0.001', () => {
+      if (broken) throw new Error('upstream station offline');
+      return { ok: true };
     });
-    await h.publish('weather-now', { price: '0.001', handler: async () => ({ sunny: true }) });
-    await h.publish('weather-fresh', { price: '0.001' });
+    await h.publish('weather-now', '0.001', async () => ({ sunny: true }));
+    await h.publish('weather-fresh', '0.001');
   }, 120_000);
 
   afterAll(async () => {
@@ -58,7 +55,7 @@ describe('service health, measured where calls pass', () => {
     }
     // Refused before the service (its price is over the caller's Farebox-Max-Cost): not a call of the service.
     expect((await call('weather-now', caller, { 'farebox-max-cost': '0.0001' })).status).toBe(400);
-    await h.gw.core.serviceHealth.sync();
+    await h.core.serviceHealth.sync();
 
     const now = await agent('weather-now');
     expect(now.health).toMatchObject({ status: 'ok', last_failure: null });
@@ -84,28 +81,28 @@ describe('service health, measured where calls pass', () => {
   it('mends: once the service answers again, its 1-hour figures say so', async () => {
     broken = false;
     for (let i = 0; i < 12; i++) expect((await call('weather')).status).toBe(200);
-    await h.gw.core.serviceHealth.sync();
+    await h.core.serviceHealth.sync();
     const mended = (await agent('weather')).health;
     expect(mended.windows['1h']).toMatchObject({ calls: 24, success_rate: 0.5 });
     expect(mended.status).toBe('degraded');
   });
 
   it("leaves the owner's own calls out", async () => {
-    const pub = await h.user();
+    const pub = await h.account();
     await pub.api('/v1/publisher/activate', { body: { name: 'Self Caller' } });
     const wallet = (await pub.api('/v1/me')).body.custodial_wallet as string;
-    const backend = await h.serve('selfie', { price: '0.001', ownerWallet: wallet });
+    const backend = await h.serve('selfie', '0.001', wallet);
     expect(
       (await pub.api('/v1/agents', { body: { service: 'selfie', pricePerCallLamports: 10_000, endpoint: backend.endpoint, description: 'mine' } })).status,
     ).toBe(201);
     for (let i = 0; i < 5; i++) expect((await call('selfie', pub)).status).toBe(200);
     expect((await call('selfie')).status).toBe(200);
-    await h.gw.core.serviceHealth.sync();
+    await h.core.serviceHealth.sync();
     expect((await agent('selfie')).health.windows['1h'].calls).toBe(1);
   });
 
   it("tells the owner's account when its service's status changes: service.health_changed, signed, once", async () => {
-    const pub = await h.user();
+    const pub = await h.account();
     await pub.api('/v1/publisher/activate', { body: { name: 'Hooked Weather' } });
     const receiver = await startReceiver();
     try {
@@ -117,7 +114,7 @@ describe('service health, measured where calls pass', () => {
           .status,
       ).toBe(201);
       for (let i = 0; i < 10; i++) expect((await call('hook-down')).status).toBe(500);
-      await h.gw.core.serviceHealth.sync();
+      await h.core.serviceHealth.sync();
       const got = await eventually('service.health_changed arrives', () => receiver.received.find((r) => r.json.type === 'service.health_changed'));
       expect(got.json.data).toMatchObject({
         service: 'hook-down',
@@ -129,7 +126,7 @@ describe('service health, measured where calls pass', () => {
         true,
       );
       // Read again (and by every gateway): the stored status is the same, no second event.
-      await h.gw.core.serviceHealth.sync();
+      await h.core.serviceHealth.sync();
       await new Promise((r) => setTimeout(r, 500));
       expect(receiver.received.filter((r) => r.json.type === 'service.health_changed')).toHaveLength(1);
     } finally {
@@ -149,7 +146,7 @@ describe('service health, measured where calls pass', () => {
     expect((await caller.api('/v1/agents/no-such-service/health')).status).toBe(404);
     expect((await caller.api('/v1/agents/no-such-service')).status).toBe(404);
 
-    const feed = await fetch(`${h.url}/discovery/health`);
+    const feed = await h.fetch('/discovery/health');
     expect(feed.status).toBe(200);
     const body = (await feed.json()) as { services: Record<string, { status: string }> };
     expect(body.services['weather-now']?.status).toBe('ok');

@@ -6,10 +6,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CERTIFICATE_HEADER, CERTIFICATE_VERSIONS_HEADER, verifyCallCertificate } from '@farebox/protocol';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startHarness, type Harness, type TestUser } from './harness.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
-let h: Harness;
-let alice: TestUser;
+let h: HttpStack;
+let alice: HttpAccount;
 let service: Server;
 /** What the service verifies: 'v1' answers 401 to a v2 certificate, as a provider from before v2 does. */
 let verifies: 'v1' | 'v1, v2' = 'v1, v2';
@@ -18,8 +18,8 @@ let refuseAll = false;
 const seen: Array<{ header: string; ok: boolean }> = [];
 
 beforeAll(async () => {
-  h = await startHarness();
-  alice = await h.user();
+  h = await startHttpStack();
+  alice = await h.account();
   service = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -28,7 +28,7 @@ beforeAll(async () => {
       const verdict = await verifyCallCertificate(header, {
         body: Buffer.concat(chunks),
         service: 'versioned',
-        platformPublicKey: h.gw.core.platformPublicKey,
+        platformPublicKey: h.core.platformPublicKey,
       });
       const ok = verdict.ok && !refuseAll && (verifies === 'v1, v2' || verdict.certificate.version === 1);
       seen.push({ header, ok });

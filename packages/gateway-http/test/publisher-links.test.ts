@@ -1,24 +1,24 @@
 import { Keypair } from '@stellar/stellar-sdk';
 import { publisherLinkChallenge, splitFee } from '@farebox/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type KitUser, type Stack } from './settlement-kit.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
 // Issue 50, item 1: a service registered with its own key (a provider-SDK service's .farebox/keypair) earns
 // under that key; its publisher sees the earnings by owner without an account, and in the account's views
 // (overview, settlements, analytics, settle-now) once the key signed the account's link challenge.
 
-let s: Stack;
-let pub: KitUser;
+let s: HttpStack;
+let pub: HttpAccount;
 let svc: { owner: string; secret: string; endpoint: string };
 const name = `linked-${process.pid % 100000}`;
 const sign = (secret: string, text: string) => Keypair.fromSecret(secret).sign(Buffer.from(text, 'utf8')).toString('base64');
 
 beforeAll(async () => {
-  s = await startStack();
-  pub = await s.user();
+  s = await startHttpStack();
+  pub = await s.account();
   expect((await pub.api('/v1/publisher/activate', { body: { name: 'Key Owner' } })).status).toBe(200);
   svc = await s.publish(name, '0.002');
-  const caller = await s.user({ topup: 5 });
+  const caller = await s.account({ topup: 5 });
   for (let i = 0; i < 4; i++) expect((await caller.api('/v1/call', { body: { service: name, payload: { i } } })).status).toBe(200);
 }, 120_000);
 afterAll(async () => {
@@ -84,7 +84,7 @@ describe('linking the key to the account', () => {
   });
 
   it('a publisher account is needed', async () => {
-    const plain = await s.user();
+    const plain = await s.account();
     expect(await plain.api('/v1/publisher/links/challenge', { body: { owner: svc.owner } })).toMatchObject({
       status: 403,
       body: { error: 'activate publishing first (POST /v1/publisher/activate)' },
