@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { credentialReaches, operationList, type CredentialKind, type Operation } from '@farebox/contract';
 import { grantOperator } from '@farebox/gateway-core';
-import { startHarness, type Harness, type TestUser } from './harness.js';
-import { rawClient } from './oauth-browser.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 
 // Controls that bind whoever holds the credential (docs/api.md, "Credentials and
 // what each may do", "Idempotent retries", "Payloads arrive as sent"; docs/oauth.md,
@@ -17,20 +16,17 @@ type ToolCall = Awaited<ReturnType<Client['callTool']>>;
 const meta = (r: ToolCall) => r._meta?.['farebox/error'] as Record<string, any> | undefined;
 
 describe('controls that bind', () => {
-  let h: Harness;
+  let h: HttpStack;
   const seen: string[] = [];
 
   beforeAll(async () => {
-    h = await startHarness('pglite');
-    await h.publish('echo', { price: '0.0001', handler: (p) => ({ echo: p }) });
-    await h.publish('word-count', { price: '0.0001', handler: (p) => ({ words: String((p as { text?: string }).text ?? '').split(/\s+/).length }) });
-    await h.publish('pricey', { price: '0.25', handler: (p) => ({ echo: p }) });
-    await h.publish('raw-echo', {
-      price: '0.0001',
-      handler: (p) => {
-        seen.push(JSON.stringify(p));
-        return { ok: true };
-      },
+    h = await startHttpStack();
+    await h.publish('echo', '0.0001', (p) => ({ echo: p }));
+    await h.publish('word-count', '0.0001', (p) => ({ words: String((p as { text?: string }).text ?? '').split(/\s+/).length }));
+    await h.publish('pricey', '0.25', (p) => ({ echo: p }));
+    await h.publish('raw-echo', '0.0001', (p) => {
+      seen.push(JSON.stringify(p));
+      return { ok: true };
     });
   }, 120_000);
 
@@ -39,13 +35,13 @@ describe('controls that bind', () => {
   });
 
   /** A request with the user's session cookie and CSRF token (as the dashboard makes it). */
-  async function session(user: TestUser, path: string, init: { method?: string; body?: unknown } = {}): Promise<Answer> {
-    const res = await fetch(`${h.url}${path}`, {
+  async function session(user: HttpAccount, path: string, init: { method?: string; body?: unknown } = {}): Promise<Answer> {
+    const res = await h.fetch(path, {
       method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
       headers: {
         cookie: user.cookie,
         'x-csrf-token': user.csrf,
-        origin: h.url,
+        origin: h.origin,
         ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
       ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
@@ -54,14 +50,14 @@ describe('controls that bind', () => {
   }
   /** A request with a bearer credential. */
   async function bearer(token: string, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Answer> {
-    const res = await fetch(`${h.url}${path}`, {
+    const res = await h.fetch(path, {
       method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
       headers: { authorization: `Bearer ${token}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
       ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
     });
     return { status: res.status, body: await res.json().catch(() => undefined) };
   }
-  const credits = async (user: TestUser): Promise<number> => (await user.api('/v1/balance')).body.balance_base_units;
+  const credits = async (user: HttpAccount): Promise<number> => (await user.api('/v1/balance')).body.balance_base_units;
 
   const SPEND_REFUSAL = {
     error:
@@ -70,15 +66,14 @@ describe('controls that bind', () => {
   };
 
   it('a key with a spending policy cannot lift it, mint keys, revoke the owner, top up, publish or loosen a connection; the owner is unaffected', async () => {
-    const user = await h.user();
+    const user = await h.account();
     const created = await session(user, '/v1/api-keys', {
       body: { name: 'agent', limit_usd: 0.01, limit_period: 'day', allowed_services: ['echo'], max_call_usd: 0.001 },
     });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ kind: 'spend', limit_usd: 0.01, allowed_services: ['echo'], max_call_usd: 0.001 });
     const agent = created.body.key as string;
-    const c = await rawClient(h.url);
-    await c.authorize(user, { dailyLimitUsd: '1' });
+    await h.accessToken(user, { fields: { limit_usd: '1' } });
     const [conn] = (await session(user, '/v1/oauth/connections')).body;
     const ownerKey = ((await session(user, '/v1/api-keys')).body as Array<{ id: string; prefix: string }>).find((k) => user.key.startsWith(k.prefix))!;
 
@@ -117,7 +112,7 @@ describe('controls that bind', () => {
   });
 
   it('kinds of key: a manage key manages, a policy makes a spend key for good, kind manage with a policy is refused', async () => {
-    const user = await h.user();
+    const user = await h.account();
     expect(await session(user, '/v1/api-keys', { body: { name: 'x', kind: 'manage', limit_usd: 1, limit_period: 'day' } })).toEqual({
       status: 400,
       body: { error: 'a key with a spending policy is a spend key: leave kind out or send kind "spend"', code: 'BAD_REQUEST' },
@@ -139,24 +134,23 @@ describe('controls that bind', () => {
     });
     expect(await bearer(made.body.key, '/v1/api-keys')).toMatchObject({ status: 403, body: SPEND_REFUSAL });
     // The database refuses a policy on a manage key whatever writes it.
-    await expect(h.gw.core.db.query(`UPDATE gw_api_keys SET kind = 'manage' WHERE id = $1`, [made.body.id])).resolves.toBeDefined();
-    await expect(h.gw.core.db.query(`UPDATE gw_api_keys SET kind = 'manage', max_call_units = 5 WHERE id = $1`, [made.body.id])).rejects.toThrow(
+    await expect(h.core.db.query(`UPDATE gw_api_keys SET kind = 'manage' WHERE id = $1`, [made.body.id])).resolves.toBeDefined();
+    await expect(h.core.db.query(`UPDATE gw_api_keys SET kind = 'manage', max_call_units = 5 WHERE id = $1`, [made.body.id])).rejects.toThrow(
       /gw_api_keys_policy_is_spend/,
     );
   });
 
   it('every operation with every kind of credential answers as the contract table says', async () => {
-    const user = await h.user();
+    const user = await h.account();
     // An operator, so that the operator operations answer as the table says for the kinds that reach them.
-    await grantOperator(h.gw.core.db, user.id, 'cli:test');
+    await grantOperator(h.core.db, user.id, 'cli:test');
     const spend = (await session(user, '/v1/api-keys', { body: { name: 'spend', kind: 'spend' } })).body.key as string;
-    const c = await rawClient(h.url);
-    const { tokens } = await c.authorize(user);
+    const token = await h.accessToken(user);
     const asKind: Record<CredentialKind, (op: Operation, path: string, body: unknown) => Promise<Answer>> = {
       session: (op, path, body) => session(user, path, { method: op.method, ...(body === undefined ? {} : { body }) }),
       manage_key: (op, path, body) => bearer(user.key, path, { method: op.method, ...(body === undefined ? {} : { body }) }),
       spend_key: (op, path, body) => bearer(spend, path, { method: op.method, ...(body === undefined ? {} : { body }) }),
-      oauth: (op, path, body) => bearer(tokens.access_token, path, { method: op.method, ...(body === undefined ? {} : { body }) }),
+      oauth: (op, path, body) => bearer(token, path, { method: op.method, ...(body === undefined ? {} : { body }) }),
     };
     const OAUTH_REFUSAL = { error: 'not available with an OAuth access token (use the dashboard or an API key)' };
     const rows: string[] = [];
@@ -195,11 +189,10 @@ describe('controls that bind', () => {
   });
 
   it('a connection that confirms every paid call: POST /v1/call is refused with the link, approved on the page it is charged once', async () => {
-    const user = await h.user();
-    const c = await rawClient(h.url);
-    const { tokens } = await c.authorize(user, { fields: { confirm_above_usd: '0' } });
+    const user = await h.account();
+    const token = await h.accessToken(user, { fields: { confirm_above_usd: '0' } });
     const before = await credits(user);
-    const call = (headers: Record<string, string> = {}) => bearer(tokens.access_token, '/v1/call', { body: { service: 'pricey', payload: { n: 1 } }, headers });
+    const call = (headers: Record<string, string> = {}) => bearer(token, '/v1/call', { body: { service: 'pricey', payload: { n: 1 } }, headers });
     const first = await call();
     expect(first.status).toBe(403);
     const id = first.body.approval_id as string;
@@ -207,12 +200,12 @@ describe('controls that bind', () => {
       code: 'CONFIRMATION_REQUIRED',
       service: 'pricey',
       price_usd: 0.25,
-      approval_url: `${h.url}/approve/${id}`,
+      approval_url: `${h.origin}/approve/${id}`,
     });
     expect(first.body.error).toContain(`then send the call again with the header Farebox-Approval: ${id}. Nothing was charged.`);
     // The same token, a key of the account naming the approval, a forged approval: nothing is charged.
     expect((await call({ 'farebox-approval': id })).body.error).toBe(
-      `approval ${id} is not approved yet: open ${h.url}/approve/${id}, approve the call, then call again with approval_id`,
+      `approval ${id} is not approved yet: open ${h.origin}/approve/${id}, approve the call, then call again with approval_id`,
     );
     expect((await call({ 'farebox-approval': 'apr_forged' })).status).toBe(404);
     expect(await credits(user)).toBe(before);
@@ -228,10 +221,9 @@ describe('controls that bind', () => {
   });
 
   it('MCP: a client declaring URL mode is sent to the approval page; a form answered by the app itself counts only when the owner opted in', async () => {
-    const user = await h.user();
+    const user = await h.account();
     async function mcp(capabilities: Record<string, unknown>, fields: Record<string, string>, reply: (params: any) => Promise<any>) {
-      const c = await rawClient(h.url);
-      const { tokens } = await c.authorize(user, { fields: { confirm_above_usd: '0', ...fields } });
+      const token = await h.accessToken(user, { fields: { confirm_above_usd: '0', ...fields } });
       const asked: any[] = [];
       const client = new Client({ name: 'attacker', version: '1.0.0' }, { ...MODERN, capabilities });
       client.setRequestHandler('elicitation/create', async (request) => {
@@ -240,10 +232,10 @@ describe('controls that bind', () => {
       });
       const withToken: typeof fetch = (input, init) => {
         const headers = new Headers(init?.headers);
-        headers.set('authorization', `Bearer ${tokens.access_token}`);
-        return fetch(input, { ...init, headers });
+        headers.set('authorization', `Bearer ${token}`);
+        return h.fetch(input, { ...init, headers });
       };
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), { fetch: withToken }));
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${h.origin}/mcp`), { fetch: withToken }));
       return { client, asked };
     }
     const callPricey = (client: Client) => client.callTool({ name: 'call_agent', arguments: { service: 'pricey', payload: {} } }) as Promise<ToolCall>;
@@ -264,7 +256,7 @@ describe('controls that bind', () => {
       return { action: 'accept' };
     });
     const unapproved = await callPricey(url.client);
-    expect(url.asked[0]).toMatchObject({ mode: 'url', url: expect.stringMatching(new RegExp(`^${h.url}/approve/apr_`)) });
+    expect(url.asked[0]).toMatchObject({ mode: 'url', url: expect.stringMatching(new RegExp(`^${h.origin}/approve/apr_`)) });
     expect(unapproved.isError).toBe(true);
     expect(meta(unapproved)?.error ?? (unapproved.content as Array<{ text: string }>)[0]!.text).toMatch(/is not approved yet/);
     expect(await credits(user)).toBe(before);
@@ -284,7 +276,7 @@ describe('controls that bind', () => {
   });
 
   it('a replay obeys the credential that sends it: another key under the same Idempotency-Key gets its own refusal, not the stored answer', async () => {
-    const user = await h.user();
+    const user = await h.account();
     const wordsOnly = (await user.api('/v1/api-keys', { body: { name: 'words', allowed_services: ['word-count'] } })).body.key as string;
     const cheapOnly = (await user.api('/v1/api-keys', { body: { name: 'cheap', max_call_usd: 0.01 } })).body.key as string;
     const body = { service: 'pricey', payload: { secret: 42 } };
@@ -306,7 +298,7 @@ describe('controls that bind', () => {
   });
 
   it('a number JSON cannot carry exactly is refused with 400 before anything is held; the others reach the service as sent', async () => {
-    const user = await h.user();
+    const user = await h.account();
     const before = await credits(user);
     for (const [n, token] of [
       ['1e400', '1e400'],
@@ -336,13 +328,13 @@ describe('controls that bind', () => {
   });
 
   /** The gateway's approval page: the signed-in person opens the link and approves. */
-  async function approvePage(user: TestUser, url: string) {
-    const page = await fetch(url, { headers: { cookie: user.cookie } });
+  async function approvePage(user: HttpAccount, url: string) {
+    const page = await h.fetch(url, { headers: { cookie: user.cookie } });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1];
     expect(csrf).toBeDefined();
-    const post = await fetch(url, {
+    const post = await h.fetch(url, {
       method: 'POST',
-      headers: { cookie: user.cookie, origin: h.url, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { cookie: user.cookie, origin: h.origin, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ _csrf: csrf!, decision: 'approve' }).toString(),
     });
     expect(post.status).toBe(200);
