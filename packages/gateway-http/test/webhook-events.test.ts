@@ -1,10 +1,9 @@
-import { createClient } from '@farebox/client';
-import { verifyWebhook } from '@farebox/provider';
+import { ClientError, createClient, type FareboxClient } from '@farebox/client';
+import { verifyWebhook } from '@farebox/protocol';
 import { splitFee } from '@farebox/protocol';
 import { eventually } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { USDC, fundedNotServed } from './dispute-kit.js';
-import { startStack, type KitUser, type Stack } from './settlement-kit.js';
+import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
 import { startReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 // The events the gateway's money makes, as a subscriber receives them:
@@ -12,26 +11,41 @@ import { startReceiver, type WebhookReceiver } from './webhook-receiver.js';
 // on a publisher's direct escrow, a spending budget passing 80 %. The real
 // stack: gateway, devnet, escrow API, provider-SDK services.
 
-let s: Stack;
+let s: HttpStack;
+/** The handler on a loopback port: the caller SDK takes the gateway's URL. */
+let url: string;
+const USDC = 10_000_000n;
+
+/** Calls a service whose handler fails: the escrow is funded and not served. Returns its id. */
+async function fundedNotServed(caller: { publicKey: string; secret: string; client: FareboxClient }, service: string): Promise<string> {
+  const err = await caller.client.call(service, { q: 1 }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof ClientError) || err.code !== 'SERVICE' || !err.data.escrowId)
+    throw new Error(`expected a service failure after funding, got ${String(err)}`);
+  return err.data.escrowId;
+}
 const receivers: WebhookReceiver[] = [];
 beforeAll(async () => {
   // Automatic refund at 0 minutes: a never-served escrow is refunded as soon as its funder disputes it.
-  s = await startStack({ env: { FAREBOX_DISPUTE_AUTO_REFUND_MINUTES: '0' } });
+  s = await startHttpStack({ gateway: { operators: { disputeAutoRefundMinutes: 0 } } });
+  url = await s.listen();
 }, 60_000);
 afterAll(async () => {
   for (const r of receivers) await r.close();
   await s?.close();
 });
 
-async function subscribe(u: KitUser, events: string[]): Promise<{ receiver: WebhookReceiver; secret: string; id: string }> {
+async function subscribe(u: HttpAccount, events: string[]): Promise<{ receiver: WebhookReceiver; secret: string; id: string }> {
   const receiver = await startReceiver();
   receivers.push(receiver);
   const w = await u.api('/v1/webhooks', { body: { url: receiver.url, events } });
   expect(w.status).toBe(201);
   return { receiver, secret: w.body.secret, id: w.body.id };
 }
-async function publisher(name: string): Promise<KitUser> {
-  const pub = await s.user();
+async function publisher(name: string): Promise<HttpAccount> {
+  const pub = await s.account();
   expect((await pub.api('/v1/publisher/activate', { body: { name } })).status).toBe(200);
   await s.fundWallet(pub, 0n);
   return pub;
@@ -46,7 +60,7 @@ describe('settlement events', () => {
     const name = `hook-${process.pid % 100000}`;
     const { endpoint } = await s.serve(name, '0.0200001', pub.wallet);
     expect((await pub.api('/v1/agents', { body: { service: name, pricePerCallLamports: 200_001, endpoint, description: 'hooked' } })).status).toBe(201);
-    const caller = await s.user({ topup: 5 });
+    const caller = await s.account({ topup: 5 });
     for (let i = 0; i < 3; i++) expect((await caller.api('/v1/call', { body: { service: name, payload: { i } } })).status).toBe(200);
 
     const settled = await pub.api('/v1/publisher/settle', { method: 'POST', body: {} });
@@ -74,9 +88,9 @@ describe('settlement events', () => {
 
     // Another cycle, funded, then marked failed (the operator's way out of a cycle that cannot finish).
     expect((await caller.api('/v1/call', { body: { service: name, payload: { i: 4 } } })).status).toBe(200);
-    await s.gw.core.settlement.engine!.tick();
-    const open = (await s.gw.core.ledger.activeCycles()).find((c) => c.publisherOwner === pub.wallet)!;
-    await s.gw.core.ledger.advance(open.id, open.state, 'failed', { error: 'the escrow provider lost the escrow' });
+    await s.core.settlement.engine!.tick();
+    const open = (await s.core.ledger.activeCycles()).find((c) => c.publisherOwner === pub.wallet)!;
+    await s.core.ledger.advance(open.id, open.state, 'failed', { error: 'the escrow provider lost the escrow' });
     const failed = await eventually('settlement.failed arrives', () => receiver.received.find((r) => r.json.type === 'settlement.failed'));
     expect(await verified(failed, secret)).toBe(true);
     expect(failed.json.data).toMatchObject({
@@ -94,19 +108,24 @@ describe('settlement events', () => {
 describe('dispute events', () => {
   it("sends dispute.opened and dispute.resolved to the account whose wallet funded the escrow (and would to the receiver's)", async () => {
     // An account pays a service directly from its custodial wallet (signed by the gateway's keystore), and the service fails.
-    const payer = await s.user();
+    const payer = await s.account();
     await s.fundWallet(payer, 5n * USDC);
     const { receiver, secret } = await subscribe(payer, ['dispute.opened', 'dispute.resolved']);
-    const down = await s.publish('hook-down', '0.5', () => {
-      throw new Error('upstream model unavailable');
-    });
-    const signer = { publicKey: payer.wallet, signTransaction: (xdr: string, passphrase: string) => s.gw.core.wallets.sign(payer.wallet, xdr, passphrase) };
+    const down = await s.publish(
+      'hook-down',
+      '0.5',
+      () => {
+        throw new Error('upstream model unavailable');
+      },
+      { escrow: true },
+    );
+    const signer = { publicKey: payer.wallet, signTransaction: (xdr: string, passphrase: string) => s.core.wallets.sign(payer.wallet, xdr, passphrase) };
     const client = createClient({
       network: 'local',
       devnetUrl: s.devnet.url,
       signer,
       escrow: { apiKey: 'farebox-test', budget: { requests: 100_000, windowMs: 1000 } },
-      gatewayUrl: s.url,
+      gatewayUrl: url,
       env: {},
     });
     const escrowId = await fundedNotServed({ publicKey: payer.wallet, secret: '', client }, 'hook-down');
@@ -138,7 +157,7 @@ describe('dispute events', () => {
 
 describe('budget events', () => {
   it('sends budget.threshold_reached once, when a key has used 80 % of its limit for the period', async () => {
-    const owner = await s.user({ topup: 5 });
+    const owner = await s.account({ topup: 5 });
     const { receiver, secret } = await subscribe(owner, ['budget.threshold_reached']);
     await s.publish('hook-budget', '0.2');
     const key = await owner.api('/v1/api-keys', { body: { name: 'agent', limit_usd: 1, limit_period: 'day' } });
@@ -146,7 +165,7 @@ describe('budget events', () => {
     const call = () =>
       s.request('/v1/call', { body: { service: 'hook-budget', payload: {} }, headers: { authorization: `Bearer ${key.body.key}` } }).then((r) => r.status);
     for (let i = 0; i < 3; i++) expect(await call()).toBe(200);
-    await s.gw.core.webhooks.worker.flush();
+    await s.core.webhooks.worker.flush();
     expect(receiver.received).toHaveLength(0);
     expect(await call()).toBe(200);
     const got = await eventually('the threshold event arrives', () => receiver.received[0]);
@@ -165,7 +184,7 @@ describe('budget events', () => {
     // The fifth call spends the rest: no second event for the period.
     expect(await call()).toBe(200);
     expect(await call()).toBe(402);
-    await s.gw.core.webhooks.worker.flush();
+    await s.core.webhooks.worker.flush();
     expect(receiver.received).toHaveLength(1);
   }, 120_000);
 });
