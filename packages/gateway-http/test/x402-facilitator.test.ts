@@ -18,10 +18,10 @@ let service: string;
 let owner: string;
 beforeAll(async () => {
   // Two verifies and settles a payment: a payer may make 4 requests a minute here (the last test reaches it).
-  s = await startX402Stack({ x402: { payerPerMinute: 4 } });
+  s = await startX402Stack({ gateway: { x402: { payerPerMinute: 4 } } });
   client = new HTTPFacilitatorClient({ url: s.facilitatorUrl });
   service = `weather-${process.pid % 100_000}`;
-  owner = await s.publish(service, PRICE);
+  owner = await s.publishPrice(service, PRICE);
 }, 60_000);
 afterAll(async () => {
   await s?.close();
@@ -38,7 +38,7 @@ async function post(path: 'verify' | 'settle', payload: PaymentPayload, requirem
 
 describe('GET /x402/supported', () => {
   it('lists exact on stellar:testnet with sponsored fees, the treasury as signer, and Farebox’s payTo', async () => {
-    const usdc = s.gw.core.network.usdc.contractId;
+    const usdc = s.core.network.usdc.contractId;
     expect(await client.getSupported()).toEqual({
       // Farebox's rules in the kind's extra: a resource server can read them before its first customer.
       kinds: [
@@ -67,11 +67,11 @@ describe('GET /x402/supported', () => {
       // The bazaar catalog beside it (/x402/discovery/resources).
       extensions: ['bazaar'],
       // The treasury (never a settlement's source: a payload naming it is refused) and the channel accounts that send settlements.
-      signers: { 'stellar:*': [s.treasury, ...s.gw.core.x402.channels.addresses] },
+      signers: { 'stellar:*': [s.treasury, ...s.core.x402.channels.addresses] },
     });
     // Farebox's field, read through the typed client (the answer is checked against the contract's schema).
-    const supported = await createGatewayClient({ baseUrl: s.gw.url }).request('x402Supported');
-    expect(supported.farebox).toEqual({ payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId });
+    const supported = await createGatewayClient({ baseUrl: s.origin, fetch: s.fetch as typeof fetch }).request('x402Supported');
+    expect(supported.farebox).toEqual({ payTo: s.treasury, network: 'stellar:testnet', asset: s.core.network.usdc.contractId });
   });
 });
 
@@ -94,7 +94,7 @@ describe('an exact payment through the facilitator', () => {
     expect(await s.balances(s.treasury)).toEqual({ usdc: before.treasury.usdc + PRICE, xlm: before.treasury.xlm });
 
     // The earning: once, for the service's owner, with the amount the transaction moved.
-    const ledger = s.gw.core.ledger;
+    const ledger = s.core.ledger;
     const recorded = await ledger.exactPayment(settled.transaction);
     expect(recorded).toMatchObject({ amount: PRICE, service, publisherOwner: owner, payer: payer.publicKey(), payTo: s.treasury, network: 'stellar:testnet' });
     const split = splitFee(PRICE);
@@ -108,7 +108,7 @@ describe('an exact payment through the facilitator', () => {
     expect(await ledger.publisherTotals(owner)).toMatchObject({ calls: 1, gross: PRICE });
 
     // The next settlement batch: the escrow pays the owner 95 % (the fee rounded down once), the treasury keeps 5 %.
-    const engine = s.gw.core.settlement.engine!;
+    const engine = s.core.settlement.engine!;
     const cycle = (await engine.settleNow(owner))!;
     expect(cycle).toMatchObject({ state: 'done', calls: 1, gross: PRICE, fee: 50_001n, net: 950_020n, funded: PRICE });
     expect((await s.balances(owner)).usdc).toBe(before.owner.usdc + 950_020n);
@@ -200,8 +200,8 @@ describe('an exact payment through the facilitator', () => {
     });
     // Nothing moved, nothing was recorded, no fee was counted.
     expect(await s.balances(payer.publicKey())).toEqual(start);
-    expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: 1 });
-    expect(await s.gw.core.ledger.sponsoredFees(payer.publicKey(), new Date().toISOString().slice(0, 10))).toEqual({ total: 0n, settles: 0 });
+    expect(await s.core.ledger.publisherTotals(owner)).toMatchObject({ calls: 1 });
+    expect(await s.core.ledger.sponsoredFees(payer.publicKey(), new Date().toISOString().slice(0, 10))).toEqual({ total: 0n, settles: 0 });
   }, 60_000);
 });
 
@@ -212,7 +212,7 @@ describe('the bound on sponsored fees per payer and UTC day', () => {
     const payloads = await Promise.all(Array.from({ length: 6 }, () => s.pay(payer, req)));
     const fee = BigInt(TransactionBuilder.fromXDR(payloads[0]!.payload.transaction as string, TESTNET_PASSPHRASE).fee);
     // Room for three settles today; the rate limits of this facilitator are out of the way.
-    const facilitator = gatewayFacilitator(s.gw.core, {
+    const facilitator = gatewayFacilitator(s.core, {
       settings: {
         payerDailyFeeStroops: 3n * fee,
         rateLimits: { ip: { name: 'x402-ip-race', limit: 1000, windowMs: 60_000 }, payer: { name: 'x402-payer-race', limit: 1000, windowMs: 60_000 } },
@@ -235,11 +235,11 @@ describe('the bound on sponsored fees per payer and UTC day', () => {
       expect(Number(r.headers?.['Retry-After'])).toBeGreaterThan(0);
     }
     const day = new Date().toISOString().slice(0, 10);
-    expect(await s.gw.core.ledger.sponsoredFees(payer.publicKey(), day)).toEqual({ total: 3n * fee, settles: 3 });
+    expect(await s.core.ledger.sponsoredFees(payer.publicKey(), day)).toEqual({ total: 3n * fee, settles: 3 });
     // Exactly three prices moved, the payer's XLM untouched; three earnings.
     expect(await s.balances(payer.publicKey())).toEqual({ usdc: before.payer.usdc - 3n * PRICE, xlm: before.payer.xlm });
     expect((await s.balances(s.treasury)).usdc).toBe(before.treasury + 3n * PRICE);
-    for (const w of won) expect(await s.gw.core.ledger.exactPayment(String(w.body.transaction))).toMatchObject({ amount: PRICE, feeCharged: fee });
+    for (const w of won) expect(await s.core.ledger.exactPayment(String(w.body.transaction))).toMatchObject({ amount: PRICE, feeCharged: fee });
   }, 60_000);
 });
 
@@ -256,7 +256,7 @@ describe('rate limits', () => {
     await expect(client.verify(payload, req)).rejects.toMatchObject({ constructor: VerifyError, statusCode: 429, invalidReason: 'rate_limited' });
     await expect(client.settle(payload, req)).rejects.toMatchObject({ constructor: SettleError, statusCode: 429, errorReason: 'rate_limited' });
 
-    const perIp = gatewayFacilitator(s.gw.core, {
+    const perIp = gatewayFacilitator(s.core, {
       settings: { rateLimits: { ip: { name: 'x402-ip-test', limit: 2, windowMs: 60_000 }, payer: { name: 'x402-payer-test', limit: 100, windowMs: 60_000 } } },
       rateLimits: new MemoryRateLimitStore(),
     });
@@ -273,35 +273,35 @@ describe('a dedicated fee account and the switch', () => {
 
   it('a fee account pays the fee in a fee bump: the treasury’s and the payer’s XLM untouched, the fee counted as charged', async () => {
     const feeAccount = Keypair.random();
-    await s.gw.devnet!.friendbot(feeAccount.publicKey());
-    const facilitator = gatewayFacilitator(s.gw.core, {
+    await s.devnet.friendbot(feeAccount.publicKey());
+    const facilitator = gatewayFacilitator(s.core, {
       settings: { feeAccountSecret: feeAccount.secret(), rateLimits: open },
       rateLimits: new MemoryRateLimitStore(),
     });
-    expect(facilitator.supported()).toMatchObject({ signers: { 'stellar:*': [s.treasury, ...s.gw.core.x402.channels.addresses, feeAccount.publicKey()] } });
+    expect(facilitator.supported()).toMatchObject({ signers: { 'stellar:*': [s.treasury, ...s.core.x402.channels.addresses, feeAccount.publicKey()] } });
     const payer = await s.payer(PRICE);
     const req = s.requirements(service, PRICE);
     const payload = await s.pay(payer, req);
     const before = { payer: await s.balances(payer.publicKey()), treasury: await s.balances(s.treasury), fees: await s.balances(feeAccount.publicKey()) };
     const settled = await facilitator.settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: req }, '127.0.0.1');
     expect(settled).toMatchObject({ status: 200, body: { success: true, payer: payer.publicKey() } });
-    const recorded = (await s.gw.core.ledger.exactPayment(String(settled.body.transaction)))!;
+    const recorded = (await s.core.ledger.exactPayment(String(settled.body.transaction)))!;
     expect(recorded).toMatchObject({ amount: PRICE, service });
     expect(recorded.feeCharged).toBeGreaterThan(0n);
     expect(await s.balances(feeAccount.publicKey())).toEqual({ usdc: 0n, xlm: before.fees.xlm - recorded.feeCharged });
     expect(await s.balances(s.treasury)).toEqual({ usdc: before.treasury.usdc + PRICE, xlm: before.treasury.xlm });
     expect(await s.balances(payer.publicKey())).toEqual({ usdc: 0n, xlm: before.payer.xlm });
     const day = new Date().toISOString().slice(0, 10);
-    expect(await s.gw.core.ledger.sponsoredFees(payer.publicKey(), day)).toEqual({ total: recorded.feeCharged, settles: 1 });
+    expect(await s.core.ledger.sponsoredFees(payer.publicKey(), day)).toEqual({ total: recorded.feeCharged, settles: 1 });
   }, 60_000);
 
   it('off, it lists no kinds and verify and settle answer 503 with the reason', async () => {
-    const off = gatewayFacilitator(s.gw.core, { settings: { enabled: false } });
+    const off = gatewayFacilitator(s.core, { settings: { enabled: false } });
     expect(off.supported()).toEqual({
       kinds: [],
       extensions: ['bazaar'],
       signers: {},
-      farebox: { payTo: s.treasury, network: 'stellar:testnet', asset: s.gw.core.network.usdc.contractId },
+      farebox: { payTo: s.treasury, network: 'stellar:testnet', asset: s.core.network.usdc.contractId },
     });
     // Refused before the payload is read: any well-formed request gets the answer.
     const req = s.requirements(service, PRICE);
@@ -321,12 +321,12 @@ describe('a dedicated fee account and the switch', () => {
 describe('the intent of a settlement, written before anything moves', () => {
   const open = { ip: { name: 'x402-ip-intent', limit: 1000, windowMs: 60_000 }, payer: { name: 'x402-payer-intent', limit: 1000, windowMs: 60_000 } };
   const intentOf = async (payer: string) => {
-    const { rows } = await s.gw.core.ledger.db.query<{ nonce: string }>('SELECT nonce FROM exact_intents WHERE payer = $1', [payer]);
+    const { rows } = await s.core.ledger.db.query<{ nonce: string }>('SELECT nonce FROM exact_intents WHERE payer = $1', [payer]);
     expect(rows).toHaveLength(1);
-    return (await s.gw.core.ledger.exactIntents.get(payer, rows[0]!.nonce))!;
+    return (await s.core.ledger.exactIntents.get(payer, rows[0]!.nonce))!;
   };
   const stopAt = (point: string) =>
-    gatewayFacilitator(s.gw.core, {
+    gatewayFacilitator(s.core, {
       settings: { rateLimits: open },
       rateLimits: new MemoryRateLimitStore(),
       crashPoint: (name) => {
@@ -339,9 +339,9 @@ describe('the intent of a settlement, written before anything moves', () => {
     const req = s.requirements(service, PRICE);
     const payload = await s.pay(payer, req);
     // The payer's USDC leaves before the settle: the network refuses the transfer, nothing moves.
-    await createAccounts(s.gw.core.network).payUsdc(keypairSigner(payer.secret()), owner, PRICE);
-    const totals = await s.gw.core.ledger.publisherTotals(owner);
-    const facilitator = gatewayFacilitator(s.gw.core, { settings: { rateLimits: open }, rateLimits: new MemoryRateLimitStore() });
+    await createAccounts(s.core.network).payUsdc(keypairSigner(payer.secret()), owner, PRICE);
+    const totals = await s.core.ledger.publisherTotals(owner);
+    const facilitator = gatewayFacilitator(s.core, { settings: { rateLimits: open }, rateLimits: new MemoryRateLimitStore() });
     const body = { x402Version: 2, paymentPayload: payload, paymentRequirements: req };
     const refused = await facilitator.settle(body, '127.0.0.1');
     expect(refused).toMatchObject({ status: 200, body: { success: false, transaction: '', errorReason: 'invalid_exact_stellar_payload_simulation_failed' } });
@@ -352,20 +352,20 @@ describe('the intent of a settlement, written before anything moves', () => {
       service,
       error: 'invalid_exact_stellar_payload_simulation_failed',
     });
-    expect(await s.gw.core.ledger.publisherTotals(owner)).toEqual(totals);
+    expect(await s.core.ledger.publisherTotals(owner)).toEqual(totals);
     // Funded again, the same authorization settles: its intent opened again and closed with the transaction.
-    await s.gw.devnet!.friendbot(payer.publicKey(), PRICE);
+    await s.devnet.friendbot(payer.publicKey(), PRICE);
     const settled = await facilitator.settle(body, '127.0.0.1');
     expect(settled).toMatchObject({ status: 200, body: { success: true } });
     expect(await intentOf(payer.publicKey())).toMatchObject({ state: 'settled', txHash: settled.body.transaction, error: null });
-    expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: totals.calls + 1, gross: totals.gross + PRICE });
+    expect(await s.core.ledger.publisherTotals(owner)).toMatchObject({ calls: totals.calls + 1, gross: totals.gross + PRICE });
   }, 60_000);
 
   it('interrupted after the transfer, it is recorded once from the chain even by two reconcilers at once', async () => {
     const payer = await s.payer(PRICE);
     const req = s.requirements(service, PRICE);
     const payload = await s.pay(payer, req);
-    const totals = await s.gw.core.ledger.publisherTotals(owner);
+    const totals = await s.core.ledger.publisherTotals(owner);
     const treasury = (await s.balances(s.treasury)).usdc;
     await expect(stopAt('x402:settled').settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: req }, '127.0.0.1')).rejects.toThrow(
       'stopped at x402:settled',
@@ -374,26 +374,26 @@ describe('the intent of a settlement, written before anything moves', () => {
     expect((await s.balances(s.treasury)).usdc).toBe(treasury + PRICE);
     const intent = await intentOf(payer.publicKey());
     expect(intent).toMatchObject({ state: 'pending', amount: PRICE, service, publisherOwner: owner, payTo: s.treasury });
-    expect(await s.gw.core.ledger.publisherTotals(owner)).toEqual(totals);
+    expect(await s.core.ledger.publisherTotals(owner)).toEqual(totals);
     // A settle of the same authorization meanwhile is refused without sending anything.
-    const again = await gatewayFacilitator(s.gw.core, { settings: { rateLimits: open }, rateLimits: new MemoryRateLimitStore() }).settle(
+    const again = await gatewayFacilitator(s.core, { settings: { rateLimits: open }, rateLimits: new MemoryRateLimitStore() }).settle(
       { x402Version: 2, paymentPayload: payload, paymentRequirements: req },
       '127.0.0.1',
     );
     expect(again.body).toMatchObject({ success: false, errorReason: 'farebox_settlement_in_progress', transaction: '' });
 
-    const reconciler = s.gw.core.x402.reconciler;
+    const reconciler = s.core.x402.reconciler;
     const [a, b] = await Promise.all([reconciler.resolve(intent), reconciler.resolve(intent)]);
     expect([a, b].map((r) => r.state)).toEqual(['settled', 'settled']);
     expect([a, b].filter((r) => r.state === 'settled' && r.recorded)).toHaveLength(1);
     const txHash = a.state === 'settled' ? a.txHash : '';
     expect(txHash).toMatch(/^[0-9a-f]{64}$/);
-    expect(await s.gw.core.ledger.exactPayment(txHash)).toMatchObject({ amount: PRICE, payer: payer.publicKey(), service, publisherOwner: owner });
+    expect(await s.core.ledger.exactPayment(txHash)).toMatchObject({ amount: PRICE, payer: payer.publicKey(), service, publisherOwner: owner });
     expect(await intentOf(payer.publicKey())).toMatchObject({ state: 'settled', txHash });
-    expect(await s.gw.core.ledger.publisherTotals(owner)).toMatchObject({ calls: totals.calls + 1, gross: totals.gross + PRICE });
+    expect(await s.core.ledger.publisherTotals(owner)).toMatchObject({ calls: totals.calls + 1, gross: totals.gross + PRICE });
     // Once more: nothing new.
     expect(await reconciler.resolve(intent)).toMatchObject({ state: 'settled', txHash, recorded: false });
-    expect((await s.gw.core.ledger.verify()).mismatches).toEqual([]);
+    expect((await s.core.ledger.verify()).mismatches).toEqual([]);
   }, 60_000);
 
   it('interrupted before anything was sent, it is closed as never settled once the authorization has expired', async () => {
@@ -405,16 +405,16 @@ describe('the intent of a settlement, written before anything moves', () => {
       'stopped at x402:intent',
     );
     const intent = await intentOf(payer.publicKey());
-    const reconciler = s.gw.core.x402.reconciler;
+    const reconciler = s.core.x402.reconciler;
     expect(await reconciler.resolve(intent)).toMatchObject({
       state: 'pending',
       reason: expect.stringMatching(/^no transfer yet; the authorization is valid until ledger/),
     });
     // Ledgers pass (each transaction closes one on this devnet).
-    for (let i = 0; i <= intent.expirationLedger - intent.startLedger; i++) await s.gw.devnet!.friendbot(Keypair.random().publicKey());
+    for (let i = 0; i <= intent.expirationLedger - intent.startLedger; i++) await s.devnet.friendbot(Keypair.random().publicKey());
     expect(await reconciler.resolve(intent)).toEqual({ state: 'never_settled', resolved: true });
     expect(await intentOf(payer.publicKey())).toMatchObject({ state: 'never_settled', txHash: null });
     expect((await s.balances(payer.publicKey())).usdc).toBe(PRICE);
-    expect((await s.gw.core.ledger.verify()).mismatches).toEqual([]);
+    expect((await s.core.ledger.verify()).mismatches).toEqual([]);
   }, 60_000);
 });
