@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardDir } from '../src/index.js';
 import { CHROMIUM, launchChromium } from './chromium-kit.js';
 import { startHarness, type Harness, type TestUser } from './harness.js';
-import { startReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { startReceiver, type WebhookReceiver } from '@farebox/test-kit';
 
 const here = dirname(fileURLToPath(import.meta.url));
 

@@ -6,6 +6,7 @@ import { createProvider, type ProviderOptions, type ServiceHandler } from '@fare
 import { createRegistryClient, keypairSigner } from '@farebox/stellar';
 import { parseAmount } from '@farebox/protocol';
 import { createLogger } from '@farebox/gateway-core';
+import { jsonRequest, type JsonRequestInit } from '@farebox/test-kit';
 import { dropSchema } from '@farebox/test-kit/postgres';
 import { fetchAdapter } from '@farebox/gateway-http';
 import { tapResponse } from './contract-kit.js';
@@ -91,21 +92,7 @@ export async function startHarness(kind: DbKind = 'pglite', extra: Parameters<ty
     tapResponse(input, init, res);
     return res;
   };
-  async function request(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-    const res = await local(path, {
-      method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
-      headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
-      ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
-    });
-    const text = await res.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: res.status, body: body as any, headers: res.headers };
-  }
+  const request = (path: string, init: JsonRequestInit = {}) => jsonRequest(local, path, init);
 
   async function owner() {
     const kp = Keypair.random();

@@ -8,7 +8,7 @@ import { eventually } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnGateway } from './process-kit.js';
 import { startDevnetForSettlement } from './settlement-kit.js';
-import { startReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { startReceiver, type WebhookReceiver } from '@farebox/test-kit';
 
 // A gateway killed with SIGKILL between the event and its delivery: the top-up
 // and its outbox row committed together, the worker had leased the delivery

@@ -7,7 +7,7 @@ import { eventually } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../src/index.js';
 import { dropTestSchema, startHarness, TEST_DATABASE_URL, type Harness } from './harness.js';
-import { startReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { startReceiver, type WebhookReceiver } from '@farebox/test-kit';
 
 // Two gateways on one PostgreSQL database, each with its own delivery worker:
 // every event is sent once (deliveries are claimed FOR UPDATE SKIP LOCKED

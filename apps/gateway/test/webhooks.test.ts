@@ -3,7 +3,7 @@ import { verifyWebhook, WEBHOOK_EVENT_TYPES } from '@farebox/provider';
 import { closedPort, eventually, testClock } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type TestUser } from './harness.js';
-import { startReceiver, type ReceivedWebhook, type WebhookReceiver } from './webhook-receiver.js';
+import { startReceiver, type ReceivedWebhook, type WebhookReceiver } from '@farebox/test-kit';
 
 // Signed webhooks over HTTP (docs/webhooks.md): a real gateway on PGlite, a
 // receiver on a loopback port (the harness allows loopback endpoints), and the

@@ -3,6 +3,7 @@ import { startCoreStack, type CoreStack, type CoreStackOptions } from '@farebox/
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { jsonRequest, type JsonAnswer, type JsonRequestInit } from '@farebox/test-kit';
 import { createGatewayHandler, fetchAdapter, toNodeListener, type GatewayHandler } from '../src/index.js';
 
 /**
@@ -40,18 +41,8 @@ export interface HttpStackOptions extends CoreStackOptions {
   logLevel?: LogLevel;
 }
 
-export interface RequestOptions {
-  method?: string;
-  body?: unknown;
-  headers?: Record<string, string>;
-}
-
-export interface Answer {
-  status: number;
-  /** The JSON body (the tests read whatever came back), or the text. */
-  body: any;
-  headers: Headers;
-}
+export type RequestOptions = JsonRequestInit;
+export type Answer = JsonAnswer;
 
 export interface HttpAccount {
   id: string;
@@ -79,21 +70,7 @@ export async function startHttpStack({ logLevel, ...options }: HttpStackOptions 
   const origin = stack.core.config.publicOrigin;
   const local = fetchAdapter(handler, { origin });
 
-  async function request(path: string, init: RequestOptions = {}): Promise<Answer> {
-    const res = await local(path, {
-      method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
-      headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
-      ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
-    });
-    const text = await res.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON: the text
-    }
-    return { status: res.status, body, headers: res.headers };
-  }
+  const request = (path: string, init: RequestOptions = {}): Promise<Answer> => jsonRequest(local, path, init);
 
   const servers: Server[] = [];
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@farebox/protocol';
 import { eventually } from '@farebox/test-kit';
 import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
-import { startReceiver } from './webhook-receiver.js';
+import { startReceiver } from '@farebox/test-kit';
 
 // Know a service before you pay it (docs/api.md, "Service health"; docs/search.md,
 // "Health"): the gateway counts the paid calls that reach each service, shows the

@@ -4,7 +4,7 @@ import { splitFee } from '@farebox/protocol';
 import { eventually } from '@farebox/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpStack, type HttpAccount, type HttpStack } from './kit.js';
-import { startReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { startReceiver, type WebhookReceiver } from '@farebox/test-kit';
 
 // The events the gateway's money makes, as a subscriber receives them:
 // a settlement released and one marked failed, a dispute opened and resolved

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
   body: string;
+  // biome-ignore lint/suspicious/noExplicitAny: an event's data is read as each test expects it
   json: { id: string; type: string; created_at: string; data: Record<string, any> };
 }
 
