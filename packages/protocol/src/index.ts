@@ -126,3 +126,35 @@ export {
 } from './settings.js';
 export type { Setting, SettingKind, SettingSpecs, SettingValues, RawSetting } from './settings.js';
 export { SHARED_SETTINGS } from './settings-shared.js';
+export {
+  PAYMENT_SCHEME,
+  PAYMENT_RECEIPT_HEADER,
+  MPP_PROBLEM_BASE,
+  MPP_STELLAR_NETWORKS,
+  MppError,
+  mppProblem,
+  canonicalJson,
+  encodePaymentRequest,
+  decodePaymentRequest,
+  challengeId,
+  createPaymentChallenge,
+  isOwnChallenge,
+  formatPaymentChallenge,
+  parsePaymentChallenges,
+  formatPaymentCredential,
+  parsePaymentCredential,
+  formatPaymentReceipt,
+  parsePaymentReceipt,
+  parseStellarVoucher,
+  stellarDid,
+} from './mpp.js';
+export type {
+  MppProblem,
+  MppProblemCode,
+  PaymentChallenge,
+  ChallengeFields,
+  PaymentCredential,
+  PaymentReceipt,
+  StellarChannelRequest,
+  StellarVoucher,
+} from './mpp.js';
