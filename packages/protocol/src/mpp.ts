@@ -376,7 +376,7 @@ export function parsePaymentReceipt(value: string): PaymentReceipt {
     r = undefined;
   }
   const o = r as Partial<PaymentReceipt> | undefined;
-  if (!o || o.status !== 'success' || typeof o.method !== 'string' || typeof o.reference !== 'string' || typeof o.timestamp !== 'string')
+  if (o?.status !== 'success' || typeof o.method !== 'string' || typeof o.reference !== 'string' || typeof o.timestamp !== 'string')
     throw new TypeError('not a Payment-Receipt');
   return o as PaymentReceipt;
 }
