@@ -28,14 +28,22 @@ export function ledgerEntry(chain: Chain, key: xdr.LedgerKey): { entry: xdr.Ledg
           c.kind === 'stellar_asset'
             ? xdr.ContractExecutable.contractExecutableStellarAsset()
             : xdr.ContractExecutable.contractExecutableWasm(sha256(`farebox-devnet:wasm:${c.label}`));
-        const instance = xdr.ScVal.scvContractInstance(new xdr.ScContractInstance({ executable, storage: null }));
+        // A contract on instance storage carries its data in the instance's storage map, as Soroban keeps it.
+        const stored = c.instanceStorage ? chain.contractData(contractId) : [];
+        const storage = c.instanceStorage
+          ? stored
+              .map((d) => new xdr.ScMapEntry({ key: xdr.ScVal.fromXDR(d.key, 'base64'), val: xdr.ScVal.fromXDR(d.val, 'base64') }))
+              .sort((a, b) => compareScVal(a.key(), b.key()))
+          : null;
+        const instance = xdr.ScVal.scvContractInstance(new xdr.ScContractInstance({ executable, storage }));
         return {
           entry: xdr.LedgerEntryData.contractData(
             new xdr.ContractDataEntry({ ext: new xdr.ExtensionPoint(0), contract: k.contract(), key: k.key(), durability: k.durability(), val: instance }),
           ),
-          lastModified: chain.genesis.seq,
+          lastModified: Math.max(chain.genesis.seq, ...stored.map((d) => d.lastModified)),
         };
       }
+      if (chain.contracts.get(contractId)?.instanceStorage) return undefined;
       const e = chain.data.get(dataMapKey(contractId, k.key().toXDR('base64')));
       if (!e) return undefined;
       return {
@@ -53,6 +61,30 @@ export function ledgerEntry(chain: Chain, key: xdr.LedgerKey): { entry: xdr.Ledg
     }
     default:
       return undefined;
+  }
+}
+
+/** Soroban's order of map keys for the common key shapes: by type, symbols and strings by bytes, vectors element-wise. */
+function compareScVal(a: xdr.ScVal, b: xdr.ScVal): number {
+  const ta = a.switch().value;
+  const tb = b.switch().value;
+  if (ta !== tb) return ta - tb;
+  switch (a.switch().name) {
+    case 'scvSymbol':
+      return Buffer.compare(Buffer.from(a.sym()), Buffer.from(b.sym()));
+    case 'scvString':
+      return Buffer.compare(Buffer.from(a.str()), Buffer.from(b.str()));
+    case 'scvVec': {
+      const va = a.vec() ?? [];
+      const vb = b.vec() ?? [];
+      for (let i = 0; i < Math.min(va.length, vb.length); i++) {
+        const c = compareScVal(va[i]!, vb[i]!);
+        if (c !== 0) return c;
+      }
+      return va.length - vb.length;
+    }
+    default:
+      return Buffer.compare(a.toXDR(), b.toXDR());
   }
 }
 

@@ -4,11 +4,14 @@ import { REGISTRY_LIMITS } from '@farebox/stellar';
 import { addressVal, i128Val, MAX_INT64, scAddressToString, stringVal, symbolVal, toBig, u64Val } from './xdrutil.js';
 import type { AccountState } from './state.js';
 
+/** The ScErrorType of a host failure (the devnet's subset). */
+export type HostErrorType = 'Contract' | 'Auth' | 'Value' | 'Storage' | 'WasmVm' | 'Crypto' | 'Context';
+
 /** A failure inside contract execution, rendered the way Soroban renders it: `Error(Contract, #3)`. */
-export class HostError extends FareboxError<'HOST_ERROR', { type: 'Contract' | 'Auth' | 'Value' | 'Storage' | 'WasmVm'; detail: number | string }> {
+export class HostError extends FareboxError<'HOST_ERROR', { type: HostErrorType; detail: number | string }> {
   override readonly name: string = 'HostError';
   constructor(
-    readonly type: 'Contract' | 'Auth' | 'Value' | 'Storage' | 'WasmVm',
+    readonly type: HostErrorType,
     readonly detail: number | string,
   ) {
     super('HOST_ERROR', `HostError: Error(${type}, ${typeof detail === 'number' ? `#${detail}` : detail})`, { type, detail });
@@ -41,6 +44,11 @@ export interface DevnetContract {
   readonly id: string;
   readonly kind: 'wasm' | 'stellar_asset';
   readonly label: string;
+  /**
+   * Its data is Soroban instance storage: getLedgerEntries serves it inside the contract
+   * instance entry's `storage` map (as a stock client reads it), not as separate entries.
+   */
+  readonly instanceStorage?: boolean;
   invoke(ctx: HostContext, fn: string, args: xdr.ScVal[]): xdr.ScVal;
 }
 

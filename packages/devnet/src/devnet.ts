@@ -15,6 +15,7 @@ import { registryContract, stellarAssetContract, type DevnetContract } from './c
 import { Chain, type TxRecord } from './core.js';
 import { renderExplorer } from './explorer.js';
 import { createHorizon, failedReply, horizonTx, type HttpReply } from './horizon.js';
+import { channelContract, channelFactoryContract, channelIdsInStorage } from './channel/contract.js';
 import { createEscrowApi, type EscrowApiOptions } from './escrow/api.js';
 import { DataDir } from './persist.js';
 import { createRpc } from './rpc.js';
@@ -165,6 +166,9 @@ export function createDevnet(opts: DevnetOptions = {}): DevnetCore {
     chain.createGenesisAccount(usdcIssuer, 10_000n * 10_000_000n);
     chain.closeLedger();
   }
+  // The one-way payment channel factory, and the channels a loaded data directory holds.
+  chain.registerContract(channelFactoryContract(passphrase));
+  for (const id of channelIdsInStorage(chain.data.values())) if (!chain.contracts.has(id)) chain.registerContract(channelContract(id, passphrase));
   let lastClose = Date.now();
   chain.onClose = (_ledger, txs) => {
     lastClose = Date.now();

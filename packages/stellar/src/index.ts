@@ -24,3 +24,7 @@ export { createCatalogMirror, FileCursorStore, MemoryCursorStore } from './mirro
 export type { CatalogMirror, CatalogMirrorOptions, CatalogMirrorStatus, CatalogChange, CursorStore } from './mirror.js';
 export { resultCodesFromXdr, txCodeName, opCodeName } from './results.js';
 export { readMuxedAddress, serviceMuxedId, servicePayTo } from './service-address.js';
+export { channelAddress, commitmentBytes, commitmentScVal, CHANNEL_COMMITMENT_DOMAIN, CHANNEL_ERRORS } from './channel.js';
+export type { ChannelErrorNumber } from './channel.js';
+export { channelInvoke, openChannel, readChannelState } from './channel-state.js';
+export type { ChannelCall, ChannelState, OpenChannelInput } from './channel-state.js';
