@@ -26,5 +26,3 @@ export { resultCodesFromXdr, txCodeName, opCodeName } from './results.js';
 export { readMuxedAddress, serviceMuxedId, servicePayTo } from './service-address.js';
 export { channelAddress, commitmentBytes, commitmentScVal, CHANNEL_COMMITMENT_DOMAIN, CHANNEL_ERRORS } from './channel.js';
 export type { ChannelErrorNumber } from './channel.js';
-export { channelInvoke, openChannel, readChannelState } from './channel-state.js';
-export type { ChannelCall, ChannelState, OpenChannelInput } from './channel-state.js';
