@@ -1,6 +1,7 @@
 import type { Database, Queryable } from './db.js';
 import * as accounts from './accounts.js';
 import * as budgets from './budgets.js';
+import * as channels from './channels.js';
 import * as exactIntents from './exact-intents.js';
 import * as exactPayments from './exact-payments.js';
 import * as funding from './funding.js';
@@ -20,6 +21,14 @@ import {
   type AdvanceData,
   type AdvanceResult,
   type AnalyticsPoint,
+  type ChannelDue,
+  type ChannelPostResult,
+  type ChannelReserveResult,
+  type ChannelVoucherInput,
+  type ChannelWithdrawalInput,
+  type ChannelWithdrawalResult,
+  type PaymentChannel,
+  type PaymentChannelInput,
   type ExactIntent,
   type ExactIntentInput,
   type ExactPayment,
@@ -51,7 +60,7 @@ import {
   type WalletPayment,
   type WalletPaymentInput,
 } from './types.js';
-import { systemClock, type Clock } from './clock.js';
+import { leadOf, systemClock, type Clock } from './clock.js';
 
 /**
  * The ledger: credits, two-phase holds, journal, idempotency keys, publisher
@@ -463,6 +472,33 @@ export class Ledger {
     return exactPayments.sponsoredFees(this.db, payer, day);
   }
 
+  // ------------------------------------------- MPP payment channels (channels.ts)
+
+  /**
+   * MPP channel sessions (migration 0019): one-way payment channels whose vouchers (a signature over a cumulative
+   * amount) pay calls, one call in flight per channel.
+   * - `upsert`: the channel's state as read from chain (terms fixed, deposit only grows, state only forward).
+   * - `reserve`: before the service runs, the call's voucher is reserved on the channel, in one statement, only if it
+   *   is exactly paid + price, within the deposit, the channel `open` and no other call pending (an expired one is
+   *   voided); else a typed refusal (`ChannelRefusal`) with the channel's paid.
+   * - `post`: the pending voucher is paid (paid, its signature, a `channel_payments` row and its earning) in one
+   *   statement; `void`: it is cleared, nothing else moves. Only the call pending now: another call id changes nothing.
+   * - `recordWithdrawal`: a treasury settle / close transaction, once per transaction (raises withdrawn; a close
+   *   closes the channel); refused above the channel's paid. Channel earnings are claimed once withdrawn covers them.
+   * - `due`: what the watcher settles or watches close; `get`: one channel.
+   * Leases go by the ledger's clock (`LedgerOptions.now`), as a hold's expiry does.
+   */
+  readonly channels = {
+    upsert: (input: PaymentChannelInput): Promise<{ created: boolean; channel: PaymentChannel }> => channels.upsertChannel(this.db, input),
+    get: (channel: string): Promise<PaymentChannel | null> => channels.getChannel(this.db, channel),
+    reserve: (channel: string, voucher: ChannelVoucherInput): Promise<ChannelReserveResult> =>
+      channels.reserveVoucher(this.db, channel, voucher, leadOf(this.now)()),
+    post: (channel: string, callId: string): Promise<ChannelPostResult> => channels.postVoucher(this.db, channel, callId),
+    void: (channel: string, callId: string): Promise<{ applied: boolean; channel: PaymentChannel | null }> => channels.voidVoucher(this.db, channel, callId),
+    recordWithdrawal: (input: ChannelWithdrawalInput): Promise<ChannelWithdrawalResult> => channels.recordWithdrawal(this.db, input),
+    due: (options: { after?: string; limit?: number } = {}): Promise<ChannelDue[]> => channels.dueChannels(this.db, options),
+  };
+
   // ----------------------------------------------------------------- verify
 
   /**
@@ -470,7 +506,8 @@ export class Ledger {
    * mismatch: account credits vs. the journal's sum, each hold's state vs. its
    * journal rows, posted holds vs. earnings, each settlement cycle's totals
    * vs. its earnings, each wallet-backed credit vs. its payment and its
-   * transaction's single claim, each x402 exact payment vs. its one earning, each settlement intent still pending
+   * transaction's single claim, each x402 exact payment vs. its one earning, each channel payment vs. its one earning and
+   * each payment channel's paid vs. its payments (and withdrawn <= paid), each settlement intent still pending
    * past its `resolveBy`, and conservation (sign-ups + top-ups = credits + held + gross earnings of posted calls).
    * What the chain holds is checked by the gateway's wallet-credit audit, which reads {@link walletCredits}.
    */

@@ -15,6 +15,15 @@ import {
 
 // Settlement cycles: one open cycle per publisher owner, the state machine, claimed earnings.
 
+/**
+ * An earning that is no channel payment's, or whose voucher the channel's withdrawn covers (schema 19): a channel
+ * payment's money is in the treasury only once a settle or close withdrew it. (Each earning's check is two primary
+ * key lookups, and only for channel earnings.)
+ */
+const CHANNEL_WITHDRAWN = `(earnings.channel_payment_id IS NULL OR EXISTS (
+  SELECT 1 FROM channel_payments cp JOIN payment_channels pc ON pc.channel = cp.channel
+   WHERE cp.id = earnings.channel_payment_id AND pc.withdrawn >= cp.amount))`;
+
 /** Earnings may be claimed and funding batches prepared in these states. */
 const CLAIMABLE: readonly CycleState[] = ['open', 'closing', 'deployed'];
 
@@ -113,11 +122,14 @@ export async function claimEarnings(db: Database, cycleId: string, options: { li
     // before it, so the cycle's fee is always floor(gross x 5 %) of its whole
     // gross, what its escrow takes at release, however the calls were priced.
     // A reversed earning (a refunded x402 payment) is never claimed, a held one (a settle-first payment's refund
-    // window, schema 18) not before its hold ends: a refund within the window finds it unclaimed.
+    // window, schema 18) not before its hold ends: a refund within the window finds it unclaimed. A channel payment's
+    // earning (schema 19) not before the treasury withdrew its voucher (the channel's withdrawn covers the voucher's
+    // amount): only then is its money in the treasury.
     const { rows } = await tx.query(
       `WITH picked AS (
          SELECT id, gross FROM earnings
          WHERE publisher_owner = $2 AND cycle_id IS NULL AND reversed_at IS NULL AND (hold_until IS NULL OR hold_until <= now())
+           AND ${CHANNEL_WITHDRAWN}
          ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
        ), split AS (
          SELECT p.id, p.gross,
@@ -228,7 +240,7 @@ export async function unsettledOwners(db: Database, limit = 1000): Promise<strin
   positiveInt(limit, 'limit', 100_000);
   const { rows } = await db.query(
     `SELECT DISTINCT publisher_owner FROM earnings
-      WHERE cycle_id IS NULL AND reversed_at IS NULL AND (hold_until IS NULL OR hold_until <= now()) LIMIT $1`,
+      WHERE cycle_id IS NULL AND reversed_at IS NULL AND (hold_until IS NULL OR hold_until <= now()) AND ${CHANNEL_WITHDRAWN} LIMIT $1`,
     [limit],
   );
   return rows.map((r) => str(r.publisher_owner)).sort();

@@ -1,5 +1,6 @@
 import { PLATFORM_FEE_BPS } from '@farebox/protocol';
 import type { Database } from './db.js';
+import { verifyChannels } from './channels.js';
 import { verifyExactIntents } from './exact-intents.js';
 import { verifyExactPayments } from './exact-payments.js';
 import { verifyExactRefunds } from './exact-refunds.js';
@@ -110,6 +111,7 @@ export async function verify(db: Database): Promise<VerifyReport> {
   }
   mismatches.push(...(await verifyWalletCredits(db)));
   mismatches.push(...(await verifyExactPayments(db)), ...(await verifyExactIntents(db)), ...(await verifyExactRefunds(db)));
+  mismatches.push(...(await verifyChannels(db)));
   const totals = await db.query(
     `SELECT
        (SELECT count(*) FROM accounts) AS accounts,

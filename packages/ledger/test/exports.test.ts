@@ -48,5 +48,6 @@ it('ships its migrations next to the code', async () => {
     '0016_exact_intents.sql',
     '0017_exact_refunds.sql',
     '0018_exact_payment_holds.sql',
+    '0019_payment_channels.sql',
   ]);
 });
