@@ -9,6 +9,7 @@ import { GatewayError, HTTP_STATUS } from './errors.js';
 import { ChargePendingError } from './db-errors.js';
 import { checkEndpoint, guardedDispatcher } from './security/endpoint-guard.js';
 import { formatUsd, messageOf, networkReason, overMaxCost, refundedToCredits } from './call-wording.js';
+import { targetOf, UpstreamError } from './call-upstream.js';
 
 export { refundedToCredits };
 
@@ -51,7 +52,7 @@ export { CALL_STEPS, type CallStep } from './call-timeline.js';
  * definition, with the spec's messages). An unknown field is named first:
  * the spec refuses any field besides service and payload before anything else.
  */
-function validateCallBody(body: unknown): { service: string; payload: Record<string, unknown> } {
+export function validateCallBody(body: unknown): { service: string; payload: Record<string, unknown> } {
   const r = inputs.CallBody.safeParse(body);
   if (r.success) return r.data;
   const issue = r.error.issues.find((x) => x.code === 'unrecognized_keys') ?? r.error.issues[0];
@@ -66,28 +67,6 @@ interface ChargeContext {
   later: ((answer: Promise<CallAnswer | undefined>) => void) | undefined;
   /** The service's owner, once resolved (a call by the owner is left out of the service's health). */
   owner?: string;
-}
-
-class UpstreamError extends Error {
-  constructor(
-    message: string,
-    readonly quote?: bigint,
-  ) {
-    super(message);
-  }
-}
-
-/** A service endpoint as undici dispatches to it (parsed once per endpoint). */
-const targets = new Map<string, { origin: string; path: string }>();
-function targetOf(endpoint: string): { origin: string; path: string } {
-  let target = targets.get(endpoint);
-  if (!target) {
-    const url = new URL(endpoint);
-    target = { origin: url.origin, path: `${url.pathname}${url.search}` };
-    if (targets.size >= 10_000) targets.clear();
-    targets.set(endpoint, target);
-  }
-  return target;
 }
 
 /**
@@ -443,6 +422,12 @@ export function createCalls(options: CallsOptions) {
   }
 
   return {
+    /** Vets the service's endpoint and sends it the call under a certificate for `amount` (the MPP channel path: mpp/calls.ts). */
+    async deliver(svc: CallableService, payload: Record<string, unknown>, amount: bigint, callId: string, requestId?: string) {
+      await vetEndpoint(svc.endpoint);
+      return send(svc, Buffer.from(JSON.stringify(payload)), amount, callId, requestId);
+    },
+    resolveService: options.resolveService,
     /** `POST /v1/call`. Validation errors throw before anything is charged; service failures answer 500 after the refund. */
     async call(principal: Principal, body: unknown, opts: CallOptions = {}): Promise<CallAnswer> {
       const { service, payload } = validateCallBody(body);

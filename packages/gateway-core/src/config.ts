@@ -7,6 +7,7 @@ import type { DependencyName } from './observability/dependencies.js';
 import { resolveOperatorConfig, type OperatorConfigOptions, type OperatorSettings } from './operator/index.js';
 import { resolveSettlementConfig, type SettlementConfigOptions, type SettlementSettings } from './settlement/config.js';
 import { resolveX402Config, type X402ConfigOptions, type X402Settings } from './x402/config.js';
+import { resolveMppConfig, type MppConfigOptions, type MppSettings } from './mpp/config.js';
 
 export type NetworkName = 'local' | 'testnet' | 'mainnet';
 
@@ -128,6 +129,8 @@ export interface GatewayOptions {
   mcpAllowedOrigins?: string[];
   /** The x402 facilitator (`FAREBOX_X402_*`: x402/config.ts, docs/operations.md). */
   x402?: X402ConfigOptions;
+  /** MPP channel sessions (`FAREBOX_MPP_*`: mpp/config.ts). */
+  mpp?: MppConfigOptions;
   /** Settings that work but should change (a deprecated variable the host read); logged at start. */
   warnings?: readonly string[];
 }
@@ -173,6 +176,8 @@ export interface GatewayConfig {
   operators: OperatorSettings;
   /** The x402 facilitator: on or off, its fee account, fee bounds and rate limits. */
   x402: X402Settings;
+  /** MPP channel sessions: on or off, the challenges' secret, the channel code accepted. */
+  mpp: MppSettings;
   /** Origins allowed to call /mcp from a browser besides the gateway's own. */
   mcpAllowedOrigins: readonly string[];
   redisUrl: string | undefined;
@@ -303,9 +308,10 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
   const settlement = collect(() => resolveSettlementConfig(options.settlement ?? {}, networkName, publicOrigin ? devnetUrl : 'http://127.0.0.1/devnet'));
   const operators = collect(() => resolveOperatorConfig(options.operators));
   const x402 = collect(() => resolveX402Config(options.x402 ?? {}, networkName));
+  const mpp = collect(() => resolveMppConfig(options.mpp ?? {}, networkName));
   const readyRequires = resolveReadyRequires(options, settlement?.escrowApiKey !== undefined, problems);
 
-  if (problems.length || !stellar || !settlement || !operators || !x402) throw new ConfigError(problems);
+  if (problems.length || !stellar || !settlement || !operators || !x402 || !mpp) throw new ConfigError(problems);
   return {
     warnings: options.warnings ?? [],
     logLevel,
@@ -345,6 +351,7 @@ export function resolveGatewayConfig(options: GatewayOptions = {}): GatewayConfi
     settlement,
     operators,
     x402,
+    mpp,
     mcpAllowedOrigins: (options.mcpAllowedOrigins ?? []).map((o) => o.trim()).filter(Boolean),
     redisUrl: options.redisUrl || undefined,
     discoveryUrl: options.discoveryUrl || undefined,

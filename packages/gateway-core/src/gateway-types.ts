@@ -128,6 +128,8 @@ export interface GatewayCore {
   readonly webhooks: import('./webhooks/index.js').Webhooks;
   /** The x402 facilitator's reconciler of interrupted settlements, and the crash tests' hook (x402/index.ts). */
   readonly x402: import('./x402/index.js').X402Runtime;
+  /** MPP channel sessions: `calls` when they are on (config.mpp), else undefined. */
+  readonly mpp: import('./mpp/index.js').MppRuntime;
   /** Starts following the registry (and indexing it), settlement and the background jobs. Resolves after the first sync. */
   start(): Promise<void>;
   close(): Promise<void>;

@@ -35,6 +35,7 @@ import { createSettlement } from './settlement/index.js';
 import { createWalletProvisioning } from './wallet-provisioning.js';
 import { createChannelPool } from './x402/channels.js';
 import { createX402Runtime } from './x402/index.js';
+import { createMpp } from './mpp/index.js';
 
 export type { CallOptions, CallService, CreateGatewayOptions, GatewayCore } from './gateway-types.js';
 
@@ -238,6 +239,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     platform,
     webhooks,
     x402,
+    mpp: createMpp({ config, network, ledger, treasuryAddress, calls, now }),
 
     async start() {
       mirrorStarted ??= (async () => {

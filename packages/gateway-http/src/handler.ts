@@ -33,6 +33,11 @@ export interface RouteSpec {
   path: string;
   v1?: { body: 'api' | 'own' };
   handle: RouteHandler;
+  /**
+   * Served instead of the /v1 chain for a request that pays for itself with MPP (`Authorization: Payment`, or no
+   * credential and a channel named in `Farebox-Channel`): no account; the anonymous limit by address applies.
+   */
+  paid?: RouteHandler;
 }
 
 /** What every route module gets: the core, the browser policy, the session cookie's name and the error log. */
@@ -139,8 +144,13 @@ export function createGatewayHandler(core: GatewayCore, options: GatewayHandlerO
         route = match.route.path;
         ctx.params = match.params;
         const spec = match.route.handle;
-        if (spec.v1) await v1(ctx, ctx.path, spec.v1.body);
-        await spec.handle(ctx);
+        if (spec.paid && core.mpp.calls && paysItself(ctx.req)) {
+          await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, ctx.ip() ?? 'unknown');
+          await spec.paid(ctx);
+        } else {
+          if (spec.v1) await v1(ctx, ctx.path, spec.v1.body);
+          await spec.handle(ctx);
+        }
       }
     } catch (thrown) {
       const refusal = writeError(reply, thrown, log);
@@ -158,6 +168,13 @@ export function createGatewayHandler(core: GatewayCore, options: GatewayHandlerO
     });
     return reply.toResponse();
   };
+}
+
+/** A request that pays with MPP: a `Payment` credential, or no credential at all and a channel to be offered a challenge on. */
+function paysItself(req: HttpRequest): boolean {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string') return /^payment\s/i.test(auth);
+  return typeof req.headers['farebox-channel'] === 'string' && !/(?:^|;\s*)farebox_session=/.test(String(req.headers.cookie ?? ''));
 }
 
 const isV1 = (path: string) => path.length >= 3 && path.slice(0, 3).toLowerCase() === '/v1' && (path.length === 3 || path[3] === '/');

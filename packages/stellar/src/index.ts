@@ -7,6 +7,8 @@ export {
   LOCAL_USDC_ISSUER_SECRET,
   TESTNET_USDC_ISSUER,
   LOCAL_REGISTRY_CONTRACT_ID,
+  LOCAL_CHANNEL_FACTORY_ID,
+  LOCAL_CHANNEL_WASM_HASH,
   LOCAL_PASSPHRASE,
   TESTNET_PASSPHRASE,
   MAINNET_PASSPHRASE,
@@ -26,3 +28,5 @@ export { resultCodesFromXdr, txCodeName, opCodeName } from './results.js';
 export { readMuxedAddress, serviceMuxedId, servicePayTo } from './service-address.js';
 export { channelAddress, commitmentBytes, commitmentScVal, CHANNEL_COMMITMENT_DOMAIN, CHANNEL_ERRORS } from './channel.js';
 export type { ChannelErrorNumber } from './channel.js';
+export { channelInvoke, openChannel, readChannelState } from './channel-state.js';
+export type { ChannelCall, ChannelState, OpenChannelInput } from './channel-state.js';

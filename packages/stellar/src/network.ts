@@ -52,6 +52,12 @@ export const LOCAL_USDC_ISSUER: string = issuerKeypair.publicKey();
 export const LOCAL_USDC_ISSUER_SECRET: string = issuerKeypair.secret();
 /** The registry contract id on the local devnet (deterministic). */
 export const LOCAL_REGISTRY_CONTRACT_ID: string = StrKey.encodeContract(hash(Buffer.from('farebox-devnet:registry-contract')));
+/** The one-way payment channel factory on the local devnet (deterministic). */
+export const LOCAL_CHANNEL_FACTORY_ID: string = StrKey.encodeContract(hash(Buffer.from('farebox-devnet:channel-factory')));
+/** The code hash (hex) the devnet's channels report as their executable: what a gateway on the local network accepts. */
+export const LOCAL_CHANNEL_WASM_HASH: string = hash(Buffer.from('farebox-devnet:wasm:One-way payment channel (stellar-experimental/one-way-channel)')).toString(
+  'hex',
+);
 
 /**
  * The passphrase a devnet runs under: `local` (or nothing) is the devnet's own,

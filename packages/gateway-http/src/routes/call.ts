@@ -1,4 +1,4 @@
-import type { Principal } from '@farebox/gateway-core';
+import { CHANNEL_HEADER, type Principal } from '@farebox/gateway-core';
 import { API_BODY_LIMIT, hasBody, isJsonBody, readJsonBody, refuseBody } from '../body.js';
 import type { RequestContext } from '../context.js';
 import type { RouteKit, RouteSpec } from '../handler.js';
@@ -29,6 +29,17 @@ export function callRoute({ core }: RouteKit): RouteSpec {
         requestId: ctx.requestId,
       });
       ctx.reply.text(answer.status, answer.json, 'application/json; charset=utf-8');
+    },
+    // Paid from an MPP channel, with no account (gateway-core's mpp/calls.ts): the answer's headers are MPP's.
+    async paid(ctx: RequestContext) {
+      const body = await readCallBody(ctx.req);
+      const answer = await core.mpp.calls!.call(body, {
+        authorization: stringHeader(ctx.req, 'authorization'),
+        channel: stringHeader(ctx.req, CHANNEL_HEADER),
+        requestId: ctx.requestId,
+      });
+      for (const [name, value] of Object.entries(answer.headers)) if (name !== 'content-type') ctx.reply.set(name, value);
+      ctx.reply.text(answer.status, answer.json, String(answer.headers['content-type'] ?? 'application/json; charset=utf-8'));
     },
   };
 }

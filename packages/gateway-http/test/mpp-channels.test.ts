@@ -1,0 +1,199 @@
+import { Keypair, rpc } from '@stellar/stellar-sdk';
+import { Credential, Method, z } from 'mppx';
+import { Mppx as ClientMppx } from 'mppx/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatPaymentCredential, parsePaymentChallenges, parsePaymentReceipt, type PaymentChallenge } from '@farebox/protocol';
+import { commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_ID, openChannel } from '@farebox/stellar';
+import { startHttpStack, type HttpStack } from './kit.js';
+
+// MPP channel sessions through POST /v1/call (docs/protocol.md, "MPP channel sessions"): an agent with no account
+// opens a one-way channel to the treasury on the devnet and pays catalog services with vouchers, the cumulative
+// amount signed by its commitment key. Every refusal is a 402 with the draft's problem and a fresh challenge on the
+// channel's cumulative amount; a failed call counts nothing.
+
+describe('MPP channel sessions through the gateway', () => {
+  let h: HttpStack;
+  let channel: string;
+  const commit = Keypair.random();
+  const passphrase = () => h.core.network.passphrase;
+
+  async function open(opts: { amount: bigint; recipient?: string; period?: number; key?: Keypair }) {
+    const funder = Keypair.random();
+    await h.devnet.friendbot(funder.publicKey());
+    await createAccounts(h.core.network).ensureUsdcTrustline(keypairSigner(funder.secret()));
+    await h.devnet.mintUsdc(funder.publicKey(), 10_000_000n);
+    const { channel: id } = await openChannel(new rpc.Server(h.core.network.rpcUrl, { allowHttp: true }), h.core.network, keypairSigner(funder.secret()), {
+      factory: LOCAL_CHANNEL_FACTORY_ID,
+      token: h.core.network.usdc.contractId,
+      recipient: opts.recipient ?? h.core.treasuryAddress,
+      commitmentKey: (opts.key ?? commit).rawPublicKey(),
+      amount: opts.amount,
+      refundWaitingPeriod: opts.period ?? 20,
+    });
+    return { id, funder };
+  }
+
+  /** An unpaid call naming the channel: the 402 and its challenge. */
+  async function challenge(service: string, on = channel) {
+    const r = await h.request('/v1/call', { method: 'POST', body: { service, payload: { n: 1 } }, headers: { 'farebox-channel': on } });
+    return { r, ch: parsePaymentChallenges(r.headers.get('www-authenticate') ?? undefined)[0] };
+  }
+
+  function voucher(ch: PaymentChallenge, amount: bigint, key = commit, on = String(ch.request.channel)) {
+    const signature = key.sign(commitmentBytes(on, amount, passphrase())).toString('hex');
+    return formatPaymentCredential({ challenge: ch, payload: { action: 'voucher', amount: amount.toString(), signature } });
+  }
+
+  const pay = (service: string, authorization: string, payload: unknown = { n: 1 }) =>
+    h.request('/v1/call', { method: 'POST', body: { service, payload }, headers: { authorization } });
+
+  beforeAll(async () => {
+    h = await startHttpStack();
+    await h.publish('chan-echo', '0.002');
+    await h.publish('chan-words', '0.005', (p) => ({ words: String((p as { text?: string }).text ?? '').split(' ').length }));
+    await h.publish('chan-broken', '0.002', () => {
+      throw new Error('the model is down');
+    });
+    ({ id: channel } = await open({ amount: 1_000_000n }));
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('answers an unpaid call on a channel with a stellar/channel challenge on its cumulative amount', async () => {
+    const { r, ch } = await challenge('chan-echo');
+    expect(r.status).toBe(402);
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(ch).toMatchObject({ method: 'stellar', intent: 'channel', realm: new URL(h.origin).host });
+    expect(ch!.request).toMatchObject({ amount: '20000', channel, methodDetails: { network: h.core.network.x402Network, cumulativeAmount: '0' } });
+    expect(r.body).toMatchObject({ type: 'https://paymentauth.org/problems/payment-required', status: 402, challengeId: ch!.id, code: 'PAYMENT_REQUIRED' });
+    // Without a channel and without a credential it is an ordinary unauthenticated request.
+    const none = await h.request('/v1/call', { method: 'POST', body: { service: 'chan-echo', payload: {} } });
+    expect(none.status).toBe(401);
+  });
+
+  it('pays calls with vouchers: 200, the result, a receipt; the channel counts exactly the prices', async () => {
+    const first = await challenge('chan-echo');
+    const a = await pay('chan-echo', voucher(first.ch!, 20_000n));
+    expect(a.status).toBe(200);
+    expect(a.body).toMatchObject({
+      result: { echo: { n: 1 } },
+      paidWith: 'channel',
+      cost: { base_units: 20000 },
+      channel: { id: channel, cumulativeAmount: '20000' },
+    });
+    const receipt = parsePaymentReceipt(String(a.headers.get('payment-receipt')));
+    expect(receipt).toMatchObject({
+      status: 'success',
+      method: 'stellar',
+      challengeId: first.ch!.id,
+      reference: first.ch!.request.methodDetails && (first.ch!.request.methodDetails as { reference: string }).reference,
+    });
+    expect(a.headers.get('cache-control')).toBe('private');
+
+    const second = await challenge('chan-words');
+    expect((second.ch!.request.methodDetails as { cumulativeAmount: string }).cumulativeAmount).toBe('20000');
+    const b = await pay('chan-words', voucher(second.ch!, 70_000n), { text: 'one two three' });
+    expect(b.status).toBe(200);
+    expect(b.body).toMatchObject({ result: { words: 3 } });
+    const row = await h.core.ledger.channels.get(channel);
+    expect(row).toMatchObject({ paid: 70_000n, state: 'open', withdrawn: 0n });
+  });
+
+  it('refuses a replayed voucher, a wrong amount and another key, each with a fresh challenge, and counts nothing', async () => {
+    const { ch } = await challenge('chan-echo');
+    const good = voucher(ch!, 90_000n);
+    expect((await pay('chan-echo', good)).status).toBe(200);
+    const replay = await pay('chan-echo', good);
+    expect(replay.status).toBe(402);
+    expect(replay.body).toMatchObject({ type: 'https://paymentauth.org/problems/verification-failed', code: 'PAYMENT_REFUSED' });
+    expect(String((replay.body as { detail: string }).detail)).toContain('the next voucher is for 110000');
+    const fresh = parsePaymentChallenges(replay.headers.get('www-authenticate') ?? undefined)[0]!;
+    expect(fresh.id).not.toBe(ch!.id);
+    expect((fresh.request.methodDetails as { cumulativeAmount: string }).cumulativeAmount).toBe('90000');
+
+    const lowered = await pay('chan-echo', voucher(fresh, 100_000n));
+    expect(lowered.status).toBe(402);
+    expect(String((lowered.body as { detail: string }).detail)).toContain("is not the channel's cumulative plus this call's price");
+    const stranger = await pay('chan-echo', voucher(fresh, 110_000n, Keypair.random()));
+    expect(stranger.status).toBe(402);
+    expect((stranger.body as { detail: string }).detail).toBe("the voucher's signature does not verify with the channel's commitment key");
+    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(90_000n);
+  });
+
+  it('binds a challenge to its service and price: one for chan-echo does not pay chan-words', async () => {
+    const { ch } = await challenge('chan-echo');
+    const r = await pay('chan-words', voucher(ch!, 140_000n));
+    expect(r.status).toBe(402);
+    expect(r.body).toMatchObject({ type: 'https://paymentauth.org/problems/invalid-challenge' });
+    const forged = { ...ch!, request: { ...ch!.request, amount: '1' } };
+    expect((await pay('chan-echo', voucher(forged, 90_001n))).body).toMatchObject({ type: 'https://paymentauth.org/problems/invalid-challenge' });
+    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(90_000n);
+  });
+
+  it('counts nothing for a failed call: the same amount pays the next one', async () => {
+    const { ch } = await challenge('chan-broken');
+    const failed = await pay('chan-broken', voucher(ch!, 110_000n));
+    expect(failed.status).toBe(500);
+    expect(failed.body).toMatchObject({ code: 'UPSTREAM', refunded: true });
+    expect(String((failed.body as { error: string }).error)).toContain('nothing was charged');
+    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(90_000n);
+    const again = await challenge('chan-echo');
+    expect((await pay('chan-echo', voucher(again.ch!, 110_000n))).status).toBe(200);
+    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(110_000n);
+  });
+
+  it("refuses a channel that does not pay the treasury, and vouchers above the channel's deposit", async () => {
+    const elsewhere = await open({ amount: 100_000n, recipient: Keypair.random().publicKey() });
+    const r = await challenge('chan-echo', elsewhere.id);
+    expect(r.r.status).toBe(402);
+    expect(r.r.headers.get('www-authenticate') ?? undefined).toBeUndefined();
+    expect(String((r.r.body as { detail: string }).detail)).toContain("not this gateway's treasury");
+
+    const small = await open({ amount: 30_000n });
+    const one = await challenge('chan-echo', small.id);
+    expect((await pay('chan-echo', voucher(one.ch!, 20_000n))).status).toBe(200);
+    const two = await challenge('chan-echo', small.id);
+    const over = await pay('chan-echo', voucher(two.ch!, 40_000n));
+    expect(over.status).toBe(402);
+    expect(over.body).toMatchObject({ type: 'https://paymentauth.org/problems/payment-insufficient' });
+  });
+
+  it('is paid by mppx, a client nobody here wrote, reading our challenge and sending its credential', async () => {
+    const stellarChannel = Method.from({
+      name: 'stellar',
+      intent: 'channel',
+      schema: {
+        request: z.object({
+          amount: z.string(),
+          channel: z.string(),
+          description: z.optional(z.string()),
+          methodDetails: z.object({ reference: z.string(), network: z.string(), cumulativeAmount: z.string() }),
+        }),
+        credential: { payload: z.object({ action: z.string(), amount: z.string(), signature: z.string() }) },
+      },
+    });
+    const client = ClientMppx.create({
+      polyfill: false,
+      fetch: (input: RequestInfo | URL, init?: RequestInit) => h.fetch(input as string, init),
+      methods: [
+        Method.toClient(stellarChannel, {
+          async createCredential({ challenge }) {
+            const next = BigInt(challenge.request.methodDetails.cumulativeAmount) + BigInt(challenge.request.amount);
+            const signature = commit.sign(commitmentBytes(challenge.request.channel, next, passphrase())).toString('hex');
+            return Credential.serialize({ challenge, payload: { action: 'voucher', amount: next.toString(), signature } });
+          },
+        }),
+      ],
+    });
+    const res = await client.fetch(`${h.origin}/v1/call`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'farebox-channel': channel },
+      body: JSON.stringify({ service: 'chan-echo', payload: { from: 'mppx' } }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ result: { echo: { from: 'mppx' } }, paidWith: 'channel' });
+    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(130_000n);
+  });
+});
