@@ -138,6 +138,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     gate: (principal, service, approvalId) => callConfirmations.gate(principal, service, approvalId),
     onCall: (c) => health.note(c),
   });
+  const mpp = createMpp({ config, network, ledger, treasury, treasuryQueue, calls, now, log });
   const manifests = createManifests({ policy: infra.policy, now });
 
   // A new account's wallet is set up by a durable job that starts at sign-up.
@@ -239,7 +240,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     platform,
     webhooks,
     x402,
-    mpp: createMpp({ config, network, ledger, treasuryAddress, calls, now }),
+    mpp,
 
     async start() {
       mirrorStarted ??= (async () => {
@@ -265,6 +266,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       walletPath?.reconcile().catch((err) => log('wallet payment reconciliation failed', err));
       x402.reconciler.start();
       x402.refunds.start();
+      mpp.start();
       await webhooks.worker.start();
       if (config.x402.enabled && network.x402Network !== 'stellar:local')
         channels.prepare().catch((err) => log('x402 channel accounts are not set up yet (will retry on use)', err));
@@ -276,6 +278,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
       jobs.stop();
       x402.reconciler.stop();
       x402.refunds.stop();
+      mpp.stop();
       await webhooks.worker.stop();
       await channels.close();
       await provisioning.stop();

@@ -1,4 +1,5 @@
 import { findOperation } from '@farebox/contract';
+import { parsePaymentCredential } from '@farebox/protocol';
 import { enforceRateLimit, GatewayError, legacySink, type GatewayCore } from '@farebox/gateway-core';
 import { recordRequest, requestIdFrom } from './access-log.js';
 import { readApiBody } from './body.js';
@@ -145,7 +146,10 @@ export function createGatewayHandler(core: GatewayCore, options: GatewayHandlerO
         ctx.params = match.params;
         const spec = match.route.handle;
         if (spec.paid && core.mpp.calls && paysItself(ctx.req)) {
-          await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, ctx.ip() ?? 'unknown');
+          // A voucher's channel is limited as an account is; a request for a challenge, by its address.
+          const channel = paymentChannelOf(ctx.req);
+          if (channel) await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, `channel:${channel}`);
+          else await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, ctx.ip() ?? 'unknown');
           await spec.paid(ctx);
         } else {
           if (spec.v1) await v1(ctx, ctx.path, spec.v1.body);
@@ -175,6 +179,18 @@ function paysItself(req: HttpRequest): boolean {
   const auth = req.headers.authorization;
   if (typeof auth === 'string') return /^payment\s/i.test(auth);
   return typeof req.headers['farebox-channel'] === 'string' && !/(?:^|;\s*)farebox_session=/.test(String(req.headers.cookie ?? ''));
+}
+
+/** The channel a `Payment` credential's challenge names, when it is one. */
+function paymentChannelOf(req: HttpRequest): string | undefined {
+  const auth = req.headers.authorization;
+  if (typeof auth !== 'string') return undefined;
+  try {
+    const channel = parsePaymentCredential(auth).challenge.request.channel;
+    return typeof channel === 'string' && channel.length <= 64 ? channel : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const isV1 = (path: string) => path.length >= 3 && path.slice(0, 3).toLowerCase() === '/v1' && (path.length === 3 || path[3] === '/');

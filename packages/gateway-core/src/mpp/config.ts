@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { ConfigError } from '@farebox/protocol';
+import { ConfigError, parseAmount } from '@farebox/protocol';
+import { parseDuration } from '../settlement/config.js';
 import { LOCAL_CHANNEL_WASM_HASH } from '@farebox/stellar';
 
 /** MPP channel sessions' settings (docs/operations.md, "MPP channel sessions"). */
@@ -12,12 +13,20 @@ export interface MppSettings {
   channelWasmHashes: string[];
   /** The fewest ledgers between a funder's close_start and its refund (`FAREBOX_MPP_MIN_REFUND_WAITING_PERIOD`, default 120, about 10 minutes). */
   minRefundWaitingPeriod: number;
+  /** A channel with no paid call for this long is closed by the watcher (`FAREBOX_MPP_IDLE_CLOSE`, default 1 h). */
+  idleCloseMs: number;
+  /** An open channel is settled once this much (base units) is paid and not withdrawn (`FAREBOX_MPP_SETTLE_MIN`, default 1 USDC). */
+  settleMin: bigint;
 }
 
 export interface MppConfigOptions {
   secret?: string;
   channelWasmHashes?: string | string[];
   minRefundWaitingPeriod?: string | number;
+  /** `10s`, `5m`, `1h`; a bare number is seconds. */
+  idleClose?: string | number;
+  /** Decimal USDC (`1`, `0.25`). */
+  settleMin?: string;
 }
 
 /**
@@ -38,7 +47,18 @@ export function resolveMppConfig(options: MppConfigOptions, network: 'local' | '
     min = Number(options.minRefundWaitingPeriod);
     if (!Number.isInteger(min) || min < 1 || min > 10_000_000) problems.push('FAREBOX_MPP_MIN_REFUND_WAITING_PERIOD must be a whole number of ledgers from 1');
   }
-  if (problems.length) throw new ConfigError(problems);
+  const idleCloseMs =
+    options.idleClose === undefined || options.idleClose === '' ? 3_600_000 : parseDuration(options.idleClose, 'FAREBOX_MPP_IDLE_CLOSE', problems);
+  let settleMin = 10_000_000n;
+  if (options.settleMin !== undefined && options.settleMin !== '') {
+    try {
+      settleMin = parseAmount(options.settleMin);
+      if (settleMin < 1n) problems.push('FAREBOX_MPP_SETTLE_MIN must be above 0');
+    } catch {
+      problems.push('FAREBOX_MPP_SETTLE_MIN must be a decimal USDC amount such as 1 or 0.25');
+    }
+  }
+  if (problems.length || idleCloseMs === undefined) throw new ConfigError(problems);
   const local = network === 'local';
   return {
     enabled: local || (secret !== undefined && hashes.length > 0),
@@ -46,5 +66,7 @@ export function resolveMppConfig(options: MppConfigOptions, network: 'local' | '
     // The local network's channels run the devnet's channel contract.
     channelWasmHashes: local && hashes.length === 0 ? [LOCAL_CHANNEL_WASM_HASH] : hashes,
     minRefundWaitingPeriod: local && options.minRefundWaitingPeriod === undefined ? 10 : min,
+    idleCloseMs,
+    settleMin,
   };
 }
