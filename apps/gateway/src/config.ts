@@ -194,6 +194,13 @@ export function gatewayOptionsFromEnv(env: Env): { options: GatewayOptions; prob
       payerConcurrency: v.FAREBOX_X402_PAYER_CONCURRENCY,
       refundWindow: v.FAREBOX_X402_REFUND_WINDOW,
     }),
+    mpp: defined({
+      secret: v.FAREBOX_MPP_SECRET,
+      channelWasmHashes: v.FAREBOX_MPP_CHANNEL_WASM_HASHES,
+      minRefundWaitingPeriod: v.FAREBOX_MPP_MIN_REFUND_WAITING_PERIOD,
+      idleClose: v.FAREBOX_MPP_IDLE_CLOSE,
+      settleMin: v.FAREBOX_MPP_SETTLE_MIN,
+    }),
   };
   return { options: defined(options), problems, warnings: named.warnings };
 }

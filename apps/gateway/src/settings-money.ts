@@ -128,4 +128,32 @@ export const MONEY_SETTINGS = defineSettings({
     kind: duration('`24h`'),
     default: '`10m`',
   },
+  FAREBOX_MPP_SECRET: {
+    meaning:
+      "The HMAC secret of MPP challenges (`Payment` scheme), the same on every gateway of a deployment. On testnet and mainnet channel sessions are on only with it and FAREBOX_MPP_CHANNEL_WASM_HASHES; on the local network a random one per process (docs/protocol.md, 'MPP channel sessions').",
+    kind: textSetting('at least 32 bytes'),
+    default: 'none (local: random)',
+    secret: true,
+  },
+  FAREBOX_MPP_CHANNEL_WASM_HASHES: {
+    meaning:
+      "The code hashes (hex, comma separated) of the one-way channel contract (stellar-experimental/one-way-channel) whose channels are accepted: a channel running other code could take vouchers and never pay the treasury.",
+    kind: textSetting('32-byte hex hashes, comma separated'),
+    default: 'none (local: the devnet channel)',
+  },
+  FAREBOX_MPP_MIN_REFUND_WAITING_PERIOD: {
+    meaning: "The fewest ledgers between a funder's close_start and its refund a channel must have: the watcher's time to close it first.",
+    kind: textSetting('a whole number of ledgers >= 1'),
+    default: '`120` (local: `10`)',
+  },
+  FAREBOX_MPP_IDLE_CLOSE: {
+    meaning: 'A channel with no paid call for this long is closed by the treasury (what was paid withdrawn, the rest back to its funder).',
+    kind: duration(),
+    default: '`1h`',
+  },
+  FAREBOX_MPP_SETTLE_MIN: {
+    meaning: 'An open channel is settled (kept open) once this much USDC is paid and not withdrawn.',
+    kind: textSetting('a decimal USDC amount'),
+    default: '`1`',
+  },
 });
