@@ -56,6 +56,7 @@ it('every exported error class of every package extends FareboxError and is desc
     'LedgerError',
     'LockHeldError',
     'LockTimeoutError',
+    'MppError',
     'OAuthClientError',
     'ProviderError',
     'StellarError',

@@ -4,6 +4,9 @@ import { Mppx as ClientMppx } from 'mppx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPaymentCredential, parsePaymentChallenges, parsePaymentReceipt, type PaymentChallenge } from '@farebox/protocol';
 import { commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_ID, openChannel } from '@farebox/stellar';
+import { certificateClaims } from '@farebox/gateway-core/testing';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startHttpStack, type HttpStack } from './kit.js';
 
 // MPP channel sessions through POST /v1/call (docs/protocol.md, "MPP channel sessions"): an agent with no account
@@ -160,6 +163,24 @@ describe('MPP channel sessions through the gateway', () => {
     expect(over.body).toMatchObject({ type: 'https://paymentauth.org/problems/payment-insufficient' });
   });
 
+  it("certifies each call at its price, not at the channel's running total", async () => {
+    const seen: Array<string | string[] | undefined> = [];
+    const raw = createServer((req, res) => {
+      seen.push(req.headers['farebox-certificate']);
+      req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    });
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    try {
+      await h.registerRaw('chan-raw', `http://127.0.0.1:${(raw.address() as AddressInfo).port}/`, '0.002');
+      const paid = (await h.core.ledger.channels.get(channel))!.paid;
+      const { ch } = await challenge('chan-raw');
+      expect((await pay('chan-raw', voucher(ch!, paid + 20_000n))).status).toBe(200);
+      expect(certificateClaims(seen[0]).amt).toBe('20000');
+    } finally {
+      raw.close();
+    }
+  });
+
   it('is paid by mppx, a client nobody here wrote, reading our challenge and sending its credential', async () => {
     const stellarChannel = Method.from({
       name: 'stellar',
@@ -194,6 +215,6 @@ describe('MPP channel sessions through the gateway', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ result: { echo: { from: 'mppx' } }, paidWith: 'channel' });
-    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(130_000n);
+    expect((await h.core.ledger.channels.get(channel))?.paid).toBe(150_000n);
   });
 });

@@ -413,3 +413,29 @@ export async function verifyChannels(db: Database): Promise<VerifyMismatch[]> {
   }
   return found;
 }
+
+/**
+ * `ledger.channels`: one-way payment channels whose vouchers (a signature over a cumulative amount) pay calls, one
+ * call in flight per channel; leases on the ledger's clock (`lead`: its lead over the database's).
+ * - `upsert`: the channel's state as read from chain (terms fixed, deposit only grows, state only forward).
+ * - `reserve`: before the service runs, the call's voucher is reserved on the channel, in one statement, only if it
+ *   is exactly paid + price, within the deposit, the channel `open` and no other call pending (an expired one is
+ *   voided); else a typed refusal (`ChannelRefusal`) with the channel's paid.
+ * - `post`: the pending voucher is paid (paid, its signature, a `channel_payments` row and its earning) in one
+ *   statement; `void`: it is cleared, nothing else moves. Only the call pending now: another call id changes nothing.
+ * - `recordWithdrawal`: a treasury settle / close transaction, once per transaction (raises withdrawn; a close
+ *   closes the channel); refused above the channel's paid. Channel earnings are claimed once withdrawn covers them.
+ * - `due`: what the watcher settles or watches close; `get`: one channel.
+ */
+export function channelsApi(db: Database, lead: () => number) {
+  return {
+    upsert: (input: PaymentChannelInput): Promise<{ created: boolean; channel: PaymentChannel }> => upsertChannel(db, input),
+    get: (channel: string): Promise<PaymentChannel | null> => getChannel(db, channel),
+    reserve: (channel: string, voucher: ChannelVoucherInput): Promise<ChannelReserveResult> => reserveVoucher(db, channel, voucher, lead()),
+    post: (channel: string, callId: string): Promise<ChannelPostResult> => postVoucher(db, channel, callId),
+    void: (channel: string, callId: string): Promise<{ applied: boolean; channel: PaymentChannel | null }> => voidVoucher(db, channel, callId),
+    recordWithdrawal: (input: ChannelWithdrawalInput): Promise<ChannelWithdrawalResult> => recordWithdrawal(db, input),
+    due: (options: { after?: string; limit?: number } = {}): Promise<ChannelDue[]> => dueChannels(db, options),
+  };
+}
+export type ChannelsApi = ReturnType<typeof channelsApi>;

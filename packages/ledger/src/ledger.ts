@@ -2,6 +2,7 @@ import type { Database, Queryable } from './db.js';
 import * as accounts from './accounts.js';
 import * as budgets from './budgets.js';
 import * as channels from './channels.js';
+import type { ChannelsApi } from './channels.js';
 import * as exactIntents from './exact-intents.js';
 import * as exactPayments from './exact-payments.js';
 import * as funding from './funding.js';
@@ -21,14 +22,6 @@ import {
   type AdvanceData,
   type AdvanceResult,
   type AnalyticsPoint,
-  type ChannelDue,
-  type ChannelPostResult,
-  type ChannelReserveResult,
-  type ChannelVoucherInput,
-  type ChannelWithdrawalInput,
-  type ChannelWithdrawalResult,
-  type PaymentChannel,
-  type PaymentChannelInput,
   type ExactIntent,
   type ExactIntentInput,
   type ExactPayment,
@@ -96,6 +89,7 @@ export class Ledger {
     this.hooks = options.hooks ?? {};
     this.now = options.now ?? systemClock;
     this.holds = new HoldBook(db, options.batch, options.now, () => this.instance);
+    this.channels = channels.channelsApi(db, () => leadOf(this.now)());
   }
 
   close(): Promise<void> {
@@ -474,30 +468,8 @@ export class Ledger {
 
   // ------------------------------------------- MPP payment channels (channels.ts)
 
-  /**
-   * MPP channel sessions (migration 0019): one-way payment channels whose vouchers (a signature over a cumulative
-   * amount) pay calls, one call in flight per channel.
-   * - `upsert`: the channel's state as read from chain (terms fixed, deposit only grows, state only forward).
-   * - `reserve`: before the service runs, the call's voucher is reserved on the channel, in one statement, only if it
-   *   is exactly paid + price, within the deposit, the channel `open` and no other call pending (an expired one is
-   *   voided); else a typed refusal (`ChannelRefusal`) with the channel's paid.
-   * - `post`: the pending voucher is paid (paid, its signature, a `channel_payments` row and its earning) in one
-   *   statement; `void`: it is cleared, nothing else moves. Only the call pending now: another call id changes nothing.
-   * - `recordWithdrawal`: a treasury settle / close transaction, once per transaction (raises withdrawn; a close
-   *   closes the channel); refused above the channel's paid. Channel earnings are claimed once withdrawn covers them.
-   * - `due`: what the watcher settles or watches close; `get`: one channel.
-   * Leases go by the ledger's clock (`LedgerOptions.now`), as a hold's expiry does.
-   */
-  readonly channels = {
-    upsert: (input: PaymentChannelInput): Promise<{ created: boolean; channel: PaymentChannel }> => channels.upsertChannel(this.db, input),
-    get: (channel: string): Promise<PaymentChannel | null> => channels.getChannel(this.db, channel),
-    reserve: (channel: string, voucher: ChannelVoucherInput): Promise<ChannelReserveResult> =>
-      channels.reserveVoucher(this.db, channel, voucher, leadOf(this.now)()),
-    post: (channel: string, callId: string): Promise<ChannelPostResult> => channels.postVoucher(this.db, channel, callId),
-    void: (channel: string, callId: string): Promise<{ applied: boolean; channel: PaymentChannel | null }> => channels.voidVoucher(this.db, channel, callId),
-    recordWithdrawal: (input: ChannelWithdrawalInput): Promise<ChannelWithdrawalResult> => channels.recordWithdrawal(this.db, input),
-    due: (options: { after?: string; limit?: number } = {}): Promise<ChannelDue[]> => channels.dueChannels(this.db, options),
-  };
+  /** MPP channel sessions (migration 0019): the channels, their vouchers and withdrawals ({@link channels.channelsApi}). */
+  readonly channels: ChannelsApi;
 
   // ----------------------------------------------------------------- verify
 

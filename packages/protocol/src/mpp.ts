@@ -1,4 +1,5 @@
 import { base64Decode, base64UrlEncode, timingSafeEqualBytes, utf8 } from './encoding.js';
+import { FareboxError } from './errors.js';
 
 // The `Payment` HTTP authentication scheme of the Machine Payments Protocol
 // (MPP, draft-httpauth-payment-00 in tempoxyz/mpp-specs), as `mppx` 0.11 puts
@@ -69,13 +70,10 @@ export function mppProblem(code: MppProblemCode, detail: string, extra: Record<s
 }
 
 /** A refusal of a credential, with its problem code (a server answers its problem document and a fresh challenge). */
-export class MppError extends Error {
-  override readonly name = 'MppError';
-  constructor(
-    readonly code: MppProblemCode,
-    message: string,
-  ) {
-    super(message);
+export class MppError extends FareboxError<MppProblemCode, undefined> {
+  override readonly name: string = 'MppError';
+  constructor(code: MppProblemCode, message: string) {
+    super(code, message);
   }
   get status(): number {
     return PROBLEMS[this.code].status;

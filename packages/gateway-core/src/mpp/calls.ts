@@ -97,7 +97,8 @@ export function createChannelCalls({ sessions, calls }: ChannelCallsOptions) {
       }
       let result: { text: string; json: unknown };
       try {
-        result = await calls.deliver(svc, payload, voucher.amount, callId, opts.requestId);
+        // The certificate names this call's price (what the service is paid), not the channel's running total.
+        result = await calls.deliver(svc, payload, voucher.price, callId, opts.requestId);
       } catch (err) {
         await sessions.void(voucher);
         if (!(err instanceof UpstreamError || err instanceof GatewayError)) throw err;
@@ -110,7 +111,15 @@ export function createChannelCalls({ sessions, calls }: ChannelCallsOptions) {
         };
         return { status: 500, headers: {}, json: JSON.stringify(failure) };
       }
-      const receipt = await sessions.post(voucher);
+      let receipt: Awaited<ReturnType<ChannelSessions['post']>>;
+      try {
+        receipt = await sessions.post(voucher);
+      } catch (err) {
+        if (!(err instanceof MppError)) throw err;
+        // The voucher's lease ended before the service answered (another call took the channel): nothing is counted.
+        const failure = { error: `${err.message}; nothing was charged: the voucher was not counted`, code: 'UPSTREAM', callId, refunded: true };
+        return { status: 500, headers: {}, json: JSON.stringify(failure) };
+      }
       const rest = {
         cost: costObject(voucher.price),
         paidWith: 'channel',

@@ -158,7 +158,11 @@ export function createChannelSessions(options: ChannelSessionsOptions) {
       throw new MppError('invalid-challenge', `the challenge was issued for another service or price (this call: ${service} at ${price} base units)`);
     const channel = String(request.channel);
     const voucher = parseStellarVoucher(credential.payload);
-    if (voucher.action !== 'voucher') throw new MppError('invalid-payload', 'a call is paid with a voucher; close the channel with `farebox channel close`');
+    if (voucher.action !== 'voucher')
+      throw new MppError(
+        'invalid-payload',
+        'a call is paid with a voucher; a channel is closed on chain (the funder starts it with close_start; the treasury then closes it)',
+      );
     let row = await channelRow(channel);
     const key = encodeStrKey('publicKey', Uint8Array.from(Buffer.from(row.commitmentKey, 'hex')));
     if (!(await verifyEd25519(key, commitmentBytes(channel, voucher.amount, network.passphrase), voucher.signature)))
@@ -192,7 +196,7 @@ export function createChannelSessions(options: ChannelSessionsOptions) {
       case 'wrong_amount':
         return new MppError('verification-failed', `the voucher's amount is not the channel's cumulative plus this call's price: ${next}`);
       case 'over_deposit':
-        return new MppError('payment-insufficient', `the channel holds ${deposited}; ${next}: top it up (\`farebox channel top-up\`)`);
+        return new MppError('payment-insufficient', `the channel holds ${deposited}; ${next}: top it up (the channel's top_up)`);
       case 'busy':
         return new MppError('verification-failed', 'another call on this channel is in progress: a channel pays one call at a time');
       case 'closed':

@@ -1,4 +1,4 @@
-import type { Ledger } from '@farebox/ledger';
+import type { Ledger, PaymentChannel } from '@farebox/ledger';
 import type { ChannelCall, ChannelState } from '@farebox/stellar';
 import { systemClock } from '../clock.js';
 import type { TreasuryQueue } from '../runtime/treasury-queue.js';
@@ -34,6 +34,12 @@ export interface ChannelAction {
   txHash?: string;
 }
 
+/** A channel's fixed terms, as the ledger keeps them. */
+function terms(row: PaymentChannel) {
+  const { channel, network, token, funder, recipient, commitmentKey, refundWaitingPeriod } = row;
+  return { channel, network, token, funder, recipient, commitmentKey, refundWaitingPeriod };
+}
+
 export function createChannelWatcher(o: ChannelWatcherOptions) {
   const now = o.now ?? systemClock;
   const log = o.log ?? (() => undefined);
@@ -45,19 +51,18 @@ export function createChannelWatcher(o: ChannelWatcherOptions) {
     if (state.closeEffectiveAtLedger !== null && row.state === 'open') {
       // The funder started closing: no voucher is accepted from now on.
       ({ channel: row } = await o.ledger.channels.upsert({
-        channel,
-        network: row.network,
-        token: row.token,
-        funder: row.funder,
-        recipient: row.recipient,
-        commitmentKey: row.commitmentKey,
-        refundWaitingPeriod: row.refundWaitingPeriod,
+        ...terms(row),
         deposited: state.deposited,
         closeEffectiveLedger: state.closeEffectiveAtLedger,
         state: 'closing',
       }));
     }
-    if (row.paid <= row.withdrawn || !row.paidSignature) return { channel, action: 'wait', reason: 'nothing to withdraw' };
+    if (row.paid <= row.withdrawn || !row.paidSignature) {
+      // Everything paid is withdrawn: once the funder's close is effective the channel is closed here too, and no longer due.
+      if (row.state === 'closing' && state.closeEffectiveAtLedger !== null && state.closeEffectiveAtLedger <= state.latestLedger)
+        await o.ledger.channels.upsert({ ...terms(row), deposited: state.deposited, closeEffectiveLedger: state.closeEffectiveAtLedger, state: 'closed' });
+      return { channel, action: 'wait', reason: 'nothing to withdraw' };
+    }
     const closing = state.closeEffectiveAtLedger !== null;
     const idle = row.paidAt !== null && now() - row.paidAt.getTime() >= o.idleCloseMs;
     let fn: 'settle' | 'close' | undefined;
