@@ -76,3 +76,5 @@ export {
   WEBHOOK_EVENT_TYPES,
 } from '@farebox/protocol';
 export type { WebhookEvent, WebhookEventType, WebhookRejection, WebhookVerdict, VerifyWebhookOptions } from '@farebox/protocol';
+export { createChannelPayer } from './channel.js';
+export type { ChannelPayer, ChannelPayerOptions, ChannelCallResult, ChannelCallOptions, ChannelCounter } from './channel.js';

@@ -10,6 +10,7 @@ it('exports exactly the documented runtime API', () => {
     'WEBHOOK_HEADERS',
     'WEBHOOK_SIGNATURE_HEADER',
     'WEBHOOK_TOLERANCE_SECONDS',
+    'createChannelPayer',
     'createClient',
     'createDiscoveryClient',
     'createGatewayClient',

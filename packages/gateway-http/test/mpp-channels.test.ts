@@ -7,6 +7,7 @@ import { commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_I
 import { certificateClaims } from '@farebox/gateway-core/testing';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createChannelPayer } from '@farebox/client';
 import { startHttpStack, type HttpStack } from './kit.js';
 
 // MPP channel sessions through POST /v1/call (docs/protocol.md, "MPP channel sessions"): an agent with no account
@@ -179,6 +180,34 @@ describe('MPP channel sessions through the gateway', () => {
     } finally {
       raw.close();
     }
+  });
+
+  it("is paid by @farebox/client's channel payer, which signs only its own count plus the price", async () => {
+    const own = await open({ amount: 200_000n });
+    const payer = createChannelPayer({
+      baseUrl: h.origin,
+      channel: own.id,
+      commitmentSecret: commit.secret(),
+      networkPassphrase: passphrase(),
+      fetch: h.fetch,
+    });
+    const a = await payer.call<{ echo: unknown }>('chan-echo', { k: 1 });
+    expect(a).toMatchObject({ result: { echo: { k: 1 } }, price: 20_000n, cumulativeAmount: 20_000n, receipt: { status: 'success', method: 'stellar' } });
+    const b = await payer.call('chan-words', { text: 'a b' });
+    expect(b.cumulativeAmount).toBe(70_000n);
+    await expect(payer.call('chan-broken')).rejects.toMatchObject({ code: 'SERVICE', data: { status: 500, refunded: true } });
+    expect(await payer.cumulativeAmount()).toBe(70_000n);
+    await expect(payer.call('chan-words', {}, { maxCost: 10_000n })).rejects.toMatchObject({ code: 'PRICE_LIMIT' });
+    // A payer whose count is behind the gateway's (another process paid from the channel) signs nothing.
+    const stale = createChannelPayer({
+      baseUrl: h.origin,
+      channel: own.id,
+      commitmentSecret: commit.secret(),
+      networkPassphrase: passphrase(),
+      fetch: h.fetch,
+    });
+    await expect(stale.call('chan-echo')).rejects.toMatchObject({ code: 'PAYMENT_REFUSED', message: expect.stringContaining('the gateway counts 70000') });
+    expect((await h.core.ledger.channels.get(own.id))?.paid).toBe(70_000n);
   });
 
   it('is paid by mppx, a client nobody here wrote, reading our challenge and sending its credential', async () => {
