@@ -29,4 +29,5 @@ export { readMuxedAddress, serviceMuxedId, servicePayTo } from './service-addres
 export { channelAddress, commitmentBytes, commitmentScVal, CHANNEL_COMMITMENT_DOMAIN, CHANNEL_ERRORS } from './channel.js';
 export type { ChannelErrorNumber } from './channel.js';
 export { channelInvoke, openChannel, readChannelState } from './channel-state.js';
+export { rpcServer } from './soroban.js';
 export type { ChannelCall, ChannelState, OpenChannelInput } from './channel-state.js';

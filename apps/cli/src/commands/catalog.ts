@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ClientError, createClient, type GatewayService, type ProgressEvent } from '@farebox/client';
 import { DEFAULT_GATEWAY_URL } from '@farebox/client/oauth';
-import { formatAmount } from '@farebox/protocol';
+import { formatAmount, parseAmount } from '@farebox/protocol';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { pairs, table, usd } from '../format.js';
+import { runChannelCall } from './channel.js';
 import { runDiscoverySearch } from './discovery.js';
 import { gatewayCall, priceOf, readKeypair, result, type CommandGroup, type CommandResult } from './shared.js';
 
@@ -119,6 +120,16 @@ const STEP_LABEL: Record<ProgressEvent['step'], string> = {
   call: 'Calling the service',
   settled: 'Settled',
 };
+
+/** `--max-cost` in base units for a channel call (a USD amount, as for credit calls). */
+function maxCostUnits(text: string | undefined): bigint | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseAmount(text);
+  } catch {
+    throw new CliError('USAGE', '--max-cost must be a USD amount, e.g. --max-cost 0.01');
+  }
+}
 
 /** An argument as a POSIX shell reads it back: bare when it is safe, else single-quoted. */
 const shellWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
@@ -237,14 +248,20 @@ export const catalogCommands: CommandGroup = {
       .option('--direct', 'pay directly from a local keypair (not from credits): x402 exact where the service offers it, else an on-chain escrow')
       .option('--keypair <path>', 'the payer keypair file for --direct (S... seed or JSON with "secret")')
       .option('--escrow-key <key>', 'escrow provider API key for --direct when it pays through an escrow (default TRUSTLESS_WORK_API_KEY)')
+      .option('--channel [channel]', 'pay from an MPP channel opened with `farebox channel open` (no account)')
       .action(
         (
           service: string,
           payloadArg: string | undefined,
-          o: { file?: string; maxCost?: string; idempotencyKey?: string; direct?: boolean; keypair?: string; escrowKey?: string },
+          o: { file?: string; maxCost?: string; idempotencyKey?: string; direct?: boolean; keypair?: string; escrowKey?: string; channel?: string | boolean },
         ) =>
           act(async (ctx) => {
             const payload = await readPayload(payloadArg, o.file, stdin);
+            if (o.channel !== undefined) {
+              if (o.direct || o.keypair || o.idempotencyKey)
+                throw new CliError('USAGE', '--channel pays from the channel alone: drop --direct, --keypair and --idempotency-key');
+              return runChannelCall(ctx, service, payload, typeof o.channel === 'string' ? o.channel : undefined, maxCostUnits(o.maxCost));
+            }
             if (o.direct) {
               if (!o.keypair) throw new CliError('USAGE', '--direct needs --keypair <path>');
               return runDirectCall(ctx, service, payload, {

@@ -1,5 +1,6 @@
 import { accountCommands } from './account.js';
 import { catalogCommands } from './catalog.js';
+import { channelCommands } from './channel.js';
 import { connectionCommands } from './connections.js';
 import { devCommands } from './dev.js';
 import { devnetCommands } from './devnet.js';
@@ -16,6 +17,7 @@ import type { CommandGroup } from './shared.js';
 export const COMMAND_GROUPS: readonly CommandGroup[] = [
   accountCommands,
   catalogCommands,
+  channelCommands,
   keyCommands,
   connectionCommands,
   webhookCommands,
