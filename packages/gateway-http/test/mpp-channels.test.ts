@@ -2,7 +2,7 @@ import { Keypair, rpc } from '@stellar/stellar-sdk';
 import { Credential, Method, z } from 'mppx';
 import { Mppx as ClientMppx } from 'mppx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatPaymentCredential, parsePaymentChallenges, parsePaymentReceipt, type PaymentChallenge } from '@farebox/protocol';
+import { formatPaymentCredential, parsePaymentChallenges, parsePaymentCredential, parsePaymentReceipt, type PaymentChallenge } from '@farebox/protocol';
 import { commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_ID, openChannel } from '@farebox/stellar';
 import { certificateClaims } from '@farebox/gateway-core/testing';
 import { createServer } from 'node:http';
@@ -208,6 +208,29 @@ describe('MPP channel sessions through the gateway', () => {
     });
     await expect(stale.call('chan-echo')).rejects.toMatchObject({ code: 'PAYMENT_REFUSED', message: expect.stringContaining('the gateway counts 70000') });
     expect((await h.core.ledger.channels.get(own.id))?.paid).toBe(70_000n);
+  });
+
+  it('loses nothing and counts nothing twice when a gateway dies between storing a voucher and posting it', async () => {
+    const own = await open({ amount: 100_000n });
+    const { ch } = await challenge('chan-echo', own.id);
+    const credential = voucher(ch!, 20_000n);
+    // A gateway stores the voucher for its call and dies before the service answers (its post never comes).
+    const sessions = h.core.mpp.sessions!;
+    await sessions.accept(parsePaymentCredential(credential), { service: 'chan-echo', owner: 'G-owner-of-the-dead-call' }, 20_000n, 'call_died');
+    expect((await h.core.ledger.channels.get(own.id))?.pending).toMatchObject({ callId: 'call_died', amount: 20_000n });
+    // While its lease lasts the channel is busy: the same voucher, sent again, pays nothing yet.
+    const busy = await pay('chan-echo', credential);
+    expect(busy.status).toBe(402);
+    expect((busy.body as { detail: string }).detail).toContain('another call on this channel is in progress');
+    // Once the lease is over, the same voucher pays the call it was signed for, once.
+    h.clock.advance(h.core.config.callTimeoutMs + 6_000);
+    const paid = await pay('chan-echo', credential);
+    expect(paid.status).toBe(200);
+    expect(await h.core.ledger.channels.get(own.id)).toMatchObject({ paid: 20_000n, pending: null });
+    expect((await pay('chan-echo', credential)).status).toBe(402);
+    // The dead call's late post (a restarted process finishing it) changes nothing.
+    expect((await h.core.ledger.channels.post(own.id, 'call_died')).applied).toBe(false);
+    expect((await h.core.ledger.verify()).mismatches).toEqual([]);
   });
 
   it('is paid by mppx, a client nobody here wrote, reading our challenge and sending its credential', async () => {
