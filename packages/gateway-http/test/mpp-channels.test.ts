@@ -210,6 +210,25 @@ describe('MPP channel sessions through the gateway', () => {
     expect((await h.core.ledger.channels.get(own.id))?.paid).toBe(70_000n);
   });
 
+  it('opens no other door: a Payment credential reaches POST /v1/call alone', async () => {
+    const { ch } = await challenge('chan-echo');
+    const credential = voucher(ch!, 1n);
+    for (const [method, path] of [
+      ['GET', '/v1/balance'],
+      ['GET', '/v1/me'],
+      ['POST', '/v1/api-keys'],
+      ['GET', '/v1/agents'],
+      ['POST', '/v1/topup'],
+    ] as const) {
+      const r = await h.request(path, { method, headers: { authorization: credential }, ...(method === 'POST' ? { body: {} } : {}) });
+      expect([path, r.status]).toEqual([path, 401]);
+    }
+    // A session cookie with a Farebox-Channel header is the session's call (the /v1 chain), not an anonymous one.
+    const user = await h.account();
+    const r = await h.request('/v1/call', { method: 'POST', body: { service: 'chan-echo', payload: {} }, headers: { cookie: user.cookie, 'x-csrf-token': user.csrf, 'farebox-channel': channel } });
+    expect(r.status).not.toBe(402);
+  });
+
   it('loses nothing and counts nothing twice when a gateway dies between storing a voucher and posting it', async () => {
     const own = await open({ amount: 100_000n });
     const { ch } = await challenge('chan-echo', own.id);
