@@ -138,7 +138,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     gate: (principal, service, approvalId) => callConfirmations.gate(principal, service, approvalId),
     onCall: (c) => health.note(c),
   });
-  const mpp = createMpp({ config, network, ledger, treasury, treasuryQueue, calls, now, log });
+  const mpp = createMpp({ config, network, ledger, db, treasury, treasuryQueue, calls, now, log });
   const manifests = createManifests({ policy: infra.policy, now });
 
   // A new account's wallet is set up by a durable job that starts at sign-up.

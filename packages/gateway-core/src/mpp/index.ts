@@ -1,4 +1,5 @@
-import type { Ledger } from '@farebox/ledger';
+import type { Database, Ledger } from '@farebox/ledger';
+import { createCycleLocks } from '../settlement/lock.js';
 import { rpc } from '@stellar/stellar-sdk';
 import { channelInvoke, readChannelState, type NetworkConfig, type TxSigner } from '@farebox/stellar';
 import type { TreasuryQueue } from '../runtime/treasury-queue.js';
@@ -34,6 +35,7 @@ export function createMpp(deps: {
   config: GatewayConfig;
   network: NetworkConfig;
   ledger: Ledger;
+  db: Database;
   treasury: TxSigner;
   treasuryQueue: TreasuryQueue;
   calls: ChannelCallsOptions['calls'];
@@ -68,14 +70,16 @@ export function createMpp(deps: {
   });
   let timer: ReturnType<typeof setInterval> | undefined;
   let running: Promise<unknown> | undefined;
+  // One gateway's watcher at a time on a database: two would send the same settle twice (the second moves nothing, but costs a fee).
+  const locks = createCycleLocks(deps.db, deps.now);
   return {
     sessions,
     calls: createChannelCalls({ sessions, calls: deps.calls }),
     watcher,
     start() {
       timer ??= setInterval(() => {
-        running ??= watcher
-          .tick()
+        running ??= locks
+          .withLock('mpp-channel-watcher', () => watcher.tick())
           .catch((err) => deps.log('channel watcher failed', err))
           .finally(() => {
             running = undefined;
