@@ -3,6 +3,7 @@ import * as core from '@farebox/gateway-core';
 
 it('exports exactly the runtime names hosts use', () => {
   expect(Object.keys(core).sort()).toEqual([
+    'CHANNEL_HEADER',
     'DEFAULT_NETWORK',
     'GATEWAY_MIGRATIONS_DIR',
     'GatewayError',
