@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Auth, Operation } from './operation.js';
+import { PaymentRail } from './schemas.js';
 
 /**
  * The x402 bazaar catalog (docs/search.md, "x402 bazaar"): every service as an
@@ -37,7 +38,10 @@ export const BazaarResource = z
       .object({ bazaar: Json })
       .optional()
       .meta({ description: "The service manifest's `bazaar` extension (input/output JSON Schema and example)." }),
-    metadata: Json,
+    metadata: z
+      .object({ rails: z.array(PaymentRail).meta({ description: 'How the service can be paid (docs/api.md, "Payment rails").' }) })
+      .catchall(z.unknown())
+      .meta({ description: "Farebox's details: `price`, `priceBaseUnits`, `ownerWallet`, `health`, `rails`, the manifest's `input`/`output`/`schema`." }),
   })
   .meta({ id: 'BazaarResource', description: 'A service as an x402 resource.' });
 

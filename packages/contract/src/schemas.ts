@@ -120,6 +120,21 @@ export const Transaction = z
 
 export const TopupResult = Balance.extend({ topup: Transaction }).meta({ id: 'TopupResult', description: 'The new Balance and the top-up.' });
 
+/**
+ * The ways a service can be paid (docs/api.md, "Payment rails"): `credits` (an
+ * account's credits, through the gateway: every service), `mpp-channel` (an MPP
+ * stellar channel to the treasury, through the gateway with no account: every
+ * service while this gateway takes channel sessions), `x402-exact` and `escrow`
+ * (paid at the service's own endpoint, when its manifest lists them, as the
+ * x402 bazaar offers them).
+ */
+export const PAYMENT_RAILS = ['credits', 'mpp-channel', 'x402-exact', 'escrow'] as const;
+export const PaymentRail = z.enum(PAYMENT_RAILS).meta({
+  id: 'PaymentRail',
+  description:
+    '`credits` and `mpp-channel` (when the gateway takes MPP channel sessions): paid through the gateway; `x402-exact` and `escrow`: paid at the service itself, as its manifest says.',
+});
+
 export const Service = z
   .object({
     service: z.string(),
@@ -141,6 +156,10 @@ export const Service = z
     /** With a query: which ranking served it, `hybrid` (keywords and multilingual embeddings) or `keyword` (BM25 alone: no model loaded). */
     search_mode: z.enum(['hybrid', 'keyword']).optional(),
     health: ServiceHealth,
+    /** How the service can be paid, in this order: `credits`, `mpp-channel`, `x402-exact`, `escrow`. */
+    rails: z
+      .array(PaymentRail)
+      .meta({ description: 'How the service can be paid (docs/api.md, "Payment rails"), in this order: `credits`, `mpp-channel`, `x402-exact`, `escrow`.' }),
   })
   .meta({ id: 'Service', description: 'A catalog item, with its health as the gateway measures its paid calls.' });
 

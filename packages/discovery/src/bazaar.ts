@@ -94,6 +94,24 @@ export function bazaarExtension(value: unknown): BazaarExtension | undefined {
 }
 
 /**
+ * Which x402 schemes a service takes at its own endpoint, as its resource's
+ * `accepts` offers them: `exact` on `stellar:testnet` / `stellar:pubnet` with a
+ * treasury, unless the service's manifest leaves it out of its `payments`;
+ * `escrow` when the manifest lists it, or, with no manifest read, when there
+ * is no `exact`.
+ */
+export function directPayments(
+  ctx: Pick<BazaarContext, 'network' | 'treasury'>,
+  manifest?: Pick<BazaarManifest, 'payments'>,
+): { exact: boolean; escrow: boolean } {
+  // A manifest that lists its payments says whether the service takes `exact`; without one, every service on testnet/pubnet does.
+  const exact =
+    EXACT_NETWORKS.includes(ctx.network.x402Network) && ctx.treasury !== undefined && (manifest?.payments ? manifest.payments.includes('exact') : true);
+  const escrow = manifest?.payments ? manifest.payments.includes(ESCROW_SCHEME) : !exact;
+  return { exact, escrow };
+}
+
+/**
  * One service as an x402 resource. `accepts`: `exact` on `stellar:testnet` /
  * `stellar:pubnet` (USDC's contract, the price in base units, `payTo` the
  * treasury, fees sponsored) unless the service's manifest leaves it out of its
@@ -104,8 +122,7 @@ export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?
   const network = ctx.network.x402Network;
   const amount = agent.pricePerCall.toString();
   const accepts: BazaarOffer[] = [];
-  // A manifest that lists its payments says whether the service takes `exact`; without one, every service on testnet/pubnet does.
-  const exact = EXACT_NETWORKS.includes(network) && ctx.treasury !== undefined && (manifest?.payments ? manifest.payments.includes('exact') : true);
+  const { exact, escrow } = directPayments(ctx, manifest);
   if (exact) {
     accepts.push({
       scheme: 'exact',
@@ -117,7 +134,6 @@ export function bazaarResource(agent: BazaarAgent, ctx: BazaarContext, manifest?
       extra: { areFeesSponsored: true, service: agent.service },
     });
   }
-  const escrow = manifest?.payments ? manifest.payments.includes(ESCROW_SCHEME) : !exact;
   if (escrow) {
     accepts.push({
       scheme: ESCROW_SCHEME,

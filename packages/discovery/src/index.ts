@@ -26,6 +26,7 @@ export { DiscoveryError } from './errors.js';
 export type { DiscoveryErrorCode } from './errors.js';
 export {
   bazaarResource,
+  directPayments,
   parseBazaarList,
   parseBazaarSearch,
   matchesBazaarFilters,

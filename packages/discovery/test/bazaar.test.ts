@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bazaarListPage, bazaarResource, parseBazaarList, type BazaarContext } from '@farebox/discovery';
+import { bazaarListPage, bazaarResource, directPayments, parseBazaarList, type BazaarContext } from '@farebox/discovery';
 import { encodeStrKey, randomBytes } from '@farebox/protocol';
 
 // What a stock x402 catalog client reads about one Farebox service (issue 37, item 6).
@@ -74,6 +74,21 @@ describe('a service as an x402 bazaar resource', () => {
         extra: { service: 'skycast', escrow: { platformAddress: TREASURY, platformFee: 5 } },
       }),
     ]);
+  });
+
+  it("says which schemes a service takes at its endpoint as its offers do (directPayments: the listings' rails)", () => {
+    const cases: Array<[BazaarContext, { payments: string[] } | undefined]> = [
+      [testnet, undefined],
+      [testnet, { payments: ['platform', 'exact', 'escrow'] }],
+      [testnet, { payments: ['platform'] }],
+      [{ network: testnet.network }, undefined],
+      [{ network: { x402Network: 'stellar:local', usdc: USDC }, treasury: TREASURY }, { payments: ['exact'] }],
+    ];
+    for (const [ctx, manifest] of cases) {
+      const schemes = bazaarResource(agent, ctx, manifest).accepts.map((a) => a.scheme);
+      expect(directPayments(ctx, manifest)).toEqual({ exact: schemes.includes('exact'), escrow: schemes.includes('escrow') });
+    }
+    expect(directPayments(testnet)).toEqual({ exact: true, escrow: false });
   });
 
   it('filters on an offer and the bazaar extension, then pages', () => {

@@ -27,6 +27,7 @@ it('exports exactly the documented public API', () => {
       'parseBazaarList',
       'parseBazaarSearch',
       'createEmbedder',
+      'directPayments',
       'createSearchIndex',
       'healthFactor',
       'healthStatus',

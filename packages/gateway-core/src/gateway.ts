@@ -165,7 +165,15 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
 
   const wallet = createWalletReader({ ledger, balances: (a) => infra.chain.balances(a) });
   const account = createAccountService({ ledger, network, treasuryAddress, topups, provisioning, wallet });
-  const catalog = createCatalogService({ ...infra, attachment: () => search.attachment, manifests, provisioning, health, now });
+  const catalog = createCatalogService({
+    ...infra,
+    attachment: () => search.attachment,
+    manifests,
+    provisioning,
+    health,
+    mppChannels: config.mpp.enabled,
+    now,
+  });
   const links = createPublisherLinks({ db: infra.db, now });
   const publisher = createPublisherService({ ledger, accounts, wallet, mine: (u) => catalog.mine(u), ownedBy: (o) => catalog.ownedBy(o), links, settlement });
   const networkLedger = latestLedgerReader(infra, now);
@@ -231,7 +239,7 @@ export async function createGateway(options: CreateGatewayOptions = {}): Promise
     account,
     catalog,
     serviceHealth: health,
-    bazaar: createBazaarService({ ...infra, manifests, now, health: (service) => health.of(service) }),
+    bazaar: createBazaarService({ ...infra, manifests, now, health: (service) => health.of(service), mppChannels: config.mpp.enabled }),
     calls,
     spendingPolicy: (principal) => spending.view(principal),
     oauthConnections: withThresholds(oauth.connections, callConfirmations),

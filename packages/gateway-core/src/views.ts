@@ -36,8 +36,26 @@ export function balanceView(credits: bigint, wallet: bigint, walletStatus: Walle
   };
 }
 
+/** A way to pay a service (docs/api.md, "Payment rails"). */
+export type PaymentRail = z.output<typeof schemas.PaymentRail>;
+
+/**
+ * How a service can be paid: `credits` always, `mpp-channel` while this
+ * gateway takes MPP channel sessions, then the x402 schemes the service takes
+ * at its own endpoint (`directPayments` of @farebox/discovery: the bazaar's
+ * offers) as `x402-exact` and `escrow`.
+ */
+export function serviceRails(direct: { exact: boolean; escrow: boolean }, mppChannels: boolean): PaymentRail[] {
+  return [
+    'credits' as const,
+    ...(mppChannels ? (['mpp-channel'] as const) : []),
+    ...(direct.exact ? (['x402-exact'] as const) : []),
+    ...(direct.escrow ? (['escrow'] as const) : []),
+  ];
+}
+
 /** A catalog Service item (`GET /v1/agents`). Totals come from the gateway ledger, not the contract's counters. */
-export function serviceView(agent: RegistryAgent, health: ServiceView['health'], stats?: { calls: number; earned: bigint }): ServiceView {
+export function serviceView(agent: RegistryAgent, health: ServiceView['health'], rails: PaymentRail[], stats?: { calls: number; earned: bigint }): ServiceView {
   return {
     service: agent.service,
     pricePerCall: toUsd(agent.pricePerCall),
@@ -52,6 +70,7 @@ export function serviceView(agent: RegistryAgent, health: ServiceView['health'],
     createdAt: agent.createdAt,
     source: 'registry' as const,
     health,
+    rails,
   };
 }
 

@@ -7,6 +7,7 @@ export type { NodeListenerOptions } from './node.js';
 export { recordRequest, requestIdFrom } from './access-log.js';
 export type { AnsweredRequest } from './access-log.js';
 export { openApiDocument } from './openapi.js';
+export type { OpenApiOptions } from './openapi.js';
 export { MCP_REVISIONS } from './routes/mcp.js';
 export { CALL_NEEDS_JSON } from './routes/call.js';
 export {

@@ -24,13 +24,86 @@ function security(op: Operation): Array<Record<string, string[]>> {
   }
 }
 
+/** The categories of draft-payment-discovery-00's `x-service-info` this gateway falls in. */
+export const SERVICE_CATEGORIES = ['developer-tools'] as const;
+
+/** The MPP problem of a `402` (docs/api.md, "Calls"): `application/problem+json`, with this API's `error` and `code`. */
+const MPP_PROBLEM = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'error', 'code'],
+  properties: {
+    type: { type: 'string', description: '`https://paymentauth.org/problems/<code>`' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    error: { type: 'string', description: 'The detail.' },
+    code: { type: 'string', description: '`PAYMENT_REQUIRED` (the challenge asked for with `Farebox-Channel`) or `PAYMENT_REFUSED` (a refused credential).' },
+    challengeId: { type: 'string', description: 'The fresh challenge of `WWW-Authenticate`, when the channel is accepted.' },
+  },
+} as const;
+
+export interface OpenApiOptions {
+  /** This gateway's origin: the document's server, and `x-service-info.docs` as absolute URLs. */
+  serverUrl?: string;
+  version?: string;
+  /**
+   * This gateway takes MPP channel sessions (`core.mpp.calls`): `POST /v1/call`
+   * carries draft-payment-discovery-00's `x-payment-info` with the channel
+   * offer, paid in `currency` (the network's USDC contract, `C...`).
+   */
+  mpp?: { currency: string };
+}
+
+/**
+ * The MPP discovery parts of the document (draft-payment-discovery-00): the
+ * top-level `x-service-info`, and, with `mpp`, `POST /v1/call`'s
+ * `x-payment-info` (one `session` offer: the draft's intents are `charge` and
+ * `session`, an MPP channel is a session), its `402` as MPP answers it, and
+ * no credential among its security requirements.
+ */
+function withPaymentDiscovery(doc: Record<string, unknown>, options: OpenApiOptions): Record<string, unknown> {
+  const base = options.serverUrl?.replace(/\/+$/, '') ?? '';
+  const out: Record<string, unknown> = {
+    ...doc,
+    'x-service-info': { categories: [...SERVICE_CATEGORIES], docs: { homepage: base || '/', apiReference: `${base}/openapi.json` } },
+  };
+  if (!options.mpp) return out;
+  const paths = doc.paths as Record<string, Record<string, Record<string, unknown>>>;
+  const call = paths['/v1/call']?.post;
+  if (!call) return out;
+  const responses = call.responses as Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
+  const refused = responses['402'];
+  responses['402'] = {
+    description: `Payment Required: ${refused ? `${refused.description}; or, ` : ''}paid from an MPP channel (no credential), the MPP challenge or a refused credential`,
+    headers: {
+      'WWW-Authenticate': { description: 'An MPP challenge: `Payment ...` (method `stellar`, intent `channel`).', schema: { type: 'string' } },
+    },
+    content: { ...(refused?.content ?? {}), 'application/problem+json': { schema: MPP_PROBLEM } },
+  };
+  call.security = [...((call.security as unknown[]) ?? []), {}];
+  call['x-payment-info'] = {
+    offers: [
+      {
+        intent: 'session',
+        method: 'stellar',
+        amount: null,
+        currency: options.mpp.currency,
+        description:
+          "an MPP stellar channel (intent channel) whose recipient is the treasury; price per service (the registry's, GET /v1/agents/{service}): name the channel in Farebox-Channel for a challenge, pay with Authorization: Payment",
+      },
+    ],
+  };
+  return out;
+}
+
 /**
  * The OpenAPI 3.1 document of the gateway's REST API, generated from the
- * operation table of `@farebox/contract` by `@asteasolutions/zod-to-openapi`.
- * Served at `GET /openapi.json`; `docs/openapi.json` is a copy (a test keeps it
- * up to date).
+ * operation table of `@farebox/contract` by `@asteasolutions/zod-to-openapi`,
+ * with the MPP discovery parts ({@link withPaymentDiscovery}).
+ * Served at `GET /openapi.json`; `docs/openapi.json` is a copy without
+ * options (a test keeps it up to date).
  */
-export function openApiDocument(options: { serverUrl?: string; version?: string } = {}): Record<string, unknown> {
+export function openApiDocument(options: OpenApiOptions = {}): Record<string, unknown> {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'apiKey', { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer sk_live_...`.' });
   registry.registerComponent('securitySchemes', 'session', {
@@ -81,7 +154,7 @@ export function openApiDocument(options: { serverUrl?: string; version?: string 
     });
   }
   const generator = new OpenApiGeneratorV31(registry.definitions);
-  return generator.generateDocument({
+  const doc = generator.generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Farebox gateway',
@@ -92,4 +165,5 @@ export function openApiDocument(options: { serverUrl?: string; version?: string 
     ...(options.serverUrl ? { servers: [{ url: options.serverUrl }] } : {}),
     tags: TAGS,
   }) as unknown as Record<string, unknown>;
+  return withPaymentDiscovery(doc, options);
 }

@@ -102,10 +102,22 @@ describe('the x402 bazaar on the gateway', () => {
         },
       ],
       extensions: { bazaar },
-      metadata: { price: '0.001', priceBaseUnits: '10000', input: bazaar.info.input, output: bazaar.info.output, schema: bazaar.schema },
+      metadata: {
+        price: '0.001',
+        priceBaseUnits: '10000',
+        input: bazaar.info.input,
+        output: bazaar.info.output,
+        schema: bazaar.schema,
+        // How it can be paid (docs/api.md, "Payment rails"): through the gateway (credits, an MPP channel: on by default on local), and escrow at the service.
+        rails: ['credits', 'mpp-channel', 'escrow'],
+      },
     });
     // The SDK service's manifest lists no direct payment here: listed with its price, no offer.
-    expect(echo).toMatchObject({ description: 'core test service echo', accepts: [], metadata: { price: '0.01', priceBaseUnits: '100000' } });
+    expect(echo).toMatchObject({
+      description: 'core test service echo',
+      accepts: [],
+      metadata: { price: '0.01', priceBaseUnits: '100000', rails: ['credits', 'mpp-channel'] },
+    });
     // Each resource carries the service's health as the gateway measures it (docs/api.md, "Service health").
     expect((echo as { metadata: { health: unknown } }).metadata.health).toMatchObject({ status: 'new', windows: { '24h': { calls: 0 } } });
     // The same listing at the gateway's root; both answers are the contract's (the typed client checks them).
@@ -140,7 +152,7 @@ describe('the x402 bazaar on the gateway', () => {
       expect(body.resources[0]).toMatchObject({ resource: endpoint, accepts: [{ scheme: 'escrow', amount: '10000' }], extensions: { bazaar } });
     }
     const u = await h.account();
-    expect((await u.api(`/v1/agents?q=${q}`)).body[0]).toMatchObject({ service: 'skycast' });
+    expect((await u.api(`/v1/agents?q=${q}`)).body[0]).toMatchObject({ service: 'skycast', rails: ['credits', 'mpp-channel', 'escrow'] });
     const both = encodeURIComponent('weather forecast test service echo');
     const first = (await get(`/discovery/search?query=${both}&limit=1`)).body;
     expect(first.pagination).toEqual({ limit: 1, cursor: '1' });
@@ -148,6 +160,26 @@ describe('the x402 bazaar on the gateway', () => {
     expect(next.pagination).toEqual({ limit: 1, cursor: null });
     expect([...names(first.resources), ...names(next.resources)].sort()).toEqual(['echo', 'skycast']);
     expect(names((await get(`/discovery/search?query=${both}&scheme=escrow`)).body.resources)).toEqual(['skycast']);
+  });
+
+  it('shows how each service can be paid (rails), and offers POST /v1/call to MPP clients in GET /openapi.json', async () => {
+    const u = await h.account();
+    // The manifests the listing read: skycast takes escrow at its endpoint, echo (no escrow configured) nothing directly.
+    expect((await u.api('/v1/agents/skycast')).body.rails).toEqual(['credits', 'mpp-channel', 'escrow']);
+    expect((await u.api('/v1/agents/echo')).body.rails).toEqual(['credits', 'mpp-channel']);
+    const listed = (await u.api('/v1/agents')).body as Array<{ service: string; rails: string[] }>;
+    expect(Object.fromEntries(listed.map((s) => [s.service, s.rails]))).toEqual({
+      echo: ['credits', 'mpp-channel'],
+      skycast: ['credits', 'mpp-channel', 'escrow'],
+    });
+    // Channel sessions are on (local): draft-payment-discovery-00's offer, in the network's USDC contract.
+    const doc = (await get('/openapi.json')).body;
+    expect(doc['x-service-info']).toEqual({ categories: ['developer-tools'], docs: { homepage: h.origin, apiReference: `${h.origin}/openapi.json` } });
+    expect(doc.paths['/v1/call'].post['x-payment-info']).toEqual({
+      offers: [{ intent: 'session', method: 'stellar', amount: null, currency: h.core.network.usdc.contractId, description: expect.any(String) }],
+    });
+    expect(h.core.network.usdc.contractId).toMatch(/^C[A-Z2-7]{55}$/);
+    expect(doc.paths['/v1/call'].post.responses['402'].content).toHaveProperty('application/problem+json');
   });
 
   it('refuses bad parameters with their message', async () => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { validate as validateDiscovery } from 'mppx/discovery';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { openApiPath, operationList } from '@farebox/contract';
@@ -18,6 +19,46 @@ describe('the OpenAPI document', () => {
     const result = await new Validator().validate(openApiDocument({ serverUrl: 'https://farebox.example' }) as Parameters<Validator['validate']>[0]);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
+  });
+
+  it('is found by MPP clients (draft-payment-discovery-00): x-service-info, and the channel offer of POST /v1/call when MPP is on', async () => {
+    const currency = 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA';
+    type Op = { 'x-payment-info'?: unknown; security: unknown[]; responses: Record<string, { description: string; headers?: object; content?: object }> };
+    const on = openApiDocument({ serverUrl: 'https://farebox.example', mpp: { currency } }) as { paths: Record<string, Record<string, Op>> } & Record<
+      string,
+      unknown
+    >;
+    expect(on['x-service-info']).toEqual({
+      categories: ['developer-tools'],
+      docs: { homepage: 'https://farebox.example', apiReference: 'https://farebox.example/openapi.json' },
+    });
+    const call = on.paths['/v1/call']!.post!;
+    expect(call['x-payment-info']).toEqual({
+      offers: [{ intent: 'session', method: 'stellar', amount: null, currency, description: expect.stringContaining('intent channel') }],
+    });
+    // The 402: the refusals of credits and MPP's challenge (WWW-Authenticate, application/problem+json).
+    expect(call.responses['402']).toMatchObject({ description: expect.stringMatching(/^Payment Required: insufficient balance.*MPP/) });
+    expect(Object.keys(call.responses['402']!.content!)).toEqual(['application/json', 'application/problem+json']);
+    expect(call.responses['402']!.headers).toHaveProperty('WWW-Authenticate');
+    // No credential is one way in (the channel pays).
+    expect(call.security).toContainEqual({});
+    // Only the call is payable.
+    const payable = Object.entries(on.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([, o]) => o['x-payment-info'])
+        .map(([m]) => `${m} ${path}`),
+    );
+    expect(payable).toEqual(['post /v1/call']);
+    // Valid OpenAPI 3.1 still, and a discovery document mppx's validator finds nothing wrong with (amount null: dynamic pricing).
+    const result = await new Validator().validate(on as Parameters<Validator['validate']>[0]);
+    expect(result.errors ?? []).toEqual([]);
+    expect(validateDiscovery(on)).toEqual([]);
+    // Without MPP: the service info, no offer, the 402 of credits alone.
+    const off = openApiDocument({ serverUrl: 'https://farebox.example' }) as typeof on;
+    expect(off['x-service-info']).toEqual(on['x-service-info']);
+    expect(off.paths['/v1/call']!.post!['x-payment-info']).toBeUndefined();
+    expect(Object.keys(off.paths['/v1/call']!.post!.responses['402']!.content!)).toEqual(['application/json']);
+    expect(validateDiscovery(off)).toEqual([]);
   });
 
   it('has one operation per entry of the contract table, with its id, method and path', () => {

@@ -3,6 +3,7 @@ import {
   bazaarResource,
   bazaarSearchPage,
   bazaarSearchWindow,
+  directPayments,
   DiscoveryError,
   matchesBazaarFilters,
   parseBazaarList,
@@ -17,6 +18,7 @@ import {
 import { isValidServiceName } from '@farebox/protocol';
 import { servicePayTo, type CatalogMirror, type NetworkConfig, type RegistryAgent } from '@farebox/stellar';
 import { GatewayError } from '../errors.js';
+import { serviceRails } from '../views.js';
 import type { ManifestView } from '../manifests.js';
 import type { SearchBackend } from '../search-backend.js';
 import { systemClock } from '../clock.js';
@@ -45,6 +47,8 @@ export interface BazaarServiceDeps {
   now?: () => number;
   /** A service's health (health/index.ts), shown in each resource's `metadata.health`. */
   health?: (service: string) => Record<string, unknown>;
+  /** Whether this gateway takes MPP channel sessions: `mpp-channel` in each resource's `metadata.rails`. */
+  mppChannels?: boolean;
 }
 
 /** Manifests fetched for one answer at most (the rest are read by later answers). */
@@ -56,7 +60,8 @@ const FAILED_FOR_MS = 60_000;
  * Each catalog entry as an x402 resource (`@farebox/discovery`'s
  * `bazaarResource`): the registry's price, endpoint and description, `exact`
  * on testnet/pubnet paid to the treasury, `escrow` as the service's manifest
- * says, and its manifest's `bazaar` extension. Filters see the manifests this
+ * says, its manifest's `bazaar` extension, and `metadata.rails` (every way to
+ * pay it, the gateway's included: docs/api.md, "Payment rails"). Filters see the manifests this
  * gateway has read; a page's unread manifests are fetched (through the
  * endpoint guard, cached as for `GET /v1/agents/:service/manifest`) for a
  * moment before the answer.
@@ -73,7 +78,13 @@ export function createBazaarService(d: BazaarServiceDeps): BazaarService {
     const m = d.manifests.peek(a);
     return m ? { payments: m.view.payments, dynamicPricing: m.view.dynamic_pricing, bazaar: m.bazaar } : undefined;
   };
-  const toResource = (a: RegistryAgent) => bazaarResource(a, ctx, manifestOf(a), d.health?.(a.service));
+  const toResource = (a: RegistryAgent) => {
+    const manifest = manifestOf(a);
+    const resource = bazaarResource(a, ctx, manifest, d.health?.(a.service));
+    // How the service can be paid (docs/api.md, "Payment rails"): the gateway's rails and the offers above.
+    resource.metadata.rails = serviceRails(directPayments(ctx, manifest), d.mppChannels ?? false);
+    return resource;
+  };
   const parsed = <T>(read: () => T): T => {
     try {
       return read();

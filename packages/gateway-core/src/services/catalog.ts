@@ -10,7 +10,7 @@ import { GatewayError } from '../errors.js';
 import { translated } from '../ledger-errors.js';
 import type { ManifestView } from '../manifests.js';
 import { checkEndpoint, type EndpointPolicy } from '../security/endpoint-guard.js';
-import { serviceView, type ServiceView } from '../views.js';
+import { serviceRails, serviceView, type PaymentRail, type ServiceView } from '../views.js';
 import type { WalletProvisioning } from '../wallet-provisioning.js';
 import { parse, priceOfBody } from './input.js';
 import { requirePublisher } from './publisher-rule.js';
@@ -18,7 +18,7 @@ import { requirePublisher } from './publisher-rule.js';
 /** A registry change this gateway made, with its transaction. */
 import type { SearchBackend } from '../search-backend.js';
 import type { HealthPoint, ServiceHealth, ServiceHealthRecorder } from '../health/index.js';
-import { HEALTH_MIN_CALLS, rankByHealth } from '@farebox/discovery';
+import { directPayments, HEALTH_MIN_CALLS, rankByHealth } from '@farebox/discovery';
 
 /** The answered share the status judged (24 hours, or 7 days while the day has too few calls). */
 const judgedRate = (h: ServiceHealth) => (h.windows['24h'].calls >= HEALTH_MIN_CALLS ? h.windows['24h'] : h.windows['7d']).success_rate;
@@ -60,7 +60,15 @@ export interface CatalogServiceDeps {
   searchBackend: SearchBackend;
   /** The search index's link to the mirror, once started. */
   attachment: () => CatalogAttachment<RegistryAgent> | undefined;
-  manifests: { get(agent: { service: string; owner: string; endpoint: string }): Promise<ManifestView> };
+  manifests: {
+    get(agent: { service: string; owner: string; endpoint: string }): Promise<ManifestView>;
+    /** The cached manifest (nothing fetched): its `payments` say which x402 schemes the service takes itself. */
+    peek(agent: { service: string; owner: string; endpoint: string }): { view: ManifestView } | undefined;
+  };
+  /** The platform treasury (an `x402-exact` rail needs one, as the bazaar's `exact` offer does). */
+  treasuryAddress: string;
+  /** Whether this gateway takes MPP channel sessions (`mpp-channel` on every service). */
+  mppChannels: boolean;
   wallets: LocalKeystore;
   provisioning: WalletProvisioning;
   policy: EndpointPolicy;
@@ -71,6 +79,11 @@ export interface CatalogServiceDeps {
 
 export function createCatalogService(d: CatalogServiceDeps): CatalogService {
   const { db, mirror, registry, network } = d;
+
+  /** A service's rails: the bazaar's rule for the direct ones, from the manifest this gateway has read (docs/api.md, "Payment rails"). */
+  const railsOf = (a: RegistryAgent): PaymentRail[] =>
+    serviceRails(directPayments({ network, treasury: d.treasuryAddress }, d.manifests.peek(a)?.view), d.mppChannels);
+  const view = (a: RegistryAgent, stats?: { calls: number; earned: bigint }) => serviceView(a, d.health.of(a.service), railsOf(a), stats);
 
   async function serviceStatsByName(): Promise<Map<string, { calls: number; earned: bigint }>> {
     const owners = [...new Set(mirror.list().map((a) => a.owner))];
@@ -112,20 +125,20 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
   return {
     async list(q, limit) {
       const stats = await serviceStatsByName();
-      const view = (a: RegistryAgent) => serviceView(a, d.health.of(a.service), stats.get(`${a.owner}\u0000${a.service}`));
+      const viewOf = (a: RegistryAgent) => view(a, stats.get(`${a.owner}\u0000${a.service}`));
       if (q === undefined || q.trim() === '')
         return mirror
           .list()
           .sort((a, b) => b.createdAt - a.createdAt || a.service.localeCompare(b.service))
           .slice(0, limit)
-          .map(view);
+          .map(viewOf);
       if (q.length > 512) throw new GatewayError('BAD_REQUEST', 'query too long (max 512)');
       const { mode, hits } = await d.searchBackend.search(q, limit ?? 50);
       const found = hits.flatMap((h) => {
         // A discovery backend may know a registration this gateway's mirror has not read yet (never one whose name breaks the policy).
         const agent = mirror.get(h.id) ?? h.agent;
         // Each hit says which ranking served the search: `keyword` while no embedding model is loaded.
-        return agent && isValidServiceName(agent.service) ? [{ ...view(agent), score: h.score, search_mode: mode }] : [];
+        return agent && isValidServiceName(agent.service) ? [{ ...viewOf(agent), score: h.score, search_mode: mode }] : [];
       });
       // Relevance weighed by health: a service failing most calls sinks below a working one (docs/search.md, "Health").
       return rankByHealth(found, (s) => ({ status: s.health.status, successRate: judgedRate(s.health) })).map((s) => ({
@@ -137,7 +150,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       const agent = await listed(name);
       const stats = await d.ledger.serviceStats(agent.owner);
       const mine = stats.find((x) => x.service === agent.service);
-      return serviceView(agent, d.health.of(agent.service), mine ? { calls: mine.calls, earned: mine.earned } : undefined);
+      return view(agent, mine ? { calls: mine.calls, earned: mine.earned } : undefined);
     },
     async healthSeries(name, window) {
       const w = window === undefined || window === '' ? '24h' : window;
@@ -167,7 +180,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       const out: ServiceView[] = [];
       for (const { service } of rows) {
         const agent = mirror.get(service) ?? (await registry.getAgent(service).catch(() => null));
-        if (agent && agent.owner === user.walletAddress) out.push(serviceView(agent, d.health.of(service), stats.get(`${agent.owner}\u0000${agent.service}`)));
+        if (agent && agent.owner === user.walletAddress) out.push(view(agent, stats.get(`${agent.owner}\u0000${agent.service}`)));
       }
       return out;
     },
@@ -176,7 +189,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       return mirror
         .list()
         .filter((a) => a.owner === owner && isValidServiceName(a.service))
-        .map((a) => serviceView(a, d.health.of(a.service), stats.get(a.service)));
+        .map((a) => view(a, stats.get(a.service)));
     },
     async register(user, body) {
       requirePublisher(user);
@@ -200,7 +213,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       // Searchable on this gateway as soon as the answer returns; the chain event confirms it again later.
       const agent = await confirmed(input.service);
       if (!agent) throw new GatewayError('UPSTREAM', 'registration not visible on chain yet');
-      return { ...serviceView(agent, d.health.of(agent.service)), txHash, explorerUrl: network.explorer.tx(txHash) };
+      return { ...view(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
     },
     async update(user, service, body) {
       requirePublisher(user);
@@ -223,7 +236,7 @@ export function createCatalogService(d: CatalogServiceDeps): CatalogService {
       );
       const agent = await confirmed(service);
       if (!agent) throw new GatewayError('NOT_FOUND', 'service not found');
-      return { ...serviceView(agent, d.health.of(agent.service)), txHash, explorerUrl: network.explorer.tx(txHash) };
+      return { ...view(agent), txHash, explorerUrl: network.explorer.tx(txHash) };
     },
     async remove(user, service) {
       requirePublisher(user);

@@ -8,7 +8,9 @@ import { openApiDocument } from '../openapi.js';
  * `ok` or `degraded` with each dependency's state and effect: docs/operations.md
  * "Health"), `GET /metrics` behind `FAREBOX_METRICS_TOKEN` when configured,
  * and `GET /openapi.json` (the OpenAPI 3.1 document of this API, generated
- * from `@farebox/contract`'s table, naming this gateway as its server).
+ * from `@farebox/contract`'s table, naming this gateway as its server, with
+ * the MPP discovery parts: `x-service-info`, and `POST /v1/call`'s
+ * `x-payment-info` while MPP channel sessions are on).
  */
 export function operationsRoutes({ core }: RouteKit): RouteSpec[] {
   const token = core.config.metricsToken;
@@ -39,7 +41,11 @@ export function operationsRoutes({ core }: RouteKit): RouteSpec[] {
       method: 'GET',
       path: '/openapi.json',
       handle(ctx) {
-        openApi ??= openApiDocument({ serverUrl: core.config.publicOrigin });
+        openApi ??= openApiDocument({
+          serverUrl: core.config.publicOrigin,
+          // Found by MPP clients (draft-payment-discovery-00): the channel offer of POST /v1/call while channel sessions are on.
+          ...(core.mpp.calls ? { mpp: { currency: core.network.usdc.contractId } } : {}),
+        });
         ctx.reply.set('access-control-allow-origin', '*');
         ctx.reply.json(200, openApi);
       },
