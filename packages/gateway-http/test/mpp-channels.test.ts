@@ -5,10 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPaymentCredential, parsePaymentChallenges, parsePaymentCredential, parsePaymentReceipt, type PaymentChallenge } from '@farebox/protocol';
 import { commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_ID, openChannel } from '@farebox/stellar';
 import { certificateClaims } from '@farebox/gateway-core/testing';
+import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { createChannelPayer } from '@farebox/client';
 import { startHttpStack, type HttpStack } from './kit.js';
+
+const run = promisify(execFile);
 
 // MPP channel sessions through POST /v1/call (docs/protocol.md, "MPP channel sessions"): an agent with no account
 // opens a one-way channel to the treasury on the devnet and pays catalog services with vouchers, the cumulative
@@ -225,7 +231,11 @@ describe('MPP channel sessions through the gateway', () => {
     }
     // A session cookie with a Farebox-Channel header is the session's call (the /v1 chain), not an anonymous one.
     const user = await h.account();
-    const r = await h.request('/v1/call', { method: 'POST', body: { service: 'chan-echo', payload: {} }, headers: { cookie: user.cookie, 'x-csrf-token': user.csrf, 'farebox-channel': channel } });
+    const r = await h.request('/v1/call', {
+      method: 'POST',
+      body: { service: 'chan-echo', payload: {} },
+      headers: { cookie: user.cookie, 'x-csrf-token': user.csrf, 'farebox-channel': channel },
+    });
     expect(r.status).not.toBe(402);
   });
 
@@ -250,6 +260,21 @@ describe('MPP channel sessions through the gateway', () => {
     // The dead call's late post (a restarted process finishing it) changes nothing.
     expect((await h.core.ledger.channels.post(own.id, 'call_died')).applied).toBe(false);
     expect((await h.core.ledger.verify()).mismatches).toEqual([]);
+  });
+
+  it('is paid by a client made of mppx and the Stellar SDK alone, in its own process, over HTTP', async () => {
+    const own = await open({ amount: 100_000n });
+    const origin = await h.listen();
+    const script = fileURLToPath(new URL('./fixtures/mppx-channel-client.mjs', import.meta.url));
+    const { stdout } = await run(process.execPath, [script, origin, own.id, commit.secret(), passphrase(), 'chan-echo', '3'], { cwd: dirname(script) });
+    const answers = JSON.parse(stdout) as Array<{ status: number; receipt: boolean; body: { result: unknown; paidWith: string } }>;
+    expect(answers.map((a) => [a.status, a.receipt, a.body.paidWith])).toEqual([
+      [200, true, 'channel'],
+      [200, true, 'channel'],
+      [200, true, 'channel'],
+    ]);
+    expect(answers[2]!.body.result).toEqual({ echo: { i: 2 } });
+    expect((await h.core.ledger.channels.get(own.id))?.paid).toBe(60_000n);
   });
 
   it('is paid by mppx, a client nobody here wrote, reading our challenge and sending its credential', async () => {
