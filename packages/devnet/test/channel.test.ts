@@ -276,11 +276,8 @@ describe('one-way payment channel on the devnet', () => {
     expect(await read(channel, 'withdrawn')).toBe(5_000_000n);
   });
 
-  // Skipped: the devnet host (chain-invoke.ts) checks an address credential again at each nested
-  // require_auth of the same address; the asset contract's transfer inside the channel's constructor
-  // finds the funder's nonce already used and fails with Error(Auth, ExistingValue). Opening (and
-  // top_up) with the funder as the transaction's source works.
-  it.skip('a sponsor submits the open with the funder’s signed auth entry', async () => {
+  // The funder's one signed auth entry covers the asset transfer inside the channel's constructor as well.
+  it('a sponsor submits the open with the funder’s signed auth entry', async () => {
     const sponsor = await party();
     const funder = await party(10_000_000n);
     const recipient = await party();
