@@ -22,6 +22,7 @@ import { NO_PAYMENT_MESSAGE, resolveConfig, type ProviderOptions, type ResolvedP
 import { ProviderError } from './errors.js';
 import { defaultEscrowVerifier } from './escrow-default.js';
 import { exactCall } from './exact-call.js';
+import { chargeCall, createMppCharges } from './mpp-charge.js';
 import { parsePayload, pricePayload } from './payload.js';
 import { createExactPayments } from './exact.js';
 import { createExpressMiddleware, listenHttp, type ExpressMiddleware, type ListeningProvider } from './http.js';
@@ -117,6 +118,7 @@ export function createProvider(options: ProviderOptions): Provider {
   const now = options.now ?? Date.now;
   const replayStore = options.replayStore ?? new InMemoryReplayStore({ now });
   const limiter = new QuoteRateLimiter(config.rateLimitPerMinute, now);
+  const charges = createMppCharges({ now });
   // The chain is the default registry: the owner check runs against the contract itself.
   const registry: RegistryReader | RegistryClient | undefined =
     options.registry ?? (config.contractId !== undefined ? createRegistryClient(stellar) : undefined);
@@ -235,7 +237,10 @@ export function createProvider(options: ProviderOptions): Provider {
       ...(error !== undefined ? { error } : {}),
       ...(more.message !== undefined ? { message: more.message } : {}),
     });
-    return respond(402, body, more.header ? { ...quoteHeaders, [X402_HEADERS.paymentResponseV2]: more.header } : quoteHeaders);
+    // MPP: a stellar/charge challenge for the same `exact` offer beside it (mpp-charge.ts).
+    const challenge = await charges.challenge(exactOffer, new URL(publicEndpoint(headers)).host);
+    const mpp: Record<string, string> = challenge ? { 'www-authenticate': challenge } : {};
+    return respond(402, body, { ...quoteHeaders, ...mpp, ...(more.header ? { [X402_HEADERS.paymentResponseV2]: more.header } : {}) });
   }
 
   const priceOf = (payload: unknown) => pricePayload(priceFn, config.pricePerCall, payload);
@@ -390,20 +395,17 @@ export function createProvider(options: ProviderOptions): Provider {
     if (certificate !== undefined) return signedCall(certificate, raw, request.body, request);
     const signature = readHeader(request.headers, X402_HEADERS.paymentSignature);
     const xPayment = signature === undefined ? readHeader(request.headers, X402_HEADERS.payment) : undefined;
-    const paid = signature ?? xPayment;
-    if (paid !== undefined && paymentHeaderScheme(paid) === 'exact') {
+    const authorization = readHeader(request.headers, 'authorization');
+    const charge = authorization !== undefined && /^payment\s/i.test(authorization) ? authorization : undefined;
+    const paid = signature ?? xPayment ?? charge;
+    if (paid !== undefined && (paid === charge || paymentHeaderScheme(paid) === 'exact')) {
       const parsed = parsePayload(raw, request.body);
       if (!parsed.ok) return parsed.response;
       const price = await priceOf(parsed.payload);
       if (typeof price !== 'bigint') return price;
-      return exactCall(
-        { config, exact, quote, checkRegistration, run, resource: publicEndpoint(request.headers) },
-        paid,
-        signature === undefined,
-        parsed.payload,
-        price,
-        request,
-      );
+      const deps = { config, exact, quote, checkRegistration, run, resource: publicEndpoint(request.headers) };
+      if (paid === charge) return chargeCall(deps, charges, charge, parsed.payload, price, request);
+      return exactCall(deps, paid, signature === undefined, parsed.payload, price, request);
     }
     if (xPayment !== undefined) return escrowCall(xPayment, 1, raw, request.body, request);
     if (signature !== undefined) return escrowCall(signature, 2, raw, request.body, request);
