@@ -137,7 +137,7 @@ export const MONEY_SETTINGS = defineSettings({
   },
   FAREBOX_MPP_CHANNEL_WASM_HASHES: {
     meaning:
-      "The code hashes (hex, comma separated) of the one-way channel contract (stellar-experimental/one-way-channel) whose channels are accepted: a channel running other code could take vouchers and never pay the treasury.",
+      'The code hashes (hex, comma separated) of the one-way channel contract (stellar-experimental/one-way-channel) whose channels are accepted: a channel running other code could take vouchers and never pay the treasury.',
     kind: textSetting('32-byte hex hashes, comma separated'),
     default: 'none (local: the devnet channel)',
   },

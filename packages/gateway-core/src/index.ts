@@ -25,7 +25,16 @@ export { callIdOf } from './calls.js';
 export { createFacilitator, gatewayFacilitator, MuxedExactStellarScheme, resolveX402Config } from './x402/index.js';
 export type { CreateFacilitatorOptions, Facilitator, FacilitatorAnswer, X402ConfigOptions, X402Settings } from './x402/index.js';
 export { CHANNEL_HEADER } from './mpp/index.js';
-export type { AcceptedVoucher, ChannelCallAnswer, ChannelCalls, ChannelSessions, ChannelSessionsOptions, MppConfigOptions, MppRuntime, MppSettings } from './mpp/index.js';
+export type {
+  AcceptedVoucher,
+  ChannelCallAnswer,
+  ChannelCalls,
+  ChannelSessions,
+  ChannelSessionsOptions,
+  MppConfigOptions,
+  MppRuntime,
+  MppSettings,
+} from './mpp/index.js';
 export { MemoryRateLimitStore, enforceRateLimit } from './security/rate-limit.js';
 export type { RateLimitStore, RateLimitRule } from './security/rate-limit.js';
 export { RedisRateLimitStore } from './security/redis-rate-limit.js';

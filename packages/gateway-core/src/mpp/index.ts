@@ -69,7 +69,7 @@ export function createMpp(deps: {
     log: deps.log,
   });
   let timer: ReturnType<typeof setInterval> | undefined;
-  let running: Promise<unknown> | undefined;
+  let busy = false;
   // One gateway's watcher at a time on a database: two would send the same settle twice (the second moves nothing, but costs a fee).
   const locks = createCycleLocks(deps.db, deps.now);
   return {
@@ -78,11 +78,13 @@ export function createMpp(deps: {
     watcher,
     start() {
       timer ??= setInterval(() => {
-        running ??= locks
+        if (busy) return;
+        busy = true;
+        void locks
           .withLock('mpp-channel-watcher', () => watcher.tick())
           .catch((err) => deps.log('channel watcher failed', err))
           .finally(() => {
-            running = undefined;
+            busy = false;
           });
       }, CHANNEL_WATCH_INTERVAL_MS);
       timer.unref?.();
