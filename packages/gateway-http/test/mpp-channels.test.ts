@@ -142,6 +142,17 @@ describe('MPP channel sessions through the gateway', () => {
     expect((await h.core.ledger.channels.get(channel))?.paid).toBe(90_000n);
   });
 
+  it('answers a credential naming a channel it does not know with its refusal alone: no chain read, no challenge', async () => {
+    const { ch } = await challenge('chan-echo');
+    const unknown = 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA';
+    const forged = { ...ch!, request: { ...ch!.request, channel: unknown } };
+    const r = await pay('chan-echo', voucher(forged, 20_000n, commit, unknown));
+    expect(r.status).toBe(402);
+    expect(r.body).toMatchObject({ type: 'https://paymentauth.org/problems/invalid-challenge' });
+    expect(r.headers.get('www-authenticate')).toBeNull();
+    expect(await h.core.ledger.channels.get(unknown)).toBeNull();
+  });
+
   it('counts nothing for a failed call: the same amount pays the next one', async () => {
     const { ch } = await challenge('chan-broken');
     const failed = await pay('chan-broken', voucher(ch!, 110_000n));

@@ -48,18 +48,19 @@ export interface ChannelCallsOptions {
  * credential answers 402 with the problem and a fresh challenge.
  */
 export function createChannelCalls({ sessions, calls }: ChannelCallsOptions) {
-  async function offer(svc: CallableService, channel: string | undefined, error: MppError): Promise<ChannelCallAnswer> {
+  async function offer(svc: CallableService, channel: string | undefined, error: MppError, knownOnly = true): Promise<ChannelCallAnswer> {
     const headers: Record<string, string> = { 'cache-control': 'no-store', 'content-type': 'application/problem+json' };
     let challengeId: string | undefined;
     if (channel) {
       try {
-        const ch = await sessions.challenge(channel, svc.service, svc.pricePerCall, `${svc.service}: one call`);
+        const ch = await sessions.challenge(channel, svc.service, svc.pricePerCall, `${svc.service}: one call`, { knownOnly });
         headers['www-authenticate'] = formatPaymentChallenge(ch);
         challengeId = ch.id;
       } catch (err) {
         if (!(err instanceof MppError)) throw err;
-        // The channel itself is refused (not ours, not USDC, unknown): that is the answer.
-        error = err;
+        // Asked for a challenge, the channel itself is refused (not ours, not USDC, not found): that is the answer. After
+        // a refused credential the refusal stands, without a fresh challenge for a channel the ledger does not know.
+        if (!knownOnly) error = err;
       }
     }
     const problem = error.problem(challengeId ? { challengeId } : {});
@@ -77,6 +78,7 @@ export function createChannelCalls({ sessions, calls }: ChannelCallsOptions) {
           svc,
           opts.channel,
           new MppError('payment-required', `${service} costs ${svc.pricePerCall} base units a call: pay it with a voucher on your channel`),
+          false,
         );
       }
       let credential: PaymentCredential;

@@ -124,9 +124,18 @@ export function createChannelSessions(options: ChannelSessionsOptions) {
   }
 
   /** A `stellar`/`channel` challenge for one call of `service` at `price`, on the channel's cumulative amount. */
-  async function challenge(channel: string, service: string, price: bigint, description?: string): Promise<PaymentChallenge> {
+  async function challenge(
+    channel: string,
+    service: string,
+    price: bigint,
+    description?: string,
+    opts: { knownOnly?: boolean } = {},
+  ): Promise<PaymentChallenge> {
     if (!CONTRACT.test(channel)) throw new MppError('verification-failed', 'a channel is a contract address (C...)');
-    const row = await channelRow(channel);
+    // After a refused credential only a channel the ledger knows gets a fresh challenge: a credential naming any
+    // channel must not make the gateway read the chain (a request for a challenge, limited per address, does).
+    const row = opts.knownOnly ? await ledger.channels.get(channel) : await channelRow(channel);
+    if (!row) throw new MppError('verification-failed', `the channel ${channel} is not known here: ask for a challenge with Farebox-Channel`);
     return createPaymentChallenge(options.secret, {
       realm: options.realm,
       method: 'stellar',
