@@ -146,10 +146,13 @@ export function createGatewayHandler(core: GatewayCore, options: GatewayHandlerO
         ctx.params = match.params;
         const spec = match.route.handle;
         if (spec.paid && core.mpp.calls && paysItself(ctx.req)) {
-          // A voucher's channel is limited as an account is; a request for a challenge, by its address.
+          // A voucher's channel is limited as an account is, and so is its address (a credential may name any channel);
+          // a request for a challenge, by its address at the anonymous rate (it may make the gateway read the chain).
           const channel = paymentChannelOf(ctx.req);
-          if (channel) await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, `channel:${channel}`);
-          else await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, ctx.ip() ?? 'unknown');
+          if (channel) {
+            await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, `channel-ip:${ctx.ip() ?? 'unknown'}`);
+            await enforceRateLimit(core.rateLimits, core.config.rateLimits.account, `channel:${channel}`);
+          } else await enforceRateLimit(core.rateLimits, core.config.rateLimits.anonymous, ctx.ip() ?? 'unknown');
           await spec.paid(ctx);
         } else {
           if (spec.v1) await v1(ctx, ctx.path, spec.v1.body);
