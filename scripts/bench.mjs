@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pnpm bench`: every benchmark, one after the other, each printing its own
 // medians and ratios. `pnpm bench <name>` runs one (provider, devnet, ledger,
-// search, discovery, gateway, breakdown, settlement, faults, x402).
+// search, discovery, gateway, breakdown, settlement, faults, x402, mpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -19,6 +19,7 @@ const benches = {
   settlement: ['apps/gateway/bench/settlement.ts'],
   faults: ['apps/gateway/bench/faults.ts'],
   x402: ['apps/gateway/bench/x402.ts'],
+  mpp: ['apps/gateway/bench/mpp.ts'],
 };
 const only = process.argv.slice(2);
 let failed = 0;

@@ -16,6 +16,8 @@
 //   service, a per-call maximum) with keys without one on the same accounts, in
 //   ABBA turns (80 pairs of 500 ms), and prints the ratio policy/none (target
 //   >= 0.95) with its 90 % interval, CPU and write transactions per call.
+//   BENCH_CHANNEL=1 compares MPP channel calls (no account: a voucher per call, CONCURRENCY
+//   channels, a worker each) with credit calls, in the same ABBA turns: channel-mode.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -30,6 +32,8 @@ import pg from 'pg';
 import { Keypair } from '@stellar/stellar-sdk';
 import { Pool } from 'undici';
 import { createRegistryClient, keypairSigner, resolveNetwork } from '@farebox/stellar';
+import { channelMode } from './channel-mode.js';
+import { addInto, cpuDelta, cpuPerCall, medianOf, pairedSummary, spreadOf } from './stats.js';
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 6000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -40,35 +44,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PAIRED_TURN_MS = Number(process.env.BENCH_DURATION_MS ?? 500);
 const PAIRED_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
 
-/** The middle value, or the mean of the middle two for an even count. */
-function medianOf(xs: number[]): number {
-  const o = [...xs].sort((x, y) => x - y);
-  const m = Math.floor(o.length / 2);
-  return o.length % 2 === 1 ? o[m]! : (o[m - 1]! + o[m]!) / 2;
-}
-
-/**
- * The median of paired ratios and how far it could move by chance: a 90 % bootstrap interval (2000
- * resamples of the pairs, a fixed seed so a run prints one interval for its turns).
- */
-function pairedSummary(pairs: number[]): { ratio: number; text: string } {
-  let seed = 0x2f6b_1a3d;
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const resampled = Array.from({ length: 2000 }, () => medianOf(pairs.map(() => pairs[Math.floor(random() * pairs.length)]!))).sort((x, y) => x - y);
-  const ratio = medianOf(pairs);
-  return {
-    ratio,
-    text: `${ratio.toFixed(3)} median of ${pairs.length} paired turns (90 % interval ${resampled[100]!.toFixed(3)}-${resampled[1899]!.toFixed(3)}; pairs ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)})`,
-  };
-}
-
-/** The lowest and highest of a set of calls/s. */
-const spreadOf = (xs: number[]) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ACCOUNTS = 16;
 /** Database connections of the gateway (its default) and of the debit server alike. */
@@ -167,25 +142,6 @@ function schedOf(pid: number): { run: number; wait: number } | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** CPU seconds per kind of process between two readings. */
-function cpuDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
-  return new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
-}
-
-function addInto(total: Map<string, number>, more: Map<string, number>) {
-  for (const [k, v] of more) total.set(k, (total.get(k) ?? 0) + v);
-}
-
-function cpuPerCall(used: Map<string, number>, calls: number): string {
-  if (used.size === 0 || calls === 0) return 'n/a (no /proc)';
-  return [...used]
-    .map(([k, v]) => ({ k, ms: (v * 1000) / calls }))
-    .filter(({ ms }) => ms >= 0.005)
-    .sort((a, b) => b.ms - a.ms)
-    .map(({ k, ms }) => `${k} ${ms.toFixed(3)}`)
-    .join(', ');
 }
 
 function pct(sorted: number[], p: number) {
@@ -491,6 +447,25 @@ try {
       request: (opts: Parameters<Pool['request']>[0]) => ps[Math.floor(Math.random() * ps.length)]!.request(opts),
     }) as unknown as Pool;
   await load(pools[0]!, '/v1/call', byKey, callBody, 8, 1500);
+
+  if (process.env.BENCH_CHANNEL === '1') {
+    await channelMode({
+      base: first,
+      pool: pools[0]!,
+      devnetUrl,
+      network,
+      keys,
+      body: callBody(),
+      concurrency: CONCURRENCY,
+      turnMs: PAIRED_TURN_MS,
+      rounds: PAIRED_ROUNDS,
+      cpuNow,
+      admin,
+    });
+    await pools[0]!.close();
+    await cleanUp();
+    process.exit(0);
+  }
 
   if (process.env.BENCH_KEY_POLICY === '1') {
     // Spending policies (docs/api.md): the same accounts, a second key each with a policy
