@@ -29,6 +29,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { postgresUrl } from './postgres.js';
 import { Keypair } from '@stellar/stellar-sdk';
 import { Pool } from 'undici';
 import { createRegistryClient, keypairSigner, resolveNetwork } from '@farebox/stellar';
@@ -55,18 +56,6 @@ async function freePort() {
   const { port } = s.address() as AddressInfo;
   await new Promise((r) => s.close(r));
   return port;
-}
-
-async function postgresUrl(): Promise<string | undefined> {
-  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    await client.end();
-    return url;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The application_name of the bench's own database connections (the gateways', the debit server's). */

@@ -20,6 +20,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { postgresUrl } from './postgres.js';
 import { contract, Keypair, nativeToScVal } from '@stellar/stellar-sdk';
 import { Pool } from 'undici';
 import { createChannelPayer, createClient } from '@farebox/client';
@@ -51,17 +52,6 @@ const txsPer = (t: Timing) => {
   return distinct.length === 1 ? String(distinct[0]) : `${mean.toFixed(3)} (${distinct.join(' or ')})`;
 };
 
-async function postgresUrl(): Promise<string | undefined> {
-  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    await client.end();
-    return url;
-  } catch {
-    return undefined;
-  }
-}
 const dbUrl = await postgresUrl();
 
 async function admin(sql: string) {
