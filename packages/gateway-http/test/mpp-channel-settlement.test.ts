@@ -1,7 +1,8 @@
 import { Keypair, rpc } from '@stellar/stellar-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPaymentCredential, parsePaymentChallenges, type PaymentChallenge } from '@farebox/protocol';
-import { channelInvoke, commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_ID, openChannel } from '@farebox/stellar';
+import { channelInvoke, commitmentBytes, keypairSigner } from '@farebox/stellar';
+import { openTestChannel } from './channel-kit.js';
 import { startHttpStack, type HttpStack } from './kit.js';
 
 // The money of a channel session end to end on the devnet (docs/settlement.md, "Channel sessions"): calls over
@@ -15,7 +16,7 @@ describe('a channel session settled', () => {
   let h: HttpStack;
   let server: rpc.Server;
   const commit = Keypair.random();
-  const funder = Keypair.random();
+  let funder: Keypair;
   const DEPOSIT = 100_000_000n;
   const services = [
     { name: 'sess-a', price: '0.002', units: 20_000n },
@@ -29,17 +30,7 @@ describe('a channel session settled', () => {
     h = await startHttpStack();
     server = new rpc.Server(h.core.network.rpcUrl, { allowHttp: true });
     for (const s of services) owners.push((await h.publish(s.name, s.price)).owner);
-    await h.devnet.friendbot(funder.publicKey());
-    await createAccounts(h.core.network).ensureUsdcTrustline(keypairSigner(funder.secret()));
-    await h.devnet.mintUsdc(funder.publicKey(), DEPOSIT);
-    ({ channel } = await openChannel(server, h.core.network, keypairSigner(funder.secret()), {
-      factory: LOCAL_CHANNEL_FACTORY_ID,
-      token: h.core.network.usdc.contractId,
-      recipient: h.core.treasuryAddress,
-      commitmentKey: commit.rawPublicKey(),
-      amount: DEPOSIT,
-      refundWaitingPeriod: 20,
-    }));
+    ({ id: channel, funder } = await openTestChannel(h, { amount: DEPOSIT, key: commit }));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,9 +1,9 @@
-import { Keypair, rpc } from '@stellar/stellar-sdk';
+import { Keypair } from '@stellar/stellar-sdk';
 import { Credential, Method, z } from 'mppx';
 import { Mppx as ClientMppx } from 'mppx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPaymentCredential, parsePaymentChallenges, parsePaymentCredential, parsePaymentReceipt, type PaymentChallenge } from '@farebox/protocol';
-import { commitmentBytes, createAccounts, keypairSigner, LOCAL_CHANNEL_FACTORY_ID, openChannel } from '@farebox/stellar';
+import { commitmentBytes } from '@farebox/stellar';
 import { certificateClaims } from '@farebox/gateway-core/testing';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { createChannelPayer } from '@farebox/client';
+import { openTestChannel } from './channel-kit.js';
 import { startHttpStack, type HttpStack } from './kit.js';
 
 const run = promisify(execFile);
@@ -27,21 +28,8 @@ describe('MPP channel sessions through the gateway', () => {
   const commit = Keypair.random();
   const passphrase = () => h.core.network.passphrase;
 
-  async function open(opts: { amount: bigint; recipient?: string; period?: number; key?: Keypair }) {
-    const funder = Keypair.random();
-    await h.devnet.friendbot(funder.publicKey());
-    await createAccounts(h.core.network).ensureUsdcTrustline(keypairSigner(funder.secret()));
-    await h.devnet.mintUsdc(funder.publicKey(), 10_000_000n);
-    const { channel: id } = await openChannel(new rpc.Server(h.core.network.rpcUrl, { allowHttp: true }), h.core.network, keypairSigner(funder.secret()), {
-      factory: LOCAL_CHANNEL_FACTORY_ID,
-      token: h.core.network.usdc.contractId,
-      recipient: opts.recipient ?? h.core.treasuryAddress,
-      commitmentKey: (opts.key ?? commit).rawPublicKey(),
-      amount: opts.amount,
-      refundWaitingPeriod: opts.period ?? 20,
-    });
-    return { id, funder };
-  }
+  const open = (o: { amount: bigint; recipient?: string; period?: number; key?: Keypair }) =>
+    openTestChannel(h, { ...o, key: o.key ?? commit, funds: 10_000_000n });
 
   /** An unpaid call naming the channel: the 402 and its challenge. */
   async function challenge(service: string, on = channel) {
